@@ -1,0 +1,29 @@
+# One command to run the demo, one to run the tests; both build .venv themselves.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: demo test lint bench clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+
+$(STAMP): pyproject.toml | $(BIN)/python
+	$(BIN)/pip install --quiet -e '.[test]'
+	touch $(STAMP)
+
+demo: $(STAMP)
+	$(BIN)/promoter demo $(ARGS)
+
+test: $(STAMP)
+	$(BIN)/ruff check promoter scm_plugins webhooks tests bench
+	$(BIN)/mypy
+	$(BIN)/pytest $(PYTEST_ARGS)
+
+bench: $(STAMP)
+	$(BIN)/python bench/webhook_throughput.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

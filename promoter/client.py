@@ -1,0 +1,57 @@
+"""A small client of the daemon's HTTP API, for the CLI (status, set-status, refresh)."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import httpx
+
+from promoter.errors import PromoterError
+
+
+class ApiClient:
+    def __init__(self, url: str, *, token: str | None = None, timeout: float = 10.0) -> None:
+        token = token or os.environ.get("PROMOTER_API_TOKEN")
+        headers = {"authorization": f"Bearer {token}"} if token else {}
+        self._http = httpx.Client(base_url=url.rstrip("/"), headers=headers, timeout=timeout)
+
+    def _call(self, method: str, path: str, **kwargs: Any) -> Any:
+        try:
+            response = self._http.request(method, path, **kwargs)
+        except httpx.HTTPError as exc:
+            raise PromoterError(f"cannot reach the daemon at {self._http.base_url}: {exc}") from exc
+        if response.status_code >= 400:
+            try:
+                detail = response.json().get("error", response.text)
+            except ValueError:
+                detail = response.text
+            raise PromoterError(f"{method} {path}: {response.status_code} {detail}")
+        return response.json()
+
+    def strategies(self) -> list[dict[str, Any]]:
+        names = [s["name"] for s in self._call("GET", "/api/v1/strategies")["strategies"]]
+        return [self.strategy(name) for name in names]
+
+    def strategy(self, name: str) -> dict[str, Any]:
+        result: dict[str, Any] = self._call("GET", f"/api/v1/strategies/{name}")
+        return result
+
+    def set_status(
+        self, repo: str, sha: str, *, key: str, phase: str, description: str = "", url: str = ""
+    ) -> dict[str, Any]:
+        result: dict[str, Any] = self._call(
+            "POST",
+            f"/api/v1/repositories/{repo}/commits/{sha}/statuses",
+            json={"key": key, "phase": phase, "description": description, "url": url},
+        )
+        return result
+
+    def refresh(self, strategy: str | None = None) -> dict[str, Any]:
+        result: dict[str, Any] = self._call(
+            "POST", "/api/v1/refresh", json={"strategy": strategy} if strategy else {}
+        )
+        return result
+
+    def close(self) -> None:
+        self._http.close()

@@ -1,0 +1,260 @@
+"""The configuration: one YAML file (``promoter.yaml``) loaded into these pydantic models.
+
+The same models are the schema of ``promoter schema`` and, in Kubernetes mode,
+of the CRDs. Field names are camelCase in YAML and snake_case in Python.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic.alias_generators import to_camel
+
+from promoter.durations import Duration
+from promoter.secrets import SecretRef
+
+
+class Spec(BaseModel):
+    """Base of configuration models: camelCase keys, unknown keys refused."""
+
+    model_config = ConfigDict(
+        alias_generator=to_camel, populate_by_name=True, extra="forbid", frozen=True
+    )
+
+
+# --- SCM providers -------------------------------------------------------------------
+
+
+class GitHubApp(Spec):
+    app_id: int = Field(description="The GitHub App's numeric id.")
+    private_key: SecretRef = Field(description="The App's PEM private key.")
+    installation_id: int | None = Field(
+        default=None, description="Installation id; found per owner and cached when omitted."
+    )
+
+
+class GitHubProvider(Spec):
+    url: str = Field(
+        default="https://api.github.com",
+        description="API base URL; for GitHub Enterprise Server, https://HOST/api/v3.",
+    )
+    token: SecretRef | None = Field(default=None, description="A personal or fine-grained token.")
+    app: GitHubApp | None = Field(default=None, description="GitHub App credentials.")
+    merge_method: Literal["merge", "squash", "rebase"] = "merge"
+    status_checks: Literal["statuses", "checkRuns"] = Field(
+        default="statuses",
+        description="How the promoter shows its own gates: commit statuses, or check runs "
+        "(App only).",
+    )
+
+    @model_validator(mode="after")
+    def _one_credential(self) -> GitHubProvider:
+        if (self.token is None) == (self.app is None):
+            raise ValueError("give exactly one of token or app")
+        if self.status_checks == "checkRuns" and self.app is None:
+            raise ValueError("statusChecks: checkRuns needs a GitHub App")
+        return self
+
+
+class GitLabProvider(Spec):
+    url: str = Field(default="https://gitlab.com", description="gitlab.com or a self-managed URL.")
+    token: SecretRef = Field(description="A project, group or personal access token.")
+    ca_bundle: str | None = Field(default=None, description="Path to a PEM CA bundle.")
+    pipeline_gate_key: str = Field(
+        default="pipeline", description="Gate key under which a SHA's latest pipeline is reported."
+    )
+    squash: bool = False
+
+
+class LocalProvider(Spec):
+    """The embedded SCM: pull requests and statuses in the state dir, merges in local git."""
+
+
+class ExternalPlugin(Spec):
+    command: str = Field(description="Executable speaking the plugin protocol on stdin/stdout.")
+    args: list[str] = Field(default_factory=list)
+    settings: dict[str, Any] = Field(default_factory=dict, description="Passed to the plugin.")
+
+
+class ScmProvider(Spec):
+    """Where an SCM lives and how to log in: exactly one of github, gitlab, local, plugin."""
+
+    name: str = Field(pattern=r"^[a-zA-Z0-9][a-zA-Z0-9_.-]*$")
+    github: GitHubProvider | None = None
+    gitlab: GitLabProvider | None = None
+    local: LocalProvider | None = None
+    plugin: ExternalPlugin | None = None
+
+    @model_validator(mode="after")
+    def _exactly_one_kind(self) -> ScmProvider:
+        kinds = [k for k in ("github", "gitlab", "local", "plugin") if getattr(self, k) is not None]
+        if len(kinds) != 1:
+            raise ValueError("give exactly one of github, gitlab, local or plugin")
+        return self
+
+    @property
+    def kind(self) -> str:
+        """The plugin name that serves this provider."""
+        for kind in ("github", "gitlab", "local"):
+            if getattr(self, kind) is not None:
+                return kind
+        assert self.plugin is not None
+        return "plugin"
+
+
+# --- repositories and strategies -----------------------------------------------------
+
+
+class Repository(Spec):
+    """A git repository and the SCM provider that serves it."""
+
+    name: str = Field(pattern=r"^[a-zA-Z0-9][a-zA-Z0-9_.-]*$")
+    url: str = Field(description="Clone URL, or a local path for the local SCM.")
+    scm_provider: str = Field(description="Name of an entry of scmProviders.")
+    path: str | None = Field(
+        default=None,
+        description="owner/name on GitHub, group/sub/project on GitLab; derived from url "
+        "if omitted.",
+    )
+    project_id: int | None = Field(default=None, description="GitLab numeric project id.")
+    poll_interval: Duration | None = Field(
+        default=None,
+        description="Poll the remote's refs this often; default: daemon.pollInterval for "
+        "local repositories, off for others (they send webhooks).",
+    )
+
+    @property
+    def full_path(self) -> str:
+        """owner/name (GitHub) or group/sub/project (GitLab), from ``path`` or the URL."""
+        if self.path:
+            return self.path.strip("/")
+        url = self.url.rstrip("/")
+        url = url.removesuffix(".git")
+        if "://" in url:
+            url = url.split("://", 1)[1].split("/", 1)[-1]
+        elif ":" in url and "@" in url.split(":", 1)[0]:
+            url = url.split(":", 1)[1]
+        return url.strip("/")
+
+
+class StatusKey(Spec):
+    key: str = Field(min_length=1, description="Commit status context / check name / gate key.")
+
+
+class AutoRevert(Spec):
+    enabled: bool = False
+    settle_time: Duration = Field(default=120.0, description="How long a failure must last.")
+    auto_merge: bool = False
+
+
+class Environment(Spec):
+    branch: str = Field(min_length=1, description="The active branch, e.g. environment/dev.")
+    auto_merge: bool = True
+    active_commit_statuses: list[StatusKey] = Field(default_factory=list)
+    proposed_commit_statuses: list[StatusKey] = Field(default_factory=list)
+    auto_revert: AutoRevert = Field(default_factory=AutoRevert)
+
+    @field_validator("branch")
+    @classmethod
+    def _branch_name(cls, value: str) -> str:
+        if value.startswith("refs/") or " " in value or ".." in value or value.endswith("/"):
+            raise ValueError("a branch name like environment/dev, without refs/heads/")
+        return value
+
+
+class PromotionStrategy(Spec):
+    """One repository's ordered environments and the gates between them."""
+
+    name: str = Field(pattern=r"^[a-zA-Z0-9][a-zA-Z0-9_.-]*$")
+    repository: str = Field(description="Name of an entry of repositories.")
+    dry_branch: str = "main"
+    proposed_branch_suffix: str = Field(default="-next", min_length=1)
+    active_commit_statuses: list[StatusKey] = Field(default_factory=list)
+    proposed_commit_statuses: list[StatusKey] = Field(default_factory=list)
+    environments: list[Environment] = Field(min_length=1)
+
+    def proposed_branch(self, env: Environment) -> str:
+        return env.branch + self.proposed_branch_suffix
+
+    def active_keys(self, env: Environment) -> list[str]:
+        """Keys that must be success on the environment's active hydrated commit."""
+        return _merge_keys(self.active_commit_statuses, env.active_commit_statuses)
+
+    def proposed_keys(self, env: Environment) -> list[str]:
+        """Keys that must be success on the proposed hydrated commit."""
+        return _merge_keys(self.proposed_commit_statuses, env.proposed_commit_statuses)
+
+
+def _merge_keys(*lists: list[StatusKey]) -> list[str]:
+    seen: dict[str, None] = {}
+    for items in lists:
+        for item in items:
+            seen.setdefault(item.key, None)
+    return list(seen)
+
+
+# --- daemon and webhooks ---------------------------------------------------------------
+
+
+class GitHubWebhook(Spec):
+    secrets: list[SecretRef] = Field(
+        default_factory=list, description="Accepted secrets; several at once while rotating."
+    )
+
+
+class GitLabWebhook(Spec):
+    tokens: list[SecretRef] = Field(
+        default_factory=list, description="Accepted X-Gitlab-Token values."
+    )
+    signing_secrets: list[SecretRef] = Field(
+        default_factory=list, description="whsec_ signing secrets for webhook-signature."
+    )
+
+
+class Webhooks(Spec):
+    github: GitHubWebhook = Field(default_factory=GitHubWebhook)
+    gitlab: GitLabWebhook = Field(default_factory=GitLabWebhook)
+    max_body_bytes: int = Field(default=5 * 1024 * 1024, gt=0)
+    delivery_retention: Duration = Field(default=2 * 86400.0, description="Keep delivery ids.")
+
+
+class Daemon(Spec):
+    state_dir: str = Field(default=".promoter", description="Mirrors, cache and local SCM data.")
+    host: str = "127.0.0.1"
+    port: int = Field(default=8080, ge=0, le=65535)
+    public_url: str | None = Field(
+        default=None, description="URL people reach the daemon at, for links in status checks."
+    )
+    resync_interval: Duration = Field(default=300.0, description="Full resync of every strategy.")
+    poll_interval: Duration = Field(default=3.0, description="Ref polling of local repositories.")
+    status_cache_ttl: Duration = Field(default=60.0, description="Trust cached statuses this long.")
+    workers: int = Field(default=4, ge=1, le=64)
+    max_backoff: Duration = Field(default=300.0, description="Cap of the retry backoff.")
+    api_token: SecretRef | None = Field(
+        default=None, description="Bearer token for write calls to /api/v1 when not on loopback."
+    )
+    log_level: Literal["debug", "info", "warning", "error"] = "info"
+
+
+class Config(Spec):
+    """The whole of promoter.yaml."""
+
+    scm_providers: list[ScmProvider] = Field(default_factory=list)
+    repositories: list[Repository] = Field(default_factory=list)
+    promotion_strategies: list[PromotionStrategy] = Field(default_factory=list)
+    webhooks: Webhooks = Field(default_factory=Webhooks)
+    daemon: Daemon = Field(default_factory=Daemon)
+
+    def provider(self, name: str) -> ScmProvider:
+        return next(p for p in self.scm_providers if p.name == name)
+
+    def repository(self, name: str) -> Repository:
+        return next(r for r in self.repositories if r.name == name)
+
+    def strategy(self, name: str) -> PromotionStrategy | None:
+        return next((s for s in self.promotion_strategies if s.name == name), None)
+
+    def state_path(self) -> Path:
+        return Path(self.daemon.state_dir).expanduser()

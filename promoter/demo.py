@@ -1,0 +1,220 @@
+"""``promoter demo``: a sandbox repository, the daemon on the local SCM, and one change
+moving dev -> staging -> prod as its gates turn green, told in plain lines.
+
+The demo plays the parts a real set-up has elsewhere: the hydrator (``promoter
+hydrate``), CI (the proposed gate ``ci``) and the health checker (the active gate
+``health``); it sets statuses through the daemon's HTTP API like any client.
+"""
+
+from __future__ import annotations
+
+import logging
+import socket
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import uvicorn
+
+from promoter import logs, status_table
+from promoter.client import ApiClient
+from promoter.config_loader import parse_config
+from promoter.executor import ActionEvent
+from promoter.hydrate import hydrate
+from promoter.runtime import Runtime
+from promoter.sandbox import commit_files, init_bare
+
+STRATEGY = "guestbook"
+ENVIRONMENTS = ["environment/dev", "environment/staging", "environment/prod"]
+TIMEOUT = 90.0
+
+CONFIG = """\
+scmProviders:
+  - name: local
+    local: {{}}
+repositories:
+  - name: gitops
+    url: {repo}
+    scmProvider: local
+promotionStrategies:
+  - name: {strategy}
+    repository: gitops
+    dryBranch: main
+    activeCommitStatuses: [{{key: health}}]
+    proposedCommitStatuses: [{{key: ci}}]
+    environments:
+      - {{branch: environment/dev, autoMerge: true}}
+      - {{branch: environment/staging, autoMerge: true}}
+      - {{branch: environment/prod, autoMerge: true}}
+daemon:
+  stateDir: {state}
+  host: 127.0.0.1
+  port: {port}
+  pollInterval: 0.5s
+  resyncInterval: 30s
+  workers: 2
+"""
+
+
+def say(text: str) -> None:
+    print(text, flush=True)
+
+
+def short(sha: str | None) -> str:
+    return sha[:7] if sha else "-"
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+def _on_event(event: ActionEvent) -> None:
+    env = event.environment.removeprefix("environment/")
+    if event.kind == "opened":
+        say(f"  [{env}] PR #{event.pr} opened: {event.message}")
+    elif event.kind == "merged":
+        say(f"  [{env}] PR #{event.pr} merged: {env} now runs dry {short(event.sha)}")
+    elif event.kind == "status":
+        say(f"  [{env}] gate promoter/previous-environment: {event.message}")
+    elif event.kind == "closed":
+        say(f"  [{env}] PR #{event.pr} closed: {event.message}")
+    elif event.kind == "healthy":
+        say(f"  [{env}] recorded healthy on dry {short(event.sha)}")
+
+
+class Demo:
+    def __init__(self, base: Path, port: int) -> None:
+        self.base = base
+        self.repo = init_bare(base / "gitops.git")
+        self.port = port or _free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.done_keys: set[tuple[str, str]] = set()
+
+    def seed(self) -> str:
+        say(f"sandbox: {self.base}")
+        first = commit_files(
+            self.repo,
+            "main",
+            {"apps/guestbook/values.yaml": "image: guestbook:1.0.0\nreplicas: 2\n"},
+            "Add guestbook 1.0.0",
+        )
+        hydrate(repo=self.repo, dry_ref="main", branches=ENVIRONMENTS)
+        say(f"dry main at {short(first)}; hydrated environment/dev, staging and prod")
+        return first
+
+    def start(self) -> tuple[Runtime, uvicorn.Server, threading.Thread]:
+        text = CONFIG.format(
+            repo=self.repo, strategy=STRATEGY, state=self.base / "state", port=self.port
+        )
+        (self.base / "promoter.yaml").write_text(text)
+        runtime = Runtime(
+            parse_config(text, source=str(self.base / "promoter.yaml")), observers=[_on_event]
+        )
+        server = uvicorn.Server(
+            uvicorn.Config(
+                runtime.app, host="127.0.0.1", port=self.port, log_config=None, access_log=False
+            )
+        )
+        thread = threading.Thread(target=server.run, name="promoter-demo-server", daemon=True)
+        thread.start()
+        deadline = time.monotonic() + 20
+        while not server.started:
+            if time.monotonic() > deadline or not thread.is_alive():
+                raise RuntimeError("the daemon did not start")
+            time.sleep(0.02)
+        say(f"daemon up at {self.url} (local SCM, no tokens)")
+        return runtime, server, thread
+
+    def set_once(self, client: ApiClient, sha: str, key: str, env: str, text: str) -> None:
+        if (sha, key) in self.done_keys:
+            return
+        self.done_keys.add((sha, key))
+        client.set_status("gitops", sha, key=key, phase="success", description=text)
+        say(f"  [{env.removeprefix('environment/')}] gate {key}: {text} on {short(sha)}")
+
+    def drive(self, client: ApiClient, target: str) -> dict[str, Any]:
+        """Play CI and health checks until prod runs ``target``; the last strategy view."""
+        deadline = time.monotonic() + TIMEOUT
+        while True:
+            view = client.strategy(STRATEGY)
+            envs = view["environments"]
+            if all((e.get("active") or {}).get("drySha") == target for e in envs):
+                return view
+            if time.monotonic() > deadline:
+                raise TimeoutError(
+                    "prod did not reach the new change in time: "
+                    + "; ".join(f"{e['branch']}: {e.get('reason')}" for e in envs)
+                )
+            for i, env in enumerate(envs):
+                active, proposed = env.get("active") or {}, env.get("proposed") or {}
+                if active.get("drySha") == target:
+                    self.set_once(
+                        client, active["hydratedSha"], "health", env["branch"], "health check green"
+                    )
+                ready = i == 0 or (envs[i - 1].get("active") or {}).get("drySha") == target
+                if proposed.get("drySha") == target and active.get("drySha") != target and ready:
+                    self.set_once(client, proposed["hydratedSha"], "ci", env["branch"], "CI passed")
+            time.sleep(0.05)
+
+
+def run_demo(*, scripted: bool, port: int = 0, workdir: str | None = None) -> int:
+    started = time.monotonic()
+    logs.setup("warning", json_lines=False)
+    base = Path(workdir) if workdir else Path(tempfile.mkdtemp(prefix="promoter-demo-"))
+    base.mkdir(parents=True, exist_ok=True)
+    demo = Demo(base.resolve(), port)
+    demo.seed()
+    _runtime, server, thread = demo.start()
+    client = ApiClient(demo.url)
+    try:
+        view = client.strategy(STRATEGY)
+        for env in view["environments"]:
+            if env.get("active"):
+                demo.set_once(
+                    client,
+                    env["active"]["hydratedSha"],
+                    "health",
+                    env["branch"],
+                    "health check green",
+                )
+        change = commit_files(
+            demo.repo,
+            "main",
+            {"apps/guestbook/values.yaml": "image: guestbook:1.1.0\nreplicas: 3\n"},
+            "Bump guestbook to 1.1.0",
+        )
+        say(f"new dry commit {short(change)}: Bump guestbook to 1.1.0")
+        hydrate(repo=demo.repo, dry_ref="main", branches=ENVIRONMENTS)
+        say("hydrated it onto environment/{dev,staging,prod}-next")
+        final = demo.drive(client, change)
+        say("")
+        say(status_table.render([final]))
+        say("")
+        say(
+            f"prod runs {short(change)}: promoted dev -> staging -> prod in "
+            f"{time.monotonic() - started:.1f}s"
+        )
+        if not scripted:
+            say(f"\nThe daemon keeps running at {demo.url} (Ctrl-C to stop). Try:")
+            say(f"  promoter status --url {demo.url}")
+            say(f"  curl {demo.url}/api/v1/strategies/{STRATEGY}")
+            say(f"  config: {demo.base / 'promoter.yaml'}")
+            while thread.is_alive():
+                time.sleep(0.5)
+        return 0
+    except (TimeoutError, RuntimeError) as exc:
+        print(f"demo failed: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 0
+    finally:
+        client.close()
+        server.should_exit = True
+        thread.join(30)
+        logging.getLogger("promoter").info("demo finished")

@@ -1,0 +1,121 @@
+"""The engine's output: actions for the reconciler to carry out, and verdicts to show.
+
+Actions name an environment by its index in the strategy and carry every value
+the reconciler needs, so that carrying them out needs no further decision.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from promoter.models import CommitStatus, Phase
+
+PREVIOUS_ENVIRONMENT_KEY = "promoter/previous-environment"
+"""The status the promoter writes on a PR head for rule 4."""
+
+PROMOTION_LABEL = "promotion"
+
+
+class Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class OpenPullRequest(Frozen):
+    kind: Literal["open"] = "open"
+    environment: int
+    head: str
+    base: str
+    title: str
+    body: str
+    labels: tuple[str, ...]
+
+
+class UpdatePullRequest(Frozen):
+    kind: Literal["update"] = "update"
+    environment: int
+    number: int
+    title: str
+    body: str
+    labels: tuple[str, ...]
+
+
+class MergePullRequest(Frozen):
+    kind: Literal["merge"] = "merge"
+    environment: int
+    number: int
+    expected_head_sha: str
+    dry_sha: str
+    message: str
+    required_keys: tuple[str, ...] = ()
+    """Proposed gate keys to re-read from the SCM just before merging (rule 6)."""
+
+
+class ClosePullRequest(Frozen):
+    kind: Literal["close"] = "close"
+    environment: int
+    number: int
+    comment: str
+
+
+class SetCommitStatus(Frozen):
+    kind: Literal["status"] = "status"
+    environment: int
+    sha: str
+    status: CommitStatus
+
+
+class RecordHealthy(Frozen):
+    kind: Literal["healthy"] = "healthy"
+    environment: int
+    dry_sha: str
+    hydrated_sha: str
+
+
+class RequeueAfter(Frozen):
+    kind: Literal["requeue"] = "requeue"
+    seconds: float
+
+
+Action = (
+    OpenPullRequest
+    | UpdatePullRequest
+    | MergePullRequest
+    | ClosePullRequest
+    | SetCommitStatus
+    | RecordHealthy
+    | RequeueAfter
+)
+
+
+class EnvState(StrEnum):
+    """What an environment is doing, in one word."""
+
+    UP_TO_DATE = "up-to-date"
+    WAITING = "waiting"  # no proposed commit yet
+    BLOCKED = "blocked"  # a gate is not success, or a rule forbids it
+    READY = "ready"  # every gate passes, waiting for a person (autoMerge off)
+    PROMOTING = "promoting"  # a merge is among the actions
+    ERROR = "error"
+
+
+class GateVerdict(Frozen):
+    """One gate of one environment, with a plain reason."""
+
+    name: str
+    phase: Phase
+    reason: str
+
+
+class EnvironmentVerdict(Frozen):
+    branch: str
+    state: EnvState
+    reason: str
+    gates: tuple[GateVerdict, ...] = ()
+
+
+class Decision(Frozen):
+    actions: tuple[Action, ...]
+    environments: tuple[EnvironmentVerdict, ...]

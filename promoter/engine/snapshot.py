@@ -1,0 +1,72 @@
+"""The engine's input: everything read from git, the SCM and the cache for one strategy.
+
+A snapshot is immutable and self-contained; ``decide`` reads nothing else.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from promoter.models import CommitStatus, DryCommit, PullRequest
+
+
+class Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class CommitState(Frozen):
+    """One hydrated branch tip: its SHA, tree, dry SHA and statuses (latest per key)."""
+
+    hydrated_sha: str
+    tree_sha: str
+    dry_sha: str | None = None
+    metadata_error: str | None = None
+    statuses: tuple[CommitStatus, ...] = ()
+
+    def status(self, key: str) -> CommitStatus | None:
+        return next((s for s in self.statuses if s.key == key), None)
+
+
+class HealthyRecord(Frozen):
+    dry_sha: str
+    hydrated_sha: str
+    healthy_since: datetime
+
+
+class EnvironmentSnapshot(Frozen):
+    """One environment: its configuration and the state of its two branches."""
+
+    branch: str
+    proposed_branch: str
+    auto_merge: bool
+    active_keys: tuple[str, ...] = ()
+    proposed_keys: tuple[str, ...] = ()
+    active: CommitState | None = None
+    proposed: CommitState | None = None
+    pull_request: PullRequest | None = None
+    changelog: tuple[DryCommit, ...] = ()
+    last_healthy: HealthyRecord | None = None
+    error: str | None = Field(default=None, description="Reading this environment failed.")
+
+
+class Snapshot(Frozen):
+    """A strategy at one instant.
+
+    ``ancestry`` holds every pair ``(ancestor, descendant)`` of distinct dry SHAs
+    appearing in the environments for which ``ancestor`` is an ancestor of
+    ``descendant`` on the dry branch's history; the engine asks nothing else of git.
+    """
+
+    strategy: str
+    repository: str
+    dry_branch: str
+    environments: tuple[EnvironmentSnapshot, ...]
+    ancestry: frozenset[tuple[str, str]] = frozenset()
+    status_url: str = ""
+    now: datetime
+
+    def descends(self, descendant: str, ancestor: str) -> bool:
+        """True when ``descendant`` equals ``ancestor`` or has it in its history."""
+        return descendant == ancestor or (ancestor, descendant) in self.ancestry

@@ -1,0 +1,185 @@
+"""A small hydrator for demos and tests: renders the dry branch onto each ``<branch>-next``.
+
+It copies the dry tree (or one folder of it per environment) and adds a
+``hydrator.metadata`` file and note, with plumbing only: no checkout, refs moved in one
+``update-ref --stdin`` transaction. Like Argo CD's source hydrator, it makes no commit
+when the rendered manifests did not change; it only moves the note to the new dry SHA.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from git import Git, Repo
+
+from promoter.errors import GitError, PermanentError
+from promoter.git.identity import identity_env, run_git
+from promoter.git.metadata import METADATA_FILE, NOTES_REF, render_metadata
+
+_ZERO = "0" * 40
+
+
+class HydrateError(PermanentError):
+    """The dry commit cannot be hydrated as asked (unknown ref, missing source folder)."""
+
+
+@dataclass(frozen=True)
+class HydrateResult:
+    """What ``hydrate`` did for one environment branch."""
+
+    branch: str
+    """The active branch, e.g. ``environment/dev``."""
+    proposed_branch: str
+    """The branch the rendering went to, e.g. ``environment/dev-next``."""
+    sha: str
+    """The tip of the proposed branch afterwards."""
+    dry_sha: str
+    """The dry commit rendered."""
+    noop: bool
+    """No new commit: the manifests were unchanged, only the note moved."""
+    created: bool = False
+    """The active branch did not exist and was created at ``sha``."""
+
+
+class _Plumbing:
+    """git plumbing in one repository, with a fallback identity for commits and notes."""
+
+    def __init__(self, git: Git, git_dir: Path) -> None:
+        self._git = git
+        self._env = identity_env(git_dir=git_dir)
+
+    def __call__(self, *args: str, stdin: str | None = None, ok: tuple[int, ...] = (0,)) -> str:
+        data = None if stdin is None else stdin.encode()
+        return run_git(self._git, args, env=self._env, stdin=data, ok=ok)[1]
+
+    def records(self, tree: str) -> list[str]:
+        """The entries of ``tree`` as ``ls-tree -z`` records, without the metadata file."""
+        out = self("ls-tree", "-z", "--end-of-options", tree)
+        return [r for r in out.split("\0") if r and r.split("\t", 1)[1] != METADATA_FILE]
+
+
+def hydrate(
+    *,
+    repo: Path | str,
+    dry_ref: str = "main",
+    branches: list[str],
+    suffix: str = "-next",
+    source_dir: str | None = None,
+    push_to: str | None = None,
+    repo_url: str | None = None,
+) -> dict[str, HydrateResult]:
+    """Render the dry commit ``dry_ref`` of ``repo`` onto ``<branch><suffix>`` for each branch.
+
+    ``repo`` is a local repository, bare or not; nothing is checked out. The rendered
+    tree is the dry commit's tree, or its folder ``source_dir.format(env=...)`` where
+    ``env`` is the last path component of the branch (``environment/dev`` -> ``dev``),
+    plus ``hydrator.metadata`` (``drySha``, ``repoURL``, ``author``, ``date``,
+    ``subject``, ``body``) at the root; the same JSON is the note under
+    ``refs/notes/hydrator.metadata``. ``repo_url`` defaults to ``remote.origin.url``,
+    else the repository's path.
+
+    The new commit's parent is the proposed branch's tip, else the active branch's tip,
+    else none; an active branch that does not exist yet is created at the proposed tip,
+    so a fresh environment starts hydrated. When the tree without the metadata file
+    equals the proposed tip's, no commit is made and only the note is (re)written.
+    All branch refs move in one compare-and-swap transaction; ``push_to`` (a remote
+    name or URL) then receives the touched branches and the notes ref, atomically.
+
+    Branches and notes are read from ``repo``'s own ``refs/heads`` and notes ref: in a
+    clone, fetch ``+refs/heads/*:refs/heads/*`` and ``refs/notes/*`` first, or the push
+    will be refused as a non-fast-forward.
+
+    Raises ``HydrateError`` for an unknown ``dry_ref`` or a missing source folder, and
+    ``GitError`` when git fails (a ref moved meanwhile, the push was rejected).
+    """
+    with Repo(repo) as repository:
+        git = _Plumbing(repository.git, Path(repository.git_dir))
+        if repo_url is None:
+            configured = git("config", "--get", "remote.origin.url", ok=(0, 1)).strip()
+            repo_url = configured or str(Path(repo).absolute())
+        results = _render(git, dry_ref, branches, suffix, source_dir, repo_url)
+        if push_to is not None:
+            refs = [f"refs/heads/{r.proposed_branch}" for r in results.values()]
+            refs += [f"refs/heads/{r.branch}" for r in results.values() if r.created]
+            git("push", "--atomic", "--quiet", push_to, *refs, f"{NOTES_REF}:{NOTES_REF}")
+        return results
+
+
+def _render(
+    git: _Plumbing,
+    dry_ref: str,
+    branches: list[str],
+    suffix: str,
+    source_dir: str | None,
+    repo_url: str,
+) -> dict[str, HydrateResult]:
+    bad = [b for b in branches if not b or any(c.isspace() for c in b + suffix)]
+    if bad or not suffix:
+        raise HydrateError(f"invalid branch names or suffix: {bad or [suffix]}")
+    try:
+        dry = git("rev-parse", "--verify", "--end-of-options", f"{dry_ref}^{{commit}}").strip()
+    except GitError:
+        raise HydrateError(f"the dry ref {dry_ref!r} is not a commit") from None
+    author, date, subject, body = git(
+        "log", "-1", "--format=%an <%ae>%x00%aI%x00%s%x00%b", dry
+    ).split("\0")
+    text = render_metadata(
+        dry_sha=dry,
+        repo_url=repo_url,
+        author=author,
+        date=date,
+        subject=subject,
+        body=body.strip(),
+    )
+    blob = git("hash-object", "-w", "--stdin", stdin=text).strip()
+    metadata_record = f"100644 blob {blob}\t{METADATA_FILE}"
+    tips = dict(
+        line.split(" ", 1)[::-1]
+        for line in git(
+            "for-each-ref", "--format=%(objectname) %(refname)", "refs/heads"
+        ).splitlines()
+    )
+    results: dict[str, HydrateResult] = {}
+    transaction: list[str] = []
+    for branch in dict.fromkeys(branches):
+        proposed = f"{branch}{suffix}"
+        records = git.records(_source_tree(git, dry, branch, source_dir))
+        tip = tips.get(f"refs/heads/{proposed}")
+        if tip is not None and git.records(f"{tip}^{{tree}}") == records:
+            sha, noop = tip, True
+        else:
+            tree = git("mktree", "-z", stdin="".join(f"{r}\0" for r in [*records, metadata_record]))
+            parent = tip or tips.get(f"refs/heads/{branch}")
+            message = f"hydrate {dry[:12]}: {subject}\n\nRendered from {dry} for {branch}.\n"
+            parents = ["-p", parent] if parent else []
+            sha = git("commit-tree", tree.strip(), *parents, "-m", message).strip()
+            transaction.append(f"update refs/heads/{proposed} {sha} {tip or _ZERO}")
+            noop = False
+        created = f"refs/heads/{branch}" not in tips
+        if created:
+            transaction.append(f"create refs/heads/{branch} {sha}")
+        results[branch] = HydrateResult(branch, proposed, sha, dry, noop, created)
+    if transaction:
+        git("update-ref", "--stdin", stdin="".join(f"{line}\n" for line in transaction))
+    for result in results.values():
+        current = git("notes", f"--ref={NOTES_REF}", "list", result.sha, ok=(0, 1)).strip()
+        if current != blob:
+            git("notes", f"--ref={NOTES_REF}", "add", "-f", "-C", blob, result.sha)
+    return results
+
+
+def _source_tree(git: _Plumbing, dry: str, branch: str, source_dir: str | None) -> str:
+    """The tree to render for ``branch``: the dry tree, or its environment's folder."""
+    if source_dir is None:
+        return f"{dry}^{{tree}}"
+    folder = source_dir.format(env=branch.rsplit("/", 1)[-1]).strip("/")
+    if folder in ("", "."):
+        return f"{dry}^{{tree}}"
+    try:  # "<rev>:<path>^{tree}" would read "^{tree}" as part of the path
+        tree = git("rev-parse", "--verify", "--end-of-options", f"{dry}:{folder}").strip()
+        if git("cat-file", "-t", tree).strip() == "tree":
+            return tree
+    except GitError:
+        pass
+    raise HydrateError(f"source folder {folder!r} for {branch} does not exist in dry commit {dry}")

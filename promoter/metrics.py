@@ -1,0 +1,73 @@
+"""Prometheus metrics of the daemon, in one registry per process.
+
+Every metric the promoter exports is declared here, so that /metrics documents itself.
+"""
+
+from __future__ import annotations
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+
+REGISTRY = CollectorRegistry(auto_describe=True)
+
+RECONCILE_TOTAL = Counter(
+    "promoter_reconcile_total", "Reconciles by result.", ["result"], registry=REGISTRY
+)
+RECONCILE_DURATION = Histogram(
+    "promoter_reconcile_duration_seconds",
+    "Wall time of one reconcile.",
+    buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30),
+    registry=REGISTRY,
+)
+PROMOTIONS_TOTAL = Counter(
+    "promoter_promotions_total",
+    "Promotion PRs merged.",
+    ["strategy", "environment"],
+    registry=REGISTRY,
+)
+SCM_CALLS_TOTAL = Counter(
+    "promoter_scm_calls_total",
+    "SCM API calls by provider, operation and outcome.",
+    ["provider", "operation", "outcome"],
+    registry=REGISTRY,
+)
+SCM_RATE_LIMIT_REMAINING = Gauge(
+    "promoter_scm_rate_limit_remaining",
+    "Rate-limit budget left, as the SCM last reported it.",
+    ["provider"],
+    registry=REGISTRY,
+)
+QUEUE_DEPTH = Gauge("promoter_queue_depth", "Keys waiting in the work queue.", registry=REGISTRY)
+GIT_FETCHES_TOTAL = Counter(
+    "promoter_git_fetches_total", "git fetches by repository.", ["repository"], registry=REGISTRY
+)
+WEBHOOK_REQUESTS_TOTAL = Counter(
+    "promoter_webhook_requests_total",
+    "Webhook deliveries by provider, event and result.",
+    ["provider", "event", "result"],
+    registry=REGISTRY,
+)
+WEBHOOK_DURATION = Histogram(
+    "promoter_webhook_duration_seconds",
+    "Time to answer one webhook delivery.",
+    ["provider"],
+    buckets=(0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25),
+    registry=REGISTRY,
+)
+REVERTS_TOTAL = Counter(
+    "promoter_reverts_total",
+    "Revert PRs opened.",
+    ["strategy", "environment", "trigger"],
+    registry=REGISTRY,
+)
+HOLDS = Gauge(
+    "promoter_holds",
+    "Dry SHAs held per environment.",
+    ["strategy", "environment"],
+    registry=REGISTRY,
+)
+
+
+def sample(name: str, labels: dict[str, str] | None = None) -> float:
+    """The current value of one sample (0.0 when absent); for tests and benchmarks."""
+    value = REGISTRY.get_sample_value(name, labels or {})
+    return value if value is not None else 0.0

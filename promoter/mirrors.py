@@ -1,0 +1,101 @@
+"""One ``GitMirror`` per configured repository, refreshed at most once per change.
+
+A mirror is refreshed (``ls-remote``, then a fetch if anything moved) when it was
+invalidated since its last refresh (a webhook, the ref poller or our own merge
+said something moved) or when its last refresh is older than ``max_age``.
+Thread-safe: refreshes of one mirror are serialised by the mirror's own lock.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from promoter.config import Repository
+from promoter.git import GitMirror
+
+
+@dataclass
+class _Freshness:
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    invalidated: float = float("inf")
+    refreshed: float = float("-inf")
+
+
+class MirrorPool:
+    def __init__(
+        self,
+        *,
+        root: Path,
+        credentials: Callable[[Repository], Mapping[str, str]],
+        max_age: float = 1.0,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.root = root
+        self._credentials = credentials
+        self.max_age = max_age
+        self._clock = clock
+        self._mirrors: dict[str, GitMirror] = {}
+        self._fresh: dict[str, _Freshness] = {}
+        self._guard = threading.Lock()
+
+    def get(self, repo: Repository) -> GitMirror:
+        with self._guard:
+            mirror = self._mirrors.get(repo.name)
+            if mirror is None:
+                mirror = GitMirror(
+                    name=repo.name,
+                    url=repo.url,
+                    root=self.root,
+                    env=dict(self._credentials(repo)),
+                )
+                self._mirrors[repo.name] = mirror
+                self._fresh[repo.name] = _Freshness()
+            return mirror
+
+    def invalidate(self, name: str) -> None:
+        """Something moved in the repository: the next ``fresh`` refreshes."""
+        with self._guard:
+            state = self._fresh.get(name)
+        if state is not None:
+            state.invalidated = self._clock()
+
+    def fresh(self, repo: Repository) -> GitMirror:
+        """The mirror, refreshed unless it is known to be up to date."""
+        mirror = self.get(repo)
+        state = self._fresh[repo.name]
+        with state.lock:
+            now = self._clock()
+            stale = state.invalidated >= state.refreshed or now - state.refreshed > self.max_age
+            if stale:
+                state.refreshed = now
+                state.invalidated = float("-inf")
+                try:
+                    mirror.refresh()
+                except BaseException:
+                    state.invalidated = now
+                    raise
+        return mirror
+
+    def poll(self, repo: Repository) -> bool:
+        """Refresh now; True when anything moved in the remote since the last refresh."""
+        mirror = self.get(repo)
+        state = self._fresh[repo.name]
+        with state.lock:
+            now = self._clock()
+            try:
+                moved = mirror.refresh()
+            except BaseException:
+                state.invalidated = now
+                raise
+            state.refreshed = now
+            if state.invalidated <= now:
+                state.invalidated = float("-inf")
+            return moved
+
+    def names(self) -> list[str]:
+        with self._guard:
+            return list(self._mirrors)

@@ -1,0 +1,104 @@
+"""Domain values shared by the engine, the reconciler, the SCM plugins and the webhooks.
+
+These are plain pydantic models with the upstream gitops-promoter vocabulary
+(`drySha`, `hydratedSha`, `commitStatuses`); they carry no behaviour and no I/O.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, datetime
+from enum import StrEnum
+from typing import Annotated
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+
+SHA_RE = re.compile(r"^[0-9a-f]{40}([0-9a-f]{24})?$")
+
+
+def _check_sha(value: str) -> str:
+    value = value.lower()
+    if not SHA_RE.match(value):
+        raise ValueError("must be a full 40- or 64-character hexadecimal commit SHA")
+    return value
+
+
+Sha = Annotated[str, AfterValidator(_check_sha)]
+"""A full commit SHA (lower case)."""
+
+
+def utcnow() -> datetime:
+    """The current time, timezone-aware (UTC)."""
+    return datetime.now(UTC)
+
+
+class Model(BaseModel):
+    """Base for domain values: camelCase aliases accepted, populate by name too."""
+
+    model_config = ConfigDict(populate_by_name=True, frozen=True, extra="forbid")
+
+
+class Phase(StrEnum):
+    """The state of one gate for one commit."""
+
+    PENDING = "pending"
+    SUCCESS = "success"
+    FAILURE = "failure"
+
+
+class CommitStatus(Model):
+    """One gate result for one SHA, normalised from whatever the SCM calls it."""
+
+    key: str = Field(min_length=1, max_length=255)
+    phase: Phase
+    description: str = ""
+    url: str = ""
+    source: str = ""
+    updated_at: datetime = Field(default_factory=utcnow, alias="updatedAt")
+
+
+class PullRequestState(StrEnum):
+    OPEN = "open"
+    CLOSED = "closed"
+    MERGED = "merged"
+
+
+class PullRequest(Model):
+    """A promotion or revert pull request as the SCM reports it."""
+
+    id: str
+    number: int
+    head_branch: str = Field(alias="headBranch")
+    base_branch: str = Field(alias="baseBranch")
+    head_sha: str = Field(alias="headSha")
+    state: PullRequestState
+    title: str = ""
+    body: str = ""
+    labels: tuple[str, ...] = ()
+    url: str = ""
+    draft: bool = False
+    merge_sha: str | None = Field(default=None, alias="mergeSha")
+
+
+class DryCommit(Model):
+    """One commit of the dry branch, for changelogs."""
+
+    sha: str
+    subject: str
+    author: str
+    date: datetime | None = None
+    url: str = ""
+
+
+class HydratorMetadata(Model):
+    """What a hydrated commit says about the dry commit it was rendered from."""
+
+    model_config = ConfigDict(populate_by_name=True, frozen=True, extra="ignore")
+
+    dry_sha: str = Field(alias="drySha")
+    repo_url: str = Field(default="", alias="repoURL")
+    author: str = ""
+    date: str = ""
+    subject: str = ""
+    body: str = ""
+    source: str = Field(default="", description="'note' or 'file': where it was read from")

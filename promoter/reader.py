@@ -1,0 +1,120 @@
+"""Reads one strategy's snapshot: git (through the mirror), the SCM and the caches.
+
+All the I/O of a reconcile's read phase is here; the engine gets the result.
+A hydrated commit without metadata marks its environment, never the strategy.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+from dataclasses import dataclass
+
+from promoter.config import PromotionStrategy, Repository
+from promoter.engine.snapshot import CommitState, EnvironmentSnapshot, Snapshot
+from promoter.errors import MetadataMissing
+from promoter.git import GitMirror
+from promoter.ledger import Ledger
+from promoter.models import CommitStatus, DryCommit, utcnow
+from promoter.statuscache import StatusCache
+from scm_plugins.protocol import ScmPlugin
+
+log = logging.getLogger("promoter.reader")
+
+
+@dataclass
+class SnapshotReader:
+    plugin: ScmPlugin
+    status_cache: StatusCache
+    ledger: Ledger
+    status_url: str = ""
+
+    def statuses(self, repo: Repository, sha: str, *, fresh: bool = False) -> list[CommitStatus]:
+        """A SHA's statuses from the cache when complete and fresh, else from the SCM."""
+        if not fresh:
+            cached = self.status_cache.get(repo.name, sha)
+            if cached is not None:
+                return cached
+        statuses = self.plugin.get_commit_statuses(repo=repo, sha=sha)
+        self.status_cache.store(repo.name, sha, statuses)
+        return self.status_cache.get(repo.name, sha) or statuses
+
+    def _commit(self, repo: Repository, mirror: GitMirror, branch: str) -> CommitState | None:
+        sha = mirror.branch_sha(branch)
+        if sha is None:
+            return None
+        dry_sha: str | None = None
+        error: str | None = None
+        try:
+            dry_sha = mirror.metadata(sha).dry_sha
+        except MetadataMissing as exc:
+            error = str(exc)
+        return CommitState(
+            hydrated_sha=sha,
+            tree_sha=mirror.tree_sha(sha),
+            dry_sha=dry_sha,
+            metadata_error=error,
+            statuses=tuple(self.statuses(repo, sha)),
+        )
+
+    def read(self, strategy: PromotionStrategy, repo: Repository, mirror: GitMirror) -> Snapshot:
+        envs: list[EnvironmentSnapshot] = []
+        for env in strategy.environments:
+            proposed_branch = strategy.proposed_branch(env)
+            active = self._commit(repo, mirror, env.branch)
+            proposed = self._commit(repo, mirror, proposed_branch)
+            error = None if active is not None else f"branch {env.branch} does not exist"
+            pull_request = None
+            changelog: tuple[DryCommit, ...] = ()
+            if active is not None and proposed is not None:
+                pull_request = self.plugin.find_open_pull_request(
+                    repo=repo, head=proposed_branch, base=env.branch
+                )
+                if proposed.dry_sha and proposed.dry_sha != active.dry_sha:
+                    changelog = tuple(self._changelog(mirror, active.dry_sha, proposed.dry_sha))
+            envs.append(
+                EnvironmentSnapshot(
+                    branch=env.branch,
+                    proposed_branch=proposed_branch,
+                    auto_merge=env.auto_merge,
+                    active_keys=tuple(strategy.active_keys(env)),
+                    proposed_keys=tuple(strategy.proposed_keys(env)),
+                    active=active,
+                    proposed=proposed,
+                    pull_request=pull_request,
+                    changelog=changelog,
+                    last_healthy=self.ledger.last_healthy(strategy.name, env.branch),
+                    error=error,
+                )
+            )
+        return Snapshot(
+            strategy=strategy.name,
+            repository=repo.name,
+            dry_branch=strategy.dry_branch,
+            environments=tuple(envs),
+            ancestry=self._ancestry(mirror, envs),
+            status_url=self.status_url,
+            now=utcnow(),
+        )
+
+    @staticmethod
+    def _changelog(mirror: GitMirror, since: str | None, until: str) -> list[DryCommit]:
+        try:
+            return mirror.log(since, until, limit=50)
+        except Exception:  # a changelog is a courtesy: never let it block a promotion
+            log.warning("changelog unavailable", extra={"since": since, "until": until})
+            return []
+
+    @staticmethod
+    def _ancestry(mirror: GitMirror, envs: list[EnvironmentSnapshot]) -> frozenset[tuple[str, str]]:
+        shas = sorted(
+            {
+                commit.dry_sha
+                for env in envs
+                for commit in (env.active, env.proposed)
+                if commit is not None and commit.dry_sha
+            }
+        )
+        return frozenset(
+            (a, d) for a, d in itertools.permutations(shas, 2) if mirror.is_ancestor(a, d)
+        )

@@ -1,0 +1,134 @@
+"""The reconciler: for one strategy key, read fresh, decide, act, remember the verdicts.
+
+Level-triggered and idempotent: it never looks at which event woke it, and a
+second run on unchanged state carries out no action.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+import uuid
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from promoter.config import Config, Repository
+from promoter.engine import decide
+from promoter.engine.actions import Decision
+from promoter.engine.snapshot import Snapshot
+from promoter.executor import Executor, Observer, Outcome
+from promoter.ledger import Ledger
+from promoter.metrics import RECONCILE_DURATION, RECONCILE_TOTAL
+from promoter.mirrors import MirrorPool
+from promoter.models import utcnow
+from promoter.reader import SnapshotReader
+from promoter.statuscache import StatusCache
+from promoter.tracking import ShaIndex
+from scm_plugins.protocol import ScmPlugin
+
+log = logging.getLogger("promoter.reconciler")
+
+
+@dataclass(frozen=True)
+class StrategyView:
+    """The last reconcile of a strategy, as the API and the status table show it."""
+
+    snapshot: Snapshot | None
+    decision: Decision | None
+    error: str | None
+    reconciled_at: datetime
+
+
+@dataclass
+class Reconciler:
+    config: Config
+    plugins: dict[str, ScmPlugin]
+    mirrors: MirrorPool
+    status_cache: StatusCache
+    sha_index: ShaIndex
+    ledger: Ledger
+    status_url: str = ""
+    observers: list[Observer] = field(default_factory=list)
+    views: dict[str, StrategyView] = field(default_factory=dict)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def plugin_for(self, repo: Repository) -> ScmPlugin:
+        return self.plugins[repo.scm_provider]
+
+    def reconcile(self, key: str) -> Outcome:
+        """Converge one strategy; raises TemporaryError (and others) for the queue to retry."""
+        strategy = self.config.strategy(key)
+        if strategy is None:
+            log.info("unknown strategy dropped", extra={"strategy": key})
+            return Outcome()
+        repo = self.config.repository(strategy.repository)
+        plugin = self.plugin_for(repo)
+        reader = SnapshotReader(plugin, self.status_cache, self.ledger, self._status_url(key))
+        executor = Executor(
+            plugin, reader, self.ledger, self.observers, lambda r: self.mirrors.invalidate(r.name)
+        )
+        started = time.perf_counter()
+        reconcile_id = uuid.uuid4().hex[:12]
+        try:
+            mirror = self.mirrors.fresh(repo)
+            snapshot = reader.read(strategy, repo, mirror)
+            self.sha_index.track(key, _tracked_shas(snapshot))
+            decision = decide(snapshot)
+            outcome = executor.run(snapshot, repo, decision.actions)
+        except Exception as exc:
+            RECONCILE_TOTAL.labels("error").inc()
+            self._remember(key, StrategyView(None, None, str(exc), utcnow()), keep_last=True)
+            log.warning(
+                "reconcile failed",
+                extra={"strategy": key, "reconcile_id": reconcile_id, "error": str(exc)},
+            )
+            raise
+        finally:
+            RECONCILE_DURATION.observe(time.perf_counter() - started)
+        RECONCILE_TOTAL.labels("success").inc()
+        self._remember(key, StrategyView(snapshot, decision, None, utcnow()))
+        log.debug(
+            "reconciled",
+            extra={
+                "strategy": key,
+                "reconcile_id": reconcile_id,
+                "actions": [a.kind for a in decision.actions],
+                "duration_ms": round((time.perf_counter() - started) * 1000, 1),
+            },
+        )
+        return outcome
+
+    def preview(self, key: str) -> StrategyView:
+        """Read and decide without acting (``promoter status --config``)."""
+        strategy = self.config.strategy(key)
+        if strategy is None:
+            raise KeyError(key)
+        repo = self.config.repository(strategy.repository)
+        reader = SnapshotReader(
+            self.plugin_for(repo), self.status_cache, self.ledger, self._status_url(key)
+        )
+        try:
+            snapshot = reader.read(strategy, repo, self.mirrors.fresh(repo))
+        except Exception as exc:
+            return StrategyView(None, None, str(exc), utcnow())
+        return StrategyView(snapshot, decide(snapshot), None, utcnow())
+
+    def _status_url(self, key: str) -> str:
+        return f"{self.status_url.rstrip('/')}/api/v1/strategies/{key}" if self.status_url else ""
+
+    def _remember(self, key: str, view: StrategyView, *, keep_last: bool = False) -> None:
+        with self._lock:
+            old = self.views.get(key)
+            if keep_last and old is not None:
+                view = StrategyView(old.snapshot, old.decision, view.error, view.reconciled_at)
+            self.views[key] = view
+
+
+def _tracked_shas(snapshot: Snapshot) -> set[str]:
+    return {
+        commit.hydrated_sha
+        for env in snapshot.environments
+        for commit in (env.active, env.proposed)
+        if commit is not None
+    }

@@ -1,0 +1,75 @@
+"""Timers: the periodic full resync and the ref polling of repositories without webhooks.
+
+Jobs run in apscheduler's thread pool, never on the event loop; they only
+refresh mirrors and enqueue keys.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+from collections.abc import Callable
+
+from apscheduler.schedulers.background import BackgroundScheduler
+
+from promoter.config import Config, Repository
+from promoter.mirrors import MirrorPool
+from promoter.workqueue import WorkQueue
+
+log = logging.getLogger("promoter.scheduler")
+# A poll still running when the next is due is skipped on purpose; not worth a warning.
+logging.getLogger("apscheduler.scheduler").setLevel(logging.ERROR)
+
+
+def poll_interval(config: Config, repo: Repository) -> float | None:
+    """How often to poll a repository's refs: its own setting, else the local default."""
+    if repo.poll_interval is not None:
+        return repo.poll_interval or None
+    if config.provider(repo.scm_provider).kind == "local":
+        return config.daemon.poll_interval
+    return None
+
+
+def strategies_of(config: Config, repo_name: str) -> list[str]:
+    return [s.name for s in config.promotion_strategies if s.repository == repo_name]
+
+
+class Scheduler:
+    def __init__(self, config: Config, queue: WorkQueue, mirrors: MirrorPool) -> None:
+        self.config = config
+        self.queue = queue
+        self.mirrors = mirrors
+        self.unreachable: dict[str, str] = {}
+        self._scheduler = BackgroundScheduler(
+            job_defaults={"coalesce": True, "max_instances": 1, "misfire_grace_time": 30}
+        )
+
+    def resync(self) -> None:
+        """Enqueue every strategy (heals any missed webhook)."""
+        self.queue.add_many(s.name for s in self.config.promotion_strategies)
+
+    def poll(self, repo: Repository) -> None:
+        try:
+            moved = self.mirrors.poll(repo)
+        except Exception as exc:
+            self.unreachable[repo.name] = str(exc)
+            log.warning("poll failed", extra={"repository": repo.name, "error": str(exc)})
+            return
+        self.unreachable.pop(repo.name, None)
+        if moved:
+            self.queue.add_many(strategies_of(self.config, repo.name))
+
+    def start(self) -> None:
+        self._add(self.resync, self.config.daemon.resync_interval, "resync")
+        for repo in self.config.repositories:
+            interval = poll_interval(self.config, repo)
+            if interval:
+                self._add(functools.partial(self.poll, repo), interval, f"poll:{repo.name}")
+        self._scheduler.start()
+
+    def _add(self, func: Callable[[], None], seconds: float, name: str) -> None:
+        self._scheduler.add_job(func, "interval", seconds=max(seconds, 0.1), id=name, name=name)
+
+    def stop(self) -> None:
+        if self._scheduler.running:
+            self._scheduler.shutdown(wait=True)

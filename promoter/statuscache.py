@@ -1,0 +1,84 @@
+"""An in-memory cache of commit statuses per (repository, SHA), fed by reads and webhooks.
+
+A full read from the SCM makes an entry *complete*; webhook events merge single
+statuses into it (newest ``updated_at`` wins) so that the next reconcile sees them
+without an SCM read. Entries older than the TTL are not trusted. Thread-safe.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from promoter.models import CommitStatus
+
+
+@dataclass
+class _Entry:
+    statuses: dict[str, CommitStatus] = field(default_factory=dict)
+    complete: bool = False
+    read_at: float = 0.0
+
+
+class StatusCache:
+    def __init__(self, *, ttl: float = 60.0, max_entries: int = 50_000) -> None:
+        self.ttl = ttl
+        self._max = max_entries
+        self._lock = threading.Lock()
+        self._entries: OrderedDict[tuple[str, str], _Entry] = OrderedDict()
+
+    def get(self, repo: str, sha: str) -> list[CommitStatus] | None:
+        """The statuses of a SHA if a complete, fresh entry exists; else None."""
+        with self._lock:
+            entry = self._entries.get((repo, sha))
+            if entry is None or not entry.complete:
+                return None
+            if time.monotonic() - entry.read_at > self.ttl:
+                return None
+            self._entries.move_to_end((repo, sha))
+            return list(entry.statuses.values())
+
+    def store(self, repo: str, sha: str, statuses: Iterable[CommitStatus]) -> None:
+        """Record a full read from the SCM; keeps webhook statuses that are newer."""
+        with self._lock:
+            entry = self._entry(repo, sha)
+            fresh = {s.key: s for s in statuses}
+            for key, old in entry.statuses.items():
+                new = fresh.get(key)
+                if new is None or old.updated_at > new.updated_at:
+                    fresh[key] = old
+            entry.statuses = fresh
+            entry.complete = True
+            entry.read_at = time.monotonic()
+
+    def put(self, repo: str, sha: str, status: CommitStatus) -> None:
+        """Merge one status (from a webhook or the promoter's own write)."""
+        with self._lock:
+            entry = self._entry(repo, sha)
+            old = entry.statuses.get(status.key)
+            if old is None or status.updated_at >= old.updated_at:
+                entry.statuses[status.key] = status
+
+    def invalidate(self, repo: str, sha: str | None = None) -> None:
+        with self._lock:
+            if sha is not None:
+                self._entries.pop((repo, sha), None)
+                return
+            for key in [k for k in self._entries if k[0] == repo]:
+                del self._entries[key]
+
+    def clear(self) -> None:
+        with self._lock:
+            self._entries.clear()
+
+    def _entry(self, repo: str, sha: str) -> _Entry:
+        entry = self._entries.get((repo, sha))
+        if entry is None:
+            entry = self._entries[(repo, sha)] = _Entry()
+            while len(self._entries) > self._max:
+                self._entries.popitem(last=False)
+        self._entries.move_to_end((repo, sha))
+        return entry

@@ -1,0 +1,40 @@
+"""Which strategy tracks which hydrated SHA, so a status event finds its strategy at once.
+
+The reconciler replaces a strategy's SHAs after every read; webhooks look SHAs up.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable
+
+
+class ShaIndex:
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._by_strategy: dict[str, frozenset[str]] = {}
+        self._by_sha: dict[str, set[str]] = {}
+
+    def track(self, strategy: str, shas: Iterable[str]) -> None:
+        """Replace the SHAs ``strategy`` tracks (active and proposed hydrated commits)."""
+        new = frozenset(shas)
+        with self._lock:
+            old = self._by_strategy.get(strategy, frozenset())
+            for sha in old - new:
+                owners = self._by_sha.get(sha)
+                if owners is not None:
+                    owners.discard(strategy)
+                    if not owners:
+                        del self._by_sha[sha]
+            for sha in new - old:
+                self._by_sha.setdefault(sha, set()).add(strategy)
+            self._by_strategy[strategy] = new
+
+    def strategies_for(self, sha: str) -> set[str]:
+        with self._lock:
+            return set(self._by_sha.get(sha.lower(), ()))
+
+    def forget(self, strategy: str) -> None:
+        self.track(strategy, ())
+        with self._lock:
+            self._by_strategy.pop(strategy, None)

@@ -1,0 +1,83 @@
+"""JSON views of strategies for the API and the status table (camelCase, like the CRDs)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from promoter.config import PromotionStrategy
+from promoter.engine.actions import EnvironmentVerdict
+from promoter.engine.snapshot import CommitState, EnvironmentSnapshot
+from promoter.reconciler import StrategyView
+
+
+def _commit(commit: CommitState | None) -> dict[str, Any] | None:
+    if commit is None:
+        return None
+    return {
+        "hydratedSha": commit.hydrated_sha,
+        "drySha": commit.dry_sha,
+        "metadataError": commit.metadata_error,
+        "commitStatuses": [s.model_dump(mode="json", by_alias=True) for s in commit.statuses],
+    }
+
+
+def _environment(env: EnvironmentSnapshot, verdict: EnvironmentVerdict | None) -> dict[str, Any]:
+    pr = env.pull_request
+    return {
+        "branch": env.branch,
+        "proposedBranch": env.proposed_branch,
+        "autoMerge": env.auto_merge,
+        "state": verdict.state.value if verdict else "unknown",
+        "reason": verdict.reason if verdict else "",
+        "gates": [
+            {"name": g.name, "phase": g.phase.value, "reason": g.reason}
+            for g in (verdict.gates if verdict else ())
+        ],
+        "active": _commit(env.active),
+        "proposed": _commit(env.proposed),
+        "pullRequest": pr.model_dump(mode="json", by_alias=True) if pr else None,
+        "lastHealthy": env.last_healthy.model_dump(mode="json") if env.last_healthy else None,
+        "error": env.error,
+    }
+
+
+def strategy_json(strategy: PromotionStrategy, view: StrategyView | None) -> dict[str, Any]:
+    """One strategy's detail: each environment's SHAs, statuses, PR and gate verdicts."""
+    out: dict[str, Any] = {
+        "name": strategy.name,
+        "repository": strategy.repository,
+        "dryBranch": strategy.dry_branch,
+        "reconciledAt": view.reconciled_at.isoformat() if view else None,
+        "error": view.error if view else None,
+        "environments": [],
+    }
+    if view is None or view.snapshot is None:
+        out["environments"] = [
+            {"branch": e.branch, "state": "unknown", "reason": "not reconciled yet"}
+            for e in strategy.environments
+        ]
+        return out
+    verdicts = {v.branch: v for v in view.decision.environments} if view.decision else {}
+    out["environments"] = [
+        _environment(env, verdicts.get(env.branch)) for env in view.snapshot.environments
+    ]
+    return out
+
+
+def strategy_summary(strategy: PromotionStrategy, view: StrategyView | None) -> dict[str, Any]:
+    detail = strategy_json(strategy, view)
+    return {
+        "name": detail["name"],
+        "repository": detail["repository"],
+        "error": detail["error"],
+        "environments": [
+            {
+                "branch": e["branch"],
+                "state": e["state"],
+                "reason": e["reason"],
+                "activeDrySha": (e.get("active") or {}).get("drySha"),
+                "proposedDrySha": (e.get("proposed") or {}).get("drySha"),
+            }
+            for e in detail["environments"]
+        ],
+    }

@@ -1,0 +1,89 @@
+"""Worker threads: take a key from the queue, reconcile it, schedule its retry or requeue.
+
+Errors decide the retry: ``ScmRateLimited`` waits its ``retry_after`` (no add can
+jump it), other temporary errors back off exponentially (capped), and anything
+else is logged and retried with the same backoff so that nothing is lost.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+
+from promoter.errors import PermanentError, ScmRateLimited, TemporaryError
+from promoter.executor import Outcome
+from promoter.workqueue import ShutDown, WorkQueue
+
+log = logging.getLogger("promoter.workers")
+
+
+class Workers:
+    def __init__(
+        self, queue: WorkQueue, reconcile: Callable[[str], Outcome], *, count: int
+    ) -> None:
+        self.queue = queue
+        self._reconcile = reconcile
+        self._threads = [
+            threading.Thread(target=self._run, name=f"promoter-worker-{i}", daemon=True)
+            for i in range(count)
+        ]
+        self.busy = 0
+        self._busy_lock = threading.Lock()
+
+    def start(self) -> None:
+        for thread in self._threads:
+            thread.start()
+
+    def stop(self, timeout: float = 30.0) -> bool:
+        """Stop taking keys; wait for reconciles in flight. True when all finished."""
+        self.queue.shutdown()
+        for thread in self._threads:
+            if thread.is_alive():
+                thread.join(timeout)
+        return not any(t.is_alive() for t in self._threads)
+
+    def _run(self) -> None:
+        while True:
+            try:
+                key = self.queue.get()
+            except ShutDown:
+                return
+            if key is None:
+                continue
+            with self._busy_lock:
+                self.busy += 1
+            try:
+                self.process(key)
+            finally:
+                with self._busy_lock:
+                    self.busy -= 1
+                self.queue.done(key)
+
+    def process(self, key: str) -> None:
+        """Reconcile one key and schedule what follows; never raises."""
+        try:
+            outcome = self._reconcile(key)
+        except ScmRateLimited as exc:
+            log.warning("rate limited", extra={"strategy": key, "retry_after": exc.retry_after})
+            self.queue.not_before(key, exc.retry_after)
+            self.queue.add(key)
+            return
+        except TemporaryError as exc:
+            delay = max(self.queue.backoff(key), exc.delay or 0.0)
+            log.info("retrying", extra={"strategy": key, "delay": delay, "error": str(exc)})
+            self.queue.add_after(key, delay)
+            return
+        except PermanentError as exc:
+            delay = self.queue.backoff(key)
+            log.error("reconcile error", extra={"strategy": key, "delay": delay, "error": str(exc)})
+            self.queue.add_after(key, delay)
+            return
+        except Exception:
+            delay = self.queue.backoff(key)
+            log.exception("reconcile crashed", extra={"strategy": key, "delay": delay})
+            self.queue.add_after(key, delay)
+            return
+        self.queue.forget(key)
+        if outcome.requeue_after is not None:
+            self.queue.add_after(key, outcome.requeue_after)

@@ -1,0 +1,187 @@
+"""A keyed work queue in the style of controller-runtime's, for worker threads.
+
+- A key waiting in the queue is never added twice (duplicates are dropped).
+- A key is never handed to two workers: a key added while it is being processed
+  is marked dirty and queued again when its worker calls ``done``.
+- ``add_after`` delays a key (requeue-after, retry-after); an earlier add wins.
+- ``backoff`` gives capped exponential delays per key, reset by ``forget``.
+Thread-safe; ``add`` never blocks on work, so the event loop may call it.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import threading
+import time
+from collections.abc import Callable, Iterable
+
+from promoter.metrics import QUEUE_DEPTH
+
+
+class ShutDown(Exception):
+    """The queue was shut down; workers should exit."""
+
+
+class WorkQueue:
+    def __init__(
+        self,
+        *,
+        base_delay: float = 0.05,
+        max_delay: float = 300.0,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._cond = threading.Condition()
+        self._ready: list[str] = []
+        self._queued: set[str] = set()
+        self._processing: set[str] = set()
+        self._dirty: set[str] = set()
+        self._delayed: list[tuple[float, int, str]] = []
+        self._due: dict[str, float] = {}
+        self._failures: dict[str, int] = {}
+        self._not_before: dict[str, float] = {}
+        self._seq = itertools.count()
+        self._shutdown = False
+        self._clock = clock
+        self.base_delay = base_delay
+        self.max_delay = max_delay
+
+    # --- producers -------------------------------------------------------------------
+
+    def add(self, key: str) -> None:
+        with self._cond:
+            self._add_locked(key)
+
+    def add_many(self, keys: Iterable[str]) -> None:
+        with self._cond:
+            for key in keys:
+                self._add_locked(key)
+
+    def add_after(self, key: str, delay: float) -> None:
+        """Queue ``key`` no earlier than ``delay`` seconds from now."""
+        if delay <= 0:
+            self.add(key)
+            return
+        with self._cond:
+            if self._shutdown or key in self._queued:
+                return
+            self._schedule_locked(key, self._clock() + delay)
+
+    def not_before(self, key: str, delay: float) -> None:
+        """Hand ``key`` out no earlier than ``delay`` from now, however often it is added."""
+        with self._cond:
+            self._not_before[key] = self._clock() + delay
+            if key in self._queued:
+                self._ready.remove(key)
+                self._queued.discard(key)
+            self._schedule_locked(key, self._not_before[key])
+
+    def _schedule_locked(self, key: str, due: float) -> None:
+        current = self._due.get(key)
+        if current is not None and current <= due:
+            return
+        self._due[key] = due
+        heapq.heappush(self._delayed, (due, next(self._seq), key))
+        self._cond.notify()
+
+    def _add_locked(self, key: str, *, from_delay: bool = False) -> None:
+        if self._shutdown:
+            return
+        hold = self._not_before.get(key)
+        if hold is not None:
+            if hold > self._clock():
+                if key not in self._processing:
+                    self._schedule_locked(key, hold)
+                    return
+            else:
+                del self._not_before[key]
+        if not from_delay:
+            self._due.pop(key, None)
+        if key in self._processing:
+            self._dirty.add(key)
+            return
+        if key in self._queued:
+            return
+        self._queued.add(key)
+        self._ready.append(key)
+        QUEUE_DEPTH.set(len(self._ready))
+        self._cond.notify()
+
+    # --- consumers -------------------------------------------------------------------
+
+    def get(self, timeout: float | None = None) -> str | None:
+        """The next ready key (now owned by the caller), None on timeout; ShutDown when closed."""
+        deadline = None if timeout is None else self._clock() + timeout
+        with self._cond:
+            while True:
+                if self._shutdown:
+                    raise ShutDown
+                self._promote_due_locked()
+                if self._ready:
+                    key = self._ready.pop(0)
+                    self._queued.discard(key)
+                    self._processing.add(key)
+                    QUEUE_DEPTH.set(len(self._ready))
+                    return key
+                wait = self._next_wait_locked(deadline)
+                if wait is not None and wait <= 0:
+                    return None
+                self._cond.wait(wait)
+
+    def done(self, key: str) -> None:
+        """The caller finished ``key``; if it was added meanwhile, it is queued again."""
+        with self._cond:
+            self._processing.discard(key)
+            if key in self._dirty:
+                self._dirty.discard(key)
+                self._add_locked(key)
+
+    # --- retries ---------------------------------------------------------------------
+
+    def backoff(self, key: str) -> float:
+        """The next retry delay for ``key``: base * 2^failures, capped at max_delay."""
+        with self._cond:
+            failures = self._failures.get(key, 0)
+            self._failures[key] = failures + 1
+        return float(min(self.max_delay, self.base_delay * 2.0 ** min(failures, 60)))
+
+    def forget(self, key: str) -> None:
+        with self._cond:
+            self._failures.pop(key, None)
+
+    def failures(self, key: str) -> int:
+        with self._cond:
+            return self._failures.get(key, 0)
+
+    # --- lifecycle and introspection -----------------------------------------------
+
+    def shutdown(self) -> None:
+        with self._cond:
+            self._shutdown = True
+            self._cond.notify_all()
+
+    def __len__(self) -> int:
+        with self._cond:
+            return len(self._ready) + len(self._delayed)
+
+    def idle(self) -> bool:
+        """Nothing ready, nothing processing (delayed keys may still be waiting)."""
+        with self._cond:
+            return not self._ready and not self._processing
+
+    def _promote_due_locked(self) -> None:
+        now = self._clock()
+        while self._delayed and self._delayed[0][0] <= now:
+            due, _, key = heapq.heappop(self._delayed)
+            if self._due.get(key) == due:
+                del self._due[key]
+                self._add_locked(key, from_delay=True)
+
+    def _next_wait_locked(self, deadline: float | None) -> float | None:
+        now = self._clock()
+        waits = []
+        if self._delayed:
+            waits.append(max(0.0, self._delayed[0][0] - now))
+        if deadline is not None:
+            waits.append(deadline - now)
+        return min(waits) if waits else None

@@ -1,0 +1,89 @@
+"""The one helper through which every SCM call goes: counted, logged, errors translated.
+
+A plugin wraps each remote call in ``with calls.call("operation"):``; the block's
+exceptions are translated by the plugin's ``translate`` function into
+``promoter.errors.Scm*`` (original kept as ``__cause__``), and the outcome is
+counted in ``promoter_scm_calls_total{provider,operation,outcome}``.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager, suppress
+
+from promoter.errors import (
+    ScmConflict,
+    ScmError,
+    ScmNotFound,
+    ScmRateLimited,
+    ScmUnavailable,
+)
+from promoter.metrics import SCM_CALLS_TOTAL, SCM_RATE_LIMIT_REMAINING
+
+log = logging.getLogger("promoter.scm")
+
+Translator = Callable[[BaseException], ScmError | None]
+"""Maps a library exception to an ScmError, or None to let it through unchanged."""
+
+
+def _outcome(error: BaseException | None) -> str:
+    if error is None:
+        return "success"
+    for cls, name in (
+        (ScmRateLimited, "rate_limited"),
+        (ScmConflict, "conflict"),
+        (ScmNotFound, "not_found"),
+        (ScmUnavailable, "unavailable"),
+    ):
+        if isinstance(error, cls):
+            return name
+    return "error"
+
+
+class ScmCalls:
+    """Counts and translates the calls of one provider instance."""
+
+    def __init__(self, provider: str, translate: Translator) -> None:
+        self.provider = provider
+        self._translate = translate
+
+    @contextmanager
+    def call(self, operation: str, **fields: object) -> Iterator[None]:
+        started = time.perf_counter()
+        error: BaseException | None = None
+        try:
+            yield
+        except ScmError as exc:
+            error = exc
+            raise
+        except Exception as exc:
+            translated = self._translate(exc)
+            if translated is None:
+                error = exc
+                raise
+            error = translated
+            raise translated from exc
+        finally:
+            outcome = _outcome(error)
+            SCM_CALLS_TOTAL.labels(self.provider, operation, outcome).inc()
+            log.debug(
+                "scm call",
+                extra={
+                    "provider": self.provider,
+                    "operation": operation,
+                    "outcome": outcome,
+                    "duration_ms": round((time.perf_counter() - started) * 1000, 2),
+                    **fields,
+                },
+            )
+
+    def record_rate_limit(self, headers: Mapping[str, str]) -> None:
+        """Update the remaining-budget gauge from response headers, when present."""
+        for name in ("x-ratelimit-remaining", "ratelimit-remaining"):
+            for key, value in headers.items():
+                if key.lower() == name:
+                    with suppress(ValueError):
+                        SCM_RATE_LIMIT_REMAINING.labels(self.provider).set(float(value))
+                    return

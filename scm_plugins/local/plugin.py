@@ -1,0 +1,226 @@
+"""The embedded SCM: pull requests and statuses in SQLite, merges as real git merge commits.
+
+The repository is a local path (bare or not). A merge is a two-parent commit whose
+tree is the PR head's tree, written with ``git commit-tree`` and moved onto the base
+branch with ``git update-ref NEW OLD`` (compare-and-swap), so a merge whose head or
+base moved meanwhile is refused, never half-done. Every call is counted through
+``ScmCalls`` like a remote SCM's.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import subprocess
+import threading
+from collections.abc import Mapping
+from pathlib import Path
+
+from promoter.config import Repository, ScmProvider
+from promoter.errors import ScmConflict, ScmError, ScmNotFound, ScmUnavailable
+from promoter.git.identity import identity_env, noninteractive_env
+from promoter.models import CommitStatus, PullRequest, PullRequestState
+from scm_plugins.calls import ScmCalls
+from scm_plugins.local.store import LocalStore
+
+
+def repository_path(repo: Repository) -> Path:
+    """The local path behind a repository URL (a path or a file:// URL)."""
+    url = repo.url.removeprefix("file://")
+    return Path(url).expanduser()
+
+
+def _translate(exc: BaseException) -> ScmError | None:
+    if isinstance(exc, subprocess.CalledProcessError | OSError):
+        return ScmUnavailable(f"local git failed: {exc}")
+    if isinstance(exc, sqlite3.OperationalError):
+        return ScmUnavailable(f"local SCM database busy: {exc}")
+    return None
+
+
+class LocalScm:
+    """The ``local`` SCM plugin."""
+
+    name = "local"
+
+    def __init__(self, *, provider: ScmProvider, state_dir: str) -> None:
+        self.provider = provider
+        self.store = LocalStore(Path(state_dir) / "local-scm.sqlite3")
+        self._calls = ScmCalls("local", _translate)
+        self._locks: dict[str, threading.Lock] = {}
+        self._locks_guard = threading.Lock()
+        self._env = {**os.environ, **identity_env(), **noninteractive_env()}
+
+    # --- git -------------------------------------------------------------------------
+
+    def _git(self, repo: Repository, *args: str) -> str:
+        path = repository_path(repo)
+        if not path.exists():
+            raise ScmNotFound(f"repository {repo.name} not found at {path}")
+        result = subprocess.run(
+            ["git", "-C", str(path), *args],
+            capture_output=True,
+            text=True,
+            env=self._env,
+            check=False,
+        )
+        if result.returncode != 0:
+            raise subprocess.CalledProcessError(result.returncode, args[0], stderr=result.stderr)
+        return result.stdout.strip()
+
+    def _tip(self, repo: Repository, branch: str) -> str | None:
+        try:
+            return self._git(
+                repo, "rev-parse", "--verify", "--quiet", f"refs/heads/{branch}^{{commit}}"
+            )
+        except subprocess.CalledProcessError:
+            return None
+
+    def _is_ancestor(self, repo: Repository, ancestor: str, descendant: str) -> bool:
+        try:
+            self._git(repo, "merge-base", "--is-ancestor", ancestor, descendant)
+        except subprocess.CalledProcessError:
+            return False
+        return True
+
+    def _lock(self, repo: Repository) -> threading.Lock:
+        with self._locks_guard:
+            return self._locks.setdefault(repo.name, threading.Lock())
+
+    # --- pull requests ---------------------------------------------------------------
+
+    def _model(self, repo: Repository, row: sqlite3.Row) -> PullRequest:
+        state = PullRequestState(row["state"])
+        head_sha = row["head_sha"] or ""
+        if state is PullRequestState.OPEN:
+            head_sha = self._tip(repo, row["head"]) or head_sha
+        return PullRequest(
+            id=str(row["id"]),
+            number=row["id"],
+            head_branch=row["head"],
+            base_branch=row["base"],
+            head_sha=head_sha,
+            state=state,
+            title=row["title"],
+            body=row["body"],
+            labels=tuple(json.loads(row["labels"])),
+            url=f"local://{repo.name}/pulls/{row['id']}",
+            merge_sha=row["merge_sha"],
+        )
+
+    def find_open_pull_request(
+        self, *, repo: Repository, head: str, base: str
+    ) -> PullRequest | None:
+        with self._calls.call("find_pull_request", repository=repo.name):
+            row = self.store.find_open(repo.name, head, base)
+            if row is None:
+                return None
+            pr = self._model(repo, row)
+            base_tip = self._tip(repo, base)
+            if pr.head_sha and base_tip and self._is_ancestor(repo, pr.head_sha, base_tip):
+                # Merged by hand (or by us before a crash): record it as merged.
+                self.store.update(repo.name, pr.number, state="merged", head_sha=pr.head_sha)
+                return None
+            return pr
+
+    def open_pull_request(
+        self,
+        *,
+        repo: Repository,
+        head: str,
+        base: str,
+        title: str,
+        body: str,
+        labels: tuple[str, ...],
+    ) -> PullRequest:
+        with self._calls.call("open_pull_request", repository=repo.name):
+            if self._tip(repo, head) is None:
+                raise ScmNotFound(f"branch {head} does not exist in {repo.name}")
+            if self._tip(repo, base) is None:
+                raise ScmNotFound(f"branch {base} does not exist in {repo.name}")
+            row = self.store.create(repo.name, head, base, title, body, labels)
+            return self._model(repo, row)
+
+    def _open_row(self, repo: Repository, number: int) -> sqlite3.Row:
+        row = self.store.get(repo.name, number)
+        if row is None:
+            raise ScmNotFound(f"pull request {number} not found in {repo.name}")
+        if row["state"] != "open":
+            raise ScmConflict(f"pull request {number} is {row['state']}")
+        return row
+
+    def update_pull_request(
+        self, *, repo: Repository, number: int, title: str, body: str, labels: tuple[str, ...]
+    ) -> PullRequest:
+        with self._calls.call("update_pull_request", repository=repo.name, pr=number):
+            self._open_row(repo, number)
+            self.store.update(repo.name, number, title=title, body=body, labels=labels)
+            row = self.store.get(repo.name, number)
+            assert row is not None
+            return self._model(repo, row)
+
+    def merge_pull_request(
+        self, *, repo: Repository, number: int, expected_head_sha: str, message: str
+    ) -> str:
+        with (
+            self._calls.call("merge_pull_request", repository=repo.name, pr=number),
+            self._lock(repo),
+        ):
+            row = self._open_row(repo, number)
+            head_tip = self._tip(repo, row["head"])
+            if head_tip != expected_head_sha:
+                raise ScmConflict(
+                    f"head of pull request {number} moved: expected "
+                    f"{expected_head_sha[:7]}, found {(head_tip or 'nothing')[:7]}"
+                )
+            base_tip = self._tip(repo, row["base"])
+            if base_tip is None:
+                raise ScmNotFound(f"base branch {row['base']} is gone")
+            tree = self._git(repo, "rev-parse", f"{head_tip}^{{tree}}")
+            merge_sha = self._git(
+                repo, "commit-tree", tree, "-p", base_tip, "-p", head_tip, "-m", message
+            )
+            try:
+                self._git(repo, "update-ref", f"refs/heads/{row['base']}", merge_sha, base_tip)
+            except subprocess.CalledProcessError as exc:
+                raise ScmConflict(f"base branch {row['base']} moved during the merge") from exc
+            self.store.update(
+                repo.name, number, state="merged", head_sha=head_tip, merge_sha=merge_sha
+            )
+            return merge_sha
+
+    def close_pull_request(self, *, repo: Repository, number: int, comment: str) -> None:
+        with self._calls.call("close_pull_request", repository=repo.name, pr=number):
+            row = self._open_row(repo, number)
+            if comment:
+                self.store.add_comment(number, comment)
+            self.store.update(
+                repo.name, number, state="closed", head_sha=self._tip(repo, row["head"])
+            )
+
+    def comment_pull_request(self, *, repo: Repository, number: int, body: str) -> None:
+        with self._calls.call("comment_pull_request", repository=repo.name, pr=number):
+            if self.store.get(repo.name, number) is None:
+                raise ScmNotFound(f"pull request {number} not found in {repo.name}")
+            self.store.add_comment(number, body)
+
+    def pull_requests(self, *, repo: Repository) -> list[PullRequest]:
+        """Every PR of the repository, oldest first (for status pages and tests)."""
+        return [self._model(repo, row) for row in self.store.all_prs(repo.name)]
+
+    # --- statuses and credentials ----------------------------------------------------
+
+    def get_commit_statuses(self, *, repo: Repository, sha: str) -> list[CommitStatus]:
+        with self._calls.call("get_commit_statuses", repository=repo.name):
+            return self.store.statuses(repo.name, sha)
+
+    def set_commit_status(self, *, repo: Repository, sha: str, status: CommitStatus) -> None:
+        with self._calls.call("set_commit_status", repository=repo.name):
+            self.store.set_status(repo.name, sha, status)
+
+    def git_environment(self, *, repo: Repository) -> Mapping[str, str]:
+        return {}
+
+    def close(self) -> None:
+        self.store.close()

@@ -1,0 +1,95 @@
+"""The SCM plugin interface: three small protocols and the plugin that combines them.
+
+Arguments are keyword-only and values are pydantic models from ``promoter.models``.
+Implementations raise only ``promoter.errors.Scm*`` errors (translated once, at
+their boundary, through ``scm_plugins.calls.ScmCalls``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Protocol, runtime_checkable
+
+from promoter.config import Repository, ScmProvider
+from promoter.models import CommitStatus, PullRequest
+
+
+class PullRequests(Protocol):
+    """Open, find, update, merge and close promotion pull requests."""
+
+    def find_open_pull_request(
+        self, *, repo: Repository, head: str, base: str
+    ) -> PullRequest | None:
+        """The open PR from branch ``head`` into branch ``base``, if any."""
+        ...
+
+    def open_pull_request(
+        self,
+        *,
+        repo: Repository,
+        head: str,
+        base: str,
+        title: str,
+        body: str,
+        labels: tuple[str, ...],
+    ) -> PullRequest:
+        """Open a PR; if one is already open for head/base, return it (idempotent)."""
+        ...
+
+    def update_pull_request(
+        self,
+        *,
+        repo: Repository,
+        number: int,
+        title: str,
+        body: str,
+        labels: tuple[str, ...],
+    ) -> PullRequest: ...
+
+    def merge_pull_request(
+        self, *, repo: Repository, number: int, expected_head_sha: str, message: str
+    ) -> str:
+        """Merge only if the PR's head is still ``expected_head_sha``; return the merge SHA.
+
+        Raises ScmConflict when the head moved or the SCM refuses the merge for now.
+        """
+        ...
+
+    def close_pull_request(self, *, repo: Repository, number: int, comment: str) -> None: ...
+
+    def comment_pull_request(self, *, repo: Repository, number: int, body: str) -> None: ...
+
+
+class CommitStatuses(Protocol):
+    """Read a commit's gate results and write the promoter's own."""
+
+    def get_commit_statuses(self, *, repo: Repository, sha: str) -> list[CommitStatus]:
+        """Every status of ``sha``, latest per key, normalised to CommitStatus."""
+        ...
+
+    def set_commit_status(self, *, repo: Repository, sha: str, status: CommitStatus) -> None: ...
+
+
+class GitCredentials(Protocol):
+    """How git reaches the repository: extra environment for git, never a token in a URL."""
+
+    def git_environment(self, *, repo: Repository) -> Mapping[str, str]:
+        """Variables for git (for example GIT_CONFIG_COUNT/KEY/VALUE with an auth header)."""
+        ...
+
+
+@runtime_checkable
+class ScmPlugin(PullRequests, CommitStatuses, GitCredentials, Protocol):
+    """A whole SCM plugin, as the registry builds it from a provider's configuration."""
+
+    name: str
+
+    def close(self) -> None:
+        """Release connections and files."""
+        ...
+
+
+class PluginFactory(Protocol):
+    """What the ``promoter.scm_plugins`` entry point names: builds a plugin."""
+
+    def __call__(self, *, provider: ScmProvider, state_dir: str) -> ScmPlugin: ...

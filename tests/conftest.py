@@ -1,0 +1,46 @@
+"""Shared test set-up: an isolated git identity and config, and the genuine fixtures' path."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, settings
+
+settings.register_profile(
+    "default", deadline=None, suppress_health_check=[HealthCheck.too_slow], max_examples=200
+)
+settings.register_profile("ci", parent=settings.get_profile("default"), max_examples=200)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
+
+SHARED_FIXTURES = Path(__file__).resolve().parents[1].parent / "shared" / "fixtures"
+
+
+@pytest.fixture(scope="session")
+def shared_fixtures() -> Path:
+    """``../shared/fixtures``: genuine GitHub and GitLab payloads (must exist beside the repo)."""
+    assert SHARED_FIXTURES.is_dir(), f"genuine fixtures not found at {SHARED_FIXTURES}"
+    return SHARED_FIXTURES
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _isolated_git(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Tests never read the developer's git config and always have an identity."""
+    home = tmp_path_factory.mktemp("git-home")
+    saved = dict(os.environ)
+    os.environ.update(
+        {
+            "GIT_CONFIG_GLOBAL": str(home / "gitconfig"),
+            "GIT_CONFIG_NOSYSTEM": "1",
+            "GIT_AUTHOR_NAME": "Test Author",
+            "GIT_AUTHOR_EMAIL": "author@example.invalid",
+            "GIT_COMMITTER_NAME": "Test Committer",
+            "GIT_COMMITTER_EMAIL": "committer@example.invalid",
+        }
+    )
+    (home / "gitconfig").write_text("[init]\n\tdefaultBranch = main\n")
+    yield
+    os.environ.clear()
+    os.environ.update(saved)

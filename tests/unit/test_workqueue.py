@@ -1,0 +1,132 @@
+"""The work queue: dedupe, exclusive keys, delays, backoff and retry-after."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+
+from promoter.workqueue import ShutDown, WorkQueue
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_a_key_added_twice_while_waiting_is_handed_out_once() -> None:
+    q = WorkQueue()
+    q.add("a")
+    q.add("a")
+    q.add("b")
+    assert [q.get(0), q.get(0), q.get(0)] == ["a", "b", None]
+
+
+def test_a_key_added_while_processing_is_not_handed_to_a_second_worker() -> None:
+    q = WorkQueue()
+    q.add("a")
+    assert q.get(0) == "a"
+    q.add("a")
+    assert q.get(0) is None
+    q.done("a")
+    assert q.get(0) == "a"
+
+
+def test_a_delayed_key_waits_for_its_time_and_an_earlier_add_wins() -> None:
+    clock = FakeClock()
+    q = WorkQueue(clock=clock)
+    q.add_after("a", 10)
+    assert q.get(0) is None
+    clock.now += 10
+    assert q.get(0) == "a"
+    q.done("a")
+    q.add_after("b", 10)
+    q.add("b")
+    assert q.get(0) == "b"
+
+
+def test_backoff_doubles_and_is_capped_and_forget_resets_it() -> None:
+    q = WorkQueue(base_delay=1, max_delay=5)
+    assert [q.backoff("k") for _ in range(5)] == [1, 2, 4, 5, 5]
+    q.forget("k")
+    assert q.backoff("k") == 1
+
+
+def test_a_key_under_retry_after_is_not_handed_out_early_even_when_added_again() -> None:
+    clock = FakeClock()
+    q = WorkQueue(clock=clock)
+    q.add("a")
+    assert q.get(0) == "a"
+    q.not_before("a", 30)
+    q.done("a")
+    q.add("a")
+    clock.now += 29
+    assert q.get(0) is None
+    clock.now += 1
+    assert q.get(0) == "a"
+
+
+def test_workers_blocked_in_get_leave_on_shutdown() -> None:
+    q = WorkQueue()
+    errors: list[BaseException] = []
+
+    def worker() -> None:
+        try:
+            q.get()
+        except ShutDown as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=worker) for _ in range(3)]
+    for t in threads:
+        t.start()
+    time.sleep(0.05)
+    q.shutdown()
+    for t in threads:
+        t.join(2)
+    assert len(errors) == 3
+
+
+def test_many_workers_never_hold_the_same_key_at_once() -> None:
+    q = WorkQueue()
+    holding: set[str] = set()
+    lock = threading.Lock()
+    clashes: list[str] = []
+
+    def worker() -> None:
+        while True:
+            try:
+                key = q.get(0.2)
+            except ShutDown:
+                return
+            if key is None:
+                return
+            with lock:
+                if key in holding:
+                    clashes.append(key)
+                holding.add(key)
+            time.sleep(0.001)
+            with lock:
+                holding.discard(key)
+            q.done(key)
+
+    for i in range(300):
+        q.add(f"k{i % 7}")
+    threads = [threading.Thread(target=worker) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for i in range(300):
+        q.add(f"k{i % 7}")
+    for t in threads:
+        t.join(5)
+    assert clashes == []
+
+
+@pytest.mark.parametrize("delay", [0, -1])
+def test_add_after_with_no_delay_is_a_plain_add(delay: float) -> None:
+    q = WorkQueue()
+    q.add_after("a", delay)
+    assert q.get(0) == "a"
