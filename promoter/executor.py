@@ -23,7 +23,7 @@ from promoter.engine.actions import (
     UpdatePullRequest,
 )
 from promoter.engine.snapshot import Snapshot
-from promoter.errors import ScmConflict
+from promoter.errors import ScmConflict, ScmNotFound
 from promoter.ledger import Ledger
 from promoter.metrics import PROMOTIONS_TOTAL
 from promoter.models import Phase
@@ -74,50 +74,73 @@ class Executor:
                 outcome.requeue(action.seconds)
                 continue
             env = snapshot.environments[action.environment]
-            fields = {"strategy": snapshot.strategy, "environment": env.branch}
-            if isinstance(action, SetCommitStatus):
-                self.plugin.set_commit_status(repo=repo, sha=action.sha, status=action.status)
-                self.reader.status_cache.put(repo.name, action.sha, action.status)
-                self._emit("status", snapshot, env.branch, action.status.description, action.sha)
-            elif isinstance(action, OpenPullRequest):
-                pr = self.plugin.open_pull_request(
-                    repo=repo,
-                    head=action.head,
-                    base=action.base,
-                    title=action.title,
-                    body=action.body,
-                    labels=action.labels,
+            key = (repo.name, env.proposed_branch, env.branch)
+            try:
+                self._one(snapshot, repo, action, outcome)
+            except (ScmConflict, ScmNotFound) as exc:
+                # What we knew about the PR was wrong: forget it and read again.
+                self.reader.pr_cache.forget(key)
+                log.info(
+                    "action refused, will re-read",
+                    extra={
+                        "strategy": snapshot.strategy,
+                        "environment": env.branch,
+                        "action": action.kind,
+                        "reason": str(exc),
+                    },
                 )
-                log.info("pull request opened", extra={**fields, "pr": pr.number})
-                outcome.requeue(0.0)
-                self._emit("opened", snapshot, env.branch, action.title, pr.head_sha, pr.number)
-            elif isinstance(action, UpdatePullRequest):
-                self.plugin.update_pull_request(
-                    repo=repo,
-                    number=action.number,
-                    title=action.title,
-                    body=action.body,
-                    labels=action.labels,
-                )
-                log.info("pull request updated", extra={**fields, "pr": action.number})
-                outcome.requeue(0.0)
-                self._emit("updated", snapshot, env.branch, action.title, pr=action.number)
-            elif isinstance(action, ClosePullRequest):
-                self.plugin.close_pull_request(
-                    repo=repo, number=action.number, comment=action.comment
-                )
-                log.info("pull request closed", extra={**fields, "pr": action.number})
-                outcome.requeue(0.0)
-                self._emit("closed", snapshot, env.branch, action.comment, pr=action.number)
-            elif isinstance(action, MergePullRequest):
-                self._merge(snapshot, repo, action, outcome)
-            elif isinstance(action, RecordHealthy):
-                self.ledger.record_healthy(
-                    snapshot.strategy, env.branch, action.dry_sha, action.hydrated_sha, snapshot.now
-                )
-                log.info("environment healthy", extra={**fields, "sha": action.dry_sha})
-                self._emit("healthy", snapshot, env.branch, "healthy", action.dry_sha)
+                outcome.requeue(0.2)
         return outcome
+
+    def _one(self, snapshot: Snapshot, repo: Repository, action: Action, outcome: Outcome) -> None:
+        assert not isinstance(action, RequeueAfter)
+        env = snapshot.environments[action.environment]
+        key = (repo.name, env.proposed_branch, env.branch)
+        fields = {"strategy": snapshot.strategy, "environment": env.branch}
+        cache = self.reader.pr_cache
+        if isinstance(action, SetCommitStatus):
+            self.plugin.set_commit_status(repo=repo, sha=action.sha, status=action.status)
+            self.reader.status_cache.put(repo.name, action.sha, action.status)
+            self._emit("status", snapshot, env.branch, action.status.description, action.sha)
+        elif isinstance(action, OpenPullRequest):
+            pr = self.plugin.open_pull_request(
+                repo=repo,
+                head=action.head,
+                base=action.base,
+                title=action.title,
+                body=action.body,
+                labels=action.labels,
+            )
+            cache.put(key, pr)
+            log.info("pull request opened", extra={**fields, "pr": pr.number})
+            self._emit("opened", snapshot, env.branch, action.title, pr.head_sha, pr.number)
+            outcome.requeue(0.0)
+        elif isinstance(action, UpdatePullRequest):
+            pr = self.plugin.update_pull_request(
+                repo=repo,
+                number=action.number,
+                title=action.title,
+                body=action.body,
+                labels=action.labels,
+            )
+            cache.put(key, pr)
+            log.info("pull request updated", extra={**fields, "pr": action.number})
+            self._emit("updated", snapshot, env.branch, action.title, pr=action.number)
+            outcome.requeue(0.0)
+        elif isinstance(action, ClosePullRequest):
+            self.plugin.close_pull_request(repo=repo, number=action.number, comment=action.comment)
+            cache.put(key, None)
+            log.info("pull request closed", extra={**fields, "pr": action.number})
+            self._emit("closed", snapshot, env.branch, action.comment, pr=action.number)
+            outcome.requeue(0.0)
+        elif isinstance(action, MergePullRequest):
+            self._merge(snapshot, repo, action, outcome)
+        elif isinstance(action, RecordHealthy):
+            self.ledger.record_healthy(
+                snapshot.strategy, env.branch, action.dry_sha, action.hydrated_sha, action.since
+            )
+            log.info("environment healthy", extra={**fields, "sha": action.dry_sha})
+            self._emit("healthy", snapshot, env.branch, "healthy", action.dry_sha)
 
     def _merge(
         self, snapshot: Snapshot, repo: Repository, action: MergePullRequest, outcome: Outcome
@@ -143,11 +166,10 @@ class Executor:
                 expected_head_sha=action.expected_head_sha,
                 message=action.message,
             )
-        except ScmConflict as exc:
-            log.info("merge refused, will re-read", extra={**fields, "reason": str(exc)})
+        except ScmConflict:
             self.on_merged(repo)
-            outcome.requeue(0.2)
-            return
+            raise
+        self.reader.pr_cache.put((repo.name, env.proposed_branch, env.branch), None)
         PROMOTIONS_TOTAL.labels(snapshot.strategy, env.branch).inc()
         log.info("pull request merged", extra={**fields, "sha": action.dry_sha, "merge": merge_sha})
         self._emit(

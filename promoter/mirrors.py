@@ -8,6 +8,7 @@ Thread-safe: refreshes of one mirror are serialised by the mirror's own lock.
 
 from __future__ import annotations
 
+import functools
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -50,7 +51,7 @@ class MirrorPool:
                     name=repo.name,
                     url=repo.url,
                     root=self.root,
-                    env=dict(self._credentials(repo)),
+                    env=functools.partial(self._credentials, repo),
                 )
                 self._mirrors[repo.name] = mirror
                 self._fresh[repo.name] = _Freshness()

@@ -15,7 +15,8 @@ from promoter.engine.snapshot import CommitState, EnvironmentSnapshot, Snapshot
 from promoter.errors import MetadataMissing
 from promoter.git import GitMirror
 from promoter.ledger import Ledger
-from promoter.models import CommitStatus, DryCommit, utcnow
+from promoter.models import CommitStatus, DryCommit, PullRequest, utcnow
+from promoter.prcache import MISSING, PullRequestCache
 from promoter.statuscache import StatusCache
 from scm_plugins.protocol import ScmPlugin
 
@@ -27,6 +28,7 @@ class SnapshotReader:
     plugin: ScmPlugin
     status_cache: StatusCache
     ledger: Ledger
+    pr_cache: PullRequestCache
     status_url: str = ""
 
     def statuses(self, repo: Repository, sha: str, *, fresh: bool = False) -> list[CommitStatus]:
@@ -67,9 +69,7 @@ class SnapshotReader:
             pull_request = None
             changelog: tuple[DryCommit, ...] = ()
             if active is not None and proposed is not None:
-                pull_request = self.plugin.find_open_pull_request(
-                    repo=repo, head=proposed_branch, base=env.branch
-                )
+                pull_request = self.open_pull_request(repo, proposed_branch, env.branch, proposed)
                 if proposed.dry_sha and proposed.dry_sha != active.dry_sha:
                     changelog = tuple(self._changelog(mirror, active.dry_sha, proposed.dry_sha))
             envs.append(
@@ -96,6 +96,21 @@ class SnapshotReader:
             status_url=self.status_url,
             now=utcnow(),
         )
+
+    def open_pull_request(
+        self, repo: Repository, head: str, base: str, proposed: CommitState
+    ) -> PullRequest | None:
+        """The open PR for head/base: from the cache unless unknown, old or behind the tip."""
+        key = (repo.name, head, base)
+        cached = self.pr_cache.get(key)
+        if cached is not MISSING and (
+            cached is None
+            or (isinstance(cached, PullRequest) and cached.head_sha == proposed.hydrated_sha)
+        ):
+            return cached if isinstance(cached, PullRequest) else None
+        found = self.plugin.find_open_pull_request(repo=repo, head=head, base=base)
+        self.pr_cache.put(key, found)
+        return found
 
     @staticmethod
     def _changelog(mirror: GitMirror, since: str | None, until: str) -> list[DryCommit]:

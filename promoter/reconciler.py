@@ -22,6 +22,7 @@ from promoter.ledger import Ledger
 from promoter.metrics import RECONCILE_DURATION, RECONCILE_TOTAL
 from promoter.mirrors import MirrorPool
 from promoter.models import utcnow
+from promoter.prcache import PullRequestCache
 from promoter.reader import SnapshotReader
 from promoter.statuscache import StatusCache
 from promoter.tracking import ShaIndex
@@ -48,6 +49,7 @@ class Reconciler:
     status_cache: StatusCache
     sha_index: ShaIndex
     ledger: Ledger
+    pr_cache: PullRequestCache
     status_url: str = ""
     observers: list[Observer] = field(default_factory=list)
     views: dict[str, StrategyView] = field(default_factory=dict)
@@ -64,7 +66,7 @@ class Reconciler:
             return Outcome()
         repo = self.config.repository(strategy.repository)
         plugin = self.plugin_for(repo)
-        reader = SnapshotReader(plugin, self.status_cache, self.ledger, self._status_url(key))
+        reader = self._reader(key, plugin)
         executor = Executor(
             plugin, reader, self.ledger, self.observers, lambda r: self.mirrors.invalidate(r.name)
         )
@@ -105,14 +107,17 @@ class Reconciler:
         if strategy is None:
             raise KeyError(key)
         repo = self.config.repository(strategy.repository)
-        reader = SnapshotReader(
-            self.plugin_for(repo), self.status_cache, self.ledger, self._status_url(key)
-        )
+        reader = self._reader(key, self.plugin_for(repo))
         try:
             snapshot = reader.read(strategy, repo, self.mirrors.fresh(repo))
         except Exception as exc:
             return StrategyView(None, None, str(exc), utcnow())
         return StrategyView(snapshot, decide(snapshot), None, utcnow())
+
+    def _reader(self, key: str, plugin: ScmPlugin) -> SnapshotReader:
+        return SnapshotReader(
+            plugin, self.status_cache, self.ledger, self.pr_cache, self._status_url(key)
+        )
 
     def _status_url(self, key: str) -> str:
         return f"{self.status_url.rstrip('/')}/api/v1/strategies/{key}" if self.status_url else ""

@@ -23,6 +23,7 @@ from promoter.config import Config, Repository
 from promoter.executor import Observer
 from promoter.ledger import Ledger
 from promoter.mirrors import MirrorPool
+from promoter.prcache import PullRequestCache
 from promoter.reconciler import Reconciler
 from promoter.scheduler import Scheduler, strategies_of
 from promoter.statuscache import StatusCache
@@ -56,6 +57,7 @@ class Runtime:
         self.mirrors = MirrorPool(root=self.state_dir / "mirrors", credentials=self._credentials)
         self.status_cache = StatusCache(ttl=config.daemon.status_cache_ttl)
         self.sha_index = ShaIndex()
+        self.pr_cache = PullRequestCache(max_age=config.daemon.resync_interval)
         self.ledger = Ledger(self.state_dir / "ledger.sqlite3")
         self.queue = WorkQueue(max_delay=config.daemon.max_backoff)
         self.reconciler = Reconciler(
@@ -65,6 +67,7 @@ class Runtime:
             status_cache=self.status_cache,
             sha_index=self.sha_index,
             ledger=self.ledger,
+            pr_cache=self.pr_cache,
             status_url=self.public_url,
             observers=list(observers),
         )

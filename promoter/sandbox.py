@@ -17,9 +17,12 @@ def _identity() -> dict[str, str]:
     return identity_env()
 
 
-def git(repo: Path, *args: str, env: Mapping[str, str] | None = None) -> str:
+def git(
+    repo: Path, *args: str, env: Mapping[str, str] | None = None, stdin: str | None = None
+) -> str:
     result = subprocess.run(
         ["git", "-C", str(repo), *args],
+        input=stdin,
         capture_output=True,
         text=True,
         env={**os.environ, **_identity(), **(env or {})},
@@ -49,7 +52,8 @@ def commit_files(repo: Path, branch: str, files: Mapping[str, str | None], messa
             git(repo, "read-tree", parent, env=env)
         for name, content in files.items():
             if content is None:
-                git(repo, "update-index", "--force-remove", name, env=env)
+                removal = f"0 {'0' * 40}\t{name}\n"
+                git(repo, "update-index", "--index-info", env=env, stdin=removal)
                 continue
             blob_file = Path(tmp) / "blob"
             blob_file.write_text(content, encoding="utf-8")

@@ -22,7 +22,7 @@ def render(strategies: Iterable[dict[str, Any]]) -> str:
             healthy = env.get("lastHealthy")
             reason = env.get("reason", "")
             if healthy:
-                reason += f" (last healthy {_short(healthy.get('dry_sha'))})"
+                reason += f" (last healthy {_short(healthy.get('drySha'))})"
             rows.append(
                 (
                     strategy["name"],

@@ -21,6 +21,17 @@ def _commit(commit: CommitState | None) -> dict[str, Any] | None:
     }
 
 
+def _healthy(env: EnvironmentSnapshot) -> dict[str, str] | None:
+    record = env.last_healthy
+    if record is None:
+        return None
+    return {
+        "drySha": record.dry_sha,
+        "hydratedSha": record.hydrated_sha,
+        "healthySince": record.healthy_since.isoformat(),
+    }
+
+
 def _environment(env: EnvironmentSnapshot, verdict: EnvironmentVerdict | None) -> dict[str, Any]:
     pr = env.pull_request
     return {
@@ -36,7 +47,7 @@ def _environment(env: EnvironmentSnapshot, verdict: EnvironmentVerdict | None) -
         "active": _commit(env.active),
         "proposed": _commit(env.proposed),
         "pullRequest": pr.model_dump(mode="json", by_alias=True) if pr else None,
-        "lastHealthy": env.last_healthy.model_dump(mode="json") if env.last_healthy else None,
+        "lastHealthy": _healthy(env),
         "error": env.error,
     }
 

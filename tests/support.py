@@ -44,7 +44,9 @@ class GitOpsRepo:
     def change(self, version: str, message: str, environments: list[str] | None = None) -> str:
         """Commit a new dry version and hydrate it; returns the dry SHA."""
         sha = commit_files(
-            self.path, "main", {"apps/guestbook/values.yaml": f"image: guestbook:{version}\n"},
+            self.path,
+            "main",
+            {"apps/guestbook/values.yaml": f"image: guestbook:{version}\n"},
             message,
         )
         hydrate(repo=self.path, dry_ref="main", branches=environments or ENVIRONMENTS)

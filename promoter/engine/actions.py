@@ -6,6 +6,7 @@ the reconciler needs, so that carrying them out needs no further decision.
 
 from __future__ import annotations
 
+from datetime import datetime
 from enum import StrEnum
 from typing import Literal
 
@@ -72,6 +73,7 @@ class RecordHealthy(Frozen):
     environment: int
     dry_sha: str
     hydrated_sha: str
+    since: datetime
 
 
 class RequeueAfter(Frozen):

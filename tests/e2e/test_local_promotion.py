@@ -106,13 +106,20 @@ def test_a_second_reconcile_on_unchanged_state_changes_nothing(
     wait_for(lambda: env_view(client, "environment/prod")["pullRequest"], what="PRs opened")
     runtime: Runtime = client.runtime  # type: ignore[attr-defined]
     wait_for(lambda: runtime.queue.idle(), what="an idle queue")
-    writes = ("open_pull_request", "update_pull_request", "merge_pull_request",
-              "close_pull_request", "set_commit_status")
+    writes = (
+        "open_pull_request",
+        "update_pull_request",
+        "merge_pull_request",
+        "close_pull_request",
+        "set_commit_status",
+    )
 
     def written() -> float:
         return sum(
-            sample("promoter_scm_calls_total",
-                   {"provider": "local", "operation": op, "outcome": "success"})
+            sample(
+                "promoter_scm_calls_total",
+                {"provider": "local", "operation": op, "outcome": "success"},
+            )
             for op in writes
         )
 

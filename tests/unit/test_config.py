@@ -112,7 +112,7 @@ def test_every_configuration_field_is_documented() -> None:
 
     def walk(node: object) -> None:
         if isinstance(node, dict):
-            for name in (node.get("properties") or {}):
+            for name in node.get("properties") or {}:
                 fields.add(name)
             for value in node.values():
                 walk(value)

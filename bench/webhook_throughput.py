@@ -1,0 +1,389 @@
+"""Webhook receiver throughput: signed genuine GitHub deliveries against the real receiver.
+
+Starts the receiver app under uvicorn (h11, asyncio loop) on 127.0.0.1 in a child
+process, drives it from this process with keep-alive connections posting signed
+genuine ``push`` and ``status`` payloads, and does the same against a bare
+starlette endpoint that reads the body and answers 202. Prints one JSON line
+and a readable summary; exits 1 when a target is missed.
+
+    python bench/webhook_throughput.py [--duration 10] [--connections 8]
+
+Targets (2-core machine): receiver >= 0.5 x the bare endpoint's rate, >= 2,000
+accepted requests/s, p99 latency < 25 ms.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import itertools
+import json
+import os
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+FIXTURES = ROOT.parent / "shared" / "fixtures" / "github" / "webhooks" / "api.github.com"
+SECRET = "bench-webhook-secret"
+SECRET_ENV = "PROMOTER_BENCH_WEBHOOK_SECRET"
+PAYLOADS = [("push", "push/with-new-branch.payload.json"), ("status", "status/payload.json")]
+_DELIVERY_IDS = itertools.count()
+"""Every request has a delivery id of its own: a repeated one would be answered as a duplicate."""
+TARGETS = {"min_ratio": 0.5, "min_rps": 2000.0, "max_p99_ms": 25.0}
+
+
+# --- the servers (child processes) ----------------------------------------------------
+
+
+def _receiver_app(state_dir: str) -> Any:
+    from starlette.applications import Starlette
+
+    from promoter.config import Config
+    from promoter.statuscache import StatusCache
+    from promoter.tracking import ShaIndex
+    from webhooks import build_routes
+
+    config = Config.model_validate(
+        {
+            "scmProviders": [{"name": "gh", "github": {"token": {"fromEnv": SECRET_ENV}}}],
+            "repositories": [
+                {
+                    "name": "hello",
+                    "url": "https://github.com/Codertocat/Hello-World.git",
+                    "scmProvider": "gh",
+                }
+            ],
+            "promotionStrategies": [
+                {
+                    "name": "hello-app",
+                    "repository": "hello",
+                    "dryBranch": "master",
+                    "environments": [{"branch": "environment/dev"}],
+                }
+            ],
+            "webhooks": {"github": {"secrets": [{"fromEnv": SECRET_ENV}]}},
+        }
+    )
+    queued: set[str] = set()
+    routes = build_routes(
+        config=config,
+        enqueue=queued.update,
+        status_cache=StatusCache(),
+        sha_index=ShaIndex(),
+        state_dir=Path(state_dir),
+    )
+    return Starlette(routes=routes)
+
+
+def _bare_app() -> Any:
+    from starlette.applications import Starlette
+    from starlette.requests import Request
+    from starlette.responses import Response
+    from starlette.routing import Route
+
+    async def endpoint(request: Request) -> Response:
+        await request.body()
+        return Response(b'{"result":"accepted"}', 202, media_type="application/json")
+
+    return Starlette(routes=[Route("/webhooks/github", endpoint, methods=["POST"])])
+
+
+def serve(target: str, port: int, state_dir: str, log_level: str, profile: str = "") -> None:
+    import uvicorn
+
+    from promoter import logs
+
+    logs.setup(log_level)  # as the daemon does: JSON lines on stderr
+    app = _receiver_app(state_dir) if target == "receiver" else _bare_app()
+    config = uvicorn.Config(
+        app,
+        host="127.0.0.1",
+        port=port,
+        http="h11",
+        loop="asyncio",
+        lifespan="off",
+        access_log=False,
+        log_config=None,
+        log_level=log_level,
+    )
+    server = uvicorn.Server(config)
+    if not profile:
+        server.run()
+        return
+    import cProfile
+
+    # uvicorn re-raises SIGTERM after its graceful shutdown: make that an exit we can see
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    profiler = cProfile.Profile()
+    try:
+        profiler.runcall(server.run)
+    finally:
+        profiler.dump_stats(str(Path(profile) / f"{target}.pstats"))
+
+
+# --- the load generator (this process) ------------------------------------------------
+
+
+def _templates() -> list[tuple[bytes, bytes]]:
+    """(head up to the delivery id, rest of the request) per payload, signed."""
+    sys.path.insert(0, str(ROOT))
+    from webhooks.verify import GitHubSignature
+
+    out = []
+    for event, name in PAYLOADS:
+        body = (FIXTURES / name).read_bytes()
+        head = (
+            f"POST /webhooks/github HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+            f"Content-Type: application/json\r\nX-GitHub-Event: {event}\r\n"
+            f"X-Hub-Signature-256: {GitHubSignature.sign(SECRET, body)}\r\n"
+            f"User-Agent: GitHub-Hookshot/bench\r\nX-GitHub-Delivery: "
+        ).encode()
+        rest = f"\r\nContent-Length: {len(body)}\r\n\r\n".encode() + body
+        out.append((head, rest))
+    return out
+
+
+class _Client(asyncio.Protocol):
+    """One keep-alive connection: sends a request, waits for the whole answer, sends the next.
+
+    A bare protocol rather than asyncio streams, so that the load generator spends as
+    little CPU as possible on a machine it shares with the server.
+    """
+
+    def __init__(self, stop_at: float, measure_from: float, out: dict[str, Any]) -> None:
+        self.stop_at, self.measure_from, self.out = stop_at, measure_from, out
+        self.templates = _templates()
+        self.done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self.buffer = b""
+        self.sent = 0
+        self.started = 0.0
+        self.transport: asyncio.Transport | None = None
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        self.transport = transport
+        self._send()
+
+    def _send(self) -> None:
+        assert self.transport is not None
+        self.started = time.perf_counter()
+        if self.started >= self.stop_at:
+            self.transport.close()
+            return
+        head, rest = self.templates[self.sent % len(self.templates)]
+        self.sent += 1
+        self.transport.write(head + f"{os.getpid()}-{next(_DELIVERY_IDS)}".encode() + rest)
+
+    def data_received(self, data: bytes) -> None:
+        self.buffer += data
+        end = self.buffer.find(b"\r\n\r\n")
+        if end < 0:
+            return
+        length = 0
+        for line in self.buffer[:end].split(b"\r\n"):
+            if line[:15].lower() == b"content-length:":
+                length = int(line[15:])
+        if len(self.buffer) < end + 4 + length:
+            return
+        done = time.perf_counter()
+        answer, self.buffer = self.buffer[: end + 4 + length], self.buffer[end + 4 + length :]
+        out = self.out
+        out["sent"] += 1
+        if self.started >= self.measure_from:
+            out["latencies"].append(done - self.started)
+            if answer[9:12] == b"202" and answer.endswith(b'"accepted"}'):
+                out["accepted"] += 1
+            else:
+                out["other"] += 1
+        self._send()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if not self.done.done():
+            self.done.set_result(None)
+
+
+async def _load(port: int, connections: int, warmup: float, duration: float) -> dict[str, Any]:
+    """One round against one server: raw counts and latencies of the measured part."""
+    out: dict[str, Any] = {"latencies": [], "accepted": 0, "other": 0, "sent": 0}
+    loop = asyncio.get_running_loop()
+    now = time.perf_counter()
+    measure_from, stop_at = now + warmup, now + warmup + duration
+    clients = []
+    for _ in range(connections):
+        _, client = await loop.create_connection(
+            lambda: _Client(stop_at, measure_from, out), "127.0.0.1", port
+        )
+        clients.append(client)
+    await asyncio.wait_for(asyncio.gather(*(c.done for c in clients)), warmup + duration + 30)
+    return out
+
+
+def _summary(rounds: list[dict[str, Any]], duration: float) -> dict[str, Any]:
+    latencies = sorted(x for r in rounds for x in r["latencies"])
+    accepted = sum(r["accepted"] for r in rounds)
+    sent = sum(r["sent"] for r in rounds)
+    cpu = sum(r["cpu"] for r in rounds)
+    client_cpu = sum(r["client_cpu"] for r in rounds)
+    quantiles = statistics.quantiles(latencies, n=100) if len(latencies) > 1 else [0.0] * 99
+    return {
+        "requests": len(latencies),
+        "accepted": accepted,
+        "not_accepted": sum(r["other"] for r in rounds),
+        "rps": round(accepted / duration, 1),
+        "p50_ms": round(quantiles[49] * 1000, 3),
+        "p99_ms": round(quantiles[98] * 1000, 3),
+        "max_ms": round(latencies[-1] * 1000, 3) if latencies else 0.0,
+        "server_cpu_us_per_request": round(cpu / sent * 1e6, 1) if sent else 0.0,
+        "client_cpu_us_per_request": round(client_cpu / sent * 1e6, 1) if sent else 0.0,
+    }
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a process so far (Linux ``/proc``; 0.0 elsewhere)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+class Server:
+    """One target under uvicorn in a child process, on a free loopback port."""
+
+    def __init__(self, target: str, args: argparse.Namespace, state_dir: str) -> None:
+        self.target = target
+        self.port = _free_port()
+        env = {**os.environ, SECRET_ENV: SECRET, "PYTHONPATH": str(ROOT)}
+        command = [sys.executable, __file__, "serve", target, "--port", str(self.port)]
+        command += ["--state-dir", state_dir, "--log-level", args.log_level]
+        if args.profile:
+            command += ["--profile", args.profile]
+        self.proc = subprocess.Popen(command, env=env, stderr=subprocess.DEVNULL, cwd=ROOT)
+
+    def wait_listening(self, timeout: float = 30.0) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"{self.target} server exited with {self.proc.returncode}")
+            try:
+                socket.create_connection(("127.0.0.1", self.port), timeout=0.2).close()
+                return
+            except OSError:
+                time.sleep(0.05)
+        raise RuntimeError(f"{self.target} server did not start listening")
+
+    def round(self, args: argparse.Namespace, seconds: float) -> dict[str, Any]:
+        cpu_before, own_before = _cpu_seconds(self.proc.pid), time.process_time()
+        out = asyncio.run(_load(self.port, args.connections, args.warmup, seconds))
+        out["cpu"] = _cpu_seconds(self.proc.pid) - cpu_before
+        out["client_cpu"] = time.process_time() - own_before
+        return out
+
+    def stop(self) -> None:
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+
+
+def measure(args: argparse.Namespace, state_dir: str) -> dict[str, dict[str, Any]]:
+    """Both targets, in alternating rounds so that a change in the machine's load hits both."""
+    servers = [Server("bare", args, state_dir), Server("receiver", args, state_dir)]
+    rounds: dict[str, list[dict[str, Any]]] = {"bare": [], "receiver": []}
+    try:
+        for server in servers:
+            server.wait_listening()
+        for n in range(args.rounds):
+            for server in servers if n % 2 == 0 else reversed(servers):
+                rounds[server.target].append(server.round(args, args.duration / args.rounds))
+    finally:
+        for server in servers:
+            server.stop()
+    return {target: _summary(r, args.duration) for target, r in rounds.items()}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    sub = parser.add_subparsers(dest="command")
+    server = sub.add_parser("serve", help="(internal) run one target under uvicorn")
+    server.add_argument("target", choices=["receiver", "bare"])
+    server.add_argument("--port", type=int, required=True)
+    server.add_argument("--state-dir", required=True)
+    server.add_argument("--log-level", default="info")
+    server.add_argument("--profile", default="")
+    parser.add_argument("--duration", type=float, default=10.0, help="seconds per target")
+    parser.add_argument("--rounds", type=int, default=2, help="alternating rounds per target")
+    parser.add_argument("--warmup", type=float, default=0.5, help="seconds before each round")
+    parser.add_argument("--connections", type=int, default=8, help="concurrent keep-alive")
+    parser.add_argument("--log-level", default="info", help="the receiver's log level")
+    parser.add_argument(
+        "--profile", default="", help="directory for cProfile stats of both servers (slower)"
+    )
+    args = parser.parse_args(argv)
+    if args.command == "serve":
+        serve(args.target, args.port, args.state_dir, args.log_level, args.profile)
+        return 0
+
+    with tempfile.TemporaryDirectory(prefix="webhook-bench-") as state_dir:
+        results = measure(args, state_dir)
+    bare, receiver = results["bare"], results["receiver"]
+    ratio = round(receiver["rps"] / bare["rps"], 3) if bare["rps"] else 0.0
+    bare_cpu = bare["server_cpu_us_per_request"]
+    receiver_cpu = receiver["server_cpu_us_per_request"]
+    cpu_ratio = round(bare_cpu / receiver_cpu, 3) if receiver_cpu else 0.0
+    checks = {
+        "ratio": ratio >= TARGETS["min_ratio"],
+        "rps": receiver["rps"] >= TARGETS["min_rps"],
+        "p99": receiver["p99_ms"] < TARGETS["max_p99_ms"],
+    }
+    report = {
+        "bench": "webhook_throughput",
+        "duration_s": args.duration,
+        "rounds": args.rounds,
+        "connections": args.connections,
+        "server": "uvicorn h11 asyncio, 1 process",
+        "receiver_log_level": args.log_level,
+        "receiver": receiver,
+        "bare": bare,
+        "ratio": ratio,
+        "cpu_ratio": cpu_ratio,
+        "load_average": round(os.getloadavg()[0], 2),
+        "targets": TARGETS,
+        "pass": checks,
+    }
+    print(json.dumps(report))
+    print(
+        f"\nbare endpoint : {bare['rps']:>8.0f} req/s  p50 {bare['p50_ms']:.2f} ms"
+        f"  p99 {bare['p99_ms']:.2f} ms  server CPU"
+        f" {bare['server_cpu_us_per_request']:.0f} us/req\n"
+        f"receiver      : {receiver['rps']:>8.0f} req/s  p50 {receiver['p50_ms']:.2f} ms"
+        f"  p99 {receiver['p99_ms']:.2f} ms  server CPU"
+        f" {receiver['server_cpu_us_per_request']:.0f} us/req"
+        f"  ({receiver['not_accepted']} not accepted)\n"
+        f"server CPU per request, bare / receiver: {cpu_ratio:.2f}"
+        f" (rate ratio on an otherwise idle core)\n"
+        f"load average at the end: {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs\n"
+        f"ratio {ratio:.2f} (>= {TARGETS['min_ratio']})  "
+        f"rate {'ok' if checks['rps'] else 'MISSED'} (>= {TARGETS['min_rps']:.0f})  "
+        f"p99 {'ok' if checks['p99'] else 'MISSED'} (< {TARGETS['max_p99_ms']:.0f} ms)"
+    )
+    return 0 if all(checks.values()) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,50 @@
+"""The engine: the pure promotion rules, ``decide(snapshot) -> Decision``."""
+
+from promoter.engine.actions import (
+    PREVIOUS_ENVIRONMENT_KEY,
+    PROMOTION_LABEL,
+    Action,
+    ClosePullRequest,
+    Decision,
+    EnvironmentVerdict,
+    EnvState,
+    GateVerdict,
+    MergePullRequest,
+    OpenPullRequest,
+    RecordHealthy,
+    RequeueAfter,
+    SetCommitStatus,
+    UpdatePullRequest,
+)
+from promoter.engine.decide import decide
+from promoter.engine.gates import BUILTIN_GATES, Gate, effective_active_dry_sha, gates_for
+from promoter.engine.pr_text import PullRequestText, read_metadata
+from promoter.engine.snapshot import CommitState, EnvironmentSnapshot, HealthyRecord, Snapshot
+
+__all__ = [
+    "BUILTIN_GATES",
+    "PREVIOUS_ENVIRONMENT_KEY",
+    "PROMOTION_LABEL",
+    "Action",
+    "ClosePullRequest",
+    "CommitState",
+    "Decision",
+    "EnvState",
+    "EnvironmentSnapshot",
+    "EnvironmentVerdict",
+    "Gate",
+    "GateVerdict",
+    "HealthyRecord",
+    "MergePullRequest",
+    "OpenPullRequest",
+    "PullRequestText",
+    "RecordHealthy",
+    "RequeueAfter",
+    "SetCommitStatus",
+    "Snapshot",
+    "UpdatePullRequest",
+    "decide",
+    "effective_active_dry_sha",
+    "gates_for",
+    "read_metadata",
+]

@@ -1,0 +1,276 @@
+"""``decide(snapshot) -> Decision``: the promotion rules of DESIGN.md §3, as a pure function.
+
+Each environment is judged against the snapshot as it is: merges decided in this
+pass are not assumed to have happened, so one pass never promotes a dry commit
+through two environments. No I/O; ``snapshot.now`` is the only clock.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from promoter.engine import pr_text
+from promoter.engine.actions import (
+    PREVIOUS_ENVIRONMENT_KEY,
+    Action,
+    ClosePullRequest,
+    Decision,
+    EnvironmentVerdict,
+    EnvState,
+    GateVerdict,
+    MergePullRequest,
+    OpenPullRequest,
+    RecordHealthy,
+    RequeueAfter,
+    SetCommitStatus,
+    UpdatePullRequest,
+)
+from promoter.engine.gates import error_reason, evaluate, is_no_op, phase_of
+from promoter.engine.pr_text import short
+from promoter.engine.snapshot import CommitState, Snapshot
+from promoter.models import CommitStatus, Phase, PullRequest, PullRequestState
+
+STATUS_SOURCE = "promoter"
+MAX_DESCRIPTION = 140
+"""GitHub's limit for a commit status description."""
+
+REQUEUE_OPENED = 0.0
+"""A PR opened with every gate passing is merged on the very next pass."""
+REQUEUE_STALE_HEAD = 1.0
+"""The SCM has not caught up with the proposed branch yet; look again shortly."""
+
+
+@dataclass
+class _Outcome:
+    state: EnvState
+    reason: str
+    gates: tuple[GateVerdict, ...] = ()
+    actions: list[Action] = field(default_factory=list)
+    requeue: float | None = None
+
+
+def decide(snapshot: Snapshot) -> Decision:
+    """Every action to take for one strategy now, and a verdict per environment."""
+    actions: list[Action] = []
+    verdicts: list[EnvironmentVerdict] = []
+    requeues: list[float] = []
+    for index, env in enumerate(snapshot.environments):
+        outcome = _judge(snapshot, index)
+        actions.extend(outcome.actions)
+        actions.extend(_healthy(snapshot, index))
+        if outcome.requeue is not None:
+            requeues.append(outcome.requeue)
+        verdicts.append(
+            EnvironmentVerdict(
+                branch=env.branch, state=outcome.state, reason=outcome.reason, gates=outcome.gates
+            )
+        )
+    if requeues:
+        actions.append(RequeueAfter(seconds=min(requeues)))
+    return Decision(actions=tuple(actions), environments=tuple(verdicts))
+
+
+def _judge(snapshot: Snapshot, index: int) -> _Outcome:
+    env = snapshot.environments[index]
+    problem = error_reason(env)
+    if problem is not None:
+        return _Outcome(EnvState.ERROR, problem)
+    if env.proposed is None:
+        return _Outcome(EnvState.WAITING, f"waiting for the hydrator to push {env.proposed_branch}")
+    assert env.active is not None and env.active.dry_sha is not None  # by error_reason
+    assert env.proposed.dry_sha is not None
+    active_sha, proposed_sha = env.active.dry_sha, env.proposed.dry_sha
+    if is_no_op(snapshot, env):
+        if proposed_sha == active_sha:
+            reason = f"{env.branch} is up to date on {short(active_sha)}"
+            why = f"nothing to promote: {env.branch} is already on {short(active_sha)}"
+        else:
+            reason = why = (
+                f"nothing to promote: {short(proposed_sha)} renders the same manifests"
+                f" as {short(active_sha)}"
+            )
+        return _close_if_open(snapshot, index, EnvState.UP_TO_DATE, reason, why)
+    backwards = _backwards_reason(snapshot, index, proposed_sha)
+    if backwards is not None:
+        return _close_if_open(snapshot, index, EnvState.BLOCKED, backwards, backwards)
+    return _promote(snapshot, index, env.proposed, active_sha)
+
+
+def _backwards_reason(snapshot: Snapshot, index: int, proposed_sha: str) -> str | None:
+    """Rule 2: why merging ``proposed_sha`` would move environment ``index`` or a later one back.
+
+    A later environment whose active dry SHA cannot be read is skipped: it is in
+    error itself, and cannot be promoted until it is readable again.
+    """
+    for later in snapshot.environments[index:]:
+        active = later.active
+        if active is None or active.dry_sha is None or active.metadata_error:
+            continue
+        if not snapshot.descends(proposed_sha, active.dry_sha):
+            return (
+                f"would move backwards: {short(proposed_sha)} is not a descendant of"
+                f" {later.branch}'s {short(active.dry_sha)}"
+            )
+    return None
+
+
+def _promote(snapshot: Snapshot, index: int, proposed: CommitState, active_sha: str) -> _Outcome:
+    """Rules 3-6 for an environment with something to promote."""
+    env = snapshot.environments[index]
+    assert proposed.dry_sha is not None
+    gates = evaluate(snapshot, index)
+    outcome = _Outcome(EnvState.BLOCKED, "", gates)
+    text = pr_text.for_environment(
+        snapshot, index, dry_sha=proposed.dry_sha, active_dry_sha=active_sha
+    )
+    pr = _open_pull_request(snapshot, index)
+    if pr is None:
+        outcome.actions.append(
+            OpenPullRequest(
+                environment=index,
+                head=env.proposed_branch,
+                base=env.branch,
+                title=text.title,
+                body=text.body,
+                labels=text.labels,
+            )
+        )
+    else:
+        outcome.actions.extend(_update(index, pr, text))
+    outcome.actions.extend(_previous_environment_status(snapshot, index, proposed, gates))
+
+    waiting = [gate.reason for gate in gates if gate.phase is not Phase.SUCCESS]
+    if waiting:
+        outcome.reason = "; ".join(waiting)
+    elif pr is None:
+        outcome.state = EnvState.READY
+        if env.auto_merge:
+            outcome.reason = "every gate passes; merging once the pull request is open"
+            outcome.requeue = REQUEUE_OPENED
+        else:
+            outcome.reason = "every gate passes; waiting for a person to merge"
+    elif pr.draft:
+        outcome.reason = f"pull request #{pr.number} is a draft"
+    elif pr.head_sha != proposed.hydrated_sha:
+        outcome.reason = (
+            f"pull request #{pr.number} head {short(pr.head_sha)} is stale:"
+            f" {env.proposed_branch} is at {short(proposed.hydrated_sha)}"
+        )
+        outcome.requeue = REQUEUE_STALE_HEAD
+    elif not env.auto_merge:
+        outcome.state = EnvState.READY
+        outcome.reason = "every gate passes; waiting for a person to merge"
+    else:
+        outcome.state = EnvState.PROMOTING
+        outcome.reason = f"merging pull request #{pr.number} to promote {short(proposed.dry_sha)}"
+        outcome.actions.append(
+            MergePullRequest(
+                environment=index,
+                number=pr.number,
+                expected_head_sha=proposed.hydrated_sha,
+                dry_sha=proposed.dry_sha,
+                message=pr_text.merge_message(
+                    strategy=snapshot.strategy,
+                    branch=env.branch,
+                    dry_sha=proposed.dry_sha,
+                    number=pr.number,
+                ),
+                required_keys=pr_text.unique(env.proposed_keys),
+            )
+        )
+    return outcome
+
+
+def _update(index: int, pr: PullRequest, text: pr_text.PullRequestText) -> list[Action]:
+    """An update when the PR's text or labels drifted; labels people added are kept."""
+    missing = tuple(label for label in text.labels if label not in pr.labels)
+    if pr.title == text.title and pr_text.same_body(pr.body, text.body) and not missing:
+        return []
+    return [
+        UpdatePullRequest(
+            environment=index,
+            number=pr.number,
+            title=text.title,
+            body=text.body,
+            labels=pr.labels + missing,
+        )
+    ]
+
+
+def _previous_environment_status(
+    snapshot: Snapshot, index: int, proposed: CommitState, gates: tuple[GateVerdict, ...]
+) -> list[Action]:
+    """Rule 4 published on the proposed commit, only when it differs from what is there."""
+    verdict = next((gate for gate in gates if gate.name == PREVIOUS_ENVIRONMENT_KEY), None)
+    if index == 0 or verdict is None:
+        return []
+    description = _clip(verdict.reason)
+    if verdict.phase is Phase.PENDING:
+        # One steady text while pending, so the PR's check is not rewritten (an SCM
+        # call each time) as the previous environment moves from step to step.
+        previous = snapshot.environments[index - 1].branch
+        running = short(proposed.dry_sha or "")
+        description = _clip(f"waiting for {previous} to run {running} and pass its gates")
+    existing = proposed.status(PREVIOUS_ENVIRONMENT_KEY)
+    if (
+        existing is not None
+        and existing.phase is verdict.phase
+        and existing.description == description
+    ):
+        return []
+    status = CommitStatus(
+        key=PREVIOUS_ENVIRONMENT_KEY,
+        phase=verdict.phase,
+        description=description,
+        url=snapshot.status_url,
+        source=STATUS_SOURCE,
+        updated_at=snapshot.now,
+    )
+    return [SetCommitStatus(environment=index, sha=proposed.hydrated_sha, status=status)]
+
+
+def _close_if_open(
+    snapshot: Snapshot, index: int, state: EnvState, reason: str, why: str
+) -> _Outcome:
+    """Rules 1 and 2: a promotion PR with nothing (allowed) to promote is closed, saying why."""
+    outcome = _Outcome(state, reason)
+    pr = _open_pull_request(snapshot, index)
+    if pr is not None:
+        comment = pr_text.closing_comment(why)
+        outcome.actions.append(
+            ClosePullRequest(environment=index, number=pr.number, comment=comment)
+        )
+    return outcome
+
+
+def _healthy(snapshot: Snapshot, index: int) -> list[Action]:
+    """Rule 7: record the active commit as healthy when every active gate is success."""
+    env = snapshot.environments[index]
+    active = env.active
+    if env.error or active is None or active.dry_sha is None or active.metadata_error:
+        return []
+    if any(phase_of(active, key) is not Phase.SUCCESS for key in env.active_keys):
+        return []
+    last = env.last_healthy
+    if last is not None and (last.dry_sha, last.hydrated_sha) == (
+        active.dry_sha,
+        active.hydrated_sha,
+    ):
+        return []
+    return [
+        RecordHealthy(
+            environment=index,
+            dry_sha=active.dry_sha,
+            hydrated_sha=active.hydrated_sha,
+            since=snapshot.now,
+        )
+    ]
+
+
+def _open_pull_request(snapshot: Snapshot, index: int) -> PullRequest | None:
+    pr = snapshot.environments[index].pull_request
+    return pr if pr is not None and pr.state is PullRequestState.OPEN else None
+
+
+def _clip(text: str) -> str:
+    return text if len(text) <= MAX_DESCRIPTION else text[: MAX_DESCRIPTION - 1] + "…"

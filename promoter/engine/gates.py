@@ -1,0 +1,140 @@
+"""Gates: what a proposed commit must pass before it is merged (rules 3-5), and the
+reading of an environment's position they share with ``decide``.
+
+A gate is any callable ``(snapshot, index) -> GateVerdict``. ``gates_for`` lists
+the gates of one environment: one per proposed status key, the previous
+environment for ``index > 0``, then ``BUILTIN_GATES``. A new built-in gate (soak
+time, schedule window, manual approval, hold) is one more function in that tuple.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from promoter.engine.actions import PREVIOUS_ENVIRONMENT_KEY, GateVerdict
+from promoter.engine.pr_text import short, unique
+from promoter.engine.snapshot import CommitState, EnvironmentSnapshot, Snapshot
+from promoter.models import Phase
+
+Gate = Callable[[Snapshot, int], GateVerdict]
+
+BUILTIN_GATES: tuple[Gate, ...] = ()
+"""Gates every environment passes through after its status gates (rule 5)."""
+
+
+def error_reason(env: EnvironmentSnapshot) -> str | None:
+    """Why this environment cannot be read well enough to decide anything, if it cannot."""
+    if env.error:
+        return env.error
+    for commit in (env.active, env.proposed):
+        if commit is not None and commit.metadata_error:
+            return commit.metadata_error
+    if env.active is None:
+        return f"the active branch {env.branch} does not exist"
+    for commit in (env.active, env.proposed):
+        if commit is not None and commit.dry_sha is None:
+            return f"hydrated commit {short(commit.hydrated_sha)} names no dry commit"
+    return None
+
+
+def is_no_op(snapshot: Snapshot, env: EnvironmentSnapshot) -> bool:
+    """Nothing to promote (rule 1): the same dry SHA, or a descendant rendered identically."""
+    active, proposed = env.active, env.proposed
+    if active is None or proposed is None or active.dry_sha is None or proposed.dry_sha is None:
+        return False
+    if proposed.dry_sha == active.dry_sha:
+        return True
+    return proposed.tree_sha == active.tree_sha and snapshot.descends(
+        proposed.dry_sha, active.dry_sha
+    )
+
+
+def effective_active_dry_sha(snapshot: Snapshot, index: int) -> str | None:
+    """The dry SHA environment ``index`` counts as being on, or None when it is in error.
+
+    An environment whose proposed commit is a no-op descendant of its active one
+    counts as being on the proposed dry SHA, so that it never blocks later ones.
+    """
+    env = snapshot.environments[index]
+    if error_reason(env) is not None or env.active is None or env.active.dry_sha is None:
+        return None
+    if env.proposed is not None and env.proposed.dry_sha is not None and is_no_op(snapshot, env):
+        return env.proposed.dry_sha
+    return env.active.dry_sha
+
+
+def phase_of(commit: CommitState, key: str) -> Phase:
+    """A missing status counts as pending."""
+    status = commit.status(key)
+    return Phase.PENDING if status is None else status.phase
+
+
+@dataclass(frozen=True)
+class ProposedStatus:
+    """Rule 3: the commit status ``key`` is success on the proposed hydrated commit."""
+
+    key: str
+
+    def __call__(self, snapshot: Snapshot, index: int) -> GateVerdict:
+        proposed = snapshot.environments[index].proposed
+        if proposed is None or proposed.dry_sha is None:
+            return GateVerdict(name=self.key, phase=Phase.PENDING, reason="no proposed commit")
+        phase = phase_of(proposed, self.key)
+        on = short(proposed.dry_sha)
+        reason = {
+            Phase.SUCCESS: f"{self.key} passed on {on}",
+            Phase.FAILURE: f"{self.key} failed on {on}",
+            Phase.PENDING: f"waiting for {self.key} on {on}",
+        }[phase]
+        return GateVerdict(name=self.key, phase=phase, reason=reason)
+
+
+def previous_environment(snapshot: Snapshot, index: int) -> GateVerdict:
+    """Rule 4: environment ``index - 1`` is on the proposed dry SHA or later, and healthy.
+
+    Failure when one of its active gates failed, pending while anything else is missing.
+    """
+    env, previous = snapshot.environments[index], snapshot.environments[index - 1]
+    name = PREVIOUS_ENVIRONMENT_KEY
+    proposed_sha = env.proposed.dry_sha if env.proposed is not None else None
+    at = effective_active_dry_sha(snapshot, index - 1)
+    if previous.active is None or previous.active.dry_sha is None or at is None:
+        reason = f"previous environment {previous.branch} has an error"
+        return GateVerdict(name=name, phase=Phase.PENDING, reason=reason)
+    if proposed_sha is None:
+        return GateVerdict(name=name, phase=Phase.PENDING, reason="no proposed commit")
+    parts = []
+    if not snapshot.descends(at, proposed_sha):
+        parts.append(f"{previous.branch} is not on {short(proposed_sha)} yet")
+    phases = {key: phase_of(previous.active, key) for key in unique(previous.active_keys)}
+    failed = [key for key, phase in phases.items() if phase is Phase.FAILURE]
+    waiting = [key for key, phase in phases.items() if phase is Phase.PENDING]
+    running = short(previous.active.dry_sha)
+    if failed:
+        parts.append(f"{_words(failed)} failed on {previous.branch} ({running})")
+    if waiting:
+        parts.append(f"waiting for {_words(waiting)} on {previous.branch} ({running})")
+    if not parts:
+        reason = f"{previous.branch} is on {short(at)} and healthy"
+        return GateVerdict(name=name, phase=Phase.SUCCESS, reason=reason)
+    phase = Phase.FAILURE if failed else Phase.PENDING
+    return GateVerdict(name=name, phase=phase, reason="; ".join(parts))
+
+
+def gates_for(snapshot: Snapshot, index: int) -> tuple[Gate, ...]:
+    """Every gate of environment ``index``, in the order their verdicts are shown."""
+    env = snapshot.environments[index]
+    gates: list[Gate] = [ProposedStatus(key) for key in unique(env.proposed_keys)]
+    if index > 0:
+        gates.append(previous_environment)
+    gates.extend(BUILTIN_GATES)
+    return tuple(gates)
+
+
+def evaluate(snapshot: Snapshot, index: int) -> tuple[GateVerdict, ...]:
+    return tuple(gate(snapshot, index) for gate in gates_for(snapshot, index))
+
+
+def _words(keys: Sequence[str]) -> str:
+    return ", ".join(keys)

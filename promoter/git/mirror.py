@@ -1,0 +1,352 @@
+"""A local bare mirror of one remote repository: refs, objects and notes, fetch and push.
+
+Concurrency model:
+
+* One bare mirror per repository, at ``<state_dir>/mirrors/<name>.git``, and one
+  ``GitMirror`` instance per mirror in a process; there is never a working tree.
+* Every public method runs under the mirror's ``threading.RLock`` (``mirror.lock``).
+  Hold it yourself to make a sequence atomic, e.g. ``write_note`` then ``push``.
+* The mirror copies the remote: a fetch force-updates and prunes ``refs/heads/*`` and
+  ``refs/notes/*``. Anything written locally (notes, refs) must be pushed before the
+  next refresh, which would otherwise discard it.
+* Reads go through GitPython's persistent ``cat-file`` processes (no process per
+  object). Refs are read once with ``for-each-ref`` and cached until the next fetch or
+  local write; trees, ancestry and metadata are cached by immutable SHAs.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections.abc import Callable, Mapping
+from datetime import datetime
+from pathlib import Path
+from typing import TypeVar
+
+from git import Git, Repo
+from git.exc import GitError as GitPythonError
+from git.objects.fun import tree_entries_from_data
+
+from promoter.errors import GitError, MetadataMissing
+from promoter.git.identity import git_error, identity_env, run_git, strip_credentials, url_secrets
+from promoter.git.metadata import (
+    METADATA_FILE,
+    NOTES_REF,
+    TreeEntries,
+    find_note,
+    read_metadata,
+)
+from promoter.metrics import GIT_FETCHES_TOTAL
+from promoter.models import SHA_RE, DryCommit, HydratorMetadata
+
+K = TypeVar("K")
+V = TypeVar("V")
+
+_NAME_RE = re.compile(r"^[a-zA-Z0-9][a-zA-Z0-9_.-]*$")
+_URL_RE = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*://|^[^/]+:")
+_MIRRORED = ("refs/heads/", "refs/notes/")
+_REFSPECS = ("+refs/heads/*:refs/heads/*", "+refs/notes/*:refs/notes/*")
+_ZERO = "0" * 40
+_LOG_FORMAT = "%H%x1f%s%x1f%an%x1f%aI%x1e"
+
+Env = Mapping[str, str] | Callable[[], Mapping[str, str]]
+
+
+class PushRejected(GitError):
+    """The remote refused a push: a lease was stale or an update was not a fast-forward."""
+
+
+def _remember(cache: dict[K, V], key: K, value: V, limit: int = 1 << 16) -> V:
+    """Store ``value``; a full cache starts over (it holds immutable facts, cheap to redo)."""
+    if len(cache) >= limit:
+        cache.clear()
+    cache[key] = value
+    return value
+
+
+def _is_sha(value: str) -> bool:
+    return bool(SHA_RE.match(value))
+
+
+def _notes_ref(ref: str) -> str:
+    return ref if ref.startswith("refs/") else f"refs/notes/{ref}"
+
+
+class GitMirror:
+    """A bare mirror of ``url`` under ``root``; see the module docstring for the rules."""
+
+    def __init__(
+        self, *, name: str, url: str, root: Path, env: Env | None = None, timeout: float = 120.0
+    ) -> None:
+        if not _NAME_RE.match(name):
+            raise ValueError(f"invalid mirror name {name!r}")
+        self.name = name
+        self.url = url if _URL_RE.match(url) else str(Path(url).absolute())
+        self.path = Path(root) / "mirrors" / f"{name}.git"
+        self._env = env
+        self._timeout = timeout
+        self._lock = threading.RLock()
+        self._repo: Repo | None = None
+        self._identity: dict[str, str] | None = None
+        self._refs: dict[str, str] | None = None
+        self._trees: dict[str, TreeEntries] = {}
+        self._tree_of: dict[str, str] = {}
+        self._ancestry: dict[tuple[str, str], bool] = {}
+        self._metadata: dict[tuple[str, str], HydratorMetadata | MetadataMissing] = {}
+
+    @property
+    def lock(self) -> threading.RLock:
+        """The mirror's lock; hold it to run several operations as one."""
+        return self._lock
+
+    def close(self) -> None:
+        """Stop GitPython's persistent ``cat-file`` processes."""
+        with self._lock:
+            if self._repo is not None:
+                self._repo.close()
+                self._repo = None
+
+    def __enter__(self) -> GitMirror:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- running git ------------------------------------------------------------------
+
+    def ensure(self) -> None:
+        """Create the bare mirror if it is missing and point its ``origin`` at ``url``."""
+        with self._lock:
+            if self._repo is not None:
+                return
+            try:
+                if not (self.path / "HEAD").is_file():
+                    self.path.mkdir(parents=True, exist_ok=True)
+                    Repo.init(self.path, bare=True).close()
+                self._repo = Repo(self.path)
+            except (OSError, GitPythonError) as exc:
+                raise GitError(f"cannot create the mirror at {self.path}: {exc}") from exc
+            self._run(["config", "remote.origin.url", self.url])
+
+    def _git(self) -> Git:
+        if self._repo is None:
+            self.ensure()
+        assert self._repo is not None
+        return self._repo.git
+
+    def _extra_env(self) -> dict[str, str]:
+        env = self._env() if callable(self._env) else self._env
+        return dict(env or {})
+
+    def _run(
+        self,
+        args: list[str],
+        *,
+        network: bool = False,
+        commit: bool = False,
+        stdin: bytes | None = None,
+        ok: tuple[int, ...] = (0,),
+    ) -> tuple[int, str, str]:
+        """Run ``git args`` in the mirror: ``(status, stdout, stderr)``; ``GitError`` if not ok."""
+        env = self._extra_env()
+        if commit:
+            if self._identity is None:
+                self._identity = identity_env(git_dir=self.path)
+            env = {**self._identity, **env}
+        what = f"of {strip_credentials(self.url)} " if network else ""
+        return run_git(
+            self._git(),
+            args,
+            env=env,
+            stdin=stdin,
+            ok=ok,
+            timeout=self._timeout if network else None,
+            secrets=url_secrets(self.url),
+            what=f"{what}in mirror {self.name}",
+        )
+
+    def _header(self, rev: str) -> str | None:
+        """The SHA ``rev`` names, through the persistent ``cat-file --batch-check``."""
+        try:
+            sha: str | bytes = "" if "\n" in rev else self._git().get_object_header(rev)[0]
+        except ValueError:
+            return None
+        return (sha.decode() if isinstance(sha, bytes) else sha) or None  # typed str, is bytes
+
+    def _data(self, rev: str) -> bytes | None:
+        """The content of ``rev``, through the persistent ``cat-file --batch``."""
+        try:
+            return None if "\n" in rev else self._git().get_object_data(rev)[3]
+        except ValueError:
+            return None
+
+    def _read_tree(self, tree: str) -> TreeEntries:
+        cached = self._trees.get(tree)
+        if cached is not None:
+            return cached
+        data = self._data(tree) or b""
+        entries = {name: (mode, sha.hex()) for sha, mode, name in tree_entries_from_data(data)}
+        return _remember(self._trees, tree, entries, 4096)
+
+    # -- refs ---------------------------------------------------------------------------
+
+    def _cached_refs(self) -> dict[str, str]:
+        if self._refs is None:
+            fmt = "--format=%(objectname) %(refname)"
+            _, out, _ = self._run(["for-each-ref", fmt, *_MIRRORED])
+            self._refs = dict(line.split(" ", 1)[::-1] for line in out.splitlines() if line)
+        return self._refs
+
+    def refs(self) -> dict[str, str]:
+        """The mirror's ``refs/heads/*`` and ``refs/notes/*`` (cached until the next change)."""
+        with self._lock:
+            return dict(self._cached_refs())
+
+    def branch_sha(self, branch: str) -> str | None:
+        """The tip of ``branch`` (``environment/dev`` or ``refs/heads/environment/dev``)."""
+        ref = branch if branch.startswith("refs/") else f"refs/heads/{branch}"
+        with self._lock:
+            return self._cached_refs().get(ref)
+
+    def remote_refs(self) -> dict[str, str]:
+        """The remote's ``refs/heads/*`` and ``refs/notes/*``, by ``git ls-remote``."""
+        with self._lock:
+            _, out, _ = self._run(
+                ["ls-remote", "origin", *(f"{p}*" for p in _MIRRORED)], network=True
+            )
+            pairs = (line.split("\t", 1) for line in out.splitlines() if "\t" in line)
+            return {ref: sha for sha, ref in pairs if ref.startswith(_MIRRORED)}
+
+    def refresh(self) -> bool:
+        """Fetch when the remote's refs differ from the mirror's; whether it fetched."""
+        with self._lock:
+            self.ensure()
+            if self.remote_refs() == self._cached_refs():
+                return False
+            self.fetch()
+            return True
+
+    def fetch(self) -> None:
+        """Fetch every branch and notes ref, force-updating and pruning."""
+        with self._lock:
+            GIT_FETCHES_TOTAL.labels(repository=self.name).inc()
+            self._refs = None
+            args = ["fetch", "--prune", "--no-tags", "--no-write-fetch-head", "--quiet"]
+            self._run([*args, "origin", *_REFSPECS], network=True)
+            self._cached_refs()  # read now, so that an idle refresh is one ls-remote
+
+    # -- objects ------------------------------------------------------------------------
+
+    def tree_sha(self, sha: str) -> str:
+        """The tree of commit ``sha`` (or of a full ref name); ``GitError`` when unknown."""
+        with self._lock:
+            cached = self._tree_of.get(sha)
+            if cached is not None:
+                return cached
+            header = self._header(f"{sha}^{{tree}}")
+            if header is None:
+                raise GitError(f"commit {sha} is not in mirror {self.name}")
+            return _remember(self._tree_of, sha, header) if _is_sha(sha) else header
+
+    def metadata(self, hydrated_sha: str) -> HydratorMetadata:
+        """The dry commit of ``hydrated_sha``: from its hydrator note, else its metadata file."""
+        sha = hydrated_sha.lower()
+        with self._lock:
+            notes = self._cached_refs().get(NOTES_REF, "")
+            cached = self._metadata.get((notes, sha))
+            if cached is None:
+                cached = _remember(self._metadata, (notes, sha), self._read_metadata(notes, sha))
+            if isinstance(cached, MetadataMissing):
+                raise MetadataMissing(str(cached))
+            return cached
+
+    def _read_metadata(self, notes: str, sha: str) -> HydratorMetadata | MetadataMissing:
+        blob = find_note(self.tree_sha(notes), sha, self._read_tree) if notes else None
+        return read_metadata(sha, note=self._data(blob) if blob else None, file=self._file(sha))
+
+    def _file(self, sha: str) -> Callable[[], bytes | None]:
+        def read() -> bytes | None:
+            if not _is_sha(sha) or self._header(sha) is None:
+                raise GitError(f"commit {sha} is not in mirror {self.name}")
+            return self._data(f"{sha}:{METADATA_FILE}")
+
+        return read
+
+    def is_ancestor(self, ancestor: str, descendant: str) -> bool:
+        """Whether ``ancestor`` is ``descendant`` or one of its ancestors; False if unknown."""
+        key = (ancestor.lower(), descendant.lower())
+        if not (_is_sha(key[0]) and _is_sha(key[1])):
+            return False
+        with self._lock:
+            cached = self._ancestry.get(key)
+            if cached is not None:
+                return cached
+            status, _, _ = self._run(["merge-base", "--is-ancestor", *key], ok=(0, 1, 128))
+            if status == 128:  # an unknown commit: may be known after the next fetch
+                return False
+            return _remember(self._ancestry, key, status == 0)
+
+    def log(self, since_exclusive: str | None, until: str, *, limit: int = 50) -> list[DryCommit]:
+        """Commits reachable from ``until`` but not from ``since_exclusive``, newest first."""
+        revs = [until] if since_exclusive is None else [until, f"^{since_exclusive}"]
+        with self._lock:
+            args = ["log", f"--format={_LOG_FORMAT}", f"-n{limit}", "--end-of-options"]
+            _, out, _ = self._run([*args, *revs, "--"])
+        commits = []
+        for record in out.split("\x1e"):
+            fields = record.strip("\n").split("\x1f")
+            if len(fields) == 4:
+                sha, subject, author, date = fields
+                when = datetime.fromisoformat(date) if date else None
+                commits.append(DryCommit(sha=sha, subject=subject, author=author, date=when))
+        return commits
+
+    # -- writes -------------------------------------------------------------------------
+
+    def push(self, refspecs: list[str], *, leases: Mapping[str, str | None]) -> None:
+        """Push ``refspecs`` atomically, each lease a ``--force-with-lease`` (None: must not exist).
+
+        ``PushRejected`` when the remote refuses (a stale lease, a non-fast-forward).
+        """
+        args = ["push", "--atomic", "--porcelain"]
+        args += [f"--force-with-lease={ref}:{old or ''}" for ref, old in leases.items()]
+        with self._lock:
+            status, out, err = self._run([*args, "origin", *refspecs], network=True, ok=(0, 1))
+            if status == 0:
+                return
+            refused = [" ".join(ln.split("\t")[1:]) for ln in out.splitlines() if ln[:1] == "!"]
+            if not refused:
+                secrets = [*url_secrets(self.url), *self._extra_env().values()]
+                raise git_error(["push"], status, err, secrets, f"in mirror {self.name}")
+        raise PushRejected(f"push to {self.name} rejected: {'; '.join(refused)}")
+
+    def commit_tree(self, tree: str, parents: list[str], message: str) -> str:
+        """A new commit object (no ref moves) with a fallback identity if none is set."""
+        args = ["commit-tree", tree, *(a for p in parents for a in ("-p", p)), "-m", message]
+        with self._lock:
+            return self._run(args, commit=True)[1].strip()
+
+    def update_ref(self, ref: str, new: str, old: str | None) -> None:
+        """Compare-and-swap ``ref`` from ``old`` (None: must not exist) to ``new``."""
+        if not ref.startswith("refs/"):
+            raise ValueError(f"a full ref name is needed, not {ref!r}")
+        with self._lock:
+            self._refs = None
+            self._run(["update-ref", "-m", "promoter", ref, new, old or _ZERO])
+
+    def write_note(self, ref: str, sha: str, text: str) -> None:
+        """Set the note on ``sha`` under ``ref`` to exactly ``text`` (local: push it after)."""
+        with self._lock:
+            blob = self._run(["hash-object", "-w", "--stdin"], stdin=text.encode())[1].strip()
+            self._refs = None
+            self._run(
+                ["notes", f"--ref={_notes_ref(ref)}", "add", "-f", "-C", blob, sha], commit=True
+            )
+
+    def read_note(self, ref: str, sha: str) -> str | None:
+        """The note on ``sha`` under ``ref`` (``refs/notes/x`` or ``x``), or None."""
+        with self._lock:
+            notes = self._cached_refs().get(_notes_ref(ref))
+            blob = find_note(self.tree_sha(notes), sha, self._read_tree) if notes else None
+            data = self._data(blob) if blob else None
+            return None if data is None else data.decode()

@@ -1,0 +1,57 @@
+"""What the promoter knows about open pull requests, so a reconcile need not ask each time.
+
+Keyed by (repository, head branch, base branch); the value is the open PR or
+``None`` ("known: none open"). Entries come from a read or from the promoter's
+own actions (open, update, merge, close), and are dropped when they may be
+wrong: after ``max_age`` (the resync interval), on a pull-request webhook, when
+an SCM call about the PR conflicts, or when the PR's head is not the proposed
+tip. A stale entry can never cause a wrong merge: the merge carries the
+expected head SHA and the SCM enforces it.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+
+from promoter.models import PullRequest
+
+Key = tuple[str, str, str]
+_MISSING = object()
+
+
+class PullRequestCache:
+    def __init__(self, *, max_age: float, clock: Callable[[], float] = time.monotonic) -> None:
+        self.max_age = max_age
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._entries: dict[Key, tuple[PullRequest | None, float]] = {}
+
+    def get(self, key: Key) -> PullRequest | object | None:
+        """The cached PR (or None), or ``MISSING`` when unknown or too old."""
+        with self._lock:
+            entry = self._entries.get(key)
+            if entry is None or self._clock() - entry[1] > self.max_age:
+                return _MISSING
+            return entry[0]
+
+    def put(self, key: Key, pr: PullRequest | None) -> None:
+        with self._lock:
+            self._entries[key] = (pr, self._clock())
+
+    def forget(self, key: Key) -> None:
+        with self._lock:
+            self._entries.pop(key, None)
+
+    def forget_repository(self, repo: str) -> None:
+        with self._lock:
+            for key in [k for k in self._entries if k[0] == repo]:
+                del self._entries[key]
+
+    def clear(self) -> None:
+        with self._lock:
+            self._entries.clear()
+
+
+MISSING = _MISSING

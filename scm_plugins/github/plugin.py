@@ -1,0 +1,115 @@
+"""The GitHub SCM plugin: pull requests, commit statuses and check runs, git credentials.
+
+Built by the registry from a ``github`` provider (github.com, or GitHub Enterprise
+Server through ``url``), with a personal / fine-grained token or a GitHub App.
+Every HTTP call goes through ``ScmCalls`` (``promoter_scm_calls_total{provider="github"}``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from promoter.config import GitHubProvider, Repository, ScmProvider
+from promoter.errors import ConfigError
+from promoter.models import CommitStatus, PullRequest
+from scm_plugins.calls import ScmCalls
+from scm_plugins.github.api import RepoApi
+from scm_plugins.github.auth import (
+    AppCredentials,
+    Credentials,
+    TokenCredentials,
+    checked,
+    git_environment,
+)
+from scm_plugins.github.client import GitHubClient
+from scm_plugins.github.errors import translate
+from scm_plugins.github.pulls import Pulls
+from scm_plugins.github.statuses import Statuses
+
+
+class GitHubScm:
+    """An ``ScmPlugin`` for GitHub and GitHub Enterprise Server."""
+
+    name = "github"
+
+    def __init__(self, *, provider: ScmProvider, state_dir: str) -> None:
+        if provider.github is None:
+            raise ConfigError([f"SCM provider {provider.name!r} has no github section"])
+        config: GitHubProvider = provider.github
+        self.calls = ScmCalls("github", translate)
+        self._client = GitHubClient(base_url=config.url, calls=self.calls)
+        credentials: Credentials
+        if config.app is not None:
+            credentials = AppCredentials(app=config.app, client=self._client)
+        else:
+            assert config.token is not None
+            credentials = TokenCredentials(
+                checked(config.token.resolve(), where=config.token.describe())
+            )
+        self._credentials = credentials
+        api = RepoApi(
+            client=self._client, credentials=credentials, renewable=config.app is not None
+        )
+        self._pulls = Pulls(api, merge_method=config.merge_method)
+        self._statuses = Statuses(api, mode=config.status_checks)
+
+    # --- PullRequests ----------------------------------------------------------------
+
+    def find_open_pull_request(
+        self, *, repo: Repository, head: str, base: str
+    ) -> PullRequest | None:
+        return self._pulls.find_open(repo=repo, head=head, base=base)
+
+    def open_pull_request(
+        self,
+        *,
+        repo: Repository,
+        head: str,
+        base: str,
+        title: str,
+        body: str,
+        labels: tuple[str, ...],
+    ) -> PullRequest:
+        return self._pulls.open(
+            repo=repo, head=head, base=base, title=title, body=body, labels=labels
+        )
+
+    def update_pull_request(
+        self,
+        *,
+        repo: Repository,
+        number: int,
+        title: str,
+        body: str,
+        labels: tuple[str, ...],
+    ) -> PullRequest:
+        return self._pulls.update(repo=repo, number=number, title=title, body=body, labels=labels)
+
+    def merge_pull_request(
+        self, *, repo: Repository, number: int, expected_head_sha: str, message: str
+    ) -> str:
+        return self._pulls.merge(
+            repo=repo, number=number, expected_head_sha=expected_head_sha, message=message
+        )
+
+    def close_pull_request(self, *, repo: Repository, number: int, comment: str) -> None:
+        self._pulls.close(repo=repo, number=number, comment=comment)
+
+    def comment_pull_request(self, *, repo: Repository, number: int, body: str) -> None:
+        self._pulls.comment(repo=repo, number=number, body=body)
+
+    # --- CommitStatuses --------------------------------------------------------------
+
+    def get_commit_statuses(self, *, repo: Repository, sha: str) -> list[CommitStatus]:
+        return self._statuses.get(repo=repo, sha=sha)
+
+    def set_commit_status(self, *, repo: Repository, sha: str, status: CommitStatus) -> None:
+        self._statuses.set(repo=repo, sha=sha, status=status)
+
+    # --- GitCredentials --------------------------------------------------------------
+
+    def git_environment(self, *, repo: Repository) -> Mapping[str, str]:
+        return git_environment(repo=repo, token=lambda: self._credentials.token(repo=repo))
+
+    def close(self) -> None:
+        self._client.close()

@@ -1,0 +1,134 @@
+"""``GitLabScm``: the GitLab SCM plugin (gitlab.com or self-managed), built by the registry.
+
+One python-gitlab client per provider, shared by the daemon's workers. Projects
+are addressed lazily (no GET of the project) and cached per repository.
+"""
+
+from __future__ import annotations
+
+import functools
+import threading
+from collections.abc import Mapping
+
+from gitlab.v4.objects import Project
+
+from promoter.config import GitLabProvider, Repository, ScmProvider
+from promoter.errors import ConfigError
+from promoter.models import CommitStatus, PullRequest
+from scm_plugins.calls import ScmCalls
+from scm_plugins.gitlab import credentials, statuses
+from scm_plugins.gitlab.client import connect
+from scm_plugins.gitlab.errors import translate
+from scm_plugins.gitlab.merge_requests import MergeRequests
+
+PROVIDER = "gitlab"
+
+
+class GitLabScm:
+    """Merge requests, commit statuses, pipelines and git credentials for one GitLab."""
+
+    name = PROVIDER
+
+    def __init__(self, *, provider: ScmProvider, state_dir: str) -> None:
+        if provider.gitlab is None:
+            raise ConfigError([f"scm provider {provider.name!r} has no gitlab section"])
+        self._config: GitLabProvider = provider.gitlab
+        self._token = self._config.token.resolve()
+        self._calls = ScmCalls(PROVIDER, functools.partial(translate, secret=self._token))
+        self._gl = connect(
+            url=self._config.url,
+            token=self._token,
+            ca_bundle=self._config.ca_bundle,
+            calls=self._calls,
+        )
+        self._mrs = MergeRequests(calls=self._calls, squash=self._config.squash)
+        self._projects: dict[int | str, Project] = {}
+        self._lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        return f"GitLabScm(url={self._config.url!r})"
+
+    def _project(self, repo: Repository) -> Project:
+        ref = credentials.project_ref(repo, instance_url=self._config.url)
+        with self._lock:
+            project = self._projects.get(ref)
+            if project is None:
+                project = self._gl.projects.get(ref, lazy=True)
+                self._projects[ref] = project
+            return project
+
+    # --- pull requests ---------------------------------------------------------------
+
+    def find_open_pull_request(
+        self, *, repo: Repository, head: str, base: str
+    ) -> PullRequest | None:
+        return self._mrs.find_open(self._project(repo), head=head, base=base)
+
+    def open_pull_request(
+        self,
+        *,
+        repo: Repository,
+        head: str,
+        base: str,
+        title: str,
+        body: str,
+        labels: tuple[str, ...],
+    ) -> PullRequest:
+        return self._mrs.open(
+            self._project(repo), head=head, base=base, title=title, body=body, labels=labels
+        )
+
+    def update_pull_request(
+        self,
+        *,
+        repo: Repository,
+        number: int,
+        title: str,
+        body: str,
+        labels: tuple[str, ...],
+    ) -> PullRequest:
+        return self._mrs.update(
+            self._project(repo), number=number, title=title, body=body, labels=labels
+        )
+
+    def merge_pull_request(
+        self, *, repo: Repository, number: int, expected_head_sha: str, message: str
+    ) -> str:
+        return self._mrs.merge(
+            self._project(repo),
+            number=number,
+            expected_head_sha=expected_head_sha,
+            message=message,
+        )
+
+    def close_pull_request(self, *, repo: Repository, number: int, comment: str) -> None:
+        self._mrs.close(self._project(repo), number=number, comment=comment)
+
+    def comment_pull_request(self, *, repo: Repository, number: int, body: str) -> None:
+        self._mrs.comment(self._project(repo), number=number, body=body)
+
+    # --- commit statuses ---------------------------------------------------------------
+
+    def get_commit_statuses(self, *, repo: Repository, sha: str) -> list[CommitStatus]:
+        return statuses.read_gates(
+            self._project(repo),
+            sha=sha,
+            calls=self._calls,
+            pipeline_key=self._config.pipeline_gate_key,
+        )
+
+    def set_commit_status(self, *, repo: Repository, sha: str, status: CommitStatus) -> None:
+        statuses.write_status(self._project(repo), sha=sha, status=status, calls=self._calls)
+
+    # --- git credentials ---------------------------------------------------------------
+
+    def git_environment(self, *, repo: Repository) -> Mapping[str, str]:
+        return credentials.git_environment(
+            repo,
+            token=self._token,
+            instance_url=self._config.url,
+            ca_bundle=self._config.ca_bundle,
+        )
+
+    def close(self) -> None:
+        self._gl.session.close()

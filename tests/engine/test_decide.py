@@ -1,0 +1,515 @@
+"""Examples of each promotion rule of DESIGN.md §3, and of the reasons the engine gives."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+import pytest
+
+from promoter.engine import (
+    PREVIOUS_ENVIRONMENT_KEY,
+    ClosePullRequest,
+    Decision,
+    EnvState,
+    MergePullRequest,
+    OpenPullRequest,
+    RecordHealthy,
+    RequeueAfter,
+    SetCommitStatus,
+    UpdatePullRequest,
+    decide,
+    pr_text,
+    read_metadata,
+)
+from promoter.engine.actions import Action
+from promoter.models import DryCommit, Phase
+
+from .strategies import STATUS_URL, Env, build, dry, hydrated, pull_request, short, status
+
+GREEN = {"ci": "success"}
+
+
+def actions(decision: Decision, kind: type[Action], environment: int | None = None) -> list[Action]:
+    """The actions of one kind, for one environment when ``environment`` is given."""
+    return [
+        a
+        for a in decision.actions
+        if isinstance(a, kind) and environment in (None, getattr(a, "environment", None))
+    ]
+
+
+def only(decision: Decision, kind: type[Action], environment: int | None = None) -> Action:
+    found = actions(decision, kind, environment)
+    assert len(found) == 1, decision.actions
+    return found[0]
+
+
+def promotable(name: str = "dev", **changes: Any) -> Env:
+    """An environment on 1 with 3 proposed, ci green, an open PR on the proposed tip."""
+    env = Env(name, active=1, proposed=3, proposed_keys=("ci",), proposed_statuses=GREEN)
+    return replace(env, **{"pr": "current", **changes})
+
+
+# --- rule 1: nothing to promote ---------------------------------------------------------
+
+
+def test_an_environment_whose_proposed_dry_sha_is_active_is_up_to_date() -> None:
+    decision = decide(build(Env("dev", active=2, proposed=2)))
+    verdict = decision.environments[0]
+    assert verdict.state is EnvState.UP_TO_DATE
+    assert verdict.reason == f"environment/dev is up to date on {short(2)}"
+    assert actions(decision, OpenPullRequest, 0) == []
+
+
+def test_a_pull_request_left_open_on_an_up_to_date_environment_is_closed() -> None:
+    snapshot = build(Env("dev", active=2, proposed=2, pr="current"))
+    close = only(decide(snapshot), ClosePullRequest, 0)
+    assert isinstance(close, ClosePullRequest)
+    assert close.number == pull_request(snapshot, 0).number
+    assert close.comment.startswith("Nothing to promote: environment/dev is already on")
+
+
+def test_a_descendant_rendered_to_the_same_tree_is_nothing_to_promote() -> None:
+    decision = decide(build(Env("dev", active=1, proposed=3, same_tree=True, pr="current")))
+    verdict = decision.environments[0]
+    assert verdict.state is EnvState.UP_TO_DATE
+    assert verdict.reason == (
+        f"nothing to promote: {short(3)} renders the same manifests as {short(1)}"
+    )
+    close = only(decision, ClosePullRequest, 0)
+    assert isinstance(close, ClosePullRequest)
+    assert close.comment.startswith("Nothing to promote:")
+
+
+def test_a_no_op_environment_counts_as_on_its_proposed_commit_for_the_next_one() -> None:
+    snapshot = build(
+        Env("dev", active=1, proposed=3, same_tree=True),
+        promotable("staging", active=1, proposed=3),
+    )
+    decision = decide(snapshot)
+    assert decision.environments[1].state is EnvState.PROMOTING
+    merge = only(decision, MergePullRequest, 1)
+    assert isinstance(merge, MergePullRequest) and merge.expected_head_sha == hydrated(
+        "environment/staging-next", 3
+    )
+
+
+def test_the_same_tree_on_an_older_commit_is_not_a_no_op_but_a_move_backwards() -> None:
+    verdict = decide(build(Env("dev", active=3, proposed=1, same_tree=True))).environments[0]
+    assert verdict.state is EnvState.BLOCKED
+    assert verdict.reason.startswith("would move backwards")
+
+
+def test_a_missing_proposed_branch_waits_without_a_pull_request() -> None:
+    decision = decide(build(Env("dev", active=1, proposed=None)))
+    verdict = decision.environments[0]
+    assert verdict.state is EnvState.WAITING
+    assert verdict.reason == "waiting for the hydrator to push environment/dev-next"
+    assert actions(decision, OpenPullRequest, 0) == []
+
+
+def test_an_environment_error_is_reported_and_blocks_the_next_environment() -> None:
+    snapshot = build(
+        Env("dev", active=3, proposed=3, error="git fetch failed"),
+        promotable("staging"),
+    )
+    decision = decide(snapshot)
+    assert decision.environments[0].state is EnvState.ERROR
+    assert decision.environments[0].reason == "git fetch failed"
+    staging = decision.environments[1]
+    assert staging.state is EnvState.BLOCKED
+    assert staging.reason == "previous environment environment/dev has an error"
+    assert actions(decision, MergePullRequest) == []
+
+
+@pytest.mark.parametrize("side", ["active", "proposed"])
+def test_unreadable_hydrator_metadata_on_either_branch_is_an_error(side: str) -> None:
+    env = promotable(**{f"{side}_metadata_error": "no hydrator.metadata on 5d2c1b0"})
+    decision = decide(build(env))
+    assert decision.environments[0].state is EnvState.ERROR
+    assert decision.environments[0].reason == "no hydrator.metadata on 5d2c1b0"
+    assert [a for a in decision.actions if not isinstance(a, RecordHealthy)] == []
+
+
+def test_a_missing_active_branch_is_an_error() -> None:
+    verdict = decide(build(Env("dev", active=None, proposed=2))).environments[0]
+    assert verdict.state is EnvState.ERROR
+    assert verdict.reason == "the active branch environment/dev does not exist"
+
+
+# --- rule 2: never backwards ------------------------------------------------------------
+
+
+def test_a_proposed_commit_older_than_the_active_one_is_blocked_and_its_pr_closed() -> None:
+    decision = decide(build(promotable(active=4, proposed=2)))
+    verdict = decision.environments[0]
+    reason = f"would move backwards: {short(2)} is not a descendant of environment/dev's {short(4)}"
+    assert (verdict.state, verdict.reason) == (EnvState.BLOCKED, reason)
+    close = only(decision, ClosePullRequest, 0)
+    assert isinstance(close, ClosePullRequest)
+    assert close.comment == f"W{reason[1:]}. The promoter closed this pull request."
+    assert actions(decision, MergePullRequest) == []
+
+
+def test_a_proposed_commit_older_than_a_later_environment_is_blocked() -> None:
+    snapshot = build(promotable("dev", active=1, proposed=2), Env("prod", active=5, proposed=5))
+    verdict = decide(snapshot).environments[0]
+    assert verdict.reason == (
+        f"would move backwards: {short(2)} is not a descendant of environment/prod's {short(5)}"
+    )
+
+
+def test_a_proposed_commit_unknown_to_the_history_never_gets_a_pull_request() -> None:
+    decision = decide(build(promotable(pr="none", proposed=1000)))
+    assert decision.environments[0].state is EnvState.BLOCKED
+    assert actions(decision, OpenPullRequest) == []
+
+
+# --- rule 3: proposed gates -------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("statuses", "phase", "reason"),
+    [
+        ({}, Phase.PENDING, "waiting for ci on {p}"),
+        ({"ci": "pending"}, Phase.PENDING, "waiting for ci on {p}"),
+        ({"ci": "failure"}, Phase.FAILURE, "ci failed on {p}"),
+    ],
+)
+def test_a_proposed_gate_that_is_not_success_blocks_the_merge(
+    statuses: dict[str, str], phase: Phase, reason: str
+) -> None:
+    decision = decide(build(promotable(proposed_statuses=statuses)))
+    verdict = decision.environments[0]
+    assert verdict.state is EnvState.BLOCKED
+    assert verdict.reason == reason.format(p=short(3))
+    assert [(g.name, g.phase) for g in verdict.gates] == [("ci", phase)]
+    assert actions(decision, MergePullRequest) == []
+
+
+def test_a_key_listed_globally_and_per_environment_is_one_gate() -> None:
+    verdict = decide(build(promotable(proposed_keys=("ci", "ci")))).environments[0]
+    assert [g.name for g in verdict.gates] == ["ci"]
+
+
+# --- rule 4: previous environment -------------------------------------------------------
+
+
+def test_an_environment_waits_until_the_previous_one_runs_the_commit() -> None:
+    snapshot = build(Env("dev", active=2, proposed=2), promotable("staging", active=1, proposed=3))
+    decision = decide(snapshot)
+    reason = f"environment/dev is not on {short(3)} yet"
+    assert decision.environments[1].reason == reason
+    published = only(decision, SetCommitStatus, 1)
+    assert isinstance(published, SetCommitStatus)
+    assert published.sha == hydrated("environment/staging-next", 3)
+    assert published.status.key == PREVIOUS_ENVIRONMENT_KEY
+    assert published.status.phase is Phase.PENDING
+    assert published.status.description == (
+        f"waiting for environment/dev to run {short(3)} and pass its gates"
+    )
+    assert published.status.url == STATUS_URL
+    assert actions(decision, MergePullRequest) == []
+
+
+def test_the_published_pending_text_stays_the_same_while_the_previous_env_catches_up() -> None:
+    behind = decide(build(Env("dev", active=2, proposed=3), promotable("staging", proposed=3)))
+    dev_there = Env("dev", active=3, proposed=3, active_keys=("health",))
+    unhealthy = decide(build(dev_there, promotable("staging", proposed=3)))
+    assert behind.environments[1].reason != unhealthy.environments[1].reason
+    texts = {
+        status.status.description
+        for decision in (behind, unhealthy)
+        for status in actions(decision, SetCommitStatus, 1)
+        if isinstance(status, SetCommitStatus)
+    }
+    assert len(texts) == 1
+
+
+def test_a_previous_environment_on_a_descendant_of_the_commit_lets_it_through() -> None:
+    snapshot = build(Env("dev", active=5, proposed=5), promotable("staging", active=1, proposed=3))
+    decision = decide(snapshot)
+    assert decision.environments[1].state is EnvState.PROMOTING
+    published = only(decision, SetCommitStatus, 1)
+    assert isinstance(published, SetCommitStatus)
+    assert published.status.phase is Phase.SUCCESS
+    assert published.status.description == f"environment/dev is on {short(5)} and healthy"
+
+
+@pytest.mark.parametrize(
+    ("health", "phase", "reason"),
+    [
+        ("failure", Phase.FAILURE, "health failed on environment/dev ({a})"),
+        ("pending", Phase.PENDING, "waiting for health on environment/dev ({a})"),
+        (None, Phase.PENDING, "waiting for health on environment/dev ({a})"),
+    ],
+)
+def test_an_unhealthy_previous_environment_blocks_and_says_so_on_the_pr(
+    health: str | None, phase: Phase, reason: str
+) -> None:
+    dev = Env(
+        "dev",
+        active=3,
+        proposed=3,
+        active_keys=("health",),
+        active_statuses={} if health is None else {"health": health},
+    )
+    decision = decide(build(dev, promotable("staging")))
+    assert decision.environments[1].reason == reason.format(a=short(3))
+    published = only(decision, SetCommitStatus, 1)
+    assert isinstance(published, SetCommitStatus) and published.status.phase is phase
+    assert actions(decision, MergePullRequest) == []
+
+
+def test_the_previous_environment_status_is_not_written_again_when_unchanged() -> None:
+    snapshot = build(Env("dev", active=3, proposed=3), promotable("staging"))
+    staging = snapshot.environments[1]
+    assert staging.proposed is not None
+    description = f"environment/dev is on {short(3)} and healthy"
+    same = (*staging.proposed.statuses, status(PREVIOUS_ENVIRONMENT_KEY, "success", description))
+    proposed = staging.proposed.model_copy(update={"statuses": same})
+    environments = (snapshot.environments[0], staging.model_copy(update={"proposed": proposed}))
+    decision = decide(snapshot.model_copy(update={"environments": environments}))
+    assert actions(decision, SetCommitStatus) == []
+    assert decision.environments[1].state is EnvState.PROMOTING
+
+
+def test_the_previous_environment_status_is_written_again_when_its_words_changed() -> None:
+    snapshot = build(Env("dev", active=3, proposed=3), promotable("staging"))
+    staging = snapshot.environments[1]
+    assert staging.proposed is not None
+    old = (*staging.proposed.statuses, status(PREVIOUS_ENVIRONMENT_KEY, "success", "old words"))
+    proposed = staging.proposed.model_copy(update={"statuses": old})
+    environments = (snapshot.environments[0], staging.model_copy(update={"proposed": proposed}))
+    decision = decide(snapshot.model_copy(update={"environments": environments}))
+    published = only(decision, SetCommitStatus, 1)
+    assert isinstance(published, SetCommitStatus)
+    assert published.status.description == f"environment/dev is on {short(3)} and healthy"
+
+
+def test_the_first_environment_publishes_no_previous_environment_status() -> None:
+    decision = decide(build(promotable(proposed_statuses={})))
+    assert actions(decision, SetCommitStatus) == []
+    assert [g.name for g in decision.environments[0].gates] == ["ci"]
+
+
+def test_the_published_description_fits_the_scm_limit() -> None:
+    dev = Env("dev-" + "x" * 200, active=1, proposed=1, active_keys=("health",))
+    decision = decide(build(dev, promotable("staging")))
+    published = only(decision, SetCommitStatus, 1)
+    assert isinstance(published, SetCommitStatus)
+    assert len(published.status.description) == 140
+    assert published.status.description.endswith("…")
+
+
+# --- rule 6: pull request and merge -----------------------------------------------------
+
+
+def test_a_promotion_without_a_pr_opens_one_and_comes_back_at_once_to_merge_it() -> None:
+    decision = decide(build(promotable(pr="none")))
+    opened = only(decision, OpenPullRequest, 0)
+    assert isinstance(opened, OpenPullRequest)
+    assert (opened.head, opened.base) == ("environment/dev-next", "environment/dev")
+    assert opened.title == f"Promote {short(3)} to environment/dev"
+    assert opened.labels == ("promotion", "dev")
+    assert decision.environments[0].state is EnvState.READY
+    assert actions(decision, MergePullRequest) == []
+    assert decision.actions[-1] == RequeueAfter(seconds=0.0)
+
+
+def test_a_pr_opened_while_a_gate_is_pending_needs_no_early_requeue() -> None:
+    decision = decide(build(promotable(pr="none", proposed_statuses={})))
+    assert len(actions(decision, OpenPullRequest, 0)) == 1
+    assert actions(decision, RequeueAfter) == []
+
+
+def test_a_closed_pr_is_replaced_by_a_new_one() -> None:
+    assert len(actions(decide(build(promotable(pr="closed"))), OpenPullRequest, 0)) == 1
+
+
+def test_an_open_pr_on_the_proposed_tip_is_merged_with_its_head_as_guard() -> None:
+    snapshot = build(
+        promotable(proposed_keys=("ci", "e2e"), proposed_statuses=GREEN | {"e2e": "success"})
+    )
+    decision = decide(snapshot)
+    merge = only(decision, MergePullRequest, 0)
+    assert merge == MergePullRequest(
+        environment=0,
+        number=pull_request(snapshot, 0).number,
+        expected_head_sha=hydrated("environment/dev-next", 3),
+        dry_sha=dry(3),
+        message=f"Promote {short(3)} to environment/dev (#10)\n\nMerged by promoter for demo.",
+        required_keys=("ci", "e2e"),
+    )
+    verdict = decision.environments[0]
+    assert (verdict.state, verdict.reason) == (
+        EnvState.PROMOTING,
+        f"merging pull request #10 to promote {short(3)}",
+    )
+    assert actions(decision, OpenPullRequest) + actions(decision, UpdatePullRequest) == []
+
+
+def test_a_pr_whose_head_is_stale_is_not_merged_and_looked_at_again_soon() -> None:
+    decision = decide(build(promotable(pr="stale")))
+    assert actions(decision, MergePullRequest) == []
+    verdict = decision.environments[0]
+    assert verdict.state is EnvState.BLOCKED
+    assert "is stale" in verdict.reason
+    assert decision.actions[-1] == RequeueAfter(seconds=1.0)
+
+
+def test_without_auto_merge_a_ready_pr_waits_for_a_person() -> None:
+    decision = decide(build(promotable(auto_merge=False)))
+    assert actions(decision, MergePullRequest) == []
+    verdict = decision.environments[0]
+    assert (verdict.state, verdict.reason) == (
+        EnvState.READY,
+        "every gate passes; waiting for a person to merge",
+    )
+
+
+def test_a_draft_pr_is_not_merged() -> None:
+    decision = decide(build(promotable(pr="draft")))
+    assert actions(decision, MergePullRequest) == []
+    assert decision.environments[0].reason == "pull request #10 is a draft"
+
+
+def test_a_pr_with_an_outdated_title_and_body_is_updated_and_still_merged() -> None:
+    snapshot = build(promotable(pr="outdated"))
+    decision = decide(snapshot)
+    update = only(decision, UpdatePullRequest, 0)
+    assert isinstance(update, UpdatePullRequest)
+    assert update.title == f"Promote {short(3)} to environment/dev"
+    assert "<!-- promoter:metadata" in update.body
+    assert len(actions(decision, MergePullRequest, 0)) == 1
+
+
+def test_labels_people_added_are_kept_when_the_promotion_labels_are_restored() -> None:
+    snapshot = build(promotable())
+    env = snapshot.environments[0]
+    pr = pull_request(snapshot, 0).model_copy(update={"labels": ("do-not-merge",)})
+    envs = (env.model_copy(update={"pull_request": pr}),)
+    update = only(decide(snapshot.model_copy(update={"environments": envs})), UpdatePullRequest, 0)
+    assert isinstance(update, UpdatePullRequest)
+    assert update.labels == ("do-not-merge", "promotion", "dev")
+
+
+def test_a_body_rewritten_with_crlf_line_endings_is_not_updated() -> None:
+    snapshot = build(promotable())
+    env = snapshot.environments[0]
+    pr = pull_request(snapshot, 0)
+    pr = pr.model_copy(update={"body": pr.body.replace("\n", "\r\n")})
+    envs = (env.model_copy(update={"pull_request": pr}),)
+    assert (
+        actions(decide(snapshot.model_copy(update={"environments": envs})), UpdatePullRequest) == []
+    )
+
+
+def test_one_pass_never_promotes_a_commit_through_two_environments() -> None:
+    snapshot = build(
+        promotable("dev", active=1, proposed=3), promotable("staging", active=1, proposed=3)
+    )
+    decision = decide(snapshot)
+    assert [getattr(m, "environment", None) for m in actions(decision, MergePullRequest)] == [0]
+    assert decision.environments[1].reason == f"environment/dev is not on {short(3)} yet"
+
+
+def test_several_requeues_collapse_into_the_soonest() -> None:
+    snapshot = build(
+        promotable("dev", active=3, proposed=5, pr="stale"),  # asks for 1 s
+        promotable("qa", active=1, proposed=3, pr="none"),  # asks for 0 s
+    )
+    assert actions(decide(snapshot), RequeueAfter) == [RequeueAfter(seconds=0.0)]
+
+
+# --- rule 7: healthy --------------------------------------------------------------------
+
+
+def test_an_environment_with_no_active_gates_is_recorded_healthy() -> None:
+    snapshot = build(Env("dev", active=2, proposed=2))
+    record = only(decide(snapshot), RecordHealthy, 0)
+    assert record == RecordHealthy(
+        environment=0,
+        dry_sha=dry(2),
+        hydrated_sha=hydrated("environment/dev", 2),
+        since=snapshot.now,
+    )
+
+
+def test_an_environment_is_not_healthy_while_an_active_gate_is_not_success() -> None:
+    env = Env(
+        "dev",
+        active=2,
+        proposed=2,
+        active_keys=("health", "ci"),
+        active_statuses={"health": "success", "ci": "pending"},
+    )
+    assert actions(decide(build(env)), RecordHealthy) == []
+
+
+def test_a_healthy_commit_already_recorded_is_not_recorded_again() -> None:
+    assert actions(decide(build(Env("dev", active=2, proposed=2, healthy=2))), RecordHealthy) == []
+
+
+def test_a_new_healthy_commit_replaces_the_last_one() -> None:
+    assert (
+        len(actions(decide(build(Env("dev", active=2, proposed=2, healthy=1))), RecordHealthy, 0))
+        == 1
+    )
+
+
+# --- pr_text ----------------------------------------------------------------------------
+
+
+def test_the_pr_body_lists_the_changes_and_the_gates_and_carries_metadata() -> None:
+    snapshot = build(Env("dev", active=1, proposed=3), promotable("staging", active=1, proposed=3))
+    text = pr_text.for_environment(snapshot, 1, dry_sha=dry(3), active_dry_sha=dry(1))
+    assert f"- `{short(3)}` change 3 (Ada)" in text.body
+    assert f"- `{short(2)}` change 2 (Ada)" in text.body
+    assert "- `ci`\n- `promoter/previous-environment`" in text.body
+    assert read_metadata(text.body) == {
+        "strategy": "demo",
+        "environment": "environment/staging",
+        "drySha": dry(3),
+        "activeDrySha": dry(1),
+    }
+
+
+def test_the_pr_body_links_commits_and_keeps_subjects_from_hiding_the_rest() -> None:
+    commits = [
+        DryCommit(sha=dry(2), subject="Bump <chart> <!-- x", author="Ada", url="https://x/2"),
+    ]
+    text = pr_text.body(
+        strategy="demo",
+        branch="environment/dev",
+        dry_sha=dry(2),
+        active_dry_sha=dry(1),
+        changelog=commits,
+        required_keys=(),
+    )
+    assert f"- [`{short(2)}`](https://x/2) Bump &lt;chart> &lt;!-- x (Ada)" in text
+    assert text.count("<!--") == 1
+
+
+def test_the_pr_body_does_not_change_when_a_gate_flips() -> None:
+    def body_with(ci: str) -> str:
+        snapshot = build(promotable(proposed_statuses={"ci": ci}))
+        return pr_text.for_environment(snapshot, 0, dry_sha=dry(3), active_dry_sha=dry(1)).body
+
+    assert body_with("pending") == body_with("success") == body_with("failure")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "",
+        "no metadata here",
+        "<!-- promoter:metadata {not json} -->",
+        "<!-- promoter:metadata [1, 2] -->",
+        '<!-- promoter:metadata {"drySha": "abc"}',
+        "<!-- promoter:metadata " + "[" * 100_000 + " -->",
+    ],
+)
+def test_reading_metadata_from_garbage_gives_none(text: str) -> None:
+    assert read_metadata(text) is None

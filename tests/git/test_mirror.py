@@ -1,0 +1,304 @@
+"""The bare mirror against a real local "remote": refresh, prune, refs, push, notes, errors."""
+
+from __future__ import annotations
+
+import threading
+import traceback
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from promoter.errors import GitError
+from promoter.git import GitMirror, PushRejected
+from promoter.metrics import sample
+from tests.gitrepo import GitSandbox, git
+
+
+@pytest.fixture
+def remote(tmp_path: Path) -> GitSandbox:
+    sandbox = GitSandbox(tmp_path)
+    sandbox.commit_dry({"apps/guestbook/values.yaml": "image: guestbook:1\n"}, "Add guestbook")
+    return sandbox
+
+
+@pytest.fixture
+def mirror(tmp_path: Path, remote: GitSandbox) -> Iterator[GitMirror]:
+    with GitMirror(name="gitops", url=remote.url, root=tmp_path / "state") as m:
+        m.refresh()
+        yield m
+
+
+def fetches(name: str = "gitops") -> float:
+    return sample("promoter_git_fetches_total", {"repository": name})
+
+
+def test_a_first_refresh_creates_a_bare_mirror_holding_every_branch(
+    tmp_path: Path, remote: GitSandbox
+) -> None:
+    remote.commit("environment/dev", {"a.yaml": "a\n"})
+    before = fetches("first")
+    with GitMirror(name="first", url=remote.url, root=tmp_path / "state") as mirror:
+        assert mirror.refresh() is True
+        assert mirror.path == tmp_path / "state" / "mirrors" / "first.git"
+        assert git(mirror.path, "rev-parse", "--is-bare-repository") == "true"
+        assert mirror.branch_sha("main") == remote.branch_sha("main")
+        assert mirror.branch_sha("refs/heads/environment/dev") == remote.branch_sha(
+            "environment/dev"
+        )
+        assert mirror.branch_sha("environment/prod") is None
+    assert fetches("first") == before + 1
+
+
+def test_refresh_does_nothing_when_the_remote_did_not_move(mirror: GitMirror) -> None:
+    before = fetches()
+    assert mirror.refresh() is False
+    assert mirror.refresh() is False
+    assert fetches() == before
+
+
+def test_refresh_fetches_after_a_push_to_the_remote(mirror: GitMirror, remote: GitSandbox) -> None:
+    new = remote.commit_dry({"apps/guestbook/values.yaml": "image: guestbook:2\n"}, "Bump")
+    assert mirror.refresh() is True
+    assert mirror.branch_sha("main") == new
+    assert mirror.refresh() is False
+
+
+def test_a_branch_deleted_on_the_remote_is_pruned_from_the_mirror(
+    mirror: GitMirror, remote: GitSandbox
+) -> None:
+    remote.commit("environment/dev-next", {"a.yaml": "a\n"})
+    mirror.refresh()
+    assert mirror.branch_sha("environment/dev-next") is not None
+    remote.delete_branch("environment/dev-next")
+    assert mirror.refresh() is True
+    assert mirror.branch_sha("environment/dev-next") is None
+    assert "refs/heads/environment/dev-next" not in mirror.refs()
+
+
+def test_notes_are_fetched_with_the_branches(mirror: GitMirror, remote: GitSandbox) -> None:
+    sha = remote.branch_sha("main")
+    assert sha is not None
+    remote.note(sha, "hello", ref="refs/notes/promoter.ledger")
+    assert mirror.refresh() is True
+    assert mirror.read_note("promoter.ledger", sha) == "hello\n"
+    assert mirror.read_note("refs/notes/promoter.ledger", "0" * 40) is None
+    assert mirror.read_note("refs/notes/nothing", sha) is None
+
+
+def test_a_relative_local_path_is_a_valid_url(
+    tmp_path: Path, remote: GitSandbox, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    with GitMirror(name="relative", url="remote.git", root=Path("state")) as mirror:
+        monkeypatch.chdir("/")
+        assert mirror.refresh() is True
+        assert mirror.branch_sha("main") == remote.branch_sha("main")
+
+
+def test_an_unreachable_remote_raises_a_git_error(tmp_path: Path) -> None:
+    with GitMirror(name="gone", url=str(tmp_path / "nowhere.git"), root=tmp_path) as mirror:
+        with pytest.raises(GitError, match="ls-remote"):
+            mirror.refresh()
+        with pytest.raises(GitError, match="does not appear to be a git repository"):
+            mirror.fetch()
+
+
+@pytest.mark.parametrize(
+    "url", ["https://user:s3cretTOKEN@127.0.0.1:1/x.git", "git://user:s3cretTOKEN@127.0.0.1:1/x"]
+)
+def test_credentials_in_the_url_never_appear_in_a_git_error(tmp_path: Path, url: str) -> None:
+    with (
+        GitMirror(name="secret", url=url, root=tmp_path) as mirror,
+        pytest.raises(GitError) as caught,
+    ):
+        mirror.refresh()
+    text = "".join(traceback.format_exception(caught.value))
+    assert "s3cretTOKEN" not in text
+    assert "127.0.0.1:1" in str(caught.value)
+    assert caught.value.__cause__ is not None and caught.value.__context__ is None
+
+
+def test_values_of_the_extra_environment_never_appear_in_a_git_error(
+    tmp_path: Path, remote: GitSandbox
+) -> None:
+    env = {"GIT_CONFIG_COUNT": "1", "GIT_CONFIG_KEY_0": "core.bare"}
+    env["GIT_CONFIG_VALUE_0"] = "s3cretTOKEN"  # git echoes a bad boolean: a leak to catch
+    with (
+        GitMirror(name="env", url=remote.url, root=tmp_path, env=env) as mirror,
+        pytest.raises(GitError) as caught,
+    ):
+        mirror.refresh()
+    assert "bad boolean config value '***'" in str(caught.value)
+    assert "s3cretTOKEN" not in "".join(traceback.format_exception(caught.value))
+
+
+def test_an_environment_callable_is_read_for_every_command(
+    tmp_path: Path, remote: GitSandbox
+) -> None:
+    calls: list[int] = []
+
+    def credentials() -> dict[str, str]:
+        calls.append(1)
+        return {
+            "GIT_CONFIG_COUNT": "1",
+            "GIT_CONFIG_KEY_0": "http.extraHeader",
+            "GIT_CONFIG_VALUE_0": f"Authorization: Bearer token-{len(calls)}",
+        }
+
+    with GitMirror(name="rotating", url=remote.url, root=tmp_path, env=credentials) as mirror:
+        mirror.refresh()
+        seen = len(calls)
+        mirror.refresh()
+    assert seen >= 2 and len(calls) == seen + 1  # an idle refresh: one command
+
+
+def test_tree_sha_is_the_tree_of_the_commit(mirror: GitMirror, remote: GitSandbox) -> None:
+    sha = remote.branch_sha("main")
+    assert mirror.tree_sha(sha or "") == remote.git("rev-parse", "main^{tree}")
+    assert mirror.tree_sha("refs/heads/main") == remote.git("rev-parse", "main^{tree}")
+    with pytest.raises(GitError, match="not in mirror"):
+        mirror.tree_sha("1" * 40)
+
+
+def test_is_ancestor_answers_true_false_and_false_for_unknown_commits(
+    mirror: GitMirror, remote: GitSandbox
+) -> None:
+    first = remote.branch_sha("main") or ""
+    second = remote.commit_dry({"b.yaml": "b\n"})
+    mirror.refresh()
+    assert mirror.is_ancestor(first, second) is True
+    assert mirror.is_ancestor(second, second) is True
+    assert mirror.is_ancestor(second, first) is False
+    assert mirror.is_ancestor(first, "1" * 40) is False
+    assert mirror.is_ancestor("not a sha", second) is False
+    third = remote.commit_dry({"c.yaml": "c\n"})
+    assert mirror.is_ancestor(first, third) is False  # not fetched yet, so not remembered
+    mirror.refresh()
+    assert mirror.is_ancestor(first, third) is True
+
+
+def test_log_lists_the_dry_commits_newest_first(mirror: GitMirror, remote: GitSandbox) -> None:
+    first = remote.branch_sha("main") or ""
+    second = remote.commit_dry({"b.yaml": "b\n"}, "Second change\n\nwith a body")
+    third = remote.commit_dry({"c.yaml": "c\n"}, "Third change")
+    mirror.refresh()
+    commits = mirror.log(first, third)
+    assert [(c.sha, c.subject) for c in commits] == [
+        (third, "Third change"),
+        (second, "Second change"),
+    ]
+    assert commits[0].author == "Dev Eloper" and commits[0].date is not None
+    assert [c.sha for c in mirror.log(None, third, limit=2)] == [third, second]
+    assert mirror.log(third, third) == []
+
+
+def test_a_push_with_a_stale_lease_is_rejected_and_changes_nothing(
+    mirror: GitMirror, remote: GitSandbox
+) -> None:
+    old = remote.branch_sha("main") or ""
+    tree = mirror.tree_sha(old)
+    ours = mirror.commit_tree(tree, [old], "revert")
+    theirs = remote.commit_dry({"x.yaml": "x\n"}, "someone else")
+    with pytest.raises(PushRejected, match="stale info"):
+        mirror.push([f"{ours}:refs/heads/main"], leases={"refs/heads/main": old})
+    assert remote.branch_sha("main") == theirs
+    with pytest.raises(PushRejected):
+        mirror.push([f"{ours}:refs/heads/main"], leases={"refs/heads/main": None})
+    assert isinstance(PushRejected("x"), GitError)
+
+
+def test_an_atomic_push_with_fresh_leases_moves_every_ref(
+    mirror: GitMirror, remote: GitSandbox
+) -> None:
+    old = remote.branch_sha("main") or ""
+    revert = mirror.commit_tree(mirror.tree_sha(old), [old], "Revert to the healthy tree")
+    mirror.push(
+        [f"{revert}:refs/heads/main", f"{revert}:refs/heads/environment/dev-revert-abc"],
+        leases={"refs/heads/main": old, "refs/heads/environment/dev-revert-abc": None},
+    )
+    assert remote.branch_sha("main") == revert
+    assert remote.branch_sha("environment/dev-revert-abc") == revert
+    assert mirror.refresh() is True
+
+
+def test_update_ref_is_a_compare_and_swap(mirror: GitMirror, remote: GitSandbox) -> None:
+    old = remote.branch_sha("main") or ""
+    new = mirror.commit_tree(mirror.tree_sha(old), [old], "local")
+    with pytest.raises(GitError):
+        mirror.update_ref("refs/heads/main", new, "1" * 40)
+    mirror.update_ref("refs/heads/main", new, old)
+    assert mirror.branch_sha("main") == new
+    mirror.update_ref("refs/heads/fresh", new, None)
+    with pytest.raises(GitError):
+        mirror.update_ref("refs/heads/fresh", old, None)
+    with pytest.raises(ValueError, match="full ref name"):
+        mirror.update_ref("main", new, old)
+
+
+def test_commits_and_notes_are_written_without_any_git_identity(
+    mirror: GitMirror, remote: GitSandbox, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for variable in ("AUTHOR", "COMMITTER"):
+        monkeypatch.delenv(f"GIT_{variable}_NAME")
+        monkeypatch.delenv(f"GIT_{variable}_EMAIL")
+    old = remote.branch_sha("main") or ""
+    new = mirror.commit_tree(mirror.tree_sha(old), [old], "no identity here")
+    assert git(mirror.path, "log", "-1", "--format=%an <%ae>|%cn <%ce>", new) == (
+        "promoter <promoter@localhost>|promoter <promoter@localhost>"
+    )
+    mirror.write_note("refs/notes/promoter.ledger", new, "entry")
+    assert mirror.read_note("refs/notes/promoter.ledger", new) == "entry"
+
+
+def test_a_written_note_keeps_its_text_exactly_and_can_be_pushed(
+    mirror: GitMirror, remote: GitSandbox
+) -> None:
+    sha = remote.branch_sha("main") or ""
+    text = '{"healthy": true}  \n\n\n# not a comment\n'
+    with mirror.lock:
+        before = mirror.refs().get("refs/notes/promoter.ledger")
+        mirror.write_note("promoter.ledger", sha, text)
+        mirror.push(
+            ["refs/notes/promoter.ledger:refs/notes/promoter.ledger"],
+            leases={"refs/notes/promoter.ledger": before},
+        )
+    assert remote.read_note(sha, ref="refs/notes/promoter.ledger") == text
+    assert mirror.refresh() is False
+
+
+def test_threads_share_one_mirror_safely(mirror: GitMirror, remote: GitSandbox) -> None:
+    shas = [remote.commit_dry({f"f{i}.yaml": f"{i}\n"}, f"change {i}") for i in range(20)]
+    mirror.refresh()
+    expected = {sha: remote.git("rev-parse", f"{sha}^{{tree}}") for sha in shas}
+    errors: list[BaseException] = []
+
+    def work() -> None:
+        try:
+            for i, sha in enumerate(shas):
+                assert mirror.tree_sha(sha) == expected[sha]
+                assert mirror.is_ancestor(shas[0], sha)
+                if i % 5 == 0:
+                    mirror.refresh()
+        except BaseException as exc:  # reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work) for _ in range(6)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
+
+
+def test_a_broken_mirror_directory_is_a_git_error(tmp_path: Path, remote: GitSandbox) -> None:
+    (tmp_path / "mirrors" / "broken.git").mkdir(parents=True)
+    (tmp_path / "mirrors" / "broken.git" / "HEAD").write_text("garbage")
+    mirror = GitMirror(name="broken", url=remote.url, root=tmp_path)
+    with pytest.raises(GitError, match="cannot create the mirror"):
+        mirror.refresh()
+
+
+def test_a_mirror_name_must_be_a_plain_file_name(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="invalid mirror name"):
+        GitMirror(name="../escape", url=str(tmp_path), root=tmp_path)

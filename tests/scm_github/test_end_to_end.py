@@ -1,0 +1,284 @@
+"""End to end on GitHub: the daemon with the GitHub plugin, the fake GitHub and real git.
+
+CI reports through GitHub (a check run or a commit status on the fake) and GitHub's
+webhook tells the daemon, as in production; git refs are polled from the bare
+repository. The API calls of a whole dev → staging → prod promotion are counted with
+``promoter_scm_calls_total``.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Iterator
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import pytest
+from starlette.testclient import TestClient
+
+from promoter.config_loader import parse_config
+from promoter.runtime import Runtime
+from promoter.sandbox import git
+from tests.support import ENVIRONMENTS, GitOpsRepo, wait_for
+from webhooks.verify import GitHubSignature
+
+from .conftest import TOKEN, TOKEN_ENV, scm_calls
+from .fake_github import Call, FakeGitHub
+from .genuine import Genuine
+
+FULL_NAME = "acme/gitops"
+SECRET_ENV, SECRET = "PROMOTER_E2E_GITHUB_HOOK_SECRET", "e2e-hook-secret"
+HOOKS = (
+    Path(__file__).resolve().parents[2].parent / "shared/fixtures/github/webhooks/api.github.com"
+)
+
+
+def config_text(repo: Path, state: Path) -> str:
+    return f"""
+scmProviders:
+  - name: github
+    github: {{token: {{fromEnv: {TOKEN_ENV}}}}}
+repositories:
+  - name: gitops
+    url: {repo}
+    path: {FULL_NAME}
+    scmProvider: github
+    pollInterval: 0.1s
+promotionStrategies:
+  - name: guestbook
+    repository: gitops
+    activeCommitStatuses: [{{key: health}}]
+    proposedCommitStatuses: [{{key: ci}}]
+    environments:
+      - {{branch: environment/dev}}
+      - {{branch: environment/staging}}
+      - {{branch: environment/prod}}
+webhooks:
+  github: {{secrets: [{{fromEnv: {SECRET_ENV}}}]}}
+daemon: {{stateDir: {state}, resyncInterval: 30s, workers: 2}}
+"""
+
+
+class GitHubCI:
+    """CI as GitHub sees it: a status or check run on the fake, then GitHub's webhook."""
+
+    def __init__(self, client: TestClient, fake: FakeGitHub) -> None:
+        self.client, self.fake = client, fake
+
+    def check_run(self, sha: str, name: str, conclusion: str) -> None:
+        self.fake.post_check_run(FULL_NAME, sha, name, "completed", conclusion)
+        payload = json.loads((HOOKS / "check_run/completed.payload.json").read_text())
+        run = self.fake.repositories[FULL_NAME].check_runs[sha][0]
+        payload["check_run"].update({k: run[k] for k in ("name", "status", "conclusion")})
+        payload["check_run"].update(head_sha=sha, completed_at=run["completed_at"])
+        self.deliver("check_run", payload)
+
+    def status(self, sha: str, context: str, state: str = "success") -> None:
+        self.fake.post_status(FULL_NAME, sha, context, state)
+        payload = json.loads((HOOKS / "status/payload.json").read_text())
+        stored = self.fake.repositories[FULL_NAME].statuses[sha][0]
+        payload.update(sha=sha, context=context, state=state, updated_at=stored["updated_at"])
+        self.deliver("status", payload)
+
+    def deliver(self, event: str, payload: dict[str, Any]) -> None:
+        payload["repository"].update(full_name=FULL_NAME, name=FULL_NAME.split("/")[1])
+        for field in ("clone_url", "html_url", "git_url", "ssh_url", "url", "svn_url"):
+            payload["repository"].pop(field, None)
+        raw = json.dumps(payload).encode()
+        response = self.client.post(
+            "/webhooks/github",
+            content=raw,
+            headers={
+                "X-GitHub-Event": event,
+                "X-GitHub-Delivery": str(uuid.uuid4()),
+                "X-Hub-Signature-256": GitHubSignature.sign(SECRET, raw),
+                "Content-Type": "application/json",
+            },
+        )
+        assert response.status_code == 202, response.text
+
+
+def env_view(client: TestClient, branch: str) -> dict[str, Any]:
+    view = client.get("/api/v1/strategies/guestbook").json()
+    return next(e for e in view["environments"] if e["branch"] == branch)
+
+
+def active_dry(client: TestClient, branch: str) -> str | None:
+    return (env_view(client, branch).get("active") or {}).get("drySha")
+
+
+def wait_pr(client: TestClient, branch: str, head: str | None = None) -> dict[str, Any]:
+    def check() -> dict[str, Any] | None:
+        env = env_view(client, branch)
+        pr = env.get("pullRequest")
+        if not pr or (head and env["proposed"]["hydratedSha"] != head):
+            return None
+        return env
+
+    return wait_for(check, what=f"a PR for {branch}")
+
+
+@pytest.fixture
+def gitops(tmp_path: Path) -> GitOpsRepo:
+    return GitOpsRepo.create(tmp_path)
+
+
+@pytest.fixture
+def fake(genuine: Genuine, gitops: GitOpsRepo) -> Iterator[FakeGitHub]:
+    with FakeGitHub(genuine, tokens=(TOKEN,)) as github:
+        github.add_repository(FULL_NAME, gitops.path)
+        yield github
+
+
+@pytest.fixture
+def ci(
+    fake: FakeGitHub, gitops: GitOpsRepo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[GitHubCI]:
+    monkeypatch.setenv(TOKEN_ENV, TOKEN)
+    monkeypatch.setenv(SECRET_ENV, SECRET)
+    runtime = Runtime(parse_config(config_text(gitops.path, tmp_path / "state")))
+    with TestClient(runtime.app) as client:
+        client.runtime = runtime  # type: ignore[attr-defined]
+        wait_for(lambda: env_view(client, "environment/prod").get("state") == "up-to-date")
+        robot = GitHubCI(client, fake)
+        for branch in ENVIRONMENTS:
+            robot.status(gitops.tip(branch), "health")
+        yield robot
+
+
+def promoted(client: TestClient, branch: str, change: str) -> bool:
+    return active_dry(client, branch) == change
+
+
+def promote_through(ci: GitHubCI, gitops: GitOpsRepo, change: str) -> None:
+    for branch in ENVIRONMENTS:
+        env = wait_pr(ci.client, branch)
+        ci.check_run(env["proposed"]["hydratedSha"], "ci", "success")
+        wait_for(partial(promoted, ci.client, branch, change), what=f"{branch} promoted")
+        ci.status(gitops.tip(branch), "health")
+
+
+def open_to_merge(fake: FakeGitHub, pr: dict[str, Any]) -> list[Call]:
+    """The charged calls about one PR, from the POST that opened it to its merge."""
+    number, head = pr["number"], pr["head"]["sha"]
+    opened = next(
+        i
+        for i, c in enumerate(fake.calls)
+        if (c.method, c.status) == ("POST", 201)
+        and c.path.endswith("/pulls")
+        and c.body["base"] == pr["base"]["ref"]
+    )
+    merged = next(
+        i
+        for i, c in enumerate(fake.calls)
+        if c.method == "PUT" and c.path.endswith(f"/pulls/{number}/merge") and c.status == 200
+    )
+    mine = (f"/pulls/{number}", f"/issues/{number}/", head)
+    return [
+        c
+        for c in fake.calls[opened : merged + 1]
+        if c.status != 304 and (c is fake.calls[opened] or any(m in c.path for m in mine))
+    ]
+
+
+def test_a_change_goes_dev_to_staging_to_prod_through_github_pull_requests(
+    ci: GitHubCI, fake: FakeGitHub, gitops: GitOpsRepo
+) -> None:
+    calls, charged = scm_calls(), fake.charged()
+    change = gitops.change("1.1.0", "Bump guestbook to 1.1.0")
+    promote_through(ci, gitops, change)
+    prs = fake.pulls_of(FULL_NAME)
+    assert sorted((pr["base"]["ref"], pr["merged"]) for pr in prs) == [
+        (b, True) for b in sorted(ENVIRONMENTS)
+    ]
+    for pr in prs:
+        branch = pr["base"]["ref"]
+        assert "promotion" in {label["name"] for label in pr["labels"]}
+        parents = git(gitops.path, "rev-list", "--parents", "-n1", branch).split()[1:]
+        assert parents == [parents[0], pr["head"]["sha"]]
+        assert pr["merge_commit_sha"] == gitops.tip(branch)
+    staging = next(p for p in prs if p["base"]["ref"] == "environment/staging")
+    own = fake.repositories[FULL_NAME].statuses[staging["head"]["sha"]]
+    assert own[0]["context"] == "promoter/previous-environment"
+    assert own[0]["state"] == "success"
+
+    per_env = (scm_calls() - calls) / len(ENVIRONMENTS)
+    charged_per_env = (fake.charged() - charged) / len(ENVIRONMENTS)
+    windows = {pr["base"]["ref"]: len(open_to_merge(fake, pr)) for pr in prs}
+    print(
+        f"\nGitHub API calls per environment promotion: {per_env:.1f} counted, "
+        f"{charged_per_env:.1f} charged (the rest were 304 Not Modified); "
+        f"from opening the PR to its merge: {windows}"
+    )
+    assert max(windows.values()) <= 8
+    assert charged_per_env <= 14
+
+
+def test_a_failing_check_blocks_the_promotion(
+    ci: GitHubCI, fake: FakeGitHub, gitops: GitOpsRepo
+) -> None:
+    before = active_dry(ci.client, "environment/dev")
+    gitops.change("1.2.0", "Bump guestbook to 1.2.0")
+    env = wait_pr(ci.client, "environment/dev")
+    ci.check_run(env["proposed"]["hydratedSha"], "ci", "failure")
+    blocked = wait_for(
+        lambda: (e := env_view(ci.client, "environment/dev"))["state"] == "blocked" and e,
+        what="dev blocked",
+    )
+    assert "ci" in blocked["reason"]
+    assert active_dry(ci.client, "environment/dev") == before
+    assert not [c for c in fake.calls if c.method == "PUT"]
+
+
+def test_a_merge_refused_because_the_head_moved_is_retried_after_reading_the_new_head(
+    ci: GitHubCI, fake: FakeGitHub, gitops: GitOpsRepo
+) -> None:
+    gitops.change("1.3.0", "Bump guestbook to 1.3.0")
+    env = wait_pr(ci.client, "environment/dev")
+    moved: list[str] = []
+
+    def hydrator_pushes_during_the_merge(method: str, path: str) -> None:
+        if method == "PUT" and path.endswith("/merge") and not moved:
+            moved.append(gitops.change("1.4.0", "Bump guestbook to 1.4.0"))
+
+    fake.on_request = hydrator_pushes_during_the_merge
+    ci.check_run(env["proposed"]["hydratedSha"], "ci", "success")
+    wait_for(lambda: moved, what="the merge attempt")
+    fake.on_request = None
+    new_head = gitops.tip("environment/dev-next")
+    wait_pr(ci.client, "environment/dev", head=new_head)
+    ci.check_run(new_head, "ci", "success")
+    wait_for(lambda: active_dry(ci.client, "environment/dev") == moved[0], what="dev at 1.4.0")
+    merges = [c for c in fake.calls if c.method == "PUT" and c.path.endswith("/merge")]
+    assert [c.status for c in merges] == [409, 200]
+    assert merges[1].body["sha"] == new_head
+    between = [c for c in fake.calls if merges[0].at < c.at < merges[1].at]
+    assert any(c.method == "GET" for c in between)  # read again before trying again
+
+
+def test_a_secondary_rate_limit_is_waited_out(
+    ci: GitHubCI, fake: FakeGitHub, gitops: GitOpsRepo
+) -> None:
+    fake.rate_limit_next("POST", r"/pulls$", retry_after=1)
+    gitops.change("1.5.0", "Bump guestbook to 1.5.0")
+    wait_pr(ci.client, "environment/dev")
+    opens = [c for c in fake.calls if c.method == "POST" and c.path.endswith("/pulls")]
+    assert [c.status for c in opens][:2] == [403, 201]
+    assert opens[1].at - opens[0].at >= 0.9
+    assert scm_calls(operation="open_pull_request", outcome="rate_limited") >= 1
+
+
+def test_an_idle_daemon_spends_no_rate_limit(
+    ci: GitHubCI, fake: FakeGitHub, gitops: GitOpsRepo
+) -> None:
+    runtime: Runtime = ci.client.runtime  # type: ignore[attr-defined]
+    wait_for(lambda: runtime.queue.idle(), what="an idle queue")
+    runtime.reconciler.status_cache.ttl = 0.0  # every status read goes to GitHub
+    runtime.reconciler.reconcile("guestbook")
+    charged, counted = fake.charged(), scm_calls()
+    for _ in range(3):
+        runtime.reconciler.reconcile("guestbook")
+    assert scm_calls() > counted  # it did ask GitHub...
+    assert fake.charged() == charged  # ...and every answer was 304 Not Modified

@@ -1,0 +1,229 @@
+"""End to end with GitLab: the daemon, this plugin, the fake GitLab and real git merges.
+
+The fake serves the REST API; the repository is a local bare one that the daemon
+mirrors with git and that the fake merges into. CI is played by the test: it
+adds a pipeline to the fake and delivers GitLab's Pipeline Hook to the daemon,
+as GitLab would. ``health`` reaches the daemon through its own API (which writes
+it to GitLab as a commit status), as Argo CD would report it.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from starlette.testclient import TestClient
+
+from promoter.config_loader import parse_config
+from promoter.runtime import Runtime
+from promoter.sandbox import git
+from tests.scm_gitlab.conftest import PROJECT, TOKEN, TOKEN_ENV, scm_calls
+from tests.scm_gitlab.fake_gitlab import FakeGitLab
+from tests.support import ENVIRONMENTS, GitOpsRepo, wait_for
+
+HOOK_TOKEN = "hook-token-e2e"
+HOOK_ENV = "PROMOTER_TEST_GITLAB_HOOK_TOKEN"
+PROJECT_ID = 4242
+
+
+def config_text(gitops: Path, state: Path, url: str) -> str:
+    return f"""
+scmProviders:
+  - name: gitlab
+    gitlab: {{url: "{url}", token: {{fromEnv: {TOKEN_ENV}}}}}
+repositories:
+  - name: gitops
+    url: {gitops}
+    path: {PROJECT}
+    projectId: {PROJECT_ID}
+    scmProvider: gitlab
+    pollInterval: 0.1s
+promotionStrategies:
+  - name: guestbook
+    repository: gitops
+    activeCommitStatuses: [{{key: health}}]
+    proposedCommitStatuses: [{{key: pipeline}}]
+    environments:
+      - {{branch: environment/dev}}
+      - {{branch: environment/staging}}
+      - {{branch: environment/prod}}
+webhooks:
+  gitlab:
+    tokens: [{{fromEnv: {HOOK_ENV}}}]
+daemon:
+  stateDir: {state}
+  workers: 2
+  resyncInterval: 60s
+"""
+
+
+class Harness:
+    """The daemon's client, the fake GitLab and the GitOps repository, with CI's moves."""
+
+    def __init__(
+        self, runtime: Runtime, client: TestClient, fake: FakeGitLab, gitops: GitOpsRepo, hook: Any
+    ) -> None:
+        self.runtime = runtime
+        self.client = client
+        self.fake = fake
+        self.gitops = gitops
+        self._hook = hook
+        self.status_posts = 0
+
+    def env(self, branch: str) -> dict[str, Any]:
+        view = self.client.get("/api/v1/strategies/guestbook").json()
+        found: dict[str, Any] = next(e for e in view["environments"] if e["branch"] == branch)
+        return found
+
+    def active_dry(self, branch: str) -> str | None:
+        return (self.env(branch).get("active") or {}).get("drySha")
+
+    def wait_state(self, branch: str, state: str) -> dict[str, Any]:
+        return wait_for(
+            lambda: (e := self.env(branch))["state"] == state and e, what=f"{branch} {state}"
+        )
+
+    def health(self, branch: str) -> None:
+        sha = self.gitops.tip(branch)
+        answer = self.client.post(
+            f"/api/v1/repositories/gitops/commits/{sha}/statuses",
+            json={"key": "health", "phase": "success"},
+        )
+        assert answer.status_code == 201, answer.text
+        self.status_posts += 1
+
+    def pipeline(self, branch: str, status: str) -> None:
+        """CI finished on the proposed branch's tip: a pipeline in GitLab, and its hook."""
+        sha = self.gitops.tip(f"{branch}-next")
+        pipeline = self.fake.add_pipeline(PROJECT, sha, status, ref=f"{branch}-next")
+        hook = json.loads(json.dumps(self._hook))
+        hook["object_attributes"].update(
+            id=pipeline["id"],
+            iid=pipeline["iid"],
+            sha=sha,
+            status=status,
+            source="push",
+            ref=f"{branch}-next",
+        )
+        hook["project"].update(id=PROJECT_ID, path_with_namespace=PROJECT)
+        answer = self.client.post(
+            "/webhooks/gitlab",
+            content=json.dumps(hook),
+            headers={"X-Gitlab-Event": "Pipeline Hook", "X-Gitlab-Token": HOOK_TOKEN},
+        )
+        assert answer.status_code in (200, 202), answer.text
+
+    def settle(self) -> None:
+        wait_for(lambda: self.runtime.queue.idle(), what="an idle queue")
+
+    def mrs(self, branch: str) -> list[dict[str, Any]]:
+        return [m for m in self.fake.merge_requests(PROJECT) if m["target_branch"] == branch]
+
+    def open_mr(self, branch: str) -> dict[str, Any]:
+        return wait_for(
+            lambda: next((m for m in self.mrs(branch) if m["state"] == "opened"), None),
+            what=f"an open MR into {branch}",
+        )
+
+
+@pytest.fixture
+def harness(
+    tmp_path: Path, shared_fixtures: Path, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[Harness]:
+    monkeypatch.setenv(TOKEN_ENV, TOKEN)
+    monkeypatch.setenv(HOOK_ENV, HOOK_TOKEN)
+    gitops = GitOpsRepo.create(tmp_path)
+    fake = FakeGitLab(fixtures=shared_fixtures, token=TOKEN)
+    fake.add_project(PROJECT, git_dir=gitops.path, project_id=PROJECT_ID)
+    hook = json.loads(
+        (shared_fixtures / "gitlab" / "webhooks" / "go-gitlab" / "pipeline.json").read_text()
+    )
+    with fake:
+        runtime = Runtime(parse_config(config_text(gitops.path, tmp_path / "state", fake.url)))
+        with TestClient(runtime.app) as client:
+            h = Harness(runtime, client, fake, gitops, hook)
+            h.wait_state("environment/prod", "up-to-date")
+            for branch in ENVIRONMENTS:
+                h.health(branch)
+            h.settle()
+            yield h
+
+
+def promote(h: Harness, branch: str, change: str) -> None:
+    h.open_mr(branch)
+    h.pipeline(branch, "success")
+    wait_for(lambda: h.active_dry(branch) == change, what=f"{branch} at the change")
+    h.health(branch)
+
+
+def test_a_change_goes_dev_staging_prod_through_gitlab_merge_requests(harness: Harness) -> None:
+    h = harness
+    before = scm_calls()
+    ops_before = _operations()
+    change = h.gitops.change("1.1.0", "Bump guestbook to 1.1.0")
+    for branch in ENVIRONMENTS:
+        target_before = h.gitops.tip(branch)
+        promote(h, branch, change)
+        [mr] = h.mrs(branch)
+        assert mr["state"] == "merged"
+        assert set(mr["labels"]) >= {"promotion"}
+        parents = git(h.gitops.path, "rev-list", "--parents", "-n1", branch).split()[1:]
+        assert parents == [target_before, h.gitops.tip(f"{branch}-next")]
+    h.wait_state("environment/prod", "up-to-date")
+    used = scm_calls() - before - h.status_posts
+    print(f"\nGitLab API calls per environment promotion: {used / len(ENVIRONMENTS):.1f}")
+    after = _operations()
+    for op in sorted(after):
+        print(f"  {op}: {after[op] - ops_before.get(op, 0)}")
+
+
+def _operations() -> dict[str, float]:
+    from promoter.metrics import REGISTRY
+
+    found: dict[str, float] = {}
+    for metric in REGISTRY.collect():
+        for s in metric.samples:
+            if s.name == "promoter_scm_calls_total" and s.labels.get("provider") == "gitlab":
+                op = s.labels["operation"]
+                found[op] = found.get(op, 0) + s.value
+    return found
+
+
+def test_a_failed_pipeline_blocks_the_environment_and_says_why(harness: Harness) -> None:
+    h = harness
+    before = h.active_dry("environment/dev")
+    h.gitops.change("1.2.0", "Bump guestbook to 1.2.0")
+    mr = h.open_mr("environment/dev")
+    h.pipeline("environment/dev", "failed")
+    blocked = h.wait_state("environment/dev", "blocked")
+    assert "pipeline" in blocked["reason"]
+    h.settle()
+    assert h.active_dry("environment/dev") == before
+    assert [m["state"] for m in h.mrs("environment/dev") if m["iid"] == mr["iid"]] == ["opened"]
+
+
+def test_a_refused_merge_is_retried_after_reading_again(harness: Harness) -> None:
+    h = harness
+    refused = scm_calls(operation="merge_pull_request", outcome="conflict")
+    h.fake.fail_next("PUT", r"/merge$", 405, body={"message": "405 Method Not Allowed"}, times=1)
+    change = h.gitops.change("1.3.0", "Bump guestbook to 1.3.0")
+    promote(h, "environment/dev", change)
+    assert scm_calls(operation="merge_pull_request", outcome="conflict") == refused + 1
+    assert [m["state"] for m in h.mrs("environment/dev")] == ["merged"]
+
+
+def test_a_429_is_waited_out_before_the_next_call(harness: Harness) -> None:
+    h = harness
+    waited = scm_calls(outcome="rate_limited")
+    h.fake.fail_next(
+        "GET", r"/merge_requests$", 429, headers={"Retry-After": "1"}, body={"message": "slow"}
+    )
+    change = h.gitops.change("1.4.0", "Bump guestbook to 1.4.0")
+    promote(h, "environment/dev", change)
+    limited = next(t for t, m, p, s in h.fake.answered if s == 429)
+    after = [t for t, m, p, s in h.fake.answered if t > limited]
+    assert after and after[0] - limited >= 0.9, "no GitLab call before Retry-After passed"
+    assert scm_calls(outcome="rate_limited") == waited + 1

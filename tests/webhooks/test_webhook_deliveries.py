@@ -1,0 +1,109 @@
+"""The delivery log: duplicates are recognised, survive a restart, expire after the retention."""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from pathlib import Path
+
+from webhooks.deliveries import DeliveryLog
+
+
+def test_a_delivery_is_new_once_and_a_duplicate_afterwards(tmp_path: Path) -> None:
+    log = DeliveryLog(tmp_path / "d.sqlite3")
+    assert log.record("github:a") is True
+    assert log.record("github:a") is False
+    assert log.record("gitlab:a") is True
+    log.close()
+
+
+def test_deliveries_are_remembered_across_a_restart(tmp_path: Path) -> None:
+    first = DeliveryLog(tmp_path / "d.sqlite3")
+    first.record("github:a")
+    first.close()
+    second = DeliveryLog(tmp_path / "d.sqlite3")
+    assert second.record("github:a") is False
+    second.close()
+
+
+def test_the_log_is_in_wal_mode(tmp_path: Path) -> None:
+    DeliveryLog(tmp_path / "d.sqlite3").close()
+    with sqlite3.connect(tmp_path / "d.sqlite3") as db:
+        assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    db.close()
+
+
+def test_deliveries_older_than_the_retention_are_pruned(tmp_path: Path) -> None:
+    now = [1_000_000.0]
+    log = DeliveryLog(tmp_path / "d.sqlite3", retention=86400, prune_every=60, clock=lambda: now[0])
+    log.record("github:old")
+    now[0] += 86399
+    assert log.record("github:old") is False  # still within a day
+    log.record("github:newer")
+    now[0] += 2
+    assert log.prune() == 1
+    assert log.record("github:old") is True  # forgotten: a day and more has passed
+    assert log.record("github:newer") is False
+    assert len(log) == 2
+    log.close()
+
+
+def test_pruning_happens_by_itself_while_recording(tmp_path: Path) -> None:
+    now = [0.0]
+    log = DeliveryLog(tmp_path / "d.sqlite3", retention=10, prune_every=5, clock=lambda: now[0])
+    for i in range(5):
+        log.record(f"github:{i}")
+        now[0] += 3
+    assert len(log) <= 5
+    now[0] += 100
+    log.record("github:last")
+    assert len(log) == 1
+    log.close()
+
+
+def test_concurrent_recorders_see_each_delivery_exactly_once(tmp_path: Path) -> None:
+    log = DeliveryLog(tmp_path / "d.sqlite3")
+    firsts: list[str] = []
+    lock = threading.Lock()
+
+    def worker() -> None:
+        for i in range(200):
+            if log.record(f"github:{i}"):
+                with lock:
+                    firsts.append(str(i))
+
+    threads = [threading.Thread(target=worker) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sorted(firsts, key=int) == [str(i) for i in range(200)]
+    log.close()
+
+
+def test_a_forgotten_delivery_is_new_again(tmp_path: Path) -> None:
+    log = DeliveryLog(tmp_path / "d.sqlite3")
+    log.record("github:a")
+    log.forget("github:a")
+    assert log.record("github:a") is True
+    log.close()
+
+
+def test_past_the_memory_limit_older_ids_are_still_found_in_sqlite(tmp_path: Path) -> None:
+    log = DeliveryLog(tmp_path / "d.sqlite3", memory_limit=3, batch=1)
+    for i in range(10):
+        assert log.record(f"github:{i}") is True
+    assert all(log.record(f"github:{i}") is False for i in range(10))
+    log.close()
+
+
+def test_a_restart_with_more_ids_than_the_memory_limit_still_finds_them_all(tmp_path: Path) -> None:
+    first = DeliveryLog(tmp_path / "d.sqlite3")
+    for i in range(10):
+        first.record(f"github:{i}")
+    first.close()
+    second = DeliveryLog(tmp_path / "d.sqlite3", memory_limit=4)
+    assert all(second.record(f"github:{i}") is False for i in range(10))
+    assert second.record("github:new") is True
+    second.close()
+    second.close()  # closing twice is harmless

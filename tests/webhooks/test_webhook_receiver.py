@@ -1,0 +1,141 @@
+"""The mount API and the receiver's behaviour when the daemon's side misbehaves."""
+
+from __future__ import annotations
+
+import logging
+import sqlite3
+import subprocess
+import sys
+from collections.abc import Iterable
+from pathlib import Path
+
+import pytest
+from starlette.applications import Starlette
+from starlette.routing import Route
+
+from promoter.errors import ConfigError
+from promoter.statuscache import StatusCache
+from promoter.tracking import ShaIndex
+from tests.webhooks.helpers import Hooks, TestClient, github_fixture, make_config, running_hooks
+from webhooks import build_routes
+from webhooks.deliveries import FILE_NAME
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_build_routes_gives_two_post_routes_and_a_close(tmp_path: Path) -> None:
+    routes = build_routes(
+        config=make_config(),
+        enqueue=lambda keys: None,
+        status_cache=StatusCache(),
+        sha_index=ShaIndex(),
+        state_dir=tmp_path,
+    )
+    try:
+        assert [(r.path, r.methods) for r in routes if isinstance(r, Route)] == [
+            ("/webhooks/github", {"POST"}),
+            ("/webhooks/gitlab", {"POST"}),
+        ]
+        assert routes.routes == list(routes)
+        assert (tmp_path / FILE_NAME).exists()
+        assert routes.deliveries.retention >= 86400
+    finally:
+        routes.close()
+
+
+def test_a_secret_that_cannot_be_resolved_fails_at_start_up(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("T_GH_SECRET")
+    with pytest.raises(ConfigError):
+        build_routes(
+            config=make_config(),
+            enqueue=lambda keys: None,
+            status_cache=StatusCache(),
+            sha_index=ShaIndex(),
+            state_dir=tmp_path,
+        )
+
+
+def test_without_a_configured_secret_every_delivery_is_refused(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    with running_hooks(tmp_path, make_config(github={"secrets": []}, gitlab={})) as hooks:
+        assert (
+            hooks.github("ping", github_fixture("ping/payload.json"), secret="").status_code == 401
+        )
+        assert hooks.gitlab("Push Hook", b"{}", token="").status_code == 401
+    assert "webhook has no secret, every delivery is refused" in caplog.messages
+
+
+def test_get_is_not_allowed(hooks: Hooks) -> None:
+    assert hooks.client.get("/webhooks/github").status_code == 405
+
+
+def test_a_broken_delivery_log_lets_deliveries_through(
+    hooks: Hooks, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def disk_full(delivery_id: str) -> bool:
+        raise sqlite3.OperationalError("database or disk is full")
+
+    monkeypatch.setattr(hooks.routes.deliveries, "record", disk_full)
+    push = github_fixture("push/with-new-branch.payload.json")
+
+    answers = [hooks.github("push", push, delivery="same").json()["result"] for _ in range(2)]
+
+    assert answers == ["accepted", "accepted"]  # hints are idempotent: better twice than never
+    assert "webhook delivery log unavailable" in caplog.messages
+
+
+def test_a_failure_inside_the_daemon_answers_503_and_a_redelivery_is_processed(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    calls: list[set[str]] = []
+
+    def enqueue(keys: Iterable[str]) -> None:
+        calls.append(set(keys))
+        if len(calls) == 1:
+            raise RuntimeError("queue closed")
+
+    routes = build_routes(
+        config=make_config(),
+        enqueue=enqueue,
+        status_cache=StatusCache(),
+        sha_index=ShaIndex(),
+        state_dir=tmp_path,
+    )
+    caplog.set_level(logging.INFO, logger="promoter.webhooks")
+    push = github_fixture("push/with-new-branch.payload.json")
+    try:
+        with TestClient(Starlette(routes=routes)) as client:
+            hooks = Hooks(client, routes, None, StatusCache(), ShaIndex())  # type: ignore[arg-type]
+            first = hooks.github("push", push, delivery="d-1")
+            again = hooks.github("push", push, delivery="d-1")
+    finally:
+        routes.close()
+    assert (first.status_code, again.status_code) == (503, 202)
+    assert again.json() == {"result": "accepted"}
+    assert len(calls) == 2
+
+
+def test_the_receivers_import_neither_git_nor_an_scm_client() -> None:
+    code = (
+        "import sys, webhooks\n"
+        "loaded = {m.split('.')[0] for m in sys.modules}\n"
+        "print(sorted(loaded & {'git', 'github', 'gitlab', 'scm_plugins', 'requests'}))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT
+    )
+    assert out.stdout.strip() == "[]"
+
+
+def test_a_refusal_is_logged_with_the_delivery_id(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    with running_hooks(tmp_path, make_config(maxBodyBytes=100)) as hooks:
+        hooks.github("push", b"x" * 101, delivery="big-1")
+        hooks.gitlab("Push Hook", b"{}", token="wrong", headers={"X-Gitlab-Event-UUID": "u-1"})
+    delivered = {(r.getMessage(), getattr(r, "delivery", None)) for r in caplog.records}
+    assert ("webhook body too large", "big-1") in delivered
+    assert ("webhook unauthorized", "u-1") in delivered

@@ -1,0 +1,132 @@
+"""Webhook receivers for GitHub and GitLab: verify, de-duplicate, normalise, enqueue, answer 202.
+
+The daemon mounts what ``build_routes`` returns::
+
+    webhooks = build_routes(config=cfg, enqueue=queue.add, status_cache=cache,
+                            sha_index=shas, state_dir=cfg.state_path())
+    app = Starlette(routes=[*webhooks, ...])
+    ...
+    webhooks.close()  # at shutdown: closes the delivery log
+
+Secrets are resolved once, here; a missing secret is a ConfigError at start-up.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable
+from pathlib import Path
+
+from starlette.routing import BaseRoute, Route
+
+from promoter.config import Config
+from promoter.statuscache import StatusCache
+from promoter.tracking import ShaIndex
+from webhooks.deliveries import FILE_NAME, MIN_RETENTION, DeliveryLog
+from webhooks.dispatch import Applied, Dispatcher
+from webhooks.events import (
+    Event,
+    Ignored,
+    Ping,
+    PullRequestChange,
+    Push,
+    RepoIdentity,
+    StatusChange,
+)
+from webhooks.github import GitHub
+from webhooks.gitlab import GitLab
+from webhooks.index import StrategyIndex
+from webhooks.receiver import Receiver
+from webhooks.verify import GitHubSignature, GitLabToken, SignedDelivery
+
+__all__ = [
+    "Applied",
+    "DeliveryLog",
+    "Dispatcher",
+    "Event",
+    "GitHub",
+    "GitHubSignature",
+    "GitLab",
+    "GitLabToken",
+    "Ignored",
+    "Ping",
+    "PullRequestChange",
+    "Push",
+    "Receiver",
+    "RepoIdentity",
+    "SignedDelivery",
+    "StatusChange",
+    "StrategyIndex",
+    "WebhookRoutes",
+    "build_routes",
+]
+
+log = logging.getLogger("promoter.webhooks")
+
+
+class WebhookRoutes(list[BaseRoute]):
+    """The routes ``POST /webhooks/github`` and ``POST /webhooks/gitlab`` (a plain list).
+
+    Also carries what the daemon may need afterwards: the receivers, the delivery
+    log, and ``close()`` for shutdown.
+    """
+
+    def __init__(self, receivers: list[Receiver], deliveries: DeliveryLog) -> None:
+        super().__init__(
+            Route(
+                f"/webhooks/{r.provider.name}",
+                r,
+                methods=["POST"],
+                name=f"webhook_{r.provider.name}",
+            )
+            for r in receivers
+        )
+        self.receivers = receivers
+        self.deliveries = deliveries
+
+    @property
+    def routes(self) -> list[BaseRoute]:
+        return list(self)
+
+    def close(self) -> None:
+        """Close the delivery log; the routes must not serve requests afterwards."""
+        self.deliveries.close()
+
+
+def build_routes(
+    *,
+    config: Config,
+    enqueue: Callable[[Iterable[str]], None],
+    status_cache: StatusCache,
+    sha_index: ShaIndex,
+    state_dir: Path,
+) -> WebhookRoutes:
+    """The webhook routes, ready to mount; resolves the secrets and opens the delivery log."""
+    hooks = config.webhooks
+    github = GitHub([s.resolve() for s in hooks.github.secrets])
+    gitlab = GitLab(
+        [s.resolve() for s in hooks.gitlab.tokens],
+        [s.resolve() for s in hooks.gitlab.signing_secrets],
+    )
+    if not hooks.github.secrets:
+        log.warning(
+            "webhook has no secret, every delivery is refused", extra={"provider": "github"}
+        )
+    if not hooks.gitlab.tokens and not hooks.gitlab.signing_secrets:
+        log.warning(
+            "webhook has no secret, every delivery is refused", extra={"provider": "gitlab"}
+        )
+    deliveries = DeliveryLog(
+        Path(state_dir) / FILE_NAME, retention=max(hooks.delivery_retention, MIN_RETENTION)
+    )
+    dispatcher = Dispatcher(
+        index=StrategyIndex(config),
+        sha_index=sha_index,
+        status_cache=status_cache,
+        enqueue=enqueue,
+    )
+    receivers = [
+        Receiver(p, dispatcher=dispatcher, deliveries=deliveries, max_body=hooks.max_body_bytes)
+        for p in (github, gitlab)
+    ]
+    return WebhookRoutes(receivers, deliveries)

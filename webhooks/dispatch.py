@@ -1,0 +1,104 @@
+"""Applying a normalised event: strategy keys to enqueue and statuses for the cache.
+
+Pure in-memory work (index look-ups, one cache write, one non-blocking enqueue):
+no git and no SCM call, so it runs inside the request.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+from promoter.models import CommitStatus
+from promoter.statuscache import StatusCache
+from promoter.tracking import ShaIndex
+from webhooks.events import Event, Ignored, Ping, PullRequestChange, Push, StatusChange
+from webhooks.index import StrategyIndex
+
+Enqueue = Callable[[Iterable[str]], None]
+
+
+@dataclass(frozen=True, slots=True)
+class Applied:
+    """What an event led to: ``accepted`` (keys enqueued, cache updated), ``ignored``, ``ping``."""
+
+    result: str
+    keys: frozenset[str] = frozenset()
+    repositories: tuple[str, ...] = ()
+    reason: str = ""
+
+
+PING = Applied("ping")
+
+
+class Dispatcher:
+    def __init__(
+        self,
+        *,
+        index: StrategyIndex,
+        sha_index: ShaIndex,
+        status_cache: StatusCache,
+        enqueue: Enqueue,
+    ) -> None:
+        self._index = index
+        self._shas = sha_index
+        self._cache = status_cache
+        self._enqueue = enqueue
+
+    def apply(self, event: Event) -> Applied:
+        if isinstance(event, Ping):
+            return PING
+        if isinstance(event, Ignored):
+            return Applied("ignored", reason=event.reason)
+        repos = self._index.repositories(event.repo)
+        if not repos:
+            return Applied("ignored", reason="unknown repository")
+        if isinstance(event, Push):
+            keys = self._push(event, repos)
+        elif isinstance(event, StatusChange):
+            keys = self._status(event, repos)
+        else:
+            keys = self._pull_request(event, repos)
+        if keys is None:
+            return Applied("ignored", repositories=repos, reason="nothing the promoter watches")
+        if keys:
+            self._enqueue(keys)
+        return Applied("accepted", keys, repos)
+
+    def _push(self, event: Push, repos: tuple[str, ...]) -> frozenset[str] | None:
+        branch = event.branch
+        keys: set[str] = set()
+        for repo in repos:
+            if event.is_notes:  # hydrator notes (or the ledger) moved: every strategy reads them
+                keys |= self._index.strategies(repo)
+            elif branch is not None:
+                keys |= self._index.for_push(repo, branch)
+        return frozenset(keys) or None
+
+    def _status(self, event: StatusChange, repos: tuple[str, ...]) -> frozenset[str]:
+        tracking = self._shas.strategies_for(event.sha)
+        keys: set[str] = set()
+        for repo in repos:
+            status = CommitStatus(
+                key=event.key or self._index.pipeline_gate_key(repo),
+                phase=event.phase,
+                description=event.description,
+                url=event.url,
+                source=event.source,
+                updated_at=event.updated_at,
+            )
+            self._cache.put(repo, event.sha, status)
+            mine = self._index.strategies(repo)
+            # A SHA no strategy tracks yet may be one the reconciler has not read: wake them all.
+            keys |= (tracking & mine) or mine
+        return frozenset(keys)
+
+    def _pull_request(
+        self, event: PullRequestChange, repos: tuple[str, ...]
+    ) -> frozenset[str] | None:
+        tracking = self._shas.strategies_for(event.head_sha) if event.head_sha else set()
+        keys: set[str] = set()
+        for repo in repos:
+            keys |= self._index.for_pull_request(repo, event.head_branch, event.base_branch)
+            keys |= tracking & self._index.strategies(repo)
+        return frozenset(keys) or None

@@ -1,0 +1,209 @@
+"""GitHub deliveries: signature, content types, and events normalised to webhooks.events.
+
+Handled: ``ping``; ``push`` (branches, ``refs/notes/*``); ``status``; ``check_run``
+(created, completed); ``check_suite`` (completed); ``pull_request`` (opened,
+reopened, synchronize, closed, merged or not); ``pull_request_review`` (submitted,
+dismissed). Anything else is Ignored.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from urllib.parse import parse_qs
+
+from promoter.models import Phase, PullRequestState
+from webhooks import payload as p
+from webhooks.events import (
+    Event,
+    Ignored,
+    Ping,
+    PullRequestChange,
+    Push,
+    RepoIdentity,
+    StatusChange,
+)
+from webhooks.verify import GitHubSignature
+
+HANDLED = frozenset(
+    {"ping", "push", "status", "check_run", "check_suite", "pull_request", "pull_request_review"}
+)
+_EVENT_NAME = re.compile(r"^[a-z_]{1,40}$")
+_PR_ACTIONS = frozenset({"opened", "reopened", "synchronize", "closed"})
+_REVIEW_ACTIONS = frozenset({"submitted", "dismissed"})
+_CHECK_RUN_ACTIONS = frozenset({"created", "completed"})
+_STATUS_PHASES = {
+    "success": Phase.SUCCESS,
+    "pending": Phase.PENDING,
+    "failure": Phase.FAILURE,
+    "error": Phase.FAILURE,
+}
+_SUCCESSFUL_CONCLUSIONS = frozenset({"success", "neutral", "skipped"})
+_URL_FIELDS = ("clone_url", "ssh_url", "git_url", "html_url", "svn_url")
+
+
+def conclusion_phase(status: str, conclusion: str) -> Phase:
+    """A check's phase: pending until completed; then success, neutral, skipped → success."""
+    if status != "completed":
+        return Phase.PENDING
+    return Phase.SUCCESS if conclusion in _SUCCESSFUL_CONCLUSIONS else Phase.FAILURE
+
+
+class GitHub:
+    """The GitHub side of the receiver (see webhooks.receiver.Provider)."""
+
+    name = "github"
+
+    def __init__(self, secrets: Sequence[str]) -> None:
+        self._signature = GitHubSignature(secrets)
+
+    def authenticate(self, headers: Mapping[str, str], body: bytes) -> bool:
+        return self._signature.verify(headers.get("x-hub-signature-256"), body)
+
+    def event_name(self, headers: Mapping[str, str]) -> str:
+        return headers.get("x-github-event", "").strip()
+
+    def event_label(self, event: str, *, trusted: bool) -> str:
+        """The metric label: the event's name when handled (or, once verified, well formed)."""
+        if event in HANDLED or (trusted and _EVENT_NAME.match(event)):
+            return event
+        return "other"
+
+    def delivery_id(self, headers: Mapping[str, str], body: bytes | None) -> str | None:
+        """``X-GitHub-Delivery``, the same on a redelivery."""
+        value = headers.get("x-github-delivery", "").strip()
+        return value[:128] or None
+
+    def parse(self, event: str, headers: Mapping[str, str], body: bytes) -> Event:
+        if event not in HANDLED:
+            return Ignored("event not handled")
+        data = _decode(headers.get("content-type", ""), body)
+        if event == "ping":
+            return Ping()
+        action = p.opt_text(data, "action", limit=64)
+        if event == "push":
+            return _push(data)
+        if event == "status":
+            return _status(data)
+        if event == "check_run":
+            return (
+                _check_run(data) if action in _CHECK_RUN_ACTIONS else Ignored("action not handled")
+            )
+        if event == "check_suite":
+            return _check_suite(data) if action == "completed" else Ignored("action not handled")
+        if event == "pull_request":
+            return (
+                _pull_request(data, action)
+                if action in _PR_ACTIONS
+                else Ignored("action not handled")
+            )
+        if action in _REVIEW_ACTIONS:  # pull_request_review
+            return _pull_request(data, "review_" + action)
+        return Ignored("action not handled")
+
+
+def _decode(content_type: str, body: bytes) -> p.JsonObject:
+    """The payload of either content type GitHub sends."""
+    media = content_type.split(";", 1)[0].strip().lower()
+    if media == "application/json":
+        return p.decode_json(body)
+    if media == "application/x-www-form-urlencoded":
+        try:
+            form = parse_qs(body.decode("utf-8"), max_num_fields=16, strict_parsing=False)
+        except (UnicodeDecodeError, ValueError) as exc:
+            raise p.PayloadError("form body is not UTF-8 or has too many fields") from exc
+        values = form.get("payload")
+        if not values:
+            raise p.PayloadError("form body has no payload field")
+        return p.decode_json(values[0])
+    raise p.PayloadError("content type must be application/json or x-www-form-urlencoded")
+
+
+def _repo(data: p.JsonObject) -> RepoIdentity:
+    repo = p.obj(data, "repository")
+    urls = tuple(u for f in _URL_FIELDS if (u := p.opt_text(repo, f, limit=p.MAX_URL)))
+    return RepoIdentity("github", p.opt_text(repo, "full_name", limit=512), None, urls)
+
+
+def _push(data: p.JsonObject) -> Push:
+    ref = p.text(data, "ref")[: p.MAX_TEXT]
+    return Push(_repo(data), ref, p.opt_sha(data, "before"), p.opt_sha(data, "after"))
+
+
+def _status(data: p.JsonObject) -> StatusChange:
+    state = p.text(data, "state")
+    phase = _STATUS_PHASES.get(state)
+    if phase is None:
+        raise p.PayloadError("state must be success, pending, failure or error")
+    return StatusChange(
+        repo=_repo(data),
+        sha=p.sha(data, "sha"),
+        key=_key(p.text(data, "context")),
+        phase=phase,
+        description=p.opt_text(data, "description"),
+        url=p.opt_text(data, "target_url", limit=p.MAX_URL),
+        source="github/status",
+        updated_at=p.timestamp(data.get("updated_at"), data.get("created_at")),
+    )
+
+
+def _check_run(data: p.JsonObject) -> StatusChange:
+    run = p.obj(data, "check_run")
+    status = p.text(run, "status")
+    conclusion = p.opt_text(run, "conclusion", limit=64)
+    output = p.opt_obj(run, "output")
+    return StatusChange(
+        repo=_repo(data),
+        sha=p.sha(run, "head_sha"),
+        key=_key(p.text(run, "name")),
+        phase=conclusion_phase(status, conclusion),
+        description=p.opt_text(output, "title") or conclusion or status[:64],
+        url=p.opt_text(run, "html_url", limit=p.MAX_URL),
+        source="github/check_run",
+        updated_at=p.timestamp(run.get("completed_at"), run.get("started_at")),
+    )
+
+
+def _check_suite(data: p.JsonObject) -> StatusChange:
+    suite = p.obj(data, "check_suite")
+    app = p.obj(suite, "app")
+    key = p.opt_text(app, "slug", limit=256) or p.opt_text(app, "name", limit=256)
+    conclusion = p.opt_text(suite, "conclusion", limit=64)
+    return StatusChange(
+        repo=_repo(data),
+        sha=p.sha(suite, "head_sha"),
+        key=_key(key),
+        phase=conclusion_phase(p.text(suite, "status"), conclusion),
+        description=f"check suite {conclusion or 'completed'}",
+        url=p.opt_text(suite, "url", limit=p.MAX_URL),
+        source="github/check_suite",
+        updated_at=p.timestamp(suite.get("updated_at"), suite.get("created_at")),
+    )
+
+
+def _pull_request(data: p.JsonObject, action: str) -> PullRequestChange:
+    pr = p.obj(data, "pull_request")
+    head, base = p.obj(pr, "head"), p.obj(pr, "base")
+    pr_id = p.opt_int(pr, "id")
+    if pr_id is None:
+        raise p.PayloadError("pull_request.id must be an integer")
+    state = PullRequestState.OPEN
+    if p.opt_text(pr, "state", limit=16) == "closed":
+        merged = p.opt_bool(pr, "merged") or bool(p.opt_text(pr, "merged_at", limit=64))
+        state = PullRequestState.MERGED if merged else PullRequestState.CLOSED
+    return PullRequestChange(
+        repo=_repo(data),
+        pr_id=str(pr_id),
+        number=p.opt_int(pr, "number"),
+        state=state,
+        action=action,
+        head_branch=p.text(head, "ref")[: p.MAX_TEXT],
+        base_branch=p.text(base, "ref")[: p.MAX_TEXT],
+        head_sha=p.opt_sha(head, "sha"),
+    )
+
+
+def _key(value: str) -> str:
+    if not value or len(value) > 255:
+        raise p.PayloadError("a status key must have 1 to 255 characters")
+    return value
