@@ -18,9 +18,10 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from promoter.errors import ScmError
+from promoter.errors import GitError, ScmError
 from promoter.metrics import REGISTRY
 from promoter.models import SHA_RE, CommitStatus, Phase
+from promoter.operations import OperationError
 from promoter.views import strategy_json, strategy_summary
 
 if TYPE_CHECKING:
@@ -37,6 +38,17 @@ class StatusBody(BaseModel):
     phase: Phase
     description: str = Field(default="", max_length=1024)
     url: str = Field(default="", max_length=2048)
+
+
+OPERATIONS = ("revert", "hold", "release", "promote")
+
+
+class OperationBody(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    environment: str = Field(min_length=1)
+    reason: str = ""
+    to: str | None = None
+    dry_sha: str | None = Field(default=None, alias="drySha")
 
 
 def is_loopback(host: str) -> bool:
@@ -67,6 +79,7 @@ class Api:
                 methods=["POST"],
             ),
             Route("/api/v1/refresh", self.refresh, methods=["POST"]),
+            Route("/api/v1/strategies/{name}/{operation:str}", self.operate, methods=["POST"]),
         ]
 
     def authorized(self, request: Request) -> bool:
@@ -150,6 +163,35 @@ class Api:
             },
             status_code=201,
         )
+
+    async def operate(self, request: Request) -> Response:
+        """revert | hold | release | promote on one environment (``{"environment": ...}``)."""
+        if not self.authorized(request):
+            return problem(401, "a valid bearer token is required")
+        name, operation = request.path_params["name"], request.path_params["operation"]
+        if operation not in OPERATIONS:
+            return problem(404, f"no operation {operation!r}; use {', '.join(OPERATIONS)}")
+        try:
+            body = OperationBody.model_validate(json.loads(await request.body() or b"{}"))
+        except (ValueError, ValidationError):
+            return problem(422, "body must be JSON with at least an environment")
+        ops = self.rt.operations
+        calls = {
+            "revert": lambda: ops.revert(name, body.environment, to=body.to),
+            "hold": lambda: ops.hold(
+                name, body.environment, dry_sha=body.dry_sha, reason=body.reason
+            ),
+            "release": lambda: ops.release(name, body.environment, dry_sha=body.dry_sha),
+            "promote": lambda: ops.promote(name, body.environment, reason=body.reason),
+        }
+        try:
+            result = await run_in_threadpool(calls[operation])
+        except OperationError as exc:
+            return problem(exc.status, str(exc))
+        except (ScmError, GitError) as exc:
+            return problem(502, f"{operation} failed: {exc}")
+        self.rt.enqueue([name])
+        return JSONResponse(result)
 
     async def refresh(self, request: Request) -> Response:
         if not self.authorized(request):

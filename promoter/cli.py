@@ -141,6 +141,24 @@ def cmd_refresh(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_operate(args: argparse.Namespace) -> int:
+    from promoter.client import ApiClient
+
+    body = {
+        "environment": args.environment,
+        "reason": getattr(args, "reason", None),
+        "to": getattr(args, "to", None),
+        "drySha": getattr(args, "dry_sha", None),
+    }
+    client = ApiClient(args.url)
+    try:
+        result = client.operate(args.strategy, args.command, **body)
+    finally:
+        client.close()
+    print(json.dumps(result, indent=2))
+    return 0
+
+
 def cmd_hydrate(args: argparse.Namespace) -> int:
     from promoter.hydrate import hydrate
 
@@ -213,6 +231,25 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--target-url", default="")
     s.add_argument("--url", default="http://127.0.0.1:8080")
     s.set_defaults(func=cmd_set_status)
+
+    operations = {
+        "revert": "open a revert PR to the last healthy commit (or --to DRY_SHA)",
+        "hold": "hold a dry SHA out of an environment and every later one",
+        "release": "release holds (all, or --dry-sha) and un-pause an environment",
+        "promote": "break glass: merge now past every gate but never-backwards",
+    }
+    for name, text in operations.items():
+        s = sub.add_parser(name, help=text)
+        s.add_argument("strategy")
+        s.add_argument("environment", help="its branch, or the branch's last part (dev)")
+        if name == "revert":
+            s.add_argument("--to", help="a dry SHA the ledger recorded as healthy")
+        if name in ("hold", "release"):
+            s.add_argument("--dry-sha", help="default: what is proposed now (hold), all (release)")
+        if name in ("hold", "promote"):
+            s.add_argument("--reason", required=True)
+        s.add_argument("--url", default="http://127.0.0.1:8080")
+        s.set_defaults(func=cmd_operate)
 
     s = sub.add_parser("refresh", help="ask a running daemon to reconcile now")
     s.add_argument("--strategy")

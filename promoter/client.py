@@ -47,6 +47,15 @@ class ApiClient:
         )
         return result
 
+    def operate(self, strategy: str, operation: str, **body: Any) -> dict[str, Any]:
+        """revert | hold | release | promote on one environment."""
+        result: dict[str, Any] = self._call(
+            "POST",
+            f"/api/v1/strategies/{strategy}/{operation}",
+            json={k: v for k, v in body.items() if v is not None},
+        )
+        return result
+
     def refresh(self, strategy: str | None = None) -> dict[str, Any]:
         result: dict[str, Any] = self._call(
             "POST", "/api/v1/refresh", json={"strategy": strategy} if strategy else {}

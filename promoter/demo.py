@@ -47,8 +47,12 @@ promotionStrategies:
     proposedCommitStatuses: [{{key: ci}}]
     environments:
       - {{branch: environment/dev, autoMerge: true}}
-      - {{branch: environment/staging, autoMerge: true}}
-      - {{branch: environment/prod, autoMerge: true}}
+      - branch: environment/staging
+        autoMerge: true
+        autoRevert: {{enabled: true, settleTime: 1s, autoMerge: true}}
+      - branch: environment/prod
+        autoMerge: true
+        autoRevert: {{enabled: true, settleTime: 1s, autoMerge: true}}
 daemon:
   stateDir: {state}
   host: 127.0.0.1
@@ -81,11 +85,19 @@ def _on_event(event: ActionEvent) -> None:
     elif event.kind == "merged":
         say(f"  [{env}] PR #{event.pr} merged: {env} now runs dry {short(event.sha)}")
     elif event.kind == "status":
-        say(f"  [{env}] gate promoter/previous-environment: {event.message}")
+        say(f"  [{env}] gate {event.message}")
     elif event.kind == "closed":
         say(f"  [{env}] PR #{event.pr} closed: {event.message}")
     elif event.kind == "healthy":
         say(f"  [{env}] recorded healthy on dry {short(event.sha)}")
+    elif event.kind == "revert":
+        say(f"  [{env}] revert PR #{event.pr} opened: {event.message}")
+    elif event.kind == "reverted":
+        say(f"  [{env}] revert PR #{event.pr} merged: {env} back on dry {short(event.sha)}")
+    elif event.kind == "released":
+        say(f"  [{env}] hold on {short(event.sha)} released: {event.message}")
+    elif event.kind == "paused":
+        say(f"  [{env}] auto-promotion paused: {event.message}")
 
 
 class Demo:
@@ -131,12 +143,79 @@ class Demo:
         say(f"daemon up at {self.url} (local SCM, no tokens)")
         return runtime, server, thread
 
-    def set_once(self, client: ApiClient, sha: str, key: str, env: str, text: str) -> None:
+    def set_once(
+        self, client: ApiClient, sha: str, key: str, env: str, text: str, phase: str = "success"
+    ) -> None:
         if (sha, key) in self.done_keys:
             return
         self.done_keys.add((sha, key))
-        client.set_status("gitops", sha, key=key, phase="success", description=text)
+        client.set_status("gitops", sha, key=key, phase=phase, description=text)
         say(f"  [{env.removeprefix('environment/')}] gate {key}: {text} on {short(sha)}")
+
+    def act_two(self, client: ApiClient, good: str) -> dict[str, Any]:
+        """A bad change: passes dev, fails health in staging, is reverted, never reaches prod."""
+        bad = commit_files(
+            self.repo,
+            "main",
+            {"apps/guestbook/values.yaml": "image: guestbook:1.2.0\nreplicas: 3\n"},
+            "Bump guestbook to 1.2.0",
+        )
+        say(f"\nAct 2: new dry commit {short(bad)}: Bump guestbook to 1.2.0 (it will misbehave)")
+        hydrate(repo=self.repo, dry_ref="main", branches=ENVIRONMENTS)
+        deadline = time.monotonic() + TIMEOUT
+        reverted = False
+        while True:
+            view = client.strategy(STRATEGY)
+            envs = {e["branch"]: e for e in view["environments"]}
+            dev, staging, prod = (envs[b] for b in ENVIRONMENTS)
+            staging_dry = (staging.get("active") or {}).get("drySha")
+            reverted = reverted or any(r["badDrySha"] == bad for r in staging.get("reverts", []))
+            prod_held = any(h["drySha"] == bad for h in prod.get("holds", []))
+            if reverted and staging_dry == good and prod_held:
+                self.set_once(
+                    client,
+                    staging["active"]["hydratedSha"],
+                    "health",
+                    staging["branch"],
+                    "health check green again",
+                )
+                return view
+            if time.monotonic() > deadline:
+                raise TimeoutError(
+                    "the bad change was not reverted in time: "
+                    + "; ".join(f"{e['branch']}: {e.get('reason')}" for e in envs.values())
+                )
+            for i, branch in enumerate(ENVIRONMENTS[:2]):
+                env = envs[branch]
+                active, proposed = env.get("active") or {}, env.get("proposed") or {}
+                prev_ok = (
+                    i == 0 or (envs[ENVIRONMENTS[i - 1]].get("active") or {}).get("drySha") == bad
+                )
+                if (
+                    proposed.get("drySha") == bad
+                    and active.get("drySha") != bad
+                    and prev_ok
+                    and not reverted
+                ):
+                    self.set_once(client, proposed["hydratedSha"], "ci", branch, "CI passed")
+            if (dev.get("active") or {}).get("drySha") == bad:
+                self.set_once(
+                    client,
+                    dev["active"]["hydratedSha"],
+                    "health",
+                    dev["branch"],
+                    "health check green",
+                )
+            if staging_dry == bad:
+                self.set_once(
+                    client,
+                    staging["active"]["hydratedSha"],
+                    "health",
+                    staging["branch"],
+                    "error rate 12% > 1%",
+                    phase="failure",
+                )
+            time.sleep(0.05)
 
     def drive(self, client: ApiClient, target: str) -> dict[str, Any]:
         """Play CI and health checks until prod runs ``target``; the last strategy view."""
@@ -165,7 +244,7 @@ class Demo:
 
 def run_demo(*, scripted: bool, port: int = 0, workdir: str | None = None) -> int:
     started = time.monotonic()
-    logs.setup("warning", json_lines=False)
+    logs.setup("error", json_lines=False)
     base = Path(workdir) if workdir else Path(tempfile.mkdtemp(prefix="promoter-demo-"))
     base.mkdir(parents=True, exist_ok=True)
     demo = Demo(base.resolve(), port)
@@ -199,6 +278,20 @@ def run_demo(*, scripted: bool, port: int = 0, workdir: str | None = None) -> in
         say(
             f"prod runs {short(change)}: promoted dev -> staging -> prod in "
             f"{time.monotonic() - started:.1f}s"
+        )
+        prod = final["environments"][-1]["active"]
+        demo.set_once(client, prod["hydratedSha"], "health", ENVIRONMENTS[-1], "health check green")
+        view = demo.act_two(client, change)
+        envs = {e["branch"]: e for e in view["environments"]}
+        prod_dry = (envs[ENVIRONMENTS[-1]].get("active") or {}).get("drySha")
+        if prod_dry != change:
+            raise RuntimeError(f"prod moved to {short(prod_dry)}; it must stay on {short(change)}")
+        say("")
+        say(status_table.render([view]))
+        say("")
+        say(
+            f"staging was reverted to {short(change)} by PR; prod never ran the bad change"
+            f" (total {time.monotonic() - started:.1f}s)"
         )
         if not scripted:
             say(f"\nThe daemon keeps running at {demo.url} (Ctrl-C to stop). Try:")

@@ -15,19 +15,27 @@ from promoter.config import Repository
 from promoter.engine.actions import (
     Action,
     ClosePullRequest,
+    CommentPullRequest,
     MergePullRequest,
     OpenPullRequest,
+    OpenRevert,
+    PauseEnvironment,
     RecordHealthy,
+    RecordOverride,
+    ReleaseHold,
     RequeueAfter,
     SetCommitStatus,
     UpdatePullRequest,
 )
+from promoter.engine.ledger_state import EnvLedger, HealthyRecord, Hold, Override, Revert
 from promoter.engine.snapshot import Snapshot
 from promoter.errors import ScmConflict, ScmNotFound
-from promoter.ledger import Ledger
-from promoter.metrics import PROMOTIONS_TOTAL
+from promoter.git import GitMirror
+from promoter.ledger import GitLedger
+from promoter.metrics import HOLDS, PROMOTIONS_TOTAL, REVERTS_TOTAL
 from promoter.models import Phase
 from promoter.reader import SnapshotReader
+from promoter.revert_writer import RevertWriter
 from scm_plugins.protocol import ScmPlugin
 
 log = logging.getLogger("promoter.actions")
@@ -63,11 +71,18 @@ class Outcome:
 class Executor:
     plugin: ScmPlugin
     reader: SnapshotReader
-    ledger: Ledger
+    ledger: GitLedger
     observers: list[Observer]
     on_merged: Callable[[Repository], None]
 
-    def run(self, snapshot: Snapshot, repo: Repository, actions: tuple[Action, ...]) -> Outcome:
+    def run(
+        self,
+        snapshot: Snapshot,
+        repo: Repository,
+        mirror: GitMirror,
+        actions: tuple[Action, ...],
+    ) -> Outcome:
+        self._mirror = mirror
         outcome = Outcome()
         for action in actions:
             if isinstance(action, RequeueAfter):
@@ -101,7 +116,10 @@ class Executor:
         if isinstance(action, SetCommitStatus):
             self.plugin.set_commit_status(repo=repo, sha=action.sha, status=action.status)
             self.reader.status_cache.put(repo.name, action.sha, action.status)
-            self._emit("status", snapshot, env.branch, action.status.description, action.sha)
+            status = action.status
+            self._emit(
+                "status", snapshot, env.branch, f"{status.key}: {status.description}", action.sha
+            )
         elif isinstance(action, OpenPullRequest):
             pr = self.plugin.open_pull_request(
                 repo=repo,
@@ -136,11 +154,30 @@ class Executor:
         elif isinstance(action, MergePullRequest):
             self._merge(snapshot, repo, action, outcome)
         elif isinstance(action, RecordHealthy):
-            self.ledger.record_healthy(
-                snapshot.strategy, env.branch, action.dry_sha, action.hydrated_sha, action.since
+            record = HealthyRecord(
+                dry_sha=action.dry_sha, hydrated_sha=action.hydrated_sha, healthy_since=action.since
             )
+            self._ledger(snapshot, env.branch, lambda led: led.with_healthy(record))
             log.info("environment healthy", extra={**fields, "sha": action.dry_sha})
             self._emit("healthy", snapshot, env.branch, "healthy", action.dry_sha)
+        elif isinstance(action, OpenRevert):
+            self._revert(snapshot, repo, action, outcome)
+        elif isinstance(action, ReleaseHold):
+            self._ledger(snapshot, env.branch, lambda led: led.without_holds(action.dry_sha))
+            log.info("hold released", extra={**fields, "sha": action.dry_sha})
+            self._emit("released", snapshot, env.branch, action.reason, action.dry_sha)
+            outcome.requeue(0.0)
+        elif isinstance(action, PauseEnvironment):
+            self._ledger(
+                snapshot, env.branch, lambda led: led.model_copy(update={"paused": action.reason})
+            )
+            log.warning("environment paused", extra={**fields, "reason": action.reason})
+            self._emit("paused", snapshot, env.branch, action.reason)
+        elif isinstance(action, CommentPullRequest):
+            self.plugin.comment_pull_request(repo=repo, number=action.number, body=action.body)
+        elif isinstance(action, RecordOverride):
+            override = Override(dry_sha=action.dry_sha, reason=action.reason, at=action.at)
+            self._ledger(snapshot, env.branch, lambda led: led.with_override(override))
 
     def _merge(
         self, snapshot: Snapshot, repo: Repository, action: MergePullRequest, outcome: Outcome
@@ -170,10 +207,14 @@ class Executor:
             self.on_merged(repo)
             raise
         self.reader.pr_cache.put((repo.name, env.proposed_branch, env.branch), None)
-        PROMOTIONS_TOTAL.labels(snapshot.strategy, env.branch).inc()
-        log.info("pull request merged", extra={**fields, "sha": action.dry_sha, "merge": merge_sha})
+        if action.purpose != "revert":
+            PROMOTIONS_TOTAL.labels(snapshot.strategy, env.branch).inc()
+        log.info(
+            "pull request merged",
+            extra={**fields, "sha": action.dry_sha, "merge": merge_sha, "purpose": action.purpose},
+        )
         self._emit(
-            "merged",
+            "reverted" if action.purpose == "revert" else "merged",
             snapshot,
             env.branch,
             f"merged {action.dry_sha[:7]}",
@@ -183,6 +224,56 @@ class Executor:
         self.on_merged(repo)
         outcome.merged.append(env.branch)
         outcome.requeue(0.0)
+
+    def _revert(
+        self, snapshot: Snapshot, repo: Repository, action: OpenRevert, outcome: Outcome
+    ) -> None:
+        index = action.environment
+        env = snapshot.environments[index]
+        branch, commit, pr = RevertWriter(self.plugin).write(repo, self._mirror, env, action)
+        self.reader.pr_cache.put((repo.name, branch, env.branch), pr)
+        revert = Revert(
+            bad_dry_sha=action.bad_dry_sha,
+            bad_hydrated_sha=action.bad_hydrated_sha,
+            restored_dry_sha=action.restore.dry_sha,
+            restored_hydrated_sha=action.restore.hydrated_sha,
+            reason=action.reason,
+            trigger=action.trigger,
+            opened_at=snapshot.now,
+            branch=branch,
+            revert_sha=commit,
+            pr=pr.number,
+            auto_merge=action.auto_merge,
+        )
+        hold = Hold(
+            dry_sha=action.bad_dry_sha,
+            reason=f"reverted out of {env.branch}: {action.reason}",
+            since=snapshot.now,
+            source="revert",
+        )
+        self._ledger(snapshot, env.branch, lambda led: led.with_revert(revert).with_hold(hold))
+        for later in snapshot.environments[index + 1 :]:
+            self._ledger(snapshot, later.branch, lambda led: led.with_hold(hold))
+        REVERTS_TOTAL.labels(snapshot.strategy, env.branch, action.trigger).inc()
+        log.warning(
+            "revert opened",
+            extra={
+                "strategy": snapshot.strategy,
+                "environment": env.branch,
+                "pr": pr.number,
+                "sha": action.bad_dry_sha,
+                "restore": action.restore.dry_sha,
+                "reason": action.reason,
+            },
+        )
+        self._emit("revert", snapshot, env.branch, action.reason, action.bad_dry_sha, pr.number)
+        outcome.requeue(0.0)
+
+    def _ledger(
+        self, snapshot: Snapshot, branch: str, change: Callable[[EnvLedger], EnvLedger]
+    ) -> None:
+        ledger = self.ledger.update(self._mirror, snapshot.strategy, branch, change)
+        HOLDS.labels(snapshot.strategy, branch).set(len(ledger.holds))
 
     def _emit(
         self,

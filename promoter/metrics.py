@@ -40,6 +40,12 @@ QUEUE_DEPTH = Gauge("promoter_queue_depth", "Keys waiting in the work queue.", r
 GIT_FETCHES_TOTAL = Counter(
     "promoter_git_fetches_total", "git fetches by repository.", ["repository"], registry=REGISTRY
 )
+GIT_LS_REMOTE_TOTAL = Counter(
+    "promoter_git_ls_remote_total",
+    "git ls-remote runs (cheap checks of whether a fetch is needed) by repository.",
+    ["repository"],
+    registry=REGISTRY,
+)
 WEBHOOK_REQUESTS_TOTAL = Counter(
     "promoter_webhook_requests_total",
     "Webhook deliveries by provider, event and result.",

@@ -11,10 +11,11 @@ import logging
 from dataclasses import dataclass
 
 from promoter.config import PromotionStrategy, Repository
-from promoter.engine.snapshot import CommitState, EnvironmentSnapshot, Snapshot
+from promoter.engine.ledger_state import EnvLedger
+from promoter.engine.snapshot import AutoRevertPolicy, CommitState, EnvironmentSnapshot, Snapshot
 from promoter.errors import MetadataMissing
 from promoter.git import GitMirror
-from promoter.ledger import Ledger
+from promoter.ledger import GitLedger
 from promoter.models import CommitStatus, DryCommit, PullRequest, utcnow
 from promoter.prcache import MISSING, PullRequestCache
 from promoter.statuscache import StatusCache
@@ -27,7 +28,7 @@ log = logging.getLogger("promoter.reader")
 class SnapshotReader:
     plugin: ScmPlugin
     status_cache: StatusCache
-    ledger: Ledger
+    ledger: GitLedger
     pr_cache: PullRequestCache
     status_url: str = ""
 
@@ -69,9 +70,12 @@ class SnapshotReader:
             pull_request = None
             changelog: tuple[DryCommit, ...] = ()
             if active is not None and proposed is not None:
-                pull_request = self.open_pull_request(repo, proposed_branch, env.branch, proposed)
+                pull_request = self.open_pull_request(
+                    repo, proposed_branch, env.branch, proposed.hydrated_sha
+                )
                 if proposed.dry_sha and proposed.dry_sha != active.dry_sha:
                     changelog = tuple(self._changelog(mirror, active.dry_sha, proposed.dry_sha))
+            ledger = self.ledger.read(mirror, strategy.name, env.branch)
             envs.append(
                 EnvironmentSnapshot(
                     branch=env.branch,
@@ -83,7 +87,14 @@ class SnapshotReader:
                     proposed=proposed,
                     pull_request=pull_request,
                     changelog=changelog,
-                    last_healthy=self.ledger.last_healthy(strategy.name, env.branch),
+                    ledger=ledger,
+                    active_since=mirror.commit_time(active.hydrated_sha) if active else None,
+                    auto_revert=AutoRevertPolicy(
+                        enabled=env.auto_revert.enabled,
+                        settle_time=env.auto_revert.settle_time,
+                        auto_merge=env.auto_revert.auto_merge,
+                    ),
+                    revert_pull_request=self._revert_pull_request(repo, env.branch, active, ledger),
                     error=error,
                 )
             )
@@ -98,19 +109,32 @@ class SnapshotReader:
         )
 
     def open_pull_request(
-        self, repo: Repository, head: str, base: str, proposed: CommitState
+        self, repo: Repository, head: str, base: str, tip: str
     ) -> PullRequest | None:
-        """The open PR for head/base: from the cache unless unknown, old or behind the tip."""
+        """The open PR for head/base: from the cache unless unknown, old or behind ``tip``."""
         key = (repo.name, head, base)
         cached = self.pr_cache.get(key)
         if cached is not MISSING and (
-            cached is None
-            or (isinstance(cached, PullRequest) and cached.head_sha == proposed.hydrated_sha)
+            cached is None or (isinstance(cached, PullRequest) and cached.head_sha == tip)
         ):
             return cached if isinstance(cached, PullRequest) else None
         found = self.plugin.find_open_pull_request(repo=repo, head=head, base=base)
         self.pr_cache.put(key, found)
         return found
+
+    def _revert_pull_request(
+        self, repo: Repository, branch: str, active: CommitState | None, ledger: EnvLedger
+    ) -> PullRequest | None:
+        """The open PR of the latest revert, while that revert has not landed."""
+        latest = ledger.reverts[-1] if ledger.reverts else None
+        if latest is None or active is None:
+            return None
+        if (
+            active.dry_sha == latest.restored_dry_sha
+            and active.hydrated_sha != latest.bad_hydrated_sha
+        ):
+            return None
+        return self.open_pull_request(repo, latest.branch, branch, latest.revert_sha)
 
     @staticmethod
     def _changelog(mirror: GitMirror, since: str | None, until: str) -> list[DryCommit]:
@@ -122,7 +146,14 @@ class SnapshotReader:
 
     @staticmethod
     def _ancestry(mirror: GitMirror, envs: list[EnvironmentSnapshot]) -> frozenset[tuple[str, str]]:
-        shas = sorted(
+        """``(ancestor, descendant)`` pairs among the dry SHAs the rules compare.
+
+        Every pair of the environments' active and proposed dry SHAs, plus each
+        environment's active against its healthy records (restore points) and its
+        proposed against its holds (lifted by a descendant). Answers are cached by
+        the mirror, so a pair costs a git call once.
+        """
+        current = sorted(
             {
                 commit.dry_sha
                 for env in envs
@@ -130,6 +161,10 @@ class SnapshotReader:
                 if commit is not None and commit.dry_sha
             }
         )
-        return frozenset(
-            (a, d) for a, d in itertools.permutations(shas, 2) if mirror.is_ancestor(a, d)
-        )
+        pairs = set(itertools.permutations(current, 2))
+        for env in envs:
+            if env.active is not None and env.active.dry_sha:
+                pairs.update((r.dry_sha, env.active.dry_sha) for r in env.ledger.healthy)
+            if env.proposed is not None and env.proposed.dry_sha:
+                pairs.update((h.dry_sha, env.proposed.dry_sha) for h in env.ledger.holds)
+        return frozenset((a, d) for a, d in pairs if a != d and mirror.is_ancestor(a, d))

@@ -6,10 +6,12 @@ second run on unchanged state carries out no action.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 import time
 import uuid
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -18,7 +20,7 @@ from promoter.engine import decide
 from promoter.engine.actions import Decision
 from promoter.engine.snapshot import Snapshot
 from promoter.executor import Executor, Observer, Outcome
-from promoter.ledger import Ledger
+from promoter.ledger import GitLedger
 from promoter.metrics import RECONCILE_DURATION, RECONCILE_TOTAL
 from promoter.mirrors import MirrorPool
 from promoter.models import utcnow
@@ -48,28 +50,44 @@ class Reconciler:
     mirrors: MirrorPool
     status_cache: StatusCache
     sha_index: ShaIndex
-    ledger: Ledger
+    ledger: GitLedger
     pr_cache: PullRequestCache
     status_url: str = ""
     observers: list[Observer] = field(default_factory=list)
     views: dict[str, StrategyView] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
+    _key_locks: dict[str, threading.Lock] = field(default_factory=dict)
 
     def plugin_for(self, repo: Repository) -> ScmPlugin:
         return self.plugins[repo.scm_provider]
 
+    @contextlib.contextmanager
+    def key_lock(self, key: str) -> Iterator[None]:
+        """Held while a strategy is reconciled or operated on by hand: one at a time."""
+        with self._lock:
+            lock = self._key_locks.setdefault(key, threading.Lock())
+        with lock:
+            yield
+
+    def executor(self, plugin: ScmPlugin, reader: SnapshotReader) -> Executor:
+        return Executor(
+            plugin, reader, self.ledger, self.observers, lambda r: self.mirrors.invalidate(r.name)
+        )
+
     def reconcile(self, key: str) -> Outcome:
         """Converge one strategy; raises TemporaryError (and others) for the queue to retry."""
+        with self.key_lock(key):
+            return self._reconcile(key)
+
+    def _reconcile(self, key: str) -> Outcome:
         strategy = self.config.strategy(key)
         if strategy is None:
             log.info("unknown strategy dropped", extra={"strategy": key})
             return Outcome()
         repo = self.config.repository(strategy.repository)
         plugin = self.plugin_for(repo)
-        reader = self._reader(key, plugin)
-        executor = Executor(
-            plugin, reader, self.ledger, self.observers, lambda r: self.mirrors.invalidate(r.name)
-        )
+        reader = self.reader(key, plugin)
+        executor = self.executor(plugin, reader)
         started = time.perf_counter()
         reconcile_id = uuid.uuid4().hex[:12]
         try:
@@ -77,7 +95,7 @@ class Reconciler:
             snapshot = reader.read(strategy, repo, mirror)
             self.sha_index.track(key, _tracked_shas(snapshot))
             decision = decide(snapshot)
-            outcome = executor.run(snapshot, repo, decision.actions)
+            outcome = executor.run(snapshot, repo, mirror, decision.actions)
         except Exception as exc:
             RECONCILE_TOTAL.labels("error").inc()
             self._remember(key, StrategyView(None, None, str(exc), utcnow()), keep_last=True)
@@ -107,14 +125,14 @@ class Reconciler:
         if strategy is None:
             raise KeyError(key)
         repo = self.config.repository(strategy.repository)
-        reader = self._reader(key, self.plugin_for(repo))
+        reader = self.reader(key, self.plugin_for(repo))
         try:
             snapshot = reader.read(strategy, repo, self.mirrors.fresh(repo))
         except Exception as exc:
             return StrategyView(None, None, str(exc), utcnow())
         return StrategyView(snapshot, decide(snapshot), None, utcnow())
 
-    def _reader(self, key: str, plugin: ScmPlugin) -> SnapshotReader:
+    def reader(self, key: str, plugin: ScmPlugin) -> SnapshotReader:
         return SnapshotReader(
             plugin, self.status_cache, self.ledger, self.pr_cache, self._status_url(key)
         )

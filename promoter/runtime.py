@@ -21,8 +21,9 @@ from starlette.routing import BaseRoute, Route
 from promoter.api import Api
 from promoter.config import Config, Repository
 from promoter.executor import Observer
-from promoter.ledger import Ledger
+from promoter.ledger import GitLedger
 from promoter.mirrors import MirrorPool
+from promoter.operations import Operations
 from promoter.prcache import PullRequestCache
 from promoter.reconciler import Reconciler
 from promoter.scheduler import Scheduler, strategies_of
@@ -58,7 +59,7 @@ class Runtime:
         self.status_cache = StatusCache(ttl=config.daemon.status_cache_ttl)
         self.sha_index = ShaIndex()
         self.pr_cache = PullRequestCache(max_age=config.daemon.resync_interval)
-        self.ledger = Ledger(self.state_dir / "ledger.sqlite3")
+        self.ledger = GitLedger()
         self.queue = WorkQueue(max_delay=config.daemon.max_backoff)
         self.reconciler = Reconciler(
             config=config,
@@ -71,6 +72,7 @@ class Runtime:
             status_url=self.public_url,
             observers=list(observers),
         )
+        self.operations = Operations(self.reconciler)
         self.workers = Workers(self.queue, self.reconciler.reconcile, count=config.daemon.workers)
         self.scheduler = Scheduler(config, self.queue, self.mirrors)
         self.started = False
@@ -163,7 +165,6 @@ class Runtime:
             closer.close()
         for plugin in self.plugins.values():
             plugin.close()
-        self.ledger.close()
         log.info("promoter stopped", extra={"clean": finished})
 
     @contextlib.asynccontextmanager

@@ -23,6 +23,10 @@ def render(strategies: Iterable[dict[str, Any]]) -> str:
             reason = env.get("reason", "")
             if healthy:
                 reason += f" (last healthy {_short(healthy.get('drySha'))})"
+            for hold in env.get("holds") or []:
+                reason += f"; holds {_short(hold['drySha'])}"
+            if env.get("paused"):
+                reason += f"; paused: {env['paused']}"
             rows.append(
                 (
                     strategy["name"],

@@ -6,6 +6,7 @@ from typing import Any
 
 from promoter.config import PromotionStrategy
 from promoter.engine.actions import EnvironmentVerdict
+from promoter.engine.ledger_state import Revert
 from promoter.engine.snapshot import CommitState, EnvironmentSnapshot
 from promoter.reconciler import StrategyView
 
@@ -32,6 +33,21 @@ def _healthy(env: EnvironmentSnapshot) -> dict[str, str] | None:
     }
 
 
+def _revert(revert: Revert, env: EnvironmentSnapshot) -> dict[str, Any]:
+    pr = env.revert_pull_request
+    in_flight = pr is not None and pr.number == revert.pr
+    return {
+        "badDrySha": revert.bad_dry_sha,
+        "restoredDrySha": revert.restored_dry_sha,
+        "reason": revert.reason,
+        "trigger": revert.trigger,
+        "openedAt": revert.opened_at.isoformat(),
+        "pr": revert.pr,
+        "branch": revert.branch,
+        "inFlight": in_flight,
+    }
+
+
 def _environment(env: EnvironmentSnapshot, verdict: EnvironmentVerdict | None) -> dict[str, Any]:
     pr = env.pull_request
     return {
@@ -48,6 +64,18 @@ def _environment(env: EnvironmentSnapshot, verdict: EnvironmentVerdict | None) -
         "proposed": _commit(env.proposed),
         "pullRequest": pr.model_dump(mode="json", by_alias=True) if pr else None,
         "lastHealthy": _healthy(env),
+        "holds": [
+            {
+                "drySha": h.dry_sha,
+                "reason": h.reason,
+                "since": h.since.isoformat(),
+                "source": h.source,
+            }
+            for h in env.ledger.holds
+        ],
+        "reverts": [_revert(r, env) for r in env.ledger.reverts[-5:]],
+        "paused": env.ledger.paused,
+        "overrides": [o.model_dump(mode="json") for o in env.ledger.overrides[-5:]],
         "error": env.error,
     }
 

@@ -9,7 +9,7 @@ dismissed). Anything else is Ignored.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from urllib.parse import parse_qs
 
 from promoter.models import Phase, PullRequestState
@@ -25,13 +25,7 @@ from webhooks.events import (
 )
 from webhooks.verify import GitHubSignature
 
-HANDLED = frozenset(
-    {"ping", "push", "status", "check_run", "check_suite", "pull_request", "pull_request_review"}
-)
 _EVENT_NAME = re.compile(r"^[a-z_]{1,40}$")
-_PR_ACTIONS = frozenset({"opened", "reopened", "synchronize", "closed"})
-_REVIEW_ACTIONS = frozenset({"submitted", "dismissed"})
-_CHECK_RUN_ACTIONS = frozenset({"created", "completed"})
 _STATUS_PHASES = {
     "success": Phase.SUCCESS,
     "pending": Phase.PENDING,
@@ -75,31 +69,15 @@ class GitHub:
         return value[:128] or None
 
     def parse(self, event: str, headers: Mapping[str, str], body: bytes) -> Event:
-        if event not in HANDLED:
+        handler = _HANDLERS.get(event)
+        if handler is None:
             return Ignored("event not handled")
         data = _decode(headers.get("content-type", ""), body)
-        if event == "ping":
-            return Ping()
+        actions, normalise = handler
         action = p.opt_text(data, "action", limit=64)
-        if event == "push":
-            return _push(data)
-        if event == "status":
-            return _status(data)
-        if event == "check_run":
-            return (
-                _check_run(data) if action in _CHECK_RUN_ACTIONS else Ignored("action not handled")
-            )
-        if event == "check_suite":
-            return _check_suite(data) if action == "completed" else Ignored("action not handled")
-        if event == "pull_request":
-            return (
-                _pull_request(data, action)
-                if action in _PR_ACTIONS
-                else Ignored("action not handled")
-            )
-        if action in _REVIEW_ACTIONS:  # pull_request_review
-            return _pull_request(data, "review_" + action)
-        return Ignored("action not handled")
+        if actions is not None and action not in actions:
+            return Ignored("action not handled")
+        return normalise(data, action)
 
 
 def _decode(content_type: str, body: bytes) -> p.JsonObject:
@@ -125,12 +103,12 @@ def _repo(data: p.JsonObject) -> RepoIdentity:
     return RepoIdentity("github", p.opt_text(repo, "full_name", limit=512), None, urls)
 
 
-def _push(data: p.JsonObject) -> Push:
+def _push(data: p.JsonObject, action: str) -> Push:
     ref = p.text(data, "ref")[: p.MAX_TEXT]
     return Push(_repo(data), ref, p.opt_sha(data, "before"), p.opt_sha(data, "after"))
 
 
-def _status(data: p.JsonObject) -> StatusChange:
+def _status(data: p.JsonObject, action: str) -> StatusChange:
     state = p.text(data, "state")
     phase = _STATUS_PHASES.get(state)
     if phase is None:
@@ -147,7 +125,7 @@ def _status(data: p.JsonObject) -> StatusChange:
     )
 
 
-def _check_run(data: p.JsonObject) -> StatusChange:
+def _check_run(data: p.JsonObject, action: str) -> StatusChange:
     run = p.obj(data, "check_run")
     status = p.text(run, "status")
     conclusion = p.opt_text(run, "conclusion", limit=64)
@@ -164,7 +142,7 @@ def _check_run(data: p.JsonObject) -> StatusChange:
     )
 
 
-def _check_suite(data: p.JsonObject) -> StatusChange:
+def _check_suite(data: p.JsonObject, action: str) -> StatusChange:
     suite = p.obj(data, "check_suite")
     app = p.obj(suite, "app")
     key = p.opt_text(app, "slug", limit=256) or p.opt_text(app, "name", limit=256)
@@ -179,6 +157,14 @@ def _check_suite(data: p.JsonObject) -> StatusChange:
         source="github/check_suite",
         updated_at=p.timestamp(suite.get("updated_at"), suite.get("created_at")),
     )
+
+
+def _ping(data: p.JsonObject, action: str) -> Ping:
+    return Ping()
+
+
+def _review(data: p.JsonObject, action: str) -> PullRequestChange:
+    return _pull_request(data, "review_" + action)
 
 
 def _pull_request(data: p.JsonObject, action: str) -> PullRequestChange:
@@ -201,6 +187,20 @@ def _pull_request(data: p.JsonObject, action: str) -> PullRequestChange:
         base_branch=p.text(base, "ref")[: p.MAX_TEXT],
         head_sha=p.opt_sha(head, "sha"),
     )
+
+
+_Normaliser = Callable[[p.JsonObject, str], Event]
+_HANDLERS: dict[str, tuple[frozenset[str] | None, _Normaliser]] = {
+    # event: (the actions handled, None for all; what the payload means)
+    "ping": (None, _ping),
+    "push": (None, _push),
+    "status": (None, _status),
+    "check_run": (frozenset({"created", "completed"}), _check_run),
+    "check_suite": (frozenset({"completed"}), _check_suite),
+    "pull_request": (frozenset({"opened", "reopened", "synchronize", "closed"}), _pull_request),
+    "pull_request_review": (frozenset({"submitted", "dismissed"}), _review),
+}
+HANDLED = frozenset(_HANDLERS)
 
 
 def _key(value: str) -> str:

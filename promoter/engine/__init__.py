@@ -18,8 +18,9 @@ from promoter.engine.actions import (
 )
 from promoter.engine.decide import decide
 from promoter.engine.gates import BUILTIN_GATES, Gate, effective_active_dry_sha, gates_for
+from promoter.engine.ledger_state import HealthyRecord
 from promoter.engine.pr_text import PullRequestText, read_metadata
-from promoter.engine.snapshot import CommitState, EnvironmentSnapshot, HealthyRecord, Snapshot
+from promoter.engine.snapshot import CommitState, EnvironmentSnapshot, Snapshot
 
 __all__ = [
     "BUILTIN_GATES",

@@ -12,12 +12,17 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from promoter.engine.ledger_state import HealthyRecord
 from promoter.models import CommitStatus, Phase
 
 PREVIOUS_ENVIRONMENT_KEY = "promoter/previous-environment"
 """The status the promoter writes on a PR head for rule 4."""
 
+HOLD_KEY = "promoter/hold"
+"""The status the promoter writes on a PR head whose dry SHA is held (rule 8)."""
+
 PROMOTION_LABEL = "promotion"
+REVERT_LABEL = "revert"
 
 
 class Frozen(BaseModel):
@@ -52,6 +57,7 @@ class MergePullRequest(Frozen):
     message: str
     required_keys: tuple[str, ...] = ()
     """Proposed gate keys to re-read from the SCM just before merging (rule 6)."""
+    purpose: Literal["promotion", "revert", "override"] = "promotion"
 
 
 class ClosePullRequest(Frozen):
@@ -76,6 +82,54 @@ class RecordHealthy(Frozen):
     since: datetime
 
 
+class OpenRevert(Frozen):
+    """Rule 8: a commit restoring ``restore``'s tree on the active branch, and a revert PR.
+
+    The bad dry SHA is then held in this environment and every later one.
+    """
+
+    kind: Literal["revert"] = "revert"
+    environment: int
+    bad_dry_sha: str
+    bad_hydrated_sha: str
+    restore: HealthyRecord
+    reason: str
+    trigger: Literal["auto", "manual"]
+    auto_merge: bool
+
+
+class ReleaseHold(Frozen):
+    kind: Literal["release"] = "release"
+    environment: int
+    dry_sha: str
+    reason: str
+
+
+class PauseEnvironment(Frozen):
+    """A second failure after a revert: stop promoting into this environment automatically."""
+
+    kind: Literal["pause"] = "pause"
+    environment: int
+    reason: str
+
+
+class CommentPullRequest(Frozen):
+    kind: Literal["comment"] = "comment"
+    environment: int
+    number: int
+    body: str
+
+
+class RecordOverride(Frozen):
+    """A break-glass promotion, kept in the ledger."""
+
+    kind: Literal["override"] = "override"
+    environment: int
+    dry_sha: str
+    reason: str
+    at: datetime
+
+
 class RequeueAfter(Frozen):
     kind: Literal["requeue"] = "requeue"
     seconds: float
@@ -88,6 +142,11 @@ Action = (
     | ClosePullRequest
     | SetCommitStatus
     | RecordHealthy
+    | OpenRevert
+    | ReleaseHold
+    | PauseEnvironment
+    | CommentPullRequest
+    | RecordOverride
     | RequeueAfter
 )
 
@@ -100,6 +159,7 @@ class EnvState(StrEnum):
     BLOCKED = "blocked"  # a gate is not success, or a rule forbids it
     READY = "ready"  # every gate passes, waiting for a person (autoMerge off)
     PROMOTING = "promoting"  # a merge is among the actions
+    REVERTING = "reverting"  # a revert PR is open or being opened
     ERROR = "error"
 
 

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 
 from promoter.engine import pr_text
 from promoter.engine.actions import (
+    HOLD_KEY,
     PREVIOUS_ENVIRONMENT_KEY,
     Action,
     ClosePullRequest,
@@ -27,6 +28,7 @@ from promoter.engine.actions import (
 )
 from promoter.engine.gates import error_reason, evaluate, is_no_op, phase_of
 from promoter.engine.pr_text import short
+from promoter.engine.revert import judge_revert
 from promoter.engine.snapshot import CommitState, Snapshot
 from promoter.models import CommitStatus, Phase, PullRequest, PullRequestState
 
@@ -55,7 +57,14 @@ def decide(snapshot: Snapshot) -> Decision:
     verdicts: list[EnvironmentVerdict] = []
     requeues: list[float] = []
     for index, env in enumerate(snapshot.environments):
-        outcome = _judge(snapshot, index)
+        revert = judge_revert(snapshot, index)
+        if revert.verdict is not None:
+            outcome = _Outcome(*revert.verdict)
+        else:
+            outcome = _judge(snapshot, index)
+        actions.extend(revert.actions)
+        if revert.requeue is not None:
+            requeues.append(revert.requeue)
         actions.extend(outcome.actions)
         actions.extend(_healthy(snapshot, index))
         if outcome.requeue is not None:
@@ -90,13 +99,13 @@ def _judge(snapshot: Snapshot, index: int) -> _Outcome:
                 f" as {short(active_sha)}"
             )
         return _close_if_open(snapshot, index, EnvState.UP_TO_DATE, reason, why)
-    backwards = _backwards_reason(snapshot, index, proposed_sha)
+    backwards = backwards_reason(snapshot, index, proposed_sha)
     if backwards is not None:
         return _close_if_open(snapshot, index, EnvState.BLOCKED, backwards, backwards)
     return _promote(snapshot, index, env.proposed, active_sha)
 
 
-def _backwards_reason(snapshot: Snapshot, index: int, proposed_sha: str) -> str | None:
+def backwards_reason(snapshot: Snapshot, index: int, proposed_sha: str) -> str | None:
     """Rule 2: why merging ``proposed_sha`` would move environment ``index`` or a later one back.
 
     A later environment whose active dry SHA cannot be read is skipped: it is in
@@ -138,6 +147,7 @@ def _promote(snapshot: Snapshot, index: int, proposed: CommitState, active_sha: 
     else:
         outcome.actions.extend(_update(index, pr, text))
     outcome.actions.extend(_previous_environment_status(snapshot, index, proposed, gates))
+    outcome.actions.extend(_hold_status(snapshot, index, proposed, gates))
 
     waiting = [gate.reason for gate in gates if gate.phase is not Phase.SUCCESS]
     if waiting:
@@ -221,6 +231,31 @@ def _previous_environment_status(
     status = CommitStatus(
         key=PREVIOUS_ENVIRONMENT_KEY,
         phase=verdict.phase,
+        description=description,
+        url=snapshot.status_url,
+        source=STATUS_SOURCE,
+        updated_at=snapshot.now,
+    )
+    return [SetCommitStatus(environment=index, sha=proposed.hydrated_sha, status=status)]
+
+
+def _hold_status(
+    snapshot: Snapshot, index: int, proposed: CommitState, gates: tuple[GateVerdict, ...]
+) -> list[Action]:
+    """A held dry SHA shows as a failing check on the PR; a lifted hold turns it green."""
+    verdict = next((gate for gate in gates if gate.name == HOLD_KEY), None)
+    existing = proposed.status(HOLD_KEY)
+    if verdict is None:
+        if existing is None or existing.phase is Phase.SUCCESS:
+            return []
+        phase, description = Phase.SUCCESS, "no hold on this commit"
+    else:
+        phase, description = verdict.phase, _clip(verdict.reason)
+    if existing is not None and existing.phase is phase and existing.description == description:
+        return []
+    status = CommitStatus(
+        key=HOLD_KEY,
+        phase=phase,
         description=description,
         url=snapshot.status_url,
         source=STATUS_SOURCE,

@@ -12,14 +12,38 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from promoter.engine.actions import PREVIOUS_ENVIRONMENT_KEY, GateVerdict
+from promoter.engine.actions import HOLD_KEY, PREVIOUS_ENVIRONMENT_KEY, GateVerdict
 from promoter.engine.pr_text import short, unique
 from promoter.engine.snapshot import CommitState, EnvironmentSnapshot, Snapshot
 from promoter.models import Phase
 
-Gate = Callable[[Snapshot, int], GateVerdict]
+Gate = Callable[[Snapshot, int], GateVerdict | None]
+"""A gate's verdict for environment ``index``, or None when it does not apply there."""
 
-BUILTIN_GATES: tuple[Gate, ...] = ()
+PAUSED_GATE = "promoter/paused"
+
+
+def hold(snapshot: Snapshot, index: int) -> GateVerdict | None:
+    """Rule 5 (holds): a dry SHA reverted out of this environment, or pinned by a person."""
+    env = snapshot.environments[index]
+    proposed = env.proposed.dry_sha if env.proposed is not None else None
+    held = next((h for h in env.ledger.holds if h.dry_sha == proposed), None)
+    if held is None:
+        return None
+    reason = f"{short(held.dry_sha)} is held in {env.branch}: {held.reason}"
+    return GateVerdict(name=HOLD_KEY, phase=Phase.FAILURE, reason=reason)
+
+
+def paused(snapshot: Snapshot, index: int) -> GateVerdict | None:
+    """Auto-promotion stopped after a failure following a revert, until a person releases it."""
+    env = snapshot.environments[index]
+    if env.ledger.paused is None:
+        return None
+    reason = f"auto-promotion of {env.branch} is paused: {env.ledger.paused}"
+    return GateVerdict(name=PAUSED_GATE, phase=Phase.FAILURE, reason=reason)
+
+
+BUILTIN_GATES: tuple[Gate, ...] = (hold, paused)
 """Gates every environment passes through after its status gates (rule 5)."""
 
 
@@ -133,7 +157,8 @@ def gates_for(snapshot: Snapshot, index: int) -> tuple[Gate, ...]:
 
 
 def evaluate(snapshot: Snapshot, index: int) -> tuple[GateVerdict, ...]:
-    return tuple(gate(snapshot, index) for gate in gates_for(snapshot, index))
+    verdicts = (gate(snapshot, index) for gate in gates_for(snapshot, index))
+    return tuple(verdict for verdict in verdicts if verdict is not None)
 
 
 def _words(keys: Sequence[str]) -> str:

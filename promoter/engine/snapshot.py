@@ -9,6 +9,7 @@ from datetime import datetime
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from promoter.engine.ledger_state import EnvLedger, HealthyRecord
 from promoter.models import CommitStatus, DryCommit, PullRequest
 
 
@@ -29,10 +30,10 @@ class CommitState(Frozen):
         return next((s for s in self.statuses if s.key == key), None)
 
 
-class HealthyRecord(Frozen):
-    dry_sha: str
-    hydrated_sha: str
-    healthy_since: datetime
+class AutoRevertPolicy(Frozen):
+    enabled: bool = False
+    settle_time: float = 120.0
+    auto_merge: bool = False
 
 
 class EnvironmentSnapshot(Frozen):
@@ -47,8 +48,19 @@ class EnvironmentSnapshot(Frozen):
     proposed: CommitState | None = None
     pull_request: PullRequest | None = None
     changelog: tuple[DryCommit, ...] = ()
-    last_healthy: HealthyRecord | None = None
+    ledger: EnvLedger = EnvLedger()
+    active_since: datetime | None = Field(
+        default=None, description="When the active hydrated commit was committed (merged)."
+    )
+    auto_revert: AutoRevertPolicy = Field(default_factory=lambda: AutoRevertPolicy())
+    revert_pull_request: PullRequest | None = Field(
+        default=None, description="The open PR of the revert in flight, if any."
+    )
     error: str | None = Field(default=None, description="Reading this environment failed.")
+
+    @property
+    def last_healthy(self) -> HealthyRecord | None:
+        return self.ledger.last_healthy
 
 
 class Snapshot(Frozen):

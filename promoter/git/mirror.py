@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 import threading
 from collections.abc import Callable, Mapping
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TypeVar
 
@@ -36,7 +36,7 @@ from promoter.git.metadata import (
     find_note,
     read_metadata,
 )
-from promoter.metrics import GIT_FETCHES_TOTAL
+from promoter.metrics import GIT_FETCHES_TOTAL, GIT_LS_REMOTE_TOTAL
 from promoter.models import SHA_RE, DryCommit, HydratorMetadata
 
 K = TypeVar("K")
@@ -211,6 +211,7 @@ class GitMirror:
     def remote_refs(self) -> dict[str, str]:
         """The remote's ``refs/heads/*`` and ``refs/notes/*``, by ``git ls-remote``."""
         with self._lock:
+            GIT_LS_REMOTE_TOTAL.labels(repository=self.name).inc()
             _, out, _ = self._run(
                 ["ls-remote", "origin", *(f"{p}*" for p in _MIRRORED)], network=True
             )
@@ -333,6 +334,23 @@ class GitMirror:
         with self._lock:
             self._refs = None
             self._run(["update-ref", "-m", "promoter", ref, new, old or _ZERO])
+
+    def write_blob(self, data: bytes) -> str:
+        """Store ``data`` as a blob in the mirror; its SHA (for notes on synthetic keys)."""
+        with self._lock:
+            return self._run(["hash-object", "-w", "--stdin"], stdin=data)[1].strip()
+
+    def commit_time(self, sha: str) -> datetime | None:
+        """When ``sha`` was committed (its committer date), or None for an unknown commit."""
+        with self._lock:
+            data = self._data(sha)
+        if data is None:
+            return None
+        for line in data.split(b"\n\n", 1)[0].splitlines():
+            if line.startswith(b"committer "):
+                # committer NAME <EMAIL> SECONDS +ZONE
+                return datetime.fromtimestamp(int(line.split(b" ")[-2]), tz=UTC)
+        return None
 
     def write_note(self, ref: str, sha: str, text: str) -> None:
         """Set the note on ``sha`` under ``ref`` to exactly ``text`` (local: push it after)."""

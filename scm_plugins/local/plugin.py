@@ -112,7 +112,7 @@ class LocalScm:
     def find_open_pull_request(
         self, *, repo: Repository, head: str, base: str
     ) -> PullRequest | None:
-        with self._calls.call("find_pull_request", repository=repo.name):
+        with self._calls.call("find_pull_request", repository=repo.name, head=head, base=base):
             row = self.store.find_open(repo.name, head, base)
             if row is None:
                 return None
@@ -134,7 +134,7 @@ class LocalScm:
         body: str,
         labels: tuple[str, ...],
     ) -> PullRequest:
-        with self._calls.call("open_pull_request", repository=repo.name):
+        with self._calls.call("open_pull_request", repository=repo.name, head=head, base=base):
             if self._tip(repo, head) is None:
                 raise ScmNotFound(f"branch {head} does not exist in {repo.name}")
             if self._tip(repo, base) is None:
@@ -212,11 +212,11 @@ class LocalScm:
     # --- statuses and credentials ----------------------------------------------------
 
     def get_commit_statuses(self, *, repo: Repository, sha: str) -> list[CommitStatus]:
-        with self._calls.call("get_commit_statuses", repository=repo.name):
+        with self._calls.call("get_commit_statuses", repository=repo.name, sha=sha):
             return self.store.statuses(repo.name, sha)
 
     def set_commit_status(self, *, repo: Repository, sha: str, status: CommitStatus) -> None:
-        with self._calls.call("set_commit_status", repository=repo.name):
+        with self._calls.call("set_commit_status", repository=repo.name, sha=sha, key=status.key):
             self.store.set_status(repo.name, sha, status)
 
     def git_environment(self, *, repo: Repository) -> Mapping[str, str]:

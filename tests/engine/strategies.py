@@ -16,6 +16,7 @@ from typing import Literal
 from hypothesis import strategies as st
 
 from promoter.engine import pr_text
+from promoter.engine.ledger_state import EnvLedger
 from promoter.engine.snapshot import CommitState, EnvironmentSnapshot, HealthyRecord, Snapshot
 from promoter.models import CommitStatus, DryCommit, Phase, PullRequest, PullRequestState
 
@@ -121,7 +122,7 @@ class Env:
             active=active,
             proposed=proposed,
             changelog=changelog,
-            last_healthy=last_healthy,
+            ledger=EnvLedger(healthy=(last_healthy,) if last_healthy else ()),
             error=self.error,
         )
 

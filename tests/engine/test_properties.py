@@ -26,6 +26,7 @@ from promoter.engine import (
     decide,
     read_metadata,
 )
+from promoter.engine.ledger_state import EnvLedger
 from promoter.engine.pr_text import body
 from promoter.engine.snapshot import CommitState, EnvironmentSnapshot
 from promoter.models import DryCommit, Phase, PullRequest, PullRequestState
@@ -277,7 +278,7 @@ def _effect(env: EnvironmentSnapshot, action: object) -> dict[str, object]:
         record = HealthyRecord(
             dry_sha=action.dry_sha, hydrated_sha=action.hydrated_sha, healthy_since=NOW
         )
-        return {"last_healthy": record}
+        return {"ledger": EnvLedger(healthy=(record,))}
     assert isinstance(action, MergePullRequest) and proposed is not None and pr is not None
     active = CommitState(
         hydrated_sha="f" * 40, tree_sha=proposed.tree_sha, dry_sha=proposed.dry_sha

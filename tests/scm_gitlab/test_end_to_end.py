@@ -219,7 +219,7 @@ def test_a_429_is_waited_out_before_the_next_call(harness: Harness) -> None:
     h = harness
     waited = scm_calls(outcome="rate_limited")
     h.fake.fail_next(
-        "GET", r"/merge_requests$", 429, headers={"Retry-After": "1"}, body={"message": "slow"}
+        "POST", r"/merge_requests$", 429, headers={"Retry-After": "1"}, body={"message": "slow"}
     )
     change = h.gitops.change("1.4.0", "Bump guestbook to 1.4.0")
     promote(h, "environment/dev", change)

@@ -147,10 +147,14 @@ class Recorder:
 
     calls: list[frozenset[str]] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
+    failures: int = 0
+    """The first calls that raise (after being recorded), like a queue that is shutting down."""
 
     def __call__(self, keys: Iterable[str]) -> None:
         with self.lock:
             self.calls.append(frozenset(keys))
+            if len(self.calls) <= self.failures:
+                raise RuntimeError("queue closed")
 
     @property
     def keys(self) -> set[str]:
@@ -214,9 +218,12 @@ class Hooks:
 
 
 @contextmanager
-def running_hooks(state_dir: Path, config: Config | None = None) -> Iterator[Hooks]:
+def running_hooks(
+    state_dir: Path, config: Config | None = None, enqueued: Recorder | None = None
+) -> Iterator[Hooks]:
     """The receivers mounted in a tiny app, behind a TestClient."""
-    enqueued, cache, shas = Recorder(), StatusCache(), ShaIndex()
+    enqueued = enqueued or Recorder()
+    cache, shas = StatusCache(), ShaIndex()
     routes = build_routes(
         config=config or make_config(),
         enqueue=enqueued,
@@ -243,3 +250,9 @@ def github_fixture(relative: str) -> dict[str, Any]:
 
 def gitlab_fixture(relative: str) -> dict[str, Any]:
     return genuine(GITLAB_FIXTURES / relative)
+
+
+def cached(hooks: Hooks, repo: str, sha: str) -> dict[str, str]:
+    """Gate key → phase in the status cache, as the next reconcile would see it."""
+    hooks.cache.store(repo, sha, [])  # a full read finding nothing keeps the webhook's entries
+    return {s.key: s.phase.value for s in hooks.cache.get(repo, sha) or []}

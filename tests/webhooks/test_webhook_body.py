@@ -56,7 +56,7 @@ def _call(
         "client": ("127.0.0.1", 5000),
         "server": ("127.0.0.1", 8080),
     }
-    anyio.run(app, scope, receive, send)
+    anyio.run(app, scope, receive, send)  # type: ignore[arg-type]  # plain dicts are ASGI
     start = sent[0]
     return start["status"], read, dict(start["headers"])
 

@@ -176,15 +176,15 @@ def test_arbitrary_headers_and_bodies_never_cause_a_5xx(
     fuzz: tuple[Hooks, _Records], event: str, headers: dict[str, str], body: bytes
 ) -> None:
     hooks, records = fuzz
-    raw_headers = {k: v.encode("latin-1") for k, v in headers.items()}
-    if "Content-Length" in raw_headers:
-        raw_headers["Content-Length"] = str(len(body)).encode()
+    raw_headers = {k.encode(): v.encode("latin-1") for k, v in headers.items()}
+    if b"Content-Length" in raw_headers:
+        raw_headers[b"Content-Length"] = str(len(body)).encode()
     safe_event = event.encode("latin-1", "replace").strip(b" \t") or b"push"
     for path in ("/webhooks/github", "/webhooks/gitlab"):
         answer = hooks.client.post(
             path,
             content=body,
-            headers={**raw_headers, "X-GitHub-Event": safe_event, "X-Gitlab-Event": safe_event},
+            headers={**raw_headers, b"X-GitHub-Event": safe_event, b"X-Gitlab-Event": safe_event},
         )
         note(f"{path} {answer.status_code}")
         assert answer.status_code in ALLOWED | {401}

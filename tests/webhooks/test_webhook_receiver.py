@@ -2,21 +2,18 @@
 
 from __future__ import annotations
 
-import logging
 import sqlite3
 import subprocess
 import sys
-from collections.abc import Iterable
 from pathlib import Path
 
 import pytest
-from starlette.applications import Starlette
 from starlette.routing import Route
 
 from promoter.errors import ConfigError
 from promoter.statuscache import StatusCache
 from promoter.tracking import ShaIndex
-from tests.webhooks.helpers import Hooks, TestClient, github_fixture, make_config, running_hooks
+from tests.webhooks.helpers import Hooks, Recorder, github_fixture, make_config, running_hooks
 from webhooks import build_routes
 from webhooks.deliveries import FILE_NAME
 
@@ -90,32 +87,14 @@ def test_a_broken_delivery_log_lets_deliveries_through(
 def test_a_failure_inside_the_daemon_answers_503_and_a_redelivery_is_processed(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    calls: list[set[str]] = []
-
-    def enqueue(keys: Iterable[str]) -> None:
-        calls.append(set(keys))
-        if len(calls) == 1:
-            raise RuntimeError("queue closed")
-
-    routes = build_routes(
-        config=make_config(),
-        enqueue=enqueue,
-        status_cache=StatusCache(),
-        sha_index=ShaIndex(),
-        state_dir=tmp_path,
-    )
-    caplog.set_level(logging.INFO, logger="promoter.webhooks")
     push = github_fixture("push/with-new-branch.payload.json")
-    try:
-        with TestClient(Starlette(routes=routes)) as client:
-            hooks = Hooks(client, routes, None, StatusCache(), ShaIndex())  # type: ignore[arg-type]
-            first = hooks.github("push", push, delivery="d-1")
-            again = hooks.github("push", push, delivery="d-1")
-    finally:
-        routes.close()
+    with running_hooks(tmp_path, enqueued=Recorder(failures=1)) as hooks:
+        first = hooks.github("push", push, delivery="d-1")
+        again = hooks.github("push", push, delivery="d-1")
     assert (first.status_code, again.status_code) == (503, 202)
     assert again.json() == {"result": "accepted"}
-    assert len(calls) == 2
+    assert len(hooks.enqueued.calls) == 2
+    assert "webhook dispatch failed" in caplog.messages
 
 
 def test_the_receivers_import_neither_git_nor_an_scm_client() -> None:

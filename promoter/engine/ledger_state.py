@@ -1,0 +1,92 @@
+"""What the health ledger holds for one environment: healthy commits, holds, reverts.
+
+Pure values, read by the engine and stored by ``promoter.ledger`` as a JSON note
+under ``refs/notes/promoter.ledger``, so any instance rebuilds the same history.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict
+
+MAX_HISTORY = 20
+"""Healthy records and reverts kept per environment (newest last)."""
+
+
+class Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="ignore")
+
+
+class HealthyRecord(Frozen):
+    """The environment ran ``dry_sha`` (as ``hydrated_sha``) with every active gate green."""
+
+    dry_sha: str
+    hydrated_sha: str
+    healthy_since: datetime
+
+
+class Hold(Frozen):
+    """A dry SHA that must not be promoted into this environment."""
+
+    dry_sha: str
+    reason: str
+    since: datetime
+    source: Literal["revert", "manual"]
+
+
+class Revert(Frozen):
+    """A revert of this environment from a bad dry SHA back to a healthy one."""
+
+    bad_dry_sha: str
+    bad_hydrated_sha: str
+    restored_dry_sha: str
+    restored_hydrated_sha: str
+    reason: str
+    trigger: Literal["auto", "manual"]
+    opened_at: datetime
+    branch: str
+    revert_sha: str
+    pr: int
+    auto_merge: bool = False
+
+
+class Override(Frozen):
+    """A break-glass promotion: merged past the gates by a person."""
+
+    dry_sha: str
+    reason: str
+    at: datetime
+
+
+class EnvLedger(Frozen):
+    """One environment's ledger; every field is history the promoter wrote to git."""
+
+    healthy: tuple[HealthyRecord, ...] = ()
+    holds: tuple[Hold, ...] = ()
+    reverts: tuple[Revert, ...] = ()
+    overrides: tuple[Override, ...] = ()
+    paused: str | None = None
+
+    @property
+    def last_healthy(self) -> HealthyRecord | None:
+        return self.healthy[-1] if self.healthy else None
+
+    def with_healthy(self, record: HealthyRecord) -> EnvLedger:
+        return self.model_copy(update={"healthy": (*self.healthy, record)[-MAX_HISTORY:]})
+
+    def with_hold(self, hold: Hold) -> EnvLedger:
+        if any(h.dry_sha == hold.dry_sha for h in self.holds):
+            return self
+        return self.model_copy(update={"holds": (*self.holds, hold)})
+
+    def without_holds(self, dry_sha: str | None = None) -> EnvLedger:
+        kept = tuple(h for h in self.holds if dry_sha is not None and h.dry_sha != dry_sha)
+        return self.model_copy(update={"holds": kept})
+
+    def with_revert(self, revert: Revert) -> EnvLedger:
+        return self.model_copy(update={"reverts": (*self.reverts, revert)[-MAX_HISTORY:]})
+
+    def with_override(self, override: Override) -> EnvLedger:
+        return self.model_copy(update={"overrides": (*self.overrides, override)[-MAX_HISTORY:]})
