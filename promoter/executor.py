@@ -92,6 +92,8 @@ class Executor:
             key = (repo.name, env.proposed_branch, env.branch)
             try:
                 self._one(snapshot, repo, action, outcome)
+                if isinstance(action, RecordHealthy | PauseEnvironment | RecordOverride):
+                    outcome.requeue(0.0)  # the ledger changed: show it at once
             except (ScmConflict, ScmNotFound) as exc:
                 # What we knew about the PR was wrong: forget it and read again.
                 self.reader.pr_cache.forget(key)

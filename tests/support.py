@@ -59,7 +59,17 @@ class GitOpsRepo:
         return git(self.path, "rev-list", "--first-parent", f"refs/heads/{branch}").split()
 
 
-def local_config(repo: Path, state: Path, *, extra_strategy: str = "", **daemon: object) -> Config:
+def local_config(
+    repo: Path,
+    state: Path,
+    *,
+    extra_strategy: str = "",
+    auto_revert: str = "",
+    **daemon: object,
+) -> Config:
+    """The demo's strategy on ``repo``; ``auto_revert`` (e.g. ``"{enabled: true}"``) is set
+    on staging and prod."""
+    revert = f", autoRevert: {auto_revert}" if auto_revert else ""
     settings = {"pollInterval": "0.1s", "resyncInterval": "30s", "workers": 2, **daemon}
     daemon_yaml = "\n".join(f"  {k}: {v}" for k, v in settings.items())
     text = f"""
@@ -77,8 +87,8 @@ promotionStrategies:
     proposedCommitStatuses: [{{key: ci}}]
     environments:
       - {{branch: environment/dev}}
-      - {{branch: environment/staging}}
-      - {{branch: environment/prod}}
+      - {{branch: environment/staging{revert}}}
+      - {{branch: environment/prod{revert}}}
 {extra_strategy}
 daemon:
   stateDir: {state}

@@ -74,6 +74,10 @@ def test_serve_logs_json_answers_the_cli_and_stops_cleanly_on_sigterm(
             what="dev promoted",
         )
         assert main(["status", "--url", url]) == 0
+        hold = ["hold", "guestbook", "staging", "--reason", "release freeze", "--url", url]
+        assert main(hold) == 0
+        assert main(["hold", "guestbook", "nope", "--reason", "x", "--url", url]) == 1
+        assert main(["release", "guestbook", "staging", "--url", url]) == 0
     finally:
         proc.send_signal(signal.SIGTERM)
         code = proc.wait(timeout=60)
