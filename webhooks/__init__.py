@@ -108,11 +108,12 @@ def build_routes(
         [s.resolve() for s in hooks.gitlab.tokens],
         [s.resolve() for s in hooks.gitlab.signing_secrets],
     )
-    if not hooks.github.secrets:
+    kinds = {config.provider(r.scm_provider).kind for r in config.repositories}
+    if not hooks.github.secrets and "github" in kinds:
         log.warning(
             "webhook has no secret, every delivery is refused", extra={"provider": "github"}
         )
-    if not hooks.gitlab.tokens and not hooks.gitlab.signing_secrets:
+    if not hooks.gitlab.tokens and not hooks.gitlab.signing_secrets and "gitlab" in kinds:
         log.warning(
             "webhook has no secret, every delivery is refused", extra={"provider": "gitlab"}
         )

@@ -55,13 +55,16 @@ _MR_STATES = {
 _PIPELINE_PHASES = {
     "success": Phase.SUCCESS,
     "skipped": Phase.SUCCESS,
-    "manual": Phase.SUCCESS,
     "failed": Phase.FAILURE,
     "canceled": Phase.FAILURE,
     "cancelled": Phase.FAILURE,
 }
-"""Everything else (created, waiting_for_resource, preparing, pending, running, scheduled, ...)
-is pending: never success for a status the promoter does not know."""
+"""Everything else (created, waiting_for_resource, preparing, pending, running, scheduled,
+manual: a blocking manual job...) is pending: never success for a status the promoter does
+not know. The same mapping as the GitLab plugin's, so a webhook and a fresh read agree."""
+_IGNORED_PIPELINE_SOURCES = frozenset({"external", "parent_pipeline"})
+"""External pipelines only hold commit statuses (the promoter's own among them) and child
+pipelines are summed up in their parent: neither is "the pipeline" of a SHA."""
 _URL_FIELDS = ("git_http_url", "git_ssh_url", "web_url", "http_url", "ssh_url", "url")
 
 
@@ -167,8 +170,10 @@ def _merge_request(data: p.JsonObject) -> Event:
     )
 
 
-def _pipeline(data: p.JsonObject) -> StatusChange:
+def _pipeline(data: p.JsonObject) -> StatusChange | Ignored:
     attrs = p.obj(data, "object_attributes")
+    if p.opt_text(attrs, "source", limit=64) in _IGNORED_PIPELINE_SOURCES:
+        return Ignored("external or child pipeline")
     status = p.text(attrs, "status")[:64]
     number = p.opt_int(attrs, "id")
     return StatusChange(

@@ -76,7 +76,7 @@ def test_a_pipeline_is_cached_under_the_repositorys_gate_key(hooks: Hooks) -> No
     [
         ("success", "success"),
         ("skipped", "success"),
-        ("manual", "success"),
+        ("manual", "pending"),
         ("created", "pending"),
         ("waiting_for_resource", "pending"),
         ("preparing", "pending"),
@@ -95,6 +95,19 @@ def test_pipeline_statuses_map_to_phases(hooks: Hooks, status: str, phase: str) 
 
     hooks.cache.store("gitlab-test", PIPELINE_SHA, [])
     assert [s.phase.value for s in hooks.cache.get("gitlab-test", PIPELINE_SHA) or []] == [phase]
+
+
+@pytest.mark.parametrize("source", ["external", "parent_pipeline"])
+def test_external_and_child_pipelines_never_set_the_pipeline_gate(
+    hooks: Hooks, source: str
+) -> None:
+    pipeline = gitlab_fixture("drone-go-scm/pipeline_hook.json")
+    pipeline["object_attributes"]["source"] = source
+
+    hooks.gitlab("Pipeline Hook", pipeline)
+
+    hooks.cache.store("gitlab-test", PIPELINE_SHA, [])
+    assert hooks.cache.get("gitlab-test", PIPELINE_SHA) == []
 
 
 def test_a_pipeline_of_a_gitlab_com_project_uses_the_default_gate_key(hooks: Hooks) -> None:
