@@ -78,26 +78,27 @@ def _free_port() -> int:
         return port
 
 
+EVENT_LINES = {
+    "opened": "PR #{pr} opened: {message}",
+    "merged": "PR #{pr} merged: {env} now runs dry {sha}",
+    "status": "gate {message}",
+    "closed": "PR #{pr} closed: {message}",
+    "healthy": "recorded healthy on dry {sha}",
+    "revert": "revert PR #{pr} opened: {message}",
+    "reverted": "revert PR #{pr} merged: {env} back on dry {sha}",
+    "released": "hold on {sha} released: {message}",
+    "paused": "auto-promotion paused: {message}",
+}
+"""One plain progress line per kind of action the daemon carries out."""
+
+
 def _on_event(event: ActionEvent) -> None:
+    line = EVENT_LINES.get(event.kind)
+    if line is None:
+        return
     env = event.environment.removeprefix("environment/")
-    if event.kind == "opened":
-        say(f"  [{env}] PR #{event.pr} opened: {event.message}")
-    elif event.kind == "merged":
-        say(f"  [{env}] PR #{event.pr} merged: {env} now runs dry {short(event.sha)}")
-    elif event.kind == "status":
-        say(f"  [{env}] gate {event.message}")
-    elif event.kind == "closed":
-        say(f"  [{env}] PR #{event.pr} closed: {event.message}")
-    elif event.kind == "healthy":
-        say(f"  [{env}] recorded healthy on dry {short(event.sha)}")
-    elif event.kind == "revert":
-        say(f"  [{env}] revert PR #{event.pr} opened: {event.message}")
-    elif event.kind == "reverted":
-        say(f"  [{env}] revert PR #{event.pr} merged: {env} back on dry {short(event.sha)}")
-    elif event.kind == "released":
-        say(f"  [{env}] hold on {short(event.sha)} released: {event.message}")
-    elif event.kind == "paused":
-        say(f"  [{env}] auto-promotion paused: {event.message}")
+    text = line.format(pr=event.pr, message=event.message, env=env, sha=short(event.sha))
+    say(f"  [{env}] {text}")
 
 
 class Demo:
