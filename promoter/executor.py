@@ -28,7 +28,7 @@ from promoter.engine.actions import (
     UpdatePullRequest,
 )
 from promoter.engine.ledger_state import EnvLedger, HealthyRecord, Hold, Override, Revert
-from promoter.engine.snapshot import Snapshot
+from promoter.engine.snapshot import EnvironmentSnapshot, Snapshot
 from promoter.errors import ScmConflict, ScmNotFound
 from promoter.git import GitMirror
 from promoter.ledger import GitLedger
@@ -84,12 +84,13 @@ class Executor:
     ) -> Outcome:
         self._mirror = mirror
         outcome = Outcome()
+        refused: ScmConflict | ScmNotFound | None = None
         for action in actions:
             if isinstance(action, RequeueAfter):
                 outcome.requeue(action.seconds)
                 continue
             env = snapshot.environments[action.environment]
-            key = (repo.name, env.proposed_branch, env.branch)
+            key = _pr_key(repo, env, action)
             try:
                 self._one(snapshot, repo, action, outcome)
                 if isinstance(action, RecordHealthy | PauseEnvironment | RecordOverride):
@@ -106,13 +107,15 @@ class Executor:
                         "reason": str(exc),
                     },
                 )
-                outcome.requeue(0.2)
+                refused = refused or exc
+        if refused is not None:
+            raise refused  # the queue retries with its backoff: quick once, slower if it repeats
         return outcome
 
     def _one(self, snapshot: Snapshot, repo: Repository, action: Action, outcome: Outcome) -> None:
         assert not isinstance(action, RequeueAfter)
         env = snapshot.environments[action.environment]
-        key = (repo.name, env.proposed_branch, env.branch)
+        key = _pr_key(repo, env, action)
         fields = {"strategy": snapshot.strategy, "environment": env.branch}
         cache = self.reader.pr_cache
         if isinstance(action, SetCommitStatus):
@@ -208,7 +211,7 @@ class Executor:
         except ScmConflict:
             self.on_merged(repo)
             raise
-        self.reader.pr_cache.put((repo.name, env.proposed_branch, env.branch), None)
+        self.reader.pr_cache.put(_pr_key(repo, env, action), None)
         if action.purpose != "revert":
             PROMOTIONS_TOTAL.labels(snapshot.strategy, env.branch).inc()
         log.info(
@@ -292,3 +295,11 @@ class Executor:
                 observer(event)
             except Exception:
                 log.exception("observer failed", extra={"kind": kind})
+
+
+def _pr_key(repo: Repository, env: EnvironmentSnapshot, action: Action) -> tuple[str, str, str]:
+    """The PR cache key of the pull request an action is about (a revert PR has its own head)."""
+    revert = env.revert_pull_request
+    if isinstance(action, MergePullRequest) and action.purpose == "revert" and revert is not None:
+        return (repo.name, revert.head_branch, env.branch)
+    return (repo.name, env.proposed_branch, env.branch)

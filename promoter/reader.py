@@ -94,7 +94,10 @@ class SnapshotReader:
                         settle_time=env.auto_revert.settle_time,
                         auto_merge=env.auto_revert.auto_merge,
                     ),
-                    revert_pull_request=self._revert_pull_request(repo, env.branch, active, ledger),
+                    revert_pull_request=self._revert_pull_request(
+                        repo, mirror, env.branch, active, ledger
+                    ),
+                    proposed_in_active=_contains(mirror, active, proposed),
                     error=error,
                 )
             )
@@ -123,16 +126,18 @@ class SnapshotReader:
         return found
 
     def _revert_pull_request(
-        self, repo: Repository, branch: str, active: CommitState | None, ledger: EnvLedger
+        self,
+        repo: Repository,
+        mirror: GitMirror,
+        branch: str,
+        active: CommitState | None,
+        ledger: EnvLedger,
     ) -> PullRequest | None:
         """The open PR of the latest revert, while that revert has not landed."""
         latest = ledger.reverts[-1] if ledger.reverts else None
         if latest is None or active is None:
             return None
-        if (
-            active.dry_sha == latest.restored_dry_sha
-            and active.hydrated_sha != latest.bad_hydrated_sha
-        ):
+        if mirror.is_ancestor(latest.revert_sha, active.hydrated_sha):
             return None
         return self.open_pull_request(repo, latest.branch, branch, latest.revert_sha)
 
@@ -168,3 +173,10 @@ class SnapshotReader:
             if env.proposed is not None and env.proposed.dry_sha:
                 pairs.update((h.dry_sha, env.proposed.dry_sha) for h in env.ledger.holds)
         return frozenset((a, d) for a, d in pairs if a != d and mirror.is_ancestor(a, d))
+
+
+def _contains(mirror: GitMirror, active: CommitState | None, proposed: CommitState | None) -> bool:
+    """The proposed hydrated commit is already in the active branch's history."""
+    if active is None or proposed is None or active.hydrated_sha == proposed.hydrated_sha:
+        return False
+    return mirror.is_ancestor(proposed.hydrated_sha, active.hydrated_sha)

@@ -74,7 +74,9 @@ class Runtime:
         )
         self.operations = Operations(self.reconciler)
         self.workers = Workers(self.queue, self.reconciler.reconcile, count=config.daemon.workers)
-        self.scheduler = Scheduler(config, self.queue, self.mirrors)
+        self.scheduler = Scheduler(
+            config, self.queue, self.mirrors, before_resync=self._forget_cached_reads
+        )
         self.started = False
         self._closers: list[Any] = []
         self.app = Starlette(routes=self._routes(), lifespan=self._lifespan)
@@ -131,6 +133,12 @@ class Runtime:
             if strategy is not None:
                 self.mirrors.invalidate(strategy.repository)
         self.queue.add_many(keys)
+
+    def _forget_cached_reads(self) -> None:
+        """A resync reads statuses and pull requests from the SCM again (conditional reads
+        make that free where the SCM supports them), so a lost webhook heals within it."""
+        self.status_cache.clear()
+        self.pr_cache.clear()
 
     def unreachable(self) -> dict[str, str]:
         found = dict(self.scheduler.unreachable)

@@ -35,8 +35,16 @@ def strategies_of(config: Config, repo_name: str) -> list[str]:
 
 
 class Scheduler:
-    def __init__(self, config: Config, queue: WorkQueue, mirrors: MirrorPool) -> None:
+    def __init__(
+        self,
+        config: Config,
+        queue: WorkQueue,
+        mirrors: MirrorPool,
+        *,
+        before_resync: Callable[[], None] = lambda: None,
+    ) -> None:
         self.config = config
+        self._before_resync = before_resync
         self.queue = queue
         self.mirrors = mirrors
         self.unreachable: dict[str, str] = {}
@@ -45,7 +53,8 @@ class Scheduler:
         )
 
     def resync(self) -> None:
-        """Enqueue every strategy (heals any missed webhook)."""
+        """Enqueue every strategy, to be read fresh (heals any missed webhook)."""
+        self._before_resync()
         self.queue.add_many(s.name for s in self.config.promotion_strategies)
 
     def poll(self, repo: Repository) -> None:

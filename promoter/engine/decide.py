@@ -102,6 +102,12 @@ def _judge(snapshot: Snapshot, index: int) -> _Outcome:
     backwards = backwards_reason(snapshot, index, proposed_sha)
     if backwards is not None:
         return _close_if_open(snapshot, index, EnvState.BLOCKED, backwards, backwards)
+    if env.proposed_in_active:
+        why = (
+            f"nothing to merge: {env.proposed_branch} ({short(proposed_sha)}) is already in"
+            f" {env.branch}'s history; waiting for a newer dry commit"
+        )
+        return _close_if_open(snapshot, index, EnvState.BLOCKED, why, why)
     return _promote(snapshot, index, env.proposed, active_sha)
 
 

@@ -56,6 +56,11 @@ class EnvironmentSnapshot(Frozen):
     revert_pull_request: PullRequest | None = Field(
         default=None, description="The open PR of the revert in flight, if any."
     )
+    proposed_in_active: bool = Field(
+        default=False,
+        description="The proposed hydrated commit is already in the active branch's history "
+        "(e.g. merged, then reverted): an SCM refuses a PR for it.",
+    )
     error: str | None = Field(default=None, description="Reading this environment failed.")
 
     @property

@@ -258,3 +258,12 @@ def test_a_hold_is_lifted_only_by_a_strict_descendant(snapshot: Snapshot) -> Non
     for release in kinds(snapshot, ReleaseHold):
         assert release.dry_sha != env.proposed.dry_sha
         assert snapshot.descends(env.proposed.dry_sha, release.dry_sha)
+
+
+def test_a_proposed_commit_already_in_the_active_history_gets_no_pr_and_says_why() -> None:
+    snapshot = build(Env("dev", active=6, proposed=6), Env("staging", 5, 6, pr="current"))
+    snapshot = edit(snapshot, 1, proposed_in_active=True)
+    decision = decide(snapshot)
+    kinds_of_staging = [a.kind for a in decision.actions if getattr(a, "environment", None) == 1]
+    assert "close" in kinds_of_staging and "open" not in kinds_of_staging
+    assert "already in environment/staging's history" in decision.environments[1].reason
