@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint bench clean
+.PHONY: demo test test-slow bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -20,7 +20,10 @@ demo: $(STAMP)
 test: $(STAMP)
 	$(BIN)/ruff check promoter scm_plugins webhooks tests bench
 	$(BIN)/mypy
-	$(BIN)/pytest $(PYTEST_ARGS)
+	$(BIN)/pytest -m "not slow" $(PYTEST_ARGS)
+
+test-slow: $(STAMP)
+	$(BIN)/pytest -m slow tests/reliability $(PYTEST_ARGS)
 
 bench: $(STAMP)
 	$(BIN)/python bench/webhook_throughput.py
