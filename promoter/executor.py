@@ -212,6 +212,9 @@ class Executor:
             self.on_merged(repo)
             raise
         self.reader.pr_cache.put(_pr_key(repo, env, action), None)
+        # A commit made just now has no status yet: statuses posted later arrive by webhook
+        # or the API and merge into this entry, so the next read needs no SCM call.
+        self.reader.status_cache.store(repo.name, merge_sha, [])
         if action.purpose != "revert":
             PROMOTIONS_TOTAL.labels(snapshot.strategy, env.branch).inc()
         log.info(

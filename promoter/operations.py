@@ -132,7 +132,9 @@ class Operations:
                 def change(led: EnvLedger, first: bool = branch == target.branch) -> EnvLedger:
                     for sha in shas:
                         led = led.without_holds(sha)
-                    return led.model_copy(update={"paused": None}) if first else led
+                    if not first:
+                        return led
+                    return led.model_copy(update={"paused": None, "released_at": utcnow()})
 
                 self._update(target, branch, change)
         log.warning(

@@ -68,6 +68,9 @@ class EnvLedger(Frozen):
     reverts: tuple[Revert, ...] = ()
     overrides: tuple[Override, ...] = ()
     paused: str | None = None
+    released_at: datetime | None = None
+    """When a person last released this environment: failures reported before it were
+    seen and do not pause or revert it again."""
 
     @property
     def last_healthy(self) -> HealthyRecord | None:

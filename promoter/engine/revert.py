@@ -89,14 +89,16 @@ def judge_revert(snapshot: Snapshot, index: int) -> RevertOutcome:
 
 
 def first_fresh_failure(env: EnvironmentSnapshot) -> CommitStatus | None:
-    """The longest-failing active gate reported after the active commit became active."""
+    """The longest-failing active gate reported after the active commit became active
+    (and after a person last released the environment)."""
     assert env.active is not None
+    since = [t for t in (env.active_since, env.ledger.released_at) if t is not None]
     failures = [
         status
         for key in env.active_keys
         if (status := env.active.status(key)) is not None
         and status.phase is Phase.FAILURE
-        and (env.active_since is None or status.updated_at >= env.active_since)
+        and (not since or status.updated_at >= max(since))
     ]
     return min(failures, key=lambda s: s.updated_at, default=None)
 

@@ -267,3 +267,14 @@ def test_a_proposed_commit_already_in_the_active_history_gets_no_pr_and_says_why
     kinds_of_staging = [a.kind for a in decision.actions if getattr(a, "environment", None) == 1]
     assert "close" in kinds_of_staging and "open" not in kinds_of_staging
     assert "already in environment/staging's history" in decision.environments[1].reason
+
+
+def test_a_failure_a_person_has_released_does_not_pause_or_revert_again() -> None:
+    reverts = (revert_of("environment/staging", 7, 5),)
+    snapshot = failing(staging(reverts=reverts), 1, ago=SETTLE + 1)
+    assert kinds(snapshot, PauseEnvironment)
+    released = EnvLedger(
+        healthy=healthy("environment/staging", 3), reverts=reverts, released_at=NOW
+    )
+    after = edit(snapshot, 1, ledger=released)
+    assert kinds(after, PauseEnvironment) == [] and kinds(after, OpenRevert) == []
