@@ -53,8 +53,14 @@ class Scheduler:
         )
 
     def resync(self) -> None:
-        """Enqueue every strategy, to be read fresh (heals any missed webhook)."""
+        """Enqueue every strategy, to be read fresh (heals any missed webhook).
+
+        Every mirror is marked stale too, so that a push whose webhook was lost is seen:
+        one ``ls-remote`` per repository, and a fetch only where a ref moved.
+        """
         self._before_resync()
+        for repo in self.config.repositories:
+            self.mirrors.invalidate(repo.name)
         self.queue.add_many(s.name for s in self.config.promotion_strategies)
 
     def poll(self, repo: Repository) -> None:

@@ -11,14 +11,16 @@ Concurrency model:
   next refresh, which would otherwise discard it.
 * Reads go through GitPython's persistent ``cat-file`` processes (no process per
   object). Refs are read once with ``for-each-ref`` and cached until the next fetch or
-  local write; trees, ancestry and metadata are cached by immutable SHAs.
+  local write; trees, ancestry, metadata and changelogs are cached by immutable SHAs.
 """
 
 from __future__ import annotations
 
 import re
+import shutil
 import threading
-from collections.abc import Callable, Mapping
+import time
+from collections.abc import Callable, Iterable, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TypeVar
@@ -32,10 +34,12 @@ from promoter.git.identity import git_error, identity_env, run_git, strip_creden
 from promoter.git.metadata import (
     METADATA_FILE,
     NOTES_REF,
+    TREE_MODE,
     TreeEntries,
     find_note,
     read_metadata,
 )
+from promoter.git.stale_lock import clear_stale_lock, clear_stale_locks
 from promoter.metrics import GIT_FETCHES_TOTAL, GIT_LS_REMOTE_TOTAL
 from promoter.models import SHA_RE, DryCommit, HydratorMetadata
 
@@ -47,6 +51,10 @@ _URL_RE = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*://|^[^/]+:")
 _MIRRORED = ("refs/heads/", "refs/notes/")
 _REFSPECS = ("+refs/heads/*:refs/heads/*", "+refs/notes/*:refs/notes/*")
 _ZERO = "0" * 40
+_LOST_RACE = ("stale info", "non-fast-forward", "fetch first", "already exists")
+"""Push refusals that mean another writer moved the ref first (retry on a fresh fetch)."""
+_TREE_ENTRIES = 200_000
+"""Tree entries kept in the cache of parsed trees (about 50 MB)."""
 _LOG_FORMAT = "%H%x1f%s%x1f%an%x1f%aI%x1e"
 
 Env = Mapping[str, str] | Callable[[], Mapping[str, str]]
@@ -72,6 +80,29 @@ def _notes_ref(ref: str) -> str:
     return ref if ref.startswith("refs/") else f"refs/notes/{ref}"
 
 
+def _fast_import_data(command: bytes, data: bytes) -> bytes:
+    """A fast-import command line followed by its exact-length ``data``."""
+    return command + b"\ndata %d\n" % len(data) + data + b"\n"
+
+
+def _note_path(root: str | None, target: str, read_tree: Callable[[str], TreeEntries]) -> str:
+    """Where the note on ``target`` lives in the notes tree ``root``, or should go.
+
+    An existing note keeps its path; a new one goes under the fan-out directories the
+    tree already has for its prefix, else flat at that level (git reads both).
+    """
+    tree, rest, prefix = root, target, ""
+    while tree is not None and len(rest) > 2:
+        entries = read_tree(tree)
+        if rest in entries and entries[rest][0] != TREE_MODE:
+            break
+        sub = entries.get(rest[:2])
+        if sub is None or sub[0] != TREE_MODE:
+            break
+        tree, prefix, rest = sub[1], f"{prefix}{rest[:2]}/", rest[2:]
+    return f"{prefix}{rest}"
+
+
 class GitMirror:
     """A bare mirror of ``url`` under ``root``; see the module docstring for the rules."""
 
@@ -88,10 +119,13 @@ class GitMirror:
         self._lock = threading.RLock()
         self._repo: Repo | None = None
         self._identity: dict[str, str] | None = None
+        self._committer: str | None = None
         self._refs: dict[str, str] | None = None
         self._trees: dict[str, TreeEntries] = {}
+        self._tree_entries = 0
         self._tree_of: dict[str, str] = {}
         self._ancestry: dict[tuple[str, str], bool] = {}
+        self._logs: dict[tuple[str | None, str, int], tuple[DryCommit, ...]] = {}
         self._metadata: dict[tuple[str, str], HydratorMetadata | MetadataMissing] = {}
 
     @property
@@ -123,6 +157,7 @@ class GitMirror:
                 if not (self.path / "HEAD").is_file():
                     self.path.mkdir(parents=True, exist_ok=True)
                     Repo.init(self.path, bare=True).close()
+                clear_stale_locks(self.path)
                 self._repo = Repo(self.path)
             except (OSError, GitPythonError) as exc:
                 raise GitError(f"cannot create the mirror at {self.path}: {exc}") from exc
@@ -154,16 +189,28 @@ class GitMirror:
                 self._identity = identity_env(git_dir=self.path)
             env = {**self._identity, **env}
         what = f"of {strip_credentials(self.url)} " if network else ""
-        return run_git(
-            self._git(),
-            args,
-            env=env,
-            stdin=stdin,
-            ok=ok,
-            timeout=self._timeout if network else None,
-            secrets=url_secrets(self.url),
-            what=f"{what}in mirror {self.name}",
-        )
+        for attempt in (1, 2):
+            try:
+                result = run_git(
+                    self._git(),
+                    args,
+                    env=env,
+                    stdin=stdin,
+                    ok=ok,
+                    timeout=self._timeout if network else None,
+                    secrets=url_secrets(self.url),
+                    what=f"{what}in mirror {self.name}",
+                )
+            except GitError as exc:
+                cause = exc.__cause__
+                stderr = str(getattr(cause, "stderr", "") or exc)
+                if attempt == 1 and clear_stale_lock(stderr):
+                    continue
+                raise
+            if result[0] != 0 and attempt == 1 and clear_stale_lock(result[2]):
+                continue  # an abandoned lock in the remote (a local path) refused a push
+            return result
+        raise AssertionError("unreachable")
 
     def _header(self, rev: str) -> str | None:
         """The SHA ``rev`` names, through the persistent ``cat-file --batch-check``."""
@@ -186,7 +233,14 @@ class GitMirror:
             return cached
         data = self._data(tree) or b""
         entries = {name: (mode, sha.hex()) for sha, mode, name in tree_entries_from_data(data)}
-        return _remember(self._trees, tree, entries, 4096)
+        # Bounded by entries, not trees: every ledger write makes a new notes tree of
+        # thousands of entries, and thousands of those would hold hundreds of MB.
+        self._tree_entries += len(entries)
+        if self._tree_entries > _TREE_ENTRIES or len(self._trees) >= 4096:
+            self._trees.clear()
+            self._tree_entries = len(entries)
+        self._trees[tree] = entries
+        return entries
 
     # -- refs ---------------------------------------------------------------------------
 
@@ -228,13 +282,38 @@ class GitMirror:
             return True
 
     def fetch(self) -> None:
-        """Fetch every branch and notes ref, force-updating and pruning."""
+        """Fetch every branch and notes ref, force-updating and pruning.
+
+        A mirror that holds no ref yet is cloned instead: ``git fetch`` writes one loose
+        ref file per branch (seconds for a repository with thousands of environment
+        branches), ``git clone`` writes them all into ``packed-refs`` at once.
+        """
         with self._lock:
             GIT_FETCHES_TOTAL.labels(repository=self.name).inc()
+            if not self._cached_refs():
+                self._clone()
+            else:
+                self._refs = None
+                args = ["fetch", "--prune", "--no-tags", "--no-write-fetch-head", "--quiet"]
+                self._run([*args, "origin", *_REFSPECS], network=True)
             self._refs = None
-            args = ["fetch", "--prune", "--no-tags", "--no-write-fetch-head", "--quiet"]
-            self._run([*args, "origin", *_REFSPECS], network=True)
             self._cached_refs()  # read now, so that an idle refresh is one ls-remote
+
+    def _clone(self) -> None:
+        """Replace the (ref-less) mirror with a bare clone of every branch and notes ref."""
+        staging = self.path.with_name(f"{self.path.name}.clone")
+        shutil.rmtree(staging, ignore_errors=True)
+        notes = f"remote.origin.fetch={_REFSPECS[1]}"
+        args = ["clone", "--bare", "--no-local", "--no-tags", "--quiet", "--config", notes]
+        try:
+            self._run([*args, "--", self.url, str(staging)], network=True)
+            self.close()
+            shutil.rmtree(self.path)
+            staging.rename(self.path)
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
+        self._identity = None
+        self.ensure()
 
     # -- objects ------------------------------------------------------------------------
 
@@ -288,11 +367,26 @@ class GitMirror:
             return _remember(self._ancestry, key, status == 0)
 
     def log(self, since_exclusive: str | None, until: str, *, limit: int = 50) -> list[DryCommit]:
-        """Commits reachable from ``until`` but not from ``since_exclusive``, newest first."""
+        """Commits reachable from ``until`` but not from ``since_exclusive``, newest first.
+
+        Cached when both ends are SHAs: history below a commit never changes.
+        """
+        key = (since_exclusive, until, limit)
+        immutable = _is_sha(until) and (since_exclusive is None or _is_sha(since_exclusive))
         revs = [until] if since_exclusive is None else [until, f"^{since_exclusive}"]
         with self._lock:
+            cached = self._logs.get(key) if immutable else None
+            if cached is not None:
+                return list(cached)
             args = ["log", f"--format={_LOG_FORMAT}", f"-n{limit}", "--end-of-options"]
             _, out, _ = self._run([*args, *revs, "--"])
+            commits = self._parse_log(out)
+            if immutable:
+                _remember(self._logs, key, tuple(commits), 1024)
+        return commits
+
+    @staticmethod
+    def _parse_log(out: str) -> list[DryCommit]:
         commits = []
         for record in out.split("\x1e"):
             fields = record.strip("\n").split("\x1f")
@@ -316,9 +410,11 @@ class GitMirror:
             if status == 0:
                 return
             refused = [" ".join(ln.split("\t")[1:]) for ln in out.splitlines() if ln[:1] == "!"]
-            if not refused:
+            lost_race = any(reason in line for line in refused for reason in _LOST_RACE)
+            if not lost_race:
+                # Not a moved ref: a broken remote, a lock, a hook. Temporary, retried later.
                 secrets = [*url_secrets(self.url), *self._extra_env().values()]
-                raise git_error(["push"], status, err, secrets, f"in mirror {self.name}")
+                raise git_error(["push"], status, err or out, secrets, f"in mirror {self.name}")
         raise PushRejected(f"push to {self.name} rejected: {'; '.join(refused)}")
 
     def commit_tree(self, tree: str, parents: list[str], message: str) -> str:
@@ -360,6 +456,42 @@ class GitMirror:
             self._run(
                 ["notes", f"--ref={_notes_ref(ref)}", "add", "-f", "-C", blob, sha], commit=True
             )
+
+    def write_notes(
+        self, ref: str, notes: Mapping[str, str], *, message: str, blobs: Iterable[bytes] = ()
+    ) -> str:
+        """Set many notes under ``ref`` in one commit, in one ``git fast-import``; the new tip.
+
+        ``notes`` maps an object SHA (any object: a commit, or a synthetic key blob) to
+        the note's exact text; ``blobs`` are stored too (the key blobs notes hang on).
+        A note keeps the path (fan-out) it already has; a new one goes where git's
+        notes reader looks first. The ref moves only as a fast-forward of its tip when
+        this was called (``GitError`` otherwise); local until pushed, like
+        ``write_note``. One process whatever the number of notes, where ``write_note``
+        costs two per note.
+        """
+        name = _notes_ref(ref)
+        with self._lock:
+            tip = self._cached_refs().get(name)
+            root = self.tree_sha(tip) if tip else None
+            if self._committer is None:  # "Name <email>", as git would commit now
+                ident = self._run(["var", "GIT_COMMITTER_IDENT"], commit=True)[1].strip()
+                self._committer = ident.rsplit(" ", 2)[0]
+            parts = [_fast_import_data(b"blob", data) for data in blobs]
+            head = f"commit {name}\ncommitter {self._committer} {int(time.time())} +0000"
+            parts.append(_fast_import_data(head.encode(), message.encode()))
+            if tip:
+                parts.append(f"from {tip}\n".encode())
+            for target, text in sorted(notes.items()):
+                path = _note_path(root, target.lower(), self._read_tree)
+                parts.append(_fast_import_data(f"M 100644 inline {path}".encode(), text.encode()))
+            parts.append(b"\ndone\n")
+            self._refs = None
+            self._run(["fast-import", "--quiet", "--done"], stdin=b"".join(parts), commit=True)
+            new = self._cached_refs().get(name)
+            if new is None or new == tip:
+                raise GitError(f"fast-import did not move {name} in mirror {self.name}")
+            return new
 
     def read_note(self, ref: str, sha: str) -> str | None:
         """The note on ``sha`` under ``ref`` (``refs/notes/x`` or ``x``), or None."""

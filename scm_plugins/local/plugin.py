@@ -20,6 +20,7 @@ from pathlib import Path
 from promoter.config import Repository, ScmProvider
 from promoter.errors import ScmConflict, ScmError, ScmNotFound, ScmUnavailable
 from promoter.git.identity import identity_env, noninteractive_env
+from promoter.git.stale_lock import clear_stale_lock
 from promoter.models import CommitStatus, PullRequest, PullRequestState
 from scm_plugins.calls import ScmCalls
 from scm_plugins.local.store import LocalStore
@@ -58,16 +59,20 @@ class LocalScm:
         path = repository_path(repo)
         if not path.exists():
             raise ScmNotFound(f"repository {repo.name} not found at {path}")
-        result = subprocess.run(
-            ["git", "-C", str(path), *args],
-            capture_output=True,
-            text=True,
-            env=self._env,
-            check=False,
-        )
-        if result.returncode != 0:
-            raise subprocess.CalledProcessError(result.returncode, args[0], stderr=result.stderr)
-        return result.stdout.strip()
+        for attempt in (1, 2):
+            result = subprocess.run(
+                ["git", "-C", str(path), *args],
+                capture_output=True,
+                text=True,
+                env=self._env,
+                check=False,
+            )
+            if result.returncode == 0:
+                return result.stdout.strip()
+            if attempt == 1 and clear_stale_lock(result.stderr):
+                continue  # a git killed mid-update left its lock; retry once
+            break
+        raise subprocess.CalledProcessError(result.returncode, args[0], stderr=result.stderr)
 
     def _tip(self, repo: Repository, branch: str) -> str | None:
         try:
@@ -76,6 +81,17 @@ class LocalScm:
             )
         except subprocess.CalledProcessError:
             return None
+
+    def _tips(self, repo: Repository, *branches: str) -> dict[str, tuple[str, str]]:
+        """``branch -> (tip, tree of the tip)`` for those of ``branches`` that exist: one git."""
+        refs = {f"refs/heads/{b}": b for b in branches}
+        out = self._git(repo, "for-each-ref", "--format=%(objectname) %(tree) %(refname)", *refs)
+        found = {}
+        for line in out.splitlines():
+            sha, tree, ref = line.split(" ", 2)
+            if ref in refs and tree:  # a pattern also matches refs below it: keep exact names
+                found[refs[ref]] = (sha, tree)
+        return found
 
     def _is_ancestor(self, repo: Repository, ancestor: str, descendant: str) -> bool:
         try:
@@ -90,11 +106,19 @@ class LocalScm:
 
     # --- pull requests ---------------------------------------------------------------
 
-    def _model(self, repo: Repository, row: sqlite3.Row) -> PullRequest:
+    def _model(
+        self, repo: Repository, row: sqlite3.Row, tips: dict[str, tuple[str, str]] | None = None
+    ) -> PullRequest:
+        """The PR of ``row``; an open one's head is its branch tip (from ``tips`` if read)."""
         state = PullRequestState(row["state"])
         head_sha = row["head_sha"] or ""
         if state is PullRequestState.OPEN:
-            head_sha = self._tip(repo, row["head"]) or head_sha
+            tip = (
+                tips.get(row["head"], ("",))[0]
+                if tips is not None
+                else self._tip(repo, row["head"])
+            )
+            head_sha = tip or head_sha
         return PullRequest(
             id=str(row["id"]),
             number=row["id"],
@@ -116,8 +140,9 @@ class LocalScm:
             row = self.store.find_open(repo.name, head, base)
             if row is None:
                 return None
-            pr = self._model(repo, row)
-            base_tip = self._tip(repo, base)
+            tips = self._tips(repo, head, base)
+            pr = self._model(repo, row, tips)
+            base_tip = tips.get(base, ("",))[0]
             if pr.head_sha and base_tip and self._is_ancestor(repo, pr.head_sha, base_tip):
                 # Merged by hand (or by us before a crash): record it as merged.
                 self.store.update(repo.name, pr.number, state="merged", head_sha=pr.head_sha)
@@ -168,23 +193,25 @@ class LocalScm:
             self._lock(repo),
         ):
             row = self._open_row(repo, number)
-            head_tip = self._tip(repo, row["head"])
+            tips = self._tips(repo, row["head"], row["base"])
+            head_tip, tree = tips.get(row["head"], (None, ""))
             if head_tip != expected_head_sha:
                 raise ScmConflict(
                     f"head of pull request {number} moved: expected "
                     f"{expected_head_sha[:7]}, found {(head_tip or 'nothing')[:7]}"
                 )
-            base_tip = self._tip(repo, row["base"])
-            if base_tip is None:
+            if row["base"] not in tips:
                 raise ScmNotFound(f"base branch {row['base']} is gone")
-            tree = self._git(repo, "rev-parse", f"{head_tip}^{{tree}}")
+            base_tip = tips[row["base"]][0]
             merge_sha = self._git(
                 repo, "commit-tree", tree, "-p", base_tip, "-p", head_tip, "-m", message
             )
             try:
                 self._git(repo, "update-ref", f"refs/heads/{row['base']}", merge_sha, base_tip)
             except subprocess.CalledProcessError as exc:
-                raise ScmConflict(f"base branch {row['base']} moved during the merge") from exc
+                if "but expected" in (exc.stderr or ""):
+                    raise ScmConflict(f"base branch {row['base']} moved during the merge") from exc
+                raise ScmUnavailable(f"cannot update {row['base']}: it is locked") from exc
             self.store.update(
                 repo.name, number, state="merged", head_sha=head_tip, merge_sha=merge_sha
             )

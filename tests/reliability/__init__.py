@@ -1,0 +1,1 @@
+"""Fault injection: crashes, SCM faults, lost webhooks, lost caches, racing pushes."""
