@@ -162,7 +162,7 @@ class Executor:
             record = HealthyRecord(
                 dry_sha=action.dry_sha, hydrated_sha=action.hydrated_sha, healthy_since=action.since
             )
-            self._ledger(snapshot, env.branch, lambda led: led.with_healthy(record))
+            self._ledger(snapshot, env.branch, lambda led: led.with_healthy(record), durable=False)
             log.info("environment healthy", extra={**fields, "sha": action.dry_sha})
             self._emit("healthy", snapshot, env.branch, "healthy", action.dry_sha)
         elif isinstance(action, OpenRevert):
@@ -278,9 +278,17 @@ class Executor:
         outcome.requeue(0.0)
 
     def _ledger(
-        self, snapshot: Snapshot, branch: str, change: Callable[[EnvLedger], EnvLedger]
+        self,
+        snapshot: Snapshot,
+        branch: str,
+        change: Callable[[EnvLedger], EnvLedger],
+        *,
+        durable: bool = True,
     ) -> None:
-        ledger = self.ledger.update(self._mirror, snapshot.strategy, branch, change)
+        """Write the ledger; healthy records may be pushed a moment later (``durable``)."""
+        ledger = self.ledger.update(
+            self._mirror, snapshot.strategy, branch, change, durable=durable
+        )
         HOLDS.labels(snapshot.strategy, branch).set(len(ledger.holds))
 
     def _emit(

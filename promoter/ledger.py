@@ -1,21 +1,29 @@
 """The health ledger, durable in the repository itself: one JSON note per environment.
 
 Each (strategy, environment) has a note under ``refs/notes/promoter.ledger`` on a
-synthetic key object (the blob ``promoter.ledger <strategy> <environment>``), and
-the notes ref is pushed to the remote after every change, with a lease, so a
-promoter with an empty state dir, or a second instance, reads the same history.
-Reads come from the mirror's object database (no process, no SCM call).
+synthetic key object (the blob ``promoter.ledger <strategy> <environment>``), pushed
+to the remote, so a promoter with an empty state dir, or a second instance, reads
+the same history. Reads come from the mirror's object database (no SCM call).
 
-Concurrency: updates hold the mirror's lock; a push rejected because the notes
-ref moved is retried on top of a fresh fetch, so concurrent writers never lose
-each other's records.
+Writes are batched per repository: pending changes are kept in memory (reads apply
+them: read-your-writes) and written as one notes commit and one push per flush. A
+durable change (hold, revert, pause, override) flushes at once and returns only when
+pushed; healthy records are flushed by a timer, at most once a second, and at
+shutdown. A crash loses at most that second of healthy records, which the next
+reconcile records again (with a later ``healthySince``: a longer soak, never shorter).
+
+Concurrency: flushes hold the mirror's lock; a push rejected because the notes ref
+moved is retried on top of a fresh fetch, re-applying the pending changes to what
+the other writer stored, so concurrent writers never lose each other's records.
 """
 
 from __future__ import annotations
 
 import hashlib
 import logging
+import threading
 from collections.abc import Callable
+from dataclasses import dataclass, field
 
 from promoter.engine.ledger_state import EnvLedger
 from promoter.errors import GitError
@@ -26,6 +34,8 @@ ATTEMPTS = 4
 
 log = logging.getLogger("promoter.ledger")
 
+Change = Callable[[EnvLedger], EnvLedger]
+
 
 def key_object(strategy: str, environment: str) -> tuple[bytes, str]:
     """The synthetic blob a ledger note hangs on, and its SHA-1."""
@@ -34,46 +44,111 @@ def key_object(strategy: str, environment: str) -> tuple[bytes, str]:
     return data, sha
 
 
+@dataclass
+class _Pending:
+    mirror: GitMirror
+    changes: dict[str, tuple[bytes, list[Change]]] = field(default_factory=dict)
+
+
 class GitLedger:
     """Reads and writes ledger notes through a repository's mirror."""
 
+    def __init__(self) -> None:
+        self._pending: dict[str, _Pending] = {}
+        self._guard = threading.Lock()
+
     def read(self, mirror: GitMirror, strategy: str, environment: str) -> EnvLedger:
         _, sha = key_object(strategy, environment)
-        text = mirror.read_note(LEDGER_REF, sha)
-        if not text:
-            return EnvLedger()
-        try:
-            return EnvLedger.model_validate_json(text)
-        except ValueError:
-            log.error(
-                "ledger note unreadable, starting afresh",
-                extra={"strategy": strategy, "environment": environment},
-            )
-            return EnvLedger()
+        with mirror.lock:
+            value = self._stored(mirror, sha)
+            with self._guard:
+                pending = self._pending.get(mirror.name)
+                changes = (
+                    list(pending.changes[sha][1]) if pending and sha in pending.changes else []
+                )
+        for change in changes:
+            value = change(value)
+        return value
 
     def update(
         self,
         mirror: GitMirror,
         strategy: str,
         environment: str,
-        change: Callable[[EnvLedger], EnvLedger],
+        change: Change,
+        *,
+        durable: bool = True,
     ) -> EnvLedger:
-        """Apply ``change`` to the environment's ledger and push it; the new ledger."""
+        """Apply ``change``; pushed before returning when ``durable``. The new ledger."""
         data, sha = key_object(strategy, environment)
         with mirror.lock:
-            for _ in range(ATTEMPTS):
-                before = mirror.refs().get(LEDGER_REF)
-                current = self.read(mirror, strategy, environment)
-                new = change(current)
-                if new == current:
-                    return current
-                mirror.write_blob(data)
-                mirror.write_note(LEDGER_REF, sha, new.model_dump_json())
-                try:
-                    mirror.push([f"{LEDGER_REF}:{LEDGER_REF}"], leases={LEDGER_REF: before})
-                except PushRejected:
-                    log.info("ledger moved, retrying", extra={"strategy": strategy})
-                    mirror.fetch()
-                    continue
-                return new
-        raise GitError(f"the ledger of {strategy}/{environment} kept moving; try again")
+            current = self.read(mirror, strategy, environment)
+            new = change(current)
+            if new == current:
+                return current
+            with self._guard:
+                pending = self._pending.setdefault(mirror.name, _Pending(mirror))
+                pending.changes.setdefault(sha, (data, []))[1].append(change)
+            if durable:
+                self.flush(mirror)
+            return new
+
+    def flush(self, mirror: GitMirror) -> None:
+        """Write and push every pending change of one repository."""
+        with mirror.lock:
+            with self._guard:
+                pending = self._pending.pop(mirror.name, None)
+            if pending is None or not pending.changes:
+                return
+            try:
+                self._write(mirror, pending)
+            except BaseException:
+                with self._guard:  # keep them for the next flush, older changes first
+                    newer = self._pending.pop(mirror.name, None)
+                    if newer is not None:
+                        for sha, (data, changes) in newer.changes.items():
+                            pending.changes.setdefault(sha, (data, []))[1].extend(changes)
+                    self._pending[mirror.name] = pending
+                raise
+
+    def flush_all(self) -> None:
+        """Flush every repository (the timer and shutdown); failures are kept for later."""
+        with self._guard:
+            mirrors = [p.mirror for p in self._pending.values()]
+        for mirror in mirrors:
+            try:
+                self.flush(mirror)
+            except Exception as exc:
+                log.warning(
+                    "ledger flush failed", extra={"repository": mirror.name, "error": str(exc)}
+                )
+
+    def _stored(self, mirror: GitMirror, sha: str) -> EnvLedger:
+        text = mirror.read_note(LEDGER_REF, sha)
+        if not text:
+            return EnvLedger()
+        try:
+            return EnvLedger.model_validate_json(text)
+        except ValueError:
+            log.error("ledger note unreadable, starting afresh", extra={"key": sha})
+            return EnvLedger()
+
+    def _write(self, mirror: GitMirror, pending: _Pending) -> None:
+        for _ in range(ATTEMPTS):
+            before = mirror.refs().get(LEDGER_REF)
+            notes: dict[str, str] = {}
+            for sha, (_, changes) in pending.changes.items():
+                value = self._stored(mirror, sha)
+                for change in changes:
+                    value = change(value)
+                notes[sha] = value.model_dump_json()
+            blobs = [data for data, _ in pending.changes.values()]
+            mirror.write_notes(LEDGER_REF, notes, message="promoter ledger", blobs=blobs)
+            try:
+                mirror.push([f"{LEDGER_REF}:{LEDGER_REF}"], leases={LEDGER_REF: before})
+            except PushRejected:
+                log.info("ledger moved, retrying", extra={"repository": mirror.name})
+                mirror.fetch()
+                continue
+            return
+        raise GitError(f"the ledger of {mirror.name} kept moving; try again")

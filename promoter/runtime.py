@@ -36,6 +36,9 @@ from scm_plugins.registry import build_plugin
 
 log = logging.getLogger("promoter.runtime")
 
+LEDGER_FLUSH_INTERVAL = 1.0
+"""Healthy records are pushed to the ledger in git at most this long after they happen."""
+
 
 class Runtime:
     def __init__(
@@ -155,6 +158,7 @@ class Runtime:
         if self.started:
             return
         self.workers.start()
+        self.scheduler.every(LEDGER_FLUSH_INTERVAL, self.ledger.flush_all, "ledger-flush")
         self.scheduler.start()
         self.scheduler.resync()
         self.started = True
@@ -169,6 +173,7 @@ class Runtime:
         self.started = False
         self.scheduler.stop()
         finished = self.workers.stop(timeout=60)
+        self.ledger.flush_all()
         for closer in self._closers:
             closer.close()
         for plugin in self.plugins.values():

@@ -82,6 +82,10 @@ class Scheduler:
                 self._add(functools.partial(self.poll, repo), interval, f"poll:{repo.name}")
         self._scheduler.start()
 
+    def every(self, seconds: float, func: Callable[[], None], name: str) -> None:
+        """Run ``func`` every ``seconds`` on the scheduler's threads (never the event loop)."""
+        self._add(func, seconds, name)
+
     def _add(self, func: Callable[[], None], seconds: float, name: str) -> None:
         self._scheduler.add_job(func, "interval", seconds=max(seconds, 0.1), id=name, name=name)
 

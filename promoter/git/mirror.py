@@ -163,7 +163,20 @@ class GitMirror:
                 raise GitError(f"cannot create the mirror at {self.path}: {exc}") from exc
             self._run(["config", "remote.origin.url", self.url])
 
+    def _heal(self) -> None:
+        """The mirror was deleted under us (a cleaned state dir): clone it afresh, so that
+        nothing reads or writes on top of an empty mirror (a ledger write would then push
+        a notes commit that forgets every other note)."""
+        if self._repo is None or (self.path / "HEAD").is_file():
+            return
+        with self._lock:
+            self.close()
+            self._refs = None
+            self.ensure()
+            self.fetch()
+
     def _git(self) -> Git:
+        self._heal()
         if self._repo is None:
             self.ensure()
         assert self._repo is not None
@@ -245,6 +258,7 @@ class GitMirror:
     # -- refs ---------------------------------------------------------------------------
 
     def _cached_refs(self) -> dict[str, str]:
+        self._heal()
         if self._refs is None:
             fmt = "--format=%(objectname) %(refname)"
             _, out, _ = self._run(["for-each-ref", fmt, *_MIRRORED])

@@ -1,0 +1,455 @@
+"""SCM calls per environment promotion, for each SCM plugin: local, GitHub and GitLab.
+
+Each plugin drives the daemon (in process, through its starlette app) over one
+strategy (dev -> staging -> prod) and a real bare git repository; GitHub and GitLab
+are the test suites' stateful HTTP-level fakes (``tests/scm_github/fake_github.py``,
+``tests/scm_gitlab/fake_gitlab.py``), so every call goes through the real plugin and
+its HTTP client. For each of ``--changes`` dry changes the benchmark hydrates every
+environment, then for each environment waits for the promotion PR, reports CI green
+on its head and, once merged, the environment's health on the new commit, as CI and
+CD would (GitHub: status / check run on the SCM plus its webhook; GitLab: pipeline
+plus Pipeline Hook, health through the daemon's API; local: both through the API).
+
+Counted with ``promoter_scm_calls_total``, minus the status writes the benchmark
+itself makes through the daemon's API (those are CI's calls, not the promoter's):
+
+* per environment promotion: everything the daemon spent from the hydrator's push to
+  prod running the change, divided by the environments promoted;
+* from opening the PR to its merge: the calls about that PR (its number, head branch
+  or head commit) between the two, from the plugin's call log;
+* an idle resync, per strategy: the periodic resync reads statuses and PRs from the
+  SCM again (GitHub: and how many of those calls were charged to the rate limit; its
+  answers to unchanged resources are 304s). Two in a row: the first after the
+  promotions (statuses changed since the last read), then a steady one.
+
+    python bench/scm_calls.py [--changes 3] [--plugin local --plugin github --plugin gitlab]
+
+Target: at most 6 calls per environment promotion.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import common
+from common import Counters
+
+TARGET = 6.0
+PLUGINS = ("local", "github", "gitlab")
+STRATEGY = "guestbook"
+TIMEOUT = 30.0
+FIXTURES = common.ROOT.parent / "shared" / "fixtures"
+
+
+# --- the call log --------------------------------------------------------------------
+
+
+@dataclass
+class Call:
+    at: float
+    operation: str
+    fields: dict[str, Any]
+
+
+class CallLog(logging.Handler):
+    """Every ``scm call`` record of ``promoter.scm`` (debug level), with its fields."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.DEBUG)
+        self.calls: list[Call] = []
+        self._lock_calls = threading.Lock()
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if record.getMessage() != "scm call":
+            return
+        fields = {
+            k: v for k, v in vars(record).items() if k in ("pr", "sha", "head", "base", "key")
+        }
+        with self._lock_calls:
+            self.calls.append(Call(time.perf_counter(), str(vars(record)["operation"]), fields))
+
+    @contextmanager
+    def attached(self) -> Iterator[CallLog]:
+        logger = logging.getLogger("promoter.scm")
+        level, propagate = logger.level, logger.propagate
+        logger.setLevel(logging.DEBUG)
+        logger.propagate = False  # debug records for this log only, not for the console
+        logger.addHandler(self)
+        try:
+            yield self
+        finally:
+            logger.removeHandler(self)
+            logger.setLevel(level)
+            logger.propagate = propagate
+
+
+@dataclass
+class Window:
+    """One environment's promotion PR, for the open-to-merge count."""
+
+    branch: str
+    number: int = 0
+    head_sha: str = ""
+    opened_at: float = 0.0
+    merged_at: float = 0.0
+
+
+def window_calls(log: CallLog, w: Window) -> list[Call]:
+    """The calls about ``w``'s PR from its opening to its merge (both included)."""
+    head = f"{w.branch}-next"
+    mine = []
+    for call in log.calls:
+        if not (w.opened_at <= call.at <= w.merged_at):
+            continue
+        f = call.fields
+        if call.at == w.opened_at and call.operation == "open_pull_request":
+            mine.append(call)  # the opening call itself (GitHub's names neither PR nor head)
+            continue
+        if call.operation == "set_commit_status" and not str(f.get("key", "")).startswith(
+            "promoter/"
+        ):
+            continue  # CI's own status write through the daemon's API, not the promoter's
+        if (
+            f.get("pr") == w.number
+            or f.get("sha") == w.head_sha
+            or (f.get("head") == head and f.get("base") in (None, w.branch))
+        ):
+            mine.append(call)
+    return mine
+
+
+# --- the three set-ups ---------------------------------------------------------------
+
+
+class Driver:
+    """What differs between SCMs: the daemon's configuration and how CI and CD report."""
+
+    provider = ""
+    client: Any
+    runtime: Any
+    actor_calls = 0
+    """Status writes the benchmark made through the daemon's API (CI's calls, not ours)."""
+
+    def __init__(self, tmp: Path) -> None:
+        from tests.support import GitOpsRepo
+
+        self.tmp = tmp
+        self.gitops = GitOpsRepo.create(tmp)
+        self.events = common.Events()
+
+    def session(self) -> AbstractContextManager[Any]:
+        raise NotImplementedError
+
+    def ci_green(self, branch: str, sha: str) -> None:
+        raise NotImplementedError
+
+    def healthy(self, branch: str, sha: str) -> None:
+        raise NotImplementedError
+
+    def charged(self) -> int | None:
+        return None
+
+    def api_status(self, sha: str, key: str) -> None:
+        answer = self.client.post(
+            f"/api/v1/repositories/gitops/commits/{sha}/statuses",
+            json={"key": key, "phase": "success"},
+        )
+        assert answer.status_code == 201, answer.text
+        self.actor_calls += 1
+
+
+class LocalDriver(Driver):
+    provider = "local"
+
+    @contextmanager
+    def session(self) -> Iterator[Any]:
+        from starlette.testclient import TestClient
+
+        from promoter.runtime import Runtime
+        from tests.support import local_config
+
+        config = local_config(self.gitops.path, self.tmp / "state")
+        self.runtime = Runtime(config, observers=[self.events])
+        with TestClient(self.runtime.app) as self.client:
+            yield self
+
+    def ci_green(self, branch: str, sha: str) -> None:
+        self.api_status(sha, "ci")
+
+    def healthy(self, branch: str, sha: str) -> None:
+        self.api_status(sha, "health")
+
+
+class GitHubDriver(Driver):
+    provider = "github"
+
+    @contextmanager
+    def session(self) -> Iterator[Any]:
+        from starlette.testclient import TestClient
+
+        from promoter.config_loader import parse_config
+        from promoter.runtime import Runtime
+        from tests.scm_github.conftest import TOKEN, TOKEN_ENV
+        from tests.scm_github.fake_github import FakeGitHub
+        from tests.scm_github.genuine import Genuine
+        from tests.scm_github.test_end_to_end import (
+            FULL_NAME,
+            SECRET,
+            SECRET_ENV,
+            GitHubCI,
+            config_text,
+        )
+
+        os.environ[TOKEN_ENV], os.environ[SECRET_ENV] = TOKEN, SECRET
+        with FakeGitHub(Genuine(FIXTURES), tokens=(TOKEN,)) as fake:
+            fake.add_repository(FULL_NAME, self.gitops.path)
+            self.fake = fake
+            text = config_text(self.gitops.path, self.tmp / "state")
+            self.runtime = Runtime(parse_config(text), observers=[self.events])
+            with TestClient(self.runtime.app) as self.client:
+                self.robot = GitHubCI(self.client, fake)
+                yield self
+
+    def ci_green(self, branch: str, sha: str) -> None:
+        self.robot.check_run(sha, "ci", "success")
+
+    def healthy(self, branch: str, sha: str) -> None:
+        self.robot.status(sha, "health")
+
+    def charged(self) -> int | None:
+        return int(self.fake.charged())
+
+
+class GitLabDriver(Driver):
+    provider = "gitlab"
+
+    @contextmanager
+    def session(self) -> Iterator[Any]:
+        from starlette.testclient import TestClient
+
+        from promoter.config_loader import parse_config
+        from promoter.runtime import Runtime
+        from tests.scm_gitlab.conftest import PROJECT, TOKEN, TOKEN_ENV
+        from tests.scm_gitlab.fake_gitlab import FakeGitLab
+        from tests.scm_gitlab.test_end_to_end import (
+            HOOK_ENV,
+            HOOK_TOKEN,
+            PROJECT_ID,
+            Harness,
+            config_text,
+        )
+
+        os.environ[TOKEN_ENV], os.environ[HOOK_ENV] = TOKEN, HOOK_TOKEN
+        hook = json.loads((FIXTURES / "gitlab/webhooks/go-gitlab/pipeline.json").read_text())
+        fake = FakeGitLab(fixtures=FIXTURES, token=TOKEN)
+        fake.add_project(PROJECT, git_dir=self.gitops.path, project_id=PROJECT_ID)
+        with fake:
+            text = config_text(self.gitops.path, self.tmp / "state", fake.url)
+            self.runtime = Runtime(parse_config(text), observers=[self.events])
+            with TestClient(self.runtime.app) as self.client:
+                self.harness = Harness(self.runtime, self.client, fake, self.gitops, hook)
+                yield self
+
+    def ci_green(self, branch: str, sha: str) -> None:
+        self.harness.pipeline(branch, "success")
+
+    def healthy(self, branch: str, sha: str) -> None:
+        self.api_status(sha, "health")
+
+
+DRIVERS: dict[str, Callable[[Path], Driver]] = {
+    "local": LocalDriver,
+    "github": GitHubDriver,
+    "gitlab": GitLabDriver,
+}
+
+
+# --- the measurement -----------------------------------------------------------------
+
+
+def env_view(d: Driver, branch: str) -> dict[str, Any]:
+    view = d.client.get(f"/api/v1/strategies/{STRATEGY}").json()
+    found: dict[str, Any] = next(e for e in view["environments"] if e["branch"] == branch)
+    return found
+
+
+def settle(d: Driver) -> None:
+    queue = d.runtime.queue
+    common.wait_for(lambda: queue.idle() and not len(queue), timeout=TIMEOUT, what="idle")
+
+
+@dataclass
+class PluginResult:
+    provider: str
+    promotions: int = 0
+    total: Counters = field(default_factory=Counters)
+    actor_calls: int = 0
+    windows: list[int] = field(default_factory=list)
+    window_ops: dict[str, int] = field(default_factory=dict)
+    idle: list[Counters] = field(default_factory=list)
+    idle_charged: list[int | None] = field(default_factory=list)
+    charged: int | None = None
+
+
+def promote(d: Driver, log: CallLog, change: str, branch: str, mark: int) -> Window:
+    """Promote ``change`` into ``branch`` (its PR is opened by the daemon); its window."""
+    opened, number = d.events.wait("opened", branch, after=mark, timeout=TIMEOUT)
+    env = common.wait_for(
+        lambda: (e := env_view(d, branch)).get("pullRequest") and e,
+        timeout=TIMEOUT,
+        what=f"the PR into {branch} in the API",
+    )
+    # One worker runs a strategy's actions in order: the last open call before the
+    # "opened" event is this PR's.
+    first = max(c.at for c in log.calls if c.operation == "open_pull_request" and c.at <= opened)
+    w = Window(branch, number or 0, env["proposed"]["hydratedSha"], opened_at=first)
+    at = d.events.mark()
+    d.ci_green(branch, w.head_sha)
+    w.merged_at, _ = d.events.wait("merged", branch, after=at, timeout=TIMEOUT)
+    common.wait_for(
+        lambda: (env_view(d, branch).get("active") or {}).get("drySha") == change,
+        timeout=TIMEOUT,
+        what=f"{branch} running the change",
+    )
+    d.healthy(branch, d.gitops.tip(branch))
+    return w
+
+
+def measure(provider: str, changes: int) -> PluginResult:
+    result = PluginResult(provider)
+    with tempfile.TemporaryDirectory(prefix=f"bench-scm-{provider}-") as tmp:
+        d = DRIVERS[provider](Path(tmp))
+        with d.session(), CallLog().attached() as log:
+            from tests.support import ENVIRONMENTS
+
+            common.wait_for(
+                lambda: env_view(d, ENVIRONMENTS[-1]).get("state") == "up-to-date",
+                timeout=TIMEOUT,
+                what="the first reconcile",
+            )
+            for branch in ENVIRONMENTS:
+                d.healthy(branch, d.gitops.tip(branch))
+            settle(d)
+            before, actors, charged = Counters.now(provider), d.actor_calls, d.charged()
+            windows: list[Window] = []
+            for n in range(changes):
+                mark = d.events.mark()
+                change = d.gitops.change(f"2.{n}.0", f"Bump guestbook to 2.{n}.0")
+                for branch in ENVIRONMENTS:
+                    windows.append(promote(d, log, change, branch, mark))
+                settle(d)
+            result.total = Counters.now(provider) - before
+            result.actor_calls = d.actor_calls - actors
+            after_charged = d.charged()
+            if charged is not None and after_charged is not None:
+                result.charged = after_charged - charged
+            result.promotions = len(windows)
+            for w in windows:
+                mine = window_calls(log, w)
+                result.windows.append(len(mine))
+                for call in mine:
+                    result.window_ops[call.operation] = result.window_ops.get(call.operation, 0) + 1
+            # Idle resyncs, as the periodic timer runs them (statuses and PRs read again).
+            for _ in range(2):
+                idle_before, idle_charged = Counters.now(provider), d.charged()
+                d.runtime.scheduler.resync()
+                time.sleep(0.05)
+                settle(d)
+                result.idle.append(Counters.now(provider) - idle_before)
+                end_charged = d.charged()
+                result.idle_charged.append(
+                    None
+                    if idle_charged is None or end_charged is None
+                    else end_charged - idle_charged
+                )
+    return result
+
+
+def as_json(r: PluginResult) -> dict[str, Any]:
+    own = r.total.scm_calls - r.actor_calls
+    by_op = dict(r.total.scm)
+    if r.actor_calls:
+        by_op["set_commit_status"] = by_op.get("set_commit_status", 0.0) - r.actor_calls
+    return {
+        "promotions": r.promotions,
+        "calls_per_env_promotion": round(own / r.promotions, 2),
+        "writes_per_env_promotion": round((r.total.scm_writes - r.actor_calls) / r.promotions, 2),
+        "open_to_merge_per_pr": r.windows,
+        "open_to_merge_max": max(r.windows),
+        "open_to_merge_by_operation": {
+            op: round(n / r.promotions, 2) for op, n in sorted(r.window_ops.items())
+        },
+        "by_operation_per_env_promotion": {
+            op: round(n / r.promotions, 2) for op, n in by_op.items() if n
+        },
+        "actor_status_writes_excluded": r.actor_calls,
+        "charged_per_env_promotion": (
+            None if r.charged is None else round((r.charged) / r.promotions, 2)
+        ),
+        "idle_resync_calls_per_strategy": [int(i.scm_calls) for i in r.idle],
+        "idle_resync_charged_per_strategy": r.idle_charged,
+        "idle_resync_by_operation": {op: int(n) for op, n in r.idle[-1].scm.items()},
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
+    parser.add_argument("--changes", type=int, default=3, help="dry changes promoted to prod")
+    parser.add_argument("--plugin", action="append", choices=PLUGINS, help="(repeatable)")
+    args = parser.parse_args(argv)
+    common.quiet_logs()
+    os.environ.update(common.IDENTITY)
+    results = {p: as_json(measure(p, args.changes)) for p in args.plugin or PLUGINS}
+    checks = {
+        p: {
+            "open_to_merge": r["open_to_merge_max"] <= TARGET,
+            "per_env_promotion_overall": r["calls_per_env_promotion"] <= TARGET,
+        }
+        for p, r in results.items()
+    }
+    figures = {
+        "bench": "scm_calls",
+        "changes": args.changes,
+        "plugins": results,
+        "target_calls_per_env_promotion": TARGET,
+        "checks": checks,
+        "machine": common.machine(),
+    }
+    lines = [f"SCM calls, {args.changes} changes x 3 environments per plugin (target <= 6)"]
+    for p, r in results.items():
+        charged = r["charged_per_env_promotion"]
+        idle_charged = r["idle_resync_charged_per_strategy"]
+        ok = checks[p]
+        lines += [
+            f"{p}:",
+            f"  open -> merge, per PR   max {r['open_to_merge_max']}  {r['open_to_merge_per_pr']}"
+            f"  [{'ok' if ok['open_to_merge'] else 'MISSED'}]",
+            f"    by operation (mean)   {r['open_to_merge_by_operation']}",
+            f"  whole promotion / env   {r['calls_per_env_promotion']}"
+            f" ({r['writes_per_env_promotion']} writes"
+            + (f", {charged} charged to the rate limit" if charged is not None else "")
+            + f")  [{'ok' if ok['per_env_promotion_overall'] else 'over 6'}]",
+            f"    by operation          {r['by_operation_per_env_promotion']}",
+            f"  idle resyncs, first then steady: {r['idle_resync_calls_per_strategy']} calls"
+            " per strategy"
+            + (f" ({idle_charged} charged)" if idle_charged[0] is not None else "")
+            + f"  {r['idle_resync_by_operation']}",
+        ]
+    common.report(figures, lines)
+    return 0 if all(c["open_to_merge"] for c in checks.values()) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,55 @@
+"""The ledger in git notes: batched writes, read-your-writes, and no loss when the
+mirror is deleted under a running daemon."""
+
+from __future__ import annotations
+
+import shutil
+from datetime import UTC, datetime
+from pathlib import Path
+
+from promoter.engine.ledger_state import EnvLedger, HealthyRecord, Hold
+from promoter.git import GitMirror
+from promoter.ledger import GitLedger
+from tests.support import GitOpsRepo
+
+NOW = datetime(2026, 1, 1, tzinfo=UTC)
+
+
+def record(sha: str) -> HealthyRecord:
+    return HealthyRecord(dry_sha=sha, hydrated_sha=sha, healthy_since=NOW)
+
+
+def hold(sha: str) -> Hold:
+    return Hold(dry_sha=sha, reason="bad", since=NOW, source="manual")
+
+
+def fresh_reader(gitops: GitOpsRepo, root: Path) -> tuple[GitMirror, GitLedger]:
+    mirror = GitMirror(name="gitops", url=str(gitops.path), root=root)
+    mirror.refresh()
+    return mirror, GitLedger()
+
+
+def test_healthy_records_are_read_at_once_and_pushed_by_the_next_flush(tmp_path: Path) -> None:
+    gitops = GitOpsRepo.create(tmp_path)
+    mirror, ledger = fresh_reader(gitops, tmp_path / "a")
+    ledger.update(mirror, "s", "dev", lambda led: led.with_healthy(record("1" * 40)), durable=False)
+    assert ledger.read(mirror, "s", "dev").last_healthy == record("1" * 40)
+    other, other_ledger = fresh_reader(gitops, tmp_path / "b")
+    assert other_ledger.read(other, "s", "dev") == EnvLedger()
+    ledger.flush_all()
+    other.refresh()
+    assert other_ledger.read(other, "s", "dev").last_healthy == record("1" * 40)
+
+
+def test_a_deleted_mirror_is_cloned_again_and_no_other_note_is_lost(tmp_path: Path) -> None:
+    gitops = GitOpsRepo.create(tmp_path)
+    mirror, ledger = fresh_reader(gitops, tmp_path / "a")
+    ledger.update(mirror, "s", "staging", lambda led: led.with_hold(hold("2" * 40)))
+    ledger.update(mirror, "s", "dev", lambda led: led.with_healthy(record("1" * 40)), durable=False)
+    shutil.rmtree(mirror.path)
+    ledger.flush_all()
+    ledger.update(mirror, "s", "prod", lambda led: led.with_hold(hold("3" * 40)))
+    other, other_ledger = fresh_reader(gitops, tmp_path / "b")
+    assert [h.dry_sha for h in other_ledger.read(other, "s", "staging").holds] == ["2" * 40]
+    assert [h.dry_sha for h in other_ledger.read(other, "s", "prod").holds] == ["3" * 40]
+    assert other_ledger.read(other, "s", "dev").last_healthy == record("1" * 40)
