@@ -189,9 +189,7 @@ class Executor:
     ) -> None:
         env = snapshot.environments[action.environment]
         fields = {"strategy": snapshot.strategy, "environment": env.branch, "pr": action.number}
-        statuses = {
-            s.key: s for s in self.reader.statuses(repo, action.expected_head_sha, fresh=True)
-        }
+        statuses = self.reader.gates(repo, action.expected_head_sha, action.required_keys)
         stale = [
             k
             for k in action.required_keys

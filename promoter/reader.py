@@ -42,6 +42,15 @@ class SnapshotReader:
         self.status_cache.store(repo.name, sha, statuses)
         return self.status_cache.get(repo.name, sha) or statuses
 
+    def gates(self, repo: Repository, sha: str, keys: tuple[str, ...]) -> dict[str, CommitStatus]:
+        """Fresh from the SCM, the statuses of ``keys`` only (the re-read before a merge)."""
+        if not keys:
+            return {}
+        found = self.plugin.get_commit_statuses(repo=repo, sha=sha, keys=keys)
+        for status in found:
+            self.status_cache.put(repo.name, sha, status)
+        return {s.key: s for s in found if s.key in keys}
+
     def _commit(self, repo: Repository, mirror: GitMirror, branch: str) -> CommitState | None:
         sha = mirror.branch_sha(branch)
         if sha is None:

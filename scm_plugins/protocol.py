@@ -7,7 +7,7 @@ their boundary, through ``scm_plugins.calls.ScmCalls``).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from typing import Protocol, runtime_checkable
 
 from promoter.config import Repository, ScmProvider
@@ -63,8 +63,14 @@ class PullRequests(Protocol):
 class CommitStatuses(Protocol):
     """Read a commit's gate results and write the promoter's own."""
 
-    def get_commit_statuses(self, *, repo: Repository, sha: str) -> list[CommitStatus]:
-        """Every status of ``sha``, latest per key, normalised to CommitStatus."""
+    def get_commit_statuses(
+        self, *, repo: Repository, sha: str, keys: Collection[str] | None = None
+    ) -> list[CommitStatus]:
+        """Every status of ``sha``, latest per key, normalised to CommitStatus.
+
+        With ``keys``, the caller needs only those gates (the re-read before a merge):
+        a plugin may then read less, and the result may lack statuses of other keys.
+        """
         ...
 
     def set_commit_status(self, *, repo: Repository, sha: str, status: CommitStatus) -> None: ...

@@ -7,7 +7,7 @@ Every HTTP call goes through ``ScmCalls`` (``promoter_scm_calls_total{provider="
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 
 from promoter.config import GitHubProvider, Repository, ScmProvider
 from promoter.errors import ConfigError
@@ -100,8 +100,10 @@ class GitHubScm:
 
     # --- CommitStatuses --------------------------------------------------------------
 
-    def get_commit_statuses(self, *, repo: Repository, sha: str) -> list[CommitStatus]:
-        return self._statuses.get(repo=repo, sha=sha)
+    def get_commit_statuses(
+        self, *, repo: Repository, sha: str, keys: Collection[str] | None = None
+    ) -> list[CommitStatus]:
+        return self._statuses.get(repo=repo, sha=sha, keys=keys)
 
     def set_commit_status(self, *, repo: Repository, sha: str, status: CommitStatus) -> None:
         self._statuses.set(repo=repo, sha=sha, status=status)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from datetime import datetime
 from typing import Any, Literal
 
@@ -89,11 +89,25 @@ class Statuses:
         self._written: OrderedDict[tuple[str, str, str], tuple[str, str, str]] = OrderedDict()
         self._lock = threading.Lock()
 
-    def get(self, *, repo: Repository, sha: str) -> list[CommitStatus]:
-        found = [from_status(s) for s in self._pages(repo, sha, "status", "statuses")]
+    def get(
+        self, *, repo: Repository, sha: str, keys: Collection[str] | None = None
+    ) -> list[CommitStatus]:
+        """Statuses and check runs of ``sha``; with ``keys``, the check runs alone when
+        they hold every key (GitHub Actions gates are check runs): one call, not two."""
+        if keys is not None:
+            checks = self._check_runs(repo, sha)
+            if set(keys) <= {c.key for c in checks}:
+                return latest_per_key(checks)
+            return latest_per_key(self._statuses(repo, sha) + checks)
+        found = self._statuses(repo, sha)
+        return latest_per_key(found + self._check_runs(repo, sha))
+
+    def _statuses(self, repo: Repository, sha: str) -> list[CommitStatus]:
+        return [from_status(s) for s in self._pages(repo, sha, "status", "statuses")]
+
+    def _check_runs(self, repo: Repository, sha: str) -> list[CommitStatus]:
         runs = self._pages(repo, sha, "check-runs", "check_runs")
-        found += sorted((from_check_run(r) for r in runs), key=lambda s: s.updated_at, reverse=True)
-        return latest_per_key(found)
+        return sorted((from_check_run(r) for r in runs), key=lambda s: s.updated_at, reverse=True)
 
     def _pages(self, repo: Repository, sha: str, endpoint: str, field: str) -> list[dict[str, Any]]:
         operation = "get_combined_status" if endpoint == "status" else "get_check_runs"

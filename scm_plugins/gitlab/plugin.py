@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import functools
 import threading
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 
 from gitlab.v4.objects import Project
 
@@ -109,12 +109,15 @@ class GitLabScm:
 
     # --- commit statuses ---------------------------------------------------------------
 
-    def get_commit_statuses(self, *, repo: Repository, sha: str) -> list[CommitStatus]:
+    def get_commit_statuses(
+        self, *, repo: Repository, sha: str, keys: Collection[str] | None = None
+    ) -> list[CommitStatus]:
         return statuses.read_gates(
             self._project(repo),
             sha=sha,
             calls=self._calls,
             pipeline_key=self._config.pipeline_gate_key,
+            keys=keys,
         )
 
     def set_commit_status(self, *, repo: Repository, sha: str, status: CommitStatus) -> None:

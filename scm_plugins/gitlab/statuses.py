@@ -9,7 +9,7 @@ canceled fail. Anything GitLab adds later is pending until someone maps it.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from datetime import datetime
 from typing import Any
 
@@ -114,22 +114,36 @@ def latest_pipeline(entries: Iterable[Mapping[str, Any]]) -> Mapping[str, Any] |
 
 
 def read_gates(
-    project: Project, *, sha: str, calls: ScmCalls, pipeline_key: str
+    project: Project,
+    *,
+    sha: str,
+    calls: ScmCalls,
+    pipeline_key: str,
+    keys: Collection[str] | None = None,
 ) -> list[CommitStatus]:
-    """Every gate of ``sha``: commit statuses (latest per name) and the latest pipeline."""
+    """Every gate of ``sha``: commit statuses (latest per name) and the latest pipeline.
+
+    With ``keys``, only what they need: the pipelines alone when the pipeline gate is
+    the only key, the commit statuses alone when it is not among them.
+    """
+    wanted = None if keys is None else set(keys)
     commit = project.commits.get(sha, lazy=True)
     entries: list[dict[str, Any]] = []
     for page in range(1, MAX_PAGES + 1):
+        if wanted is not None and wanted <= {pipeline_key}:
+            break
         with calls.call("list_commit_statuses", sha=sha, page=page):
             found = commit.statuses.list(per_page=PER_PAGE, page=page, get_all=False)
         entries.extend(item.attributes for item in found)
         if len(found) < PER_PAGE:
             break
+    gates = {status.key: status for status in latest_per_name(entries)}
+    if wanted is not None and pipeline_key not in wanted:
+        return list(gates.values())
     with calls.call("list_pipelines", sha=sha):
         pipelines = project.pipelines.list(
             sha=sha, order_by="id", sort="desc", per_page=PIPELINES_PER_PAGE, get_all=False
         )
-    gates = {status.key: status for status in latest_per_name(entries)}
     pipeline = latest_pipeline(item.attributes for item in pipelines)
     if pipeline is not None:
         gates[pipeline_key] = from_pipeline(pipeline, key=pipeline_key)

@@ -14,7 +14,7 @@ import os
 import sqlite3
 import subprocess
 import threading
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from pathlib import Path
 
 from promoter.config import Repository, ScmProvider
@@ -238,7 +238,9 @@ class LocalScm:
 
     # --- statuses and credentials ----------------------------------------------------
 
-    def get_commit_statuses(self, *, repo: Repository, sha: str) -> list[CommitStatus]:
+    def get_commit_statuses(
+        self, *, repo: Repository, sha: str, keys: Collection[str] | None = None
+    ) -> list[CommitStatus]:
         with self._calls.call("get_commit_statuses", repository=repo.name, sha=sha):
             return self.store.statuses(repo.name, sha)
 

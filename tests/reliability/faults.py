@@ -15,7 +15,7 @@ import random
 import subprocess
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -228,9 +228,12 @@ class FaultyScm:
             lambda: self.inner.comment_pull_request(repo=repo, number=number, body=body),
         )
 
-    def get_commit_statuses(self, *, repo: Repository, sha: str) -> list[CommitStatus]:
+    def get_commit_statuses(
+        self, *, repo: Repository, sha: str, keys: Collection[str] | None = None
+    ) -> list[CommitStatus]:
         return self._call(
-            "get_commit_statuses", lambda: self.inner.get_commit_statuses(repo=repo, sha=sha)
+            "get_commit_statuses",
+            lambda: self.inner.get_commit_statuses(repo=repo, sha=sha, keys=keys),
         )
 
     def set_commit_status(self, *, repo: Repository, sha: str, status: CommitStatus) -> None:

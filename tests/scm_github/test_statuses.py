@@ -181,3 +181,16 @@ def test_with_check_runs_configured_the_promoter_writes_check_runs(
     assert runs[0]["output"]["title"] == "now success"
     assert fake.repositories[FULL_NAME].statuses == {}
     assert phases(plugin, repo, sha) == {"promoter/gates": Phase.SUCCESS}
+
+
+def test_the_re_read_before_a_merge_takes_one_call_when_check_runs_hold_every_gate(
+    plugin: GitHubScm, repo: Repository, fake: FakeGitHub, sha: str
+) -> None:
+    fake.post_check_run(FULL_NAME, sha, "build", "completed", "success")
+    fake.post_status(FULL_NAME, sha, "lint", "success")
+    before = scm_calls()
+    found = plugin.get_commit_statuses(repo=repo, sha=sha, keys=("build",))
+    assert {s.key for s in found} == {"build"}
+    assert scm_calls() - before == 1
+    both = plugin.get_commit_statuses(repo=repo, sha=sha, keys=("build", "lint"))
+    assert {s.key: s.phase for s in both} == {"build": Phase.SUCCESS, "lint": Phase.SUCCESS}

@@ -161,3 +161,18 @@ def test_statuses_beyond_the_first_page_are_read(
     for index in range(130):
         fake.add_status(PROJECT, sha, f"job-{index:03}", "success")
     assert len(gates(plugin, repo, sha)) == 130
+
+
+def test_the_re_read_before_a_merge_reads_only_what_its_keys_need(
+    plugin: GitLabScm, repo: Repository, fake: FakeGitLab, sha: str
+) -> None:
+    fake.add_status(PROJECT, sha, "lint", "success")
+    fake.add_pipeline(PROJECT, sha, "success")
+    before = scm_calls()
+    only_pipeline = plugin.get_commit_statuses(repo=repo, sha=sha, keys=("pipeline",))
+    assert [s.key for s in only_pipeline] == ["pipeline"]
+    assert scm_calls() - before == 1
+    before = scm_calls()
+    only_lint = plugin.get_commit_statuses(repo=repo, sha=sha, keys=("lint",))
+    assert [s.key for s in only_lint] == ["lint"]
+    assert scm_calls() - before == 1
