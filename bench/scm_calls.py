@@ -37,6 +37,7 @@ import sys
 import tempfile
 import threading
 import time
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
@@ -133,7 +134,7 @@ def window_calls(log: CallLog, w: Window) -> list[Call]:
 # --- the three set-ups ---------------------------------------------------------------
 
 
-class Driver:
+class Driver(ABC):
     """What differs between SCMs: the daemon's configuration and how CI and CD report."""
 
     provider = ""
@@ -149,14 +150,17 @@ class Driver:
         self.gitops = GitOpsRepo.create(tmp)
         self.events = common.Events()
 
+    @abstractmethod
     def session(self) -> AbstractContextManager[Any]:
-        raise NotImplementedError
+        """Implemented by each plugin's driver."""
 
+    @abstractmethod
     def ci_green(self, branch: str, sha: str) -> None:
-        raise NotImplementedError
+        """Implemented by each plugin's driver."""
 
+    @abstractmethod
     def healthy(self, branch: str, sha: str) -> None:
-        raise NotImplementedError
+        """Implemented by each plugin's driver."""
 
     def charged(self) -> int | None:
         return None

@@ -7,6 +7,7 @@ A mixin of ``fake_routes.Routes``; it keeps GitHub's newest-first order and its
 from __future__ import annotations
 
 import itertools
+from abc import ABC, abstractmethod
 from typing import Any
 
 from . import fake_git
@@ -14,15 +15,17 @@ from .fake_state import Answer, FakeRepo, now
 from .genuine import Genuine
 
 
-class StatusRoutes:
+class StatusRoutes(ABC):
     genuine: Genuine
     _ids: itertools.count[int]
 
+    @abstractmethod
     def repo(self, owner: str, name: str) -> FakeRepo | None:
-        raise NotImplementedError
+        """The repository, from the fake that mixes these routes in."""
 
+    @abstractmethod
     def _repo(self, owner: str, name: str) -> FakeRepo:
-        raise NotImplementedError
+        """The repository or a 404, from the fake that mixes these routes in."""
 
     def post_status(self, full_name: str, sha: str, context: str, state: str, **extra: str) -> None:
         owner, name = full_name.split("/")
