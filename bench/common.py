@@ -11,7 +11,6 @@ import json
 import logging
 import os
 import resource
-import socket
 import statistics
 import subprocess
 import sys
@@ -27,6 +26,7 @@ if str(ROOT) not in sys.path:  # ``python bench/x.py`` puts bench/, not the root
     sys.path.insert(0, str(ROOT))
 
 from promoter.git.metadata import METADATA_FILE, NOTES_REF, render_metadata  # noqa: E402
+from promoter.loopback import ThreadServer  # noqa: E402
 from promoter.metrics import REGISTRY  # noqa: E402
 
 T = TypeVar("T")
@@ -412,28 +412,6 @@ class Fleet:
             (self.active if kind == "active" else self.proposed)[key] = marks[mark]
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
-
-
 def serve(app: Any, port: int) -> Callable[[], None]:
     """Run ``app`` under uvicorn on 127.0.0.1:``port`` in a thread; returns a stopper."""
-    import uvicorn
-
-    server = uvicorn.Server(
-        uvicorn.Config(app, host="127.0.0.1", port=port, log_config=None, access_log=False)
-    )
-    thread = threading.Thread(target=server.run, name="bench-uvicorn", daemon=True)
-    thread.start()
-    wait_for(lambda: server.started or not thread.is_alive(), timeout=30, what="uvicorn")
-    if not thread.is_alive():
-        raise RuntimeError("uvicorn did not start")
-
-    def stop() -> None:
-        server.should_exit = True
-        thread.join(60)
-
-    return stop
+    return ThreadServer(app, port, name="bench-uvicorn").start().stop

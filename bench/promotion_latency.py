@@ -34,6 +34,8 @@ from typing import Any
 import common
 from common import Counters
 
+from promoter.loopback import free_port
+
 TARGETS = {"p50_ms": 200.0, "p99_ms": 1000.0}
 ENVIRONMENTS = ["environment/dev", "environment/staging", "environment/prod"]
 STRATEGY = "guestbook"
@@ -76,7 +78,7 @@ class Bench:
         self.repo = init_bare(base / "gitops.git")
         self.version = 0
         self.change()
-        self.port = common.free_port()
+        self.port = free_port()
         text = CONFIG.format(
             repo=self.repo,
             strategy=STRATEGY,

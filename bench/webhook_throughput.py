@@ -29,6 +29,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from promoter.loopback import free_port
+
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = ROOT.parent / "shared" / "fixtures" / "github" / "webhooks" / "api.github.com"
 SECRET = "bench-webhook-secret"
@@ -245,12 +247,6 @@ def _summary(rounds: list[dict[str, Any]], duration: float) -> dict[str, Any]:
     }
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def _cpu_seconds(pid: int) -> float:
     """User + system CPU time of a process so far (Linux ``/proc``; 0.0 elsewhere)."""
     try:
@@ -265,7 +261,7 @@ class Server:
 
     def __init__(self, target: str, args: argparse.Namespace, state_dir: str) -> None:
         self.target = target
-        self.port = _free_port()
+        self.port = free_port()
         env = {**os.environ, SECRET_ENV: SECRET, "PYTHONPATH": str(ROOT)}
         command = [sys.executable, __file__, "serve", target, "--port", str(self.port)]
         command += ["--state-dir", state_dir, "--log-level", args.log_level]

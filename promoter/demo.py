@@ -9,21 +9,18 @@ hydrate``), CI (the proposed gate ``ci``) and the health checker (the active gat
 from __future__ import annotations
 
 import logging
-import socket
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 from typing import Any
-
-import uvicorn
 
 from promoter import logs, status_table
 from promoter.client import ApiClient
 from promoter.config_loader import parse_config
 from promoter.executor import ActionEvent
 from promoter.hydrate import hydrate
+from promoter.loopback import ThreadServer, free_port
 from promoter.runtime import Runtime
 from promoter.sandbox import commit_files, init_bare
 
@@ -71,13 +68,6 @@ def short(sha: str | None) -> str:
     return sha[:7] if sha else "-"
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
-
-
 EVENT_LINES = {
     "opened": "PR #{pr} opened: {message}",
     "merged": "PR #{pr} merged: {env} now runs dry {sha}",
@@ -105,7 +95,7 @@ class Demo:
     def __init__(self, base: Path, port: int) -> None:
         self.base = base
         self.repo = init_bare(base / "gitops.git")
-        self.port = port or _free_port()
+        self.port = port or free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.done_keys: set[tuple[str, str]] = set()
 
@@ -121,7 +111,7 @@ class Demo:
         say(f"dry main at {short(first)}; hydrated environment/dev, staging and prod")
         return first
 
-    def start(self) -> tuple[Runtime, uvicorn.Server, threading.Thread]:
+    def start(self) -> tuple[Runtime, ThreadServer]:
         text = CONFIG.format(
             repo=self.repo, strategy=STRATEGY, state=self.base / "state", port=self.port
         )
@@ -129,20 +119,9 @@ class Demo:
         runtime = Runtime(
             parse_config(text, source=str(self.base / "promoter.yaml")), observers=[_on_event]
         )
-        server = uvicorn.Server(
-            uvicorn.Config(
-                runtime.app, host="127.0.0.1", port=self.port, log_config=None, access_log=False
-            )
-        )
-        thread = threading.Thread(target=server.run, name="promoter-demo-server", daemon=True)
-        thread.start()
-        deadline = time.monotonic() + 20
-        while not server.started:
-            if time.monotonic() > deadline or not thread.is_alive():
-                raise RuntimeError("the daemon did not start")
-            time.sleep(0.02)
+        server = ThreadServer(runtime.app, self.port, name="promoter-demo-server").start(20)
         say(f"daemon up at {self.url} (local SCM, no tokens)")
-        return runtime, server, thread
+        return runtime, server
 
     def set_once(
         self, client: ApiClient, sha: str, key: str, env: str, text: str, phase: str = "success"
@@ -250,7 +229,7 @@ def run_demo(*, scripted: bool, port: int = 0, workdir: str | None = None) -> in
     base.mkdir(parents=True, exist_ok=True)
     demo = Demo(base.resolve(), port)
     demo.seed()
-    _runtime, server, thread = demo.start()
+    _runtime, server = demo.start()
     client = ApiClient(demo.url)
     try:
         view = client.strategy(STRATEGY)
@@ -299,7 +278,7 @@ def run_demo(*, scripted: bool, port: int = 0, workdir: str | None = None) -> in
             say(f"  promoter status --url {demo.url}")
             say(f"  curl {demo.url}/api/v1/strategies/{STRATEGY}")
             say(f"  config: {demo.base / 'promoter.yaml'}")
-            while thread.is_alive():
+            while server.alive():
                 time.sleep(0.5)
         return 0
     except (TimeoutError, RuntimeError) as exc:
@@ -309,6 +288,5 @@ def run_demo(*, scripted: bool, port: int = 0, workdir: str | None = None) -> in
         return 0
     finally:
         client.close()
-        server.should_exit = True
-        thread.join(30)
+        server.stop(30)
         logging.getLogger("promoter").info("demo finished")

@@ -5,21 +5,14 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 from promoter.cli import main
+from promoter.loopback import free_port
 from tests.support import GitOpsRepo, wait_for
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
 
 
 def write_config(tmp_path: Path, gitops: GitOpsRepo, port: int) -> Path:

@@ -13,7 +13,6 @@ import json
 import os
 import random
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -27,6 +26,7 @@ import pytest
 from starlette.testclient import TestClient
 
 from promoter.config_loader import load_config
+from promoter.loopback import free_port
 from promoter.runtime import Runtime
 from scm_plugins.local import LocalScm
 from tests.support import ENVIRONMENTS, GitOpsRepo, local_config, wait_for
@@ -63,13 +63,6 @@ LARGE = Size(changes=15, kills=30, alive=(0.3, 5.0), change_every=(0.5, 4.0), ti
 
 
 TARGETED = (0.0, 0.08)
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
 
 
 def write_config(path: Path, repo: Path, state: Path, port: int) -> Path:
