@@ -96,7 +96,3 @@ class MirrorPool:
             if state.invalidated <= now:
                 state.invalidated = float("-inf")
             return moved
-
-    def names(self) -> list[str]:
-        with self._guard:
-            return list(self._mirrors)

@@ -62,14 +62,6 @@ class StatusCache:
             if old is None or status.updated_at >= old.updated_at:
                 entry.statuses[status.key] = status
 
-    def invalidate(self, repo: str, sha: str | None = None) -> None:
-        with self._lock:
-            if sha is not None:
-                self._entries.pop((repo, sha), None)
-                return
-            for key in [k for k in self._entries if k[0] == repo]:
-                del self._entries[key]
-
     def clear(self) -> None:
         with self._lock:
             self._entries.clear()

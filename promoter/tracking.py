@@ -33,8 +33,3 @@ class ShaIndex:
     def strategies_for(self, sha: str) -> set[str]:
         with self._lock:
             return set(self._by_sha.get(sha.lower(), ()))
-
-    def forget(self, strategy: str) -> None:
-        self.track(strategy, ())
-        with self._lock:
-            self._by_strategy.pop(strategy, None)

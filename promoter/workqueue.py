@@ -149,20 +149,12 @@ class WorkQueue:
         with self._cond:
             self._failures.pop(key, None)
 
-    def failures(self, key: str) -> int:
-        with self._cond:
-            return self._failures.get(key, 0)
-
     # --- lifecycle and introspection -----------------------------------------------
 
     def shutdown(self) -> None:
         with self._cond:
             self._shutdown = True
             self._cond.notify_all()
-
-    def __len__(self) -> int:
-        with self._cond:
-            return len(self._ready) + len(self._delayed)
 
     def idle(self) -> bool:
         """Nothing ready, nothing processing (delayed keys may still be waiting)."""
