@@ -9,19 +9,21 @@ from __future__ import annotations
 import hmac
 import ipaddress
 import json
+from html import escape
 from typing import TYPE_CHECKING, Any
 
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import Route
 
 from promoter.errors import GitError, ScmError
 from promoter.metrics import REGISTRY
 from promoter.models import SHA_RE, CommitStatus, Phase
 from promoter.operations import OperationError
+from promoter.status_page import render
 from promoter.views import strategy_json, strategy_summary
 
 if TYPE_CHECKING:
@@ -73,6 +75,7 @@ class Api:
             Route("/metrics", self.metrics),
             Route("/api/v1/strategies", self.list_strategies),
             Route("/api/v1/strategies/{name}", self.get_strategy),
+            Route("/strategies/{name}", self.status_page),
             Route(
                 "/api/v1/repositories/{repo}/commits/{sha}/statuses",
                 self.set_status,
@@ -122,6 +125,15 @@ class Api:
         if strategy is None:
             return problem(404, f"no strategy named {name!r}")
         return JSONResponse(strategy_json(strategy, self.rt.reconciler.views.get(name)))
+
+    async def status_page(self, request: Request) -> Response:
+        """The page the promoter's checks on a PR link to."""
+        name = request.path_params["name"]
+        strategy = self.rt.config.strategy(name)
+        if strategy is None:
+            return HTMLResponse(f"<p>no strategy named {escape(name)!r}</p>", status_code=404)
+        detail = strategy_json(strategy, self.rt.reconciler.views.get(name))
+        return HTMLResponse(render(detail))
 
     async def set_status(self, request: Request) -> Response:
         if not self.authorized(request):

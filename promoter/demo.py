@@ -275,6 +275,7 @@ def run_demo(*, scripted: bool, port: int = 0, workdir: str | None = None) -> in
         )
         if not scripted:
             say(f"\nThe daemon keeps running at {demo.url} (Ctrl-C to stop). Try:")
+            say(f"  open {demo.url}/strategies/{STRATEGY} in a browser (the status page)")
             say(f"  promoter status --url {demo.url}")
             say(f"  curl {demo.url}/api/v1/strategies/{STRATEGY}")
             say(f"  config: {demo.base / 'promoter.yaml'}")

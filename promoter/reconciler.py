@@ -138,7 +138,7 @@ class Reconciler:
         )
 
     def _status_url(self, key: str) -> str:
-        return f"{self.status_url.rstrip('/')}/api/v1/strategies/{key}" if self.status_url else ""
+        return f"{self.status_url.rstrip('/')}/strategies/{key}" if self.status_url else ""
 
     def _remember(self, key: str, view: StrategyView, *, keep_last: bool = False) -> None:
         with self._lock:

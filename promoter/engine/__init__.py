@@ -1,6 +1,8 @@
 """The engine: the pure promotion rules, ``decide(snapshot) -> Decision``."""
 
 from promoter.engine.actions import (
+    GATES_KEY,
+    HOLD_KEY,
     PREVIOUS_ENVIRONMENT_KEY,
     PROMOTION_LABEL,
     Action,
@@ -24,6 +26,8 @@ from promoter.engine.snapshot import CommitState, EnvironmentSnapshot, Snapshot
 
 __all__ = [
     "BUILTIN_GATES",
+    "GATES_KEY",
+    "HOLD_KEY",
     "PREVIOUS_ENVIRONMENT_KEY",
     "PROMOTION_LABEL",
     "Action",

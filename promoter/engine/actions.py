@@ -21,6 +21,9 @@ PREVIOUS_ENVIRONMENT_KEY = "promoter/previous-environment"
 HOLD_KEY = "promoter/hold"
 """The status the promoter writes on a PR head whose dry SHA is held (rule 8)."""
 
+GATES_KEY = "promoter/gates"
+"""The summary status: every gate of the environment, and the ones still pending."""
+
 PROMOTION_LABEL = "promotion"
 REVERT_LABEL = "revert"
 

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 
 from promoter.engine import pr_text
 from promoter.engine.actions import (
+    GATES_KEY,
     HOLD_KEY,
     PREVIOUS_ENVIRONMENT_KEY,
     Action,
@@ -154,6 +155,7 @@ def _promote(snapshot: Snapshot, index: int, proposed: CommitState, active_sha: 
         outcome.actions.extend(_update(index, pr, text))
     outcome.actions.extend(_previous_environment_status(snapshot, index, proposed, gates))
     outcome.actions.extend(_hold_status(snapshot, index, proposed, gates))
+    outcome.actions.extend(_gates_status(snapshot, index, proposed, gates))
 
     waiting = [gate.reason for gate in gates if gate.phase is not Phase.SUCCESS]
     if waiting:
@@ -227,22 +229,7 @@ def _previous_environment_status(
         previous = snapshot.environments[index - 1].branch
         running = short(proposed.dry_sha or "")
         description = _clip(f"waiting for {previous} to run {running} and pass its gates")
-    existing = proposed.status(PREVIOUS_ENVIRONMENT_KEY)
-    if (
-        existing is not None
-        and existing.phase is verdict.phase
-        and existing.description == description
-    ):
-        return []
-    status = CommitStatus(
-        key=PREVIOUS_ENVIRONMENT_KEY,
-        phase=verdict.phase,
-        description=description,
-        url=snapshot.status_url,
-        source=STATUS_SOURCE,
-        updated_at=snapshot.now,
-    )
-    return [SetCommitStatus(environment=index, sha=proposed.hydrated_sha, status=status)]
+    return _publish(snapshot, index, proposed, PREVIOUS_ENVIRONMENT_KEY, verdict.phase, description)
 
 
 def _hold_status(
@@ -257,10 +244,66 @@ def _hold_status(
         phase, description = Phase.SUCCESS, "no hold on this commit"
     else:
         phase, description = verdict.phase, _clip(verdict.reason)
+    return _publish(snapshot, index, proposed, HOLD_KEY, phase, description)
+
+
+def _gates_status(
+    snapshot: Snapshot, index: int, proposed: CommitState, gates: tuple[GateVerdict, ...]
+) -> list[Action]:
+    """The summary check ``promoter/gates``: what the PR still waits for, in one line.
+
+    Written where the PR's own checks do not tell the whole story: an environment
+    merged by a person (the check to require in branch protection, so nobody merges
+    before the promoter's gates pass), or a gate with no check of its own that is not
+    passing (a pause, a built-in gate). Once on the head it is kept up to date.
+    """
+    env = snapshot.environments[index]
+    shown = {*env.proposed_keys, PREVIOUS_ENVIRONMENT_KEY, HOLD_KEY}
+    unshown = [g for g in gates if g.phase is not Phase.SUCCESS and g.name not in shown]
+    if env.auto_merge and not unshown and proposed.status(GATES_KEY) is None:
+        return []
+    phase, description = gates_summary(gates, shown=shown, auto_merge=env.auto_merge)
+    return _publish(snapshot, index, proposed, GATES_KEY, phase, _clip(description))
+
+
+def gates_summary(
+    gates: tuple[GateVerdict, ...], *, shown: set[str], auto_merge: bool
+) -> tuple[Phase, str]:
+    """The worst phase of ``gates`` and a steady one-line account of the ones not passing.
+
+    A gate with a check of its own on the PR (``shown``) is named; any other is
+    described by its reason, the only place the PR shows it.
+    """
+    failed = [g for g in gates if g.phase is Phase.FAILURE]
+    pending = [g for g in gates if g.phase is Phase.PENDING]
+    if not failed and not pending:
+        names = ", ".join(g.name for g in gates)
+        done = f"every gate passes: {names}" if gates else "no gates to pass"
+        return Phase.SUCCESS, done if auto_merge else f"{done}; waiting for a person to merge"
+
+    def words(verdicts: list[GateVerdict]) -> str:
+        return ", ".join(g.name if g.name in shown else g.reason for g in verdicts)
+
+    parts = [f"failed: {words(failed)}"] if failed else []
+    if pending:
+        parts.append(f"waiting for: {words(pending)}")
+    return (Phase.FAILURE if failed else Phase.PENDING), "; ".join(parts)
+
+
+def _publish(
+    snapshot: Snapshot,
+    index: int,
+    proposed: CommitState,
+    key: str,
+    phase: Phase,
+    description: str,
+) -> list[Action]:
+    """The promoter's status ``key`` on the proposed commit, unless it is there already."""
+    existing = proposed.status(key)
     if existing is not None and existing.phase is phase and existing.description == description:
         return []
     status = CommitStatus(
-        key=HOLD_KEY,
+        key=key,
         phase=phase,
         description=description,
         url=snapshot.status_url,

@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from promoter.engine import (
+    GATES_KEY,
     PREVIOUS_ENVIRONMENT_KEY,
     ClosePullRequest,
     Decision,
@@ -367,6 +368,51 @@ def test_without_auto_merge_a_ready_pr_waits_for_a_person() -> None:
         EnvState.READY,
         "every gate passes; waiting for a person to merge",
     )
+
+
+def summary(decision: Decision, environment: int) -> list[SetCommitStatus]:
+    """The ``promoter/gates`` summary checks the decision writes for one environment."""
+    found = actions(decision, SetCommitStatus, environment)
+    return [a for a in found if isinstance(a, SetCommitStatus) and a.status.key == GATES_KEY]
+
+
+def test_without_auto_merge_the_summary_check_says_what_the_pr_waits_for() -> None:
+    waiting = decide(build(promotable(auto_merge=False, proposed_statuses={})))
+    [check] = summary(waiting, 0)
+    assert check.sha == hydrated("environment/dev-next", 3)
+    assert (check.status.phase, check.status.description) == (Phase.PENDING, "waiting for: ci")
+    assert check.status.url == STATUS_URL
+
+    ready = decide(build(promotable(auto_merge=False)))
+    [check] = summary(ready, 0)
+    assert (check.status.phase, check.status.description) == (
+        Phase.SUCCESS,
+        "every gate passes: ci; waiting for a person to merge",
+    )
+
+
+def test_the_summary_names_failed_gates_before_pending_ones() -> None:
+    env = promotable(auto_merge=False, proposed_keys=("ci", "e2e", "lint"))
+    decision = decide(build(replace(env, proposed_statuses={"e2e": "failure"})))
+    [check] = summary(decision, 0)
+    assert (check.status.phase, check.status.description) == (
+        Phase.FAILURE,
+        "failed: e2e; waiting for: ci, lint",
+    )
+
+
+def test_with_auto_merge_no_summary_is_written_when_every_gate_has_its_own_check() -> None:
+    for env in (promotable(), promotable(proposed_statuses={}), promotable(pr=None)):
+        assert summary(decide(build(env)), 0) == []
+
+
+def test_a_summary_already_on_the_head_is_kept_up_to_date() -> None:
+    stale = {"ci": "success", GATES_KEY: "pending"}
+    decision = decide(build(promotable(proposed_statuses=stale)))
+    [check] = summary(decision, 0)
+    assert check.status.phase is Phase.SUCCESS
+    assert check.status.description == "every gate passes: ci"
+    assert len(actions(decision, MergePullRequest, 0)) == 1
 
 
 def test_a_draft_pr_is_not_merged() -> None:

@@ -11,6 +11,8 @@ from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from promoter.engine import (
+    GATES_KEY,
+    HOLD_KEY,
     PREVIOUS_ENVIRONMENT_KEY,
     ClosePullRequest,
     Decision,
@@ -180,8 +182,17 @@ def test_every_environment_gets_a_verdict_that_agrees_with_the_actions(
     assert len([a for a in decision.actions if isinstance(a, RequeueAfter)]) <= 1
     for action in decision.actions:
         if isinstance(action, SetCommitStatus):
-            assert action.environment > 0
-            assert action.status.key == PREVIOUS_ENVIRONMENT_KEY
+            assert action.status.key in (PREVIOUS_ENVIRONMENT_KEY, HOLD_KEY, GATES_KEY)
+            env = snapshot.environments[action.environment]
+            if action.status.key == PREVIOUS_ENVIRONMENT_KEY:
+                assert action.environment > 0
+            if action.status.key == GATES_KEY:
+                gates = decision.environments[action.environment].gates
+                assert (action.status.phase is Phase.SUCCESS) == all(
+                    gate.phase is Phase.SUCCESS for gate in gates
+                )
+                summary_was_there = proposed_of(snapshot, action.environment).status(GATES_KEY)
+                assert not env.auto_merge or env.ledger.paused or summary_was_there
             assert action.sha == proposed_of(snapshot, action.environment).hydrated_sha
             assert len(action.status.description) <= 140
 

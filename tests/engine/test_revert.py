@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from promoter.engine import decide
 from promoter.engine.actions import (
+    GATES_KEY,
     HOLD_KEY,
     EnvState,
     MergePullRequest,
@@ -139,6 +140,27 @@ def test_a_paused_environment_is_not_promoted_and_says_why() -> None:
     verdict = decide(snapshot).environments[1]
     assert verdict.state is EnvState.BLOCKED
     assert "paused: health failed after a revert" in verdict.reason
+
+
+def test_a_pause_shows_in_the_summary_check_until_it_is_lifted() -> None:
+    snapshot = build(
+        Env("dev", active=6, proposed=6),
+        Env("staging", active=5, proposed=6, pr="current"),
+    )
+    paused = edit(snapshot, 1, ledger=EnvLedger(paused="health failed after a revert"))
+    [check] = [s for s in kinds(paused, SetCommitStatus) if s.status.key == GATES_KEY]
+    assert check.status.phase is Phase.FAILURE
+    assert check.status.description == (
+        "failed: auto-promotion of environment/staging is paused: health failed after a revert"
+    )
+
+    env = paused.environments[1]
+    assert env.proposed is not None
+    shown = env.proposed.model_copy(update={"statuses": (check.status,)})
+    released = edit(paused, 1, ledger=EnvLedger(), proposed=shown)
+    [check] = [s for s in kinds(released, SetCommitStatus) if s.status.key == GATES_KEY]
+    assert check.status.phase is Phase.SUCCESS
+    assert len(kinds(released, MergePullRequest)) == 1
 
 
 def test_a_held_dry_sha_is_not_merged_and_the_hold_shows_as_a_failing_check() -> None:

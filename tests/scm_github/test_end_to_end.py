@@ -30,12 +30,13 @@ from .genuine import Genuine
 
 FULL_NAME = "acme/gitops"
 SECRET_ENV, SECRET = "PROMOTER_E2E_GITHUB_HOOK_SECRET", "e2e-hook-secret"
+PUBLIC_URL = "https://promoter.example.invalid"
 HOOKS = (
     Path(__file__).resolve().parents[2].parent / "shared/fixtures/github/webhooks/api.github.com"
 )
 
 
-def config_text(repo: Path, state: Path) -> str:
+def config_text(repo: Path, state: Path, *, prod_auto_merge: bool = True) -> str:
     return f"""
 scmProviders:
   - name: github
@@ -54,10 +55,14 @@ promotionStrategies:
     environments:
       - {{branch: environment/dev}}
       - {{branch: environment/staging}}
-      - {{branch: environment/prod}}
+      - {{branch: environment/prod, autoMerge: {str(prod_auto_merge).lower()}}}
 webhooks:
   github: {{secrets: [{{fromEnv: {SECRET_ENV}}}]}}
-daemon: {{stateDir: {state}, resyncInterval: 30s, workers: 2}}
+daemon:
+  stateDir: {state}
+  resyncInterval: 30s
+  workers: 2
+  publicUrl: {PUBLIC_URL}
 """
 
 
@@ -134,11 +139,18 @@ def fake(genuine: Genuine, gitops: GitOpsRepo) -> Iterator[FakeGitHub]:
 
 @pytest.fixture
 def ci(
-    fake: FakeGitHub, gitops: GitOpsRepo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    fake: FakeGitHub,
+    gitops: GitOpsRepo,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    request: pytest.FixtureRequest,
 ) -> Iterator[GitHubCI]:
+    """The daemon and CI; ``prod_auto_merge`` through indirect parametrisation."""
     monkeypatch.setenv(TOKEN_ENV, TOKEN)
     monkeypatch.setenv(SECRET_ENV, SECRET)
-    runtime = Runtime(parse_config(config_text(gitops.path, tmp_path / "state")))
+    auto = getattr(request, "param", True)
+    text = config_text(gitops.path, tmp_path / "state", prod_auto_merge=auto)
+    runtime = Runtime(parse_config(text))
     with TestClient(runtime.app) as client:
         client.runtime = runtime  # type: ignore[attr-defined]
         wait_for(lambda: env_view(client, "environment/prod").get("state") == "up-to-date")
@@ -201,8 +213,11 @@ def test_a_change_goes_dev_to_staging_to_prod_through_github_pull_requests(
         assert pr["merge_commit_sha"] == gitops.tip(branch)
     staging = next(p for p in prs if p["base"]["ref"] == "environment/staging")
     own = fake.repositories[FULL_NAME].statuses[staging["head"]["sha"]]
-    assert own[0]["context"] == "promoter/previous-environment"
-    assert own[0]["state"] == "success"
+    assert [(s["context"], s["state"]) for s in own] == [
+        ("promoter/previous-environment", "success"),
+        ("promoter/previous-environment", "pending"),
+    ]
+    assert own[0]["target_url"] == f"{PUBLIC_URL}/strategies/guestbook"
 
     per_env = (scm_calls() - calls) / len(ENVIRONMENTS)
     charged_per_env = (fake.charged() - charged) / len(ENVIRONMENTS)
@@ -214,6 +229,42 @@ def test_a_change_goes_dev_to_staging_to_prod_through_github_pull_requests(
     )
     assert max(windows.values()) <= 8
     assert charged_per_env <= 14
+
+
+@pytest.mark.parametrize("ci", [False], indirect=True)
+def test_a_pr_left_to_a_person_carries_a_summary_check_of_the_promoters_gates(
+    ci: GitHubCI, fake: FakeGitHub, gitops: GitOpsRepo
+) -> None:
+    change = gitops.change("2.0.0", "Bump guestbook to 2.0.0")
+    for branch in ENVIRONMENTS[:2]:
+        env = wait_pr(ci.client, branch)
+        ci.check_run(env["proposed"]["hydratedSha"], "ci", "success")
+        wait_for(partial(promoted, ci.client, branch, change), what=f"{branch} promoted")
+        ci.status(gitops.tip(branch), "health")
+    head = wait_pr(ci.client, "environment/prod")["proposed"]["hydratedSha"]
+
+    def summary() -> dict[str, Any] | None:
+        statuses = fake.repositories[FULL_NAME].statuses.get(head, [])
+        return next((s for s in statuses if s["context"] == "promoter/gates"), None)
+
+    waiting = wait_for(summary, what="the summary check")
+    assert waiting["state"] == "pending"
+    assert waiting["description"].startswith("waiting for: ci")
+    assert waiting["target_url"] == f"{PUBLIC_URL}/strategies/guestbook"
+    ci.check_run(head, "ci", "success")
+    ready = wait_for(
+        lambda: (s := summary()) is not None and s["state"] == "success" and s,
+        what="the summary turning green",
+    )
+    assert ready["description"] == (
+        "every gate passes: ci, promoter/previous-environment; waiting for a person to merge"
+    )
+    prod = next(p for p in fake.pulls_of(FULL_NAME) if p["base"]["ref"] == "environment/prod")
+    assert prod["state"] == "open" and not prod["merged"]
+    staging = next(p for p in fake.pulls_of(FULL_NAME) if p["base"]["ref"] == "environment/staging")
+    own = fake.repositories[FULL_NAME].statuses[staging["head"]["sha"]]
+    # merged by the promoter, whose gates all had checks of their own: no summary
+    assert {s["context"] for s in own} == {"promoter/previous-environment"}
 
 
 def test_a_failing_check_blocks_the_promotion(

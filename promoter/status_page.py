@@ -1,0 +1,112 @@
+"""The strategy's status page: what the promoter's checks on a PR link to.
+
+One server-rendered HTML page per strategy (``GET /strategies/{name}``), built from
+the same view as ``GET /api/v1/strategies/{name}``: per environment its state and
+reason, every gate with its verdict, the running and proposed commits, the
+promotion PR, the last healthy commit, holds and pauses. No script; it reloads
+itself every few seconds. Every value from git, the SCM or a person is escaped.
+"""
+
+from __future__ import annotations
+
+from html import escape
+from typing import Any
+
+REFRESH_SECONDS = 10
+
+_STYLE = """
+body{font:15px/1.45 system-ui,sans-serif;margin:2rem auto;max-width:64rem;padding:0 1rem;
+color:#1f2328}
+h1{font-size:1.4rem;margin:0 0 .2rem}
+.meta{color:#59636e;margin:0 0 1.5rem}
+section{border:1px solid #d1d9e0;border-radius:6px;margin:0 0 1rem;padding:.8rem 1rem}
+h2{font-size:1.1rem;margin:0 0 .3rem;display:flex;gap:.6rem;align-items:center}
+.badge{font-size:.75rem;padding:.1rem .5rem;border-radius:1rem;color:#fff;background:#59636e}
+.up-to-date,.success,.promoting{background:#1a7f37}.ready{background:#0969da}
+.blocked,.failure,.error{background:#cf222e}.waiting,.pending,.unknown{background:#9a6700}
+ul{margin:.3rem 0;padding-left:1.2rem}code{font-size:.85rem}
+dl{display:grid;grid-template-columns:max-content 1fr;gap:.1rem .8rem;margin:.5rem 0 0}
+dt{color:#59636e}dd{margin:0}
+"""
+
+
+def render(detail: dict[str, Any]) -> str:
+    """The page for one strategy, from ``views.strategy_json``."""
+    name = escape(str(detail["name"]))
+    reconciled = detail.get("reconciledAt") or "not yet"
+    parts = [
+        "<!doctype html>",
+        '<html lang="en"><head><meta charset="utf-8">',
+        f'<meta http-equiv="refresh" content="{REFRESH_SECONDS}">',
+        '<meta name="viewport" content="width=device-width, initial-scale=1">',
+        f"<title>{name} · promoter</title><style>{_STYLE}</style></head><body>",
+        f"<h1>{name}</h1>",
+        f'<p class="meta">repository <code>{escape(str(detail["repository"]))}</code>'
+        f" · dry branch <code>{escape(str(detail.get('dryBranch') or ''))}</code>"
+        f" · reconciled {escape(str(reconciled))}"
+        f' · <a href="/api/v1/strategies/{name}">JSON</a></p>',
+    ]
+    if detail.get("error"):
+        parts.append(f'<p><span class="badge error">error</span> {escape(detail["error"])}</p>')
+    parts.extend(_environment(env) for env in detail["environments"])
+    parts.append("</body></html>")
+    return "\n".join(parts)
+
+
+def _environment(env: dict[str, Any]) -> str:
+    state = str(env.get("state") or "unknown")
+    rows = [
+        f'<section id="{escape(env["branch"])}">',
+        f"<h2>{escape(env['branch'])}{_badge(state)}</h2>",
+        f"<div>{escape(str(env.get('reason') or ''))}</div>",
+    ]
+    gates = env.get("gates") or []
+    if gates:
+        rows.append("<ul>")
+        rows.extend(
+            f"<li>{_badge(g['phase'])} <code>{escape(g['name'])}</code>: {escape(g['reason'])}</li>"
+            for g in gates
+        )
+        rows.append("</ul>")
+    facts = [
+        ("running", _commit(env.get("active"))),
+        ("proposed", _commit(env.get("proposed"))),
+        ("pull request", _pull_request(env.get("pullRequest"))),
+        ("last healthy", _commit(env.get("lastHealthy"))),
+        ("auto-merge", "yes" if env.get("autoMerge", True) else "no: a person merges"),
+    ]
+    for hold in env.get("holds") or []:
+        facts.append(("hold", f"<code>{_short(hold['drySha'])}</code> {escape(hold['reason'])}"))
+    if env.get("paused"):
+        facts.append(("paused", escape(str(env["paused"]))))
+    shown = [(k, v) for k, v in facts if v]
+    if shown:
+        rows.append("<dl>" + "".join(f"<dt>{k}</dt><dd>{v}</dd>" for k, v in shown) + "</dl>")
+    rows.append("</section>")
+    return "\n".join(rows)
+
+
+def _badge(phase: str) -> str:
+    return f' <span class="badge {escape(phase)}">{escape(phase)}</span>'
+
+
+def _short(sha: str | None) -> str:
+    return escape((sha or "")[:8])
+
+
+def _commit(commit: dict[str, Any] | None) -> str:
+    if not commit or not commit.get("hydratedSha"):
+        return ""
+    dry = commit.get("drySha")
+    text = f"dry <code>{_short(dry)}</code>" if dry else "no dry commit"
+    return text + f" · hydrated <code>{_short(commit['hydratedSha'])}</code>"
+
+
+def _pull_request(pr: dict[str, Any] | None) -> str:
+    if not pr:
+        return ""
+    label = f"#{pr['number']} ({escape(str(pr.get('state') or ''))})"
+    url = str(pr.get("url") or "")
+    if url.startswith(("https://", "http://")):
+        return f'<a href="{escape(url)}">{label}</a>'
+    return label
