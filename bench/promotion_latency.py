@@ -101,7 +101,7 @@ class Bench:
 
     def idle(self) -> None:
         queue = self.runtime.queue
-        common.wait_for(lambda: queue.idle() and not len(queue), timeout=TIMEOUT, what="idle")
+        common.wait_for(lambda: queue.idle() and not queue.waiting(), timeout=TIMEOUT, what="idle")
 
     def status(self, http: Any, sha: str, key: str) -> None:
         answer = http.post(

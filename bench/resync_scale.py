@@ -95,7 +95,7 @@ def seed_statuses(fleet: Fleet, state: Path) -> None:
 def settled(runtime: Any, names: list[str], since: datetime) -> bool:
     """Every strategy reconciled since ``since`` and nothing left to do in the queue."""
     queue = runtime.queue
-    if not queue.idle() or len(queue):
+    if not queue.idle() or queue.waiting():
         return False
     views = runtime.reconciler.views
     return all((v := views.get(n)) is not None and v.reconciled_at >= since for n in names)

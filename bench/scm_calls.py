@@ -291,7 +291,7 @@ def env_view(d: Driver, branch: str) -> dict[str, Any]:
 
 def settle(d: Driver) -> None:
     queue = d.runtime.queue
-    common.wait_for(lambda: queue.idle() and not len(queue), timeout=TIMEOUT, what="idle")
+    common.wait_for(lambda: queue.idle() and not queue.waiting(), timeout=TIMEOUT, what="idle")
 
 
 @dataclass

@@ -156,6 +156,11 @@ class WorkQueue:
             self._shutdown = True
             self._cond.notify_all()
 
+    def waiting(self) -> int:
+        """How many keys wait to run: ready now, or delayed (a retry, a requeue)."""
+        with self._cond:
+            return len(self._ready) + len(self._delayed)
+
     def idle(self) -> bool:
         """Nothing ready, nothing processing (delayed keys may still be waiting)."""
         with self._cond:

@@ -49,6 +49,22 @@ def test_a_delayed_key_waits_for_its_time_and_an_earlier_add_wins() -> None:
     assert q.get(0) == "b"
 
 
+def test_waiting_counts_ready_and_delayed_keys_and_idle_ignores_delayed_ones() -> None:
+    clock = FakeClock()
+    q = WorkQueue(clock=clock)
+    q.add("a")
+    q.add_after("b", 10)
+    assert (q.waiting(), q.idle()) == (2, False)
+    assert q.get(0) == "a"
+    assert (q.waiting(), q.idle()) == (1, False)
+    q.done("a")
+    assert (q.waiting(), q.idle()) == (1, True)
+    clock.now += 10
+    assert q.get(0) == "b"
+    q.done("b")
+    assert (q.waiting(), q.idle()) == (0, True)
+
+
 def test_backoff_doubles_and_is_capped_and_forget_resets_it() -> None:
     q = WorkQueue(base_delay=1, max_delay=5)
     assert [q.backoff("k") for _ in range(5)] == [1, 2, 4, 5, 5]

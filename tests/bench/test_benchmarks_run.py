@@ -1,0 +1,45 @@
+"""Each benchmark runs end to end at a tiny size and prints its figures.
+
+The figures themselves are not checked here (benchmarks are not timed tests); a
+benchmark that no longer runs against the current code is.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+BENCH = Path(__file__).resolve().parents[2] / "bench"
+
+TINY = {
+    "promotion_latency": ["--promotions", "3"],
+    "resync_scale": ["--size", "4", "--repos", "1"],
+    "scm_calls": ["--changes", "1"],
+    "webhook_throughput": ["--duration", "0.3", "--rounds", "1", "--warmup", "0.1"],
+}
+FIGURE = {
+    "promotion_latency": "p99_ms",
+    "resync_scale": "runs",
+    "scm_calls": "plugins",
+    "webhook_throughput": "receiver",
+}
+
+
+@pytest.mark.parametrize("name", sorted(TINY))
+def test_the_benchmark_runs_and_prints_its_figures(name: str) -> None:
+    run = subprocess.run(
+        [sys.executable, str(BENCH / f"{name}.py"), *TINY[name]],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        stdin=subprocess.DEVNULL,
+    )
+    assert "Traceback" not in run.stderr, run.stderr[-3000:]
+    assert run.returncode in (0, 1), run.stderr[-3000:]  # 1: a target missed at this size
+    figures = json.loads(run.stdout.splitlines()[0])
+    assert figures["bench"] == name
+    assert figures[FIGURE[name]]
