@@ -57,3 +57,4 @@ def setup(level: str = "info", *, json_lines: bool = True, stream: Any = None) -
     root.setLevel(level.upper())
     for noisy in ("apscheduler", "urllib3", "github", "git", "httpx", "uvicorn.access"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
+    logging.getLogger("github").handlers.clear()  # PyGithub's own plain stderr handler

@@ -1,35 +1,54 @@
-"""A small thread-safe GitHub REST client: one session, every call counted, ETag reads.
+"""GitHub REST calls through PyGithub's ``Requester``: every call counted, ETag reads.
 
-Why not PyGithub's ``Requester``: it shares one connection object between threads
-(``request()`` then ``getresponse()``), retries and sleeps on rate limits by default,
-and logs response bodies (installation tokens included) at debug level.
-Concurrency: the session is shared by worker threads; the ETag cache has its own lock.
+PyGithub gives the transport (GHES base URLs and path prefixes, redirects kept on
+the API host, no ``~/.netrc``, ``REQUESTS_CA_BUNDLE`` and proxies from the
+environment); this module gives what a daemon needs on top:
+
+* one ``Requester`` per worker thread: a ``Requester`` keeps one connection object
+  whose ``request()`` and ``getresponse()`` are separate calls, so two threads
+  sharing it can swap each other's requests;
+* no retries and no pauses inside PyGithub (``retry=None``, no seconds between
+  requests): the work queue owns backoff and honours ``Retry-After``;
+* conditional GETs: the ETag of the last answer per URL, reused on 304;
+* every call counted and its rate-limit headers recorded (``ScmCalls``), and an
+  answer of 300 or more raised as ``GitHubHTTPError`` for ``errors.translate``;
+* PyGithub's debug records dropped, whatever its log level: they carry the
+  request's headers and the answer's body (the answer that mints an App
+  installation token holds the token).
+Concurrency: the ETag cache has its own lock; requesters are thread-local.
 """
 
 from __future__ import annotations
 
+import json
+import logging
 import threading
 from collections import OrderedDict
 from collections.abc import Mapping
 from typing import Any
-from urllib.parse import urlencode
 
-import requests
+from github.Requester import Requester
 
 from scm_plugins.calls import ScmCalls
 from scm_plugins.github.errors import GitHubHTTPError
 
-TIMEOUT = (5.0, 30.0)
-"""Connect and read timeouts, in seconds."""
+TIMEOUT = 30
+"""Seconds to wait for GitHub's answer."""
 
 API_VERSION = "2022-11-28"
 USER_AGENT = "promoter-github-scm"
 ETAG_ENTRIES = 4096
+PER_PAGE = 100
 
 
-def _no_netrc(request: requests.PreparedRequest) -> requests.PreparedRequest:
-    """Session auth that keeps ~/.netrc from replacing our Authorization header."""
-    return request
+class _NoBodies(logging.Filter):
+    """Drops PyGithub's debug records: they hold request headers and response bodies."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.levelno >= logging.INFO
+
+
+logging.getLogger(Requester.__module__).addFilter(_NoBodies())
 
 
 class GitHubClient:
@@ -38,15 +57,8 @@ class GitHubClient:
     def __init__(self, *, base_url: str, calls: ScmCalls) -> None:
         self.base_url = base_url.rstrip("/")
         self._calls = calls
-        self._session = requests.Session()
-        self._session.auth = _no_netrc
-        self._session.headers.update(
-            {
-                "Accept": "application/vnd.github+json",
-                "User-Agent": USER_AGENT,
-                "X-GitHub-Api-Version": API_VERSION,
-            }
-        )
+        self._local = threading.local()
+        self._requesters: list[Requester] = []
         self._etags: OrderedDict[str, tuple[str, Any]] = OrderedDict()
         self._lock = threading.Lock()
 
@@ -67,30 +79,57 @@ class GitHubClient:
         With ``conditional``, a GET sends the ETag of the last answer for the same
         URL and reuses that answer on 304, which GitHub does not charge.
         """
-        url = self.base_url + path
-        if params:
-            url += "?" + urlencode(sorted((k, str(v)) for k, v in params.items()))
-        headers = {"Authorization": authorization}
-        cached = self._cached(url) if conditional else None
+        query = sorted((k, str(v)) for k, v in (params or {}).items())
+        url = path  # PyGithub prefixes it with the base URL's path (GHES: /api/v3)
+        cache_key = url + "?" + "&".join(f"{k}={v}" for k, v in query)
+        headers = {
+            "Authorization": authorization,
+            "Accept": "application/vnd.github+json",
+            "X-GitHub-Api-Version": API_VERSION,
+        }
+        cached = self._cached(cache_key) if conditional else None
         if cached is not None:
             headers["If-None-Match"] = cached[0]
         with self._calls.call(operation, **fields):
-            response = self._session.request(
-                method, url, headers=headers, json=body, timeout=TIMEOUT
+            status, answer_headers, output = self._requester().requestJson(
+                method, url, parameters=dict(query), headers=headers, input=body
             )
-            self._calls.record_rate_limit(response.headers)
-            if response.status_code == 304 and cached is not None:
+            self._calls.record_rate_limit(answer_headers)
+            if status == 304 and cached is not None:
                 return cached[1]
-            data = _json(response)
-            if response.status_code >= 300:
-                raise GitHubHTTPError(response.status_code, data, response.headers)
-        etag = response.headers.get("ETag")
+            data = _json(output)
+            if status >= 300:
+                raise GitHubHTTPError(status, data, answer_headers)
+        etag = answer_headers.get("etag")
         if conditional and etag:
-            self._store(url, etag, data)
+            self._store(cache_key, etag, data)
         return data
 
     def close(self) -> None:
-        self._session.close()
+        with self._lock:
+            requesters, self._requesters = self._requesters, []
+        for requester in requesters:
+            requester.close()
+
+    def _requester(self) -> Requester:
+        requester: Requester | None = getattr(self._local, "requester", None)
+        if requester is None:
+            requester = Requester(
+                auth=None,
+                base_url=self.base_url,
+                timeout=TIMEOUT,
+                user_agent=USER_AGENT,
+                per_page=PER_PAGE,
+                verify=True,
+                retry=None,
+                pool_size=None,
+                seconds_between_requests=None,
+                seconds_between_writes=None,
+            )
+            self._local.requester = requester
+            with self._lock:
+                self._requesters.append(requester)
+        return requester
 
     def _cached(self, url: str) -> tuple[str, Any] | None:
         with self._lock:
@@ -107,10 +146,10 @@ class GitHubClient:
                 self._etags.popitem(last=False)
 
 
-def _json(response: requests.Response) -> Any:
-    if not response.content:
+def _json(output: str) -> Any:
+    if not output:
         return None
     try:
-        return response.json()
+        return json.loads(output)
     except ValueError:
-        return {"message": response.text[:200]}
+        return {"message": output[:200]}

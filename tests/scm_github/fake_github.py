@@ -110,7 +110,11 @@ class FakeGitHub(Routes):
 
     def install(self, mock: responses.RequestsMock) -> None:
         """Answer every request under ``base_url`` through ``mock``."""
-        pattern = re.compile(re.escape(self.base_url) + r"(/.*)?$")
+        base = urlsplit(self.base_url)
+        default_port = {"https": 443, "http": 80}[base.scheme]
+        origin = f"{base.scheme}://{base.hostname}"
+        port = rf"(?::{base.port})" if base.port else rf"(?::{default_port})?"
+        pattern = re.compile(re.escape(origin) + port + re.escape(base.path) + r"(/.*)?$")
         for method in ("GET", "POST", "PATCH", "PUT", "DELETE"):
             mock.add_callback(method, pattern, callback=self._respond)
 

@@ -77,6 +77,8 @@ def test_no_secret_shows_in_logs_urls_or_errors(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     caplog.set_level(logging.DEBUG)
+    caplog.set_level(logging.DEBUG, logger="github")  # PyGithub's own default is INFO
+    caplog.set_level(logging.DEBUG, logger="github.Requester")
     plugin = make_plugin(token_provider if kind == "token" else app_provider())
     sha = sandbox.branch_sha(DEV_NEXT) or ""
     errors = exercise(plugin, repo, fake, sha)
