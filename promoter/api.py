@@ -164,8 +164,12 @@ class Api:
         except ScmError as exc:
             return problem(502, f"the SCM refused the status: {exc}")
         self.rt.status_cache.put(repo.name, sha, status)
-        keys = self.rt.sha_index.strategies_for(sha) or set(self.rt.strategies_of(repo.name))
-        self.rt.enqueue(keys)
+        keys = set(self.rt.sha_index.strategies_for(sha))
+        if keys:  # a commit they track: no ref moved
+            self.rt.wake(keys)
+        else:
+            keys = set(self.rt.strategies_of(repo.name))
+            self.rt.enqueue(keys)
         return JSONResponse(
             {
                 "repository": repo.name,

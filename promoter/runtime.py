@@ -104,6 +104,7 @@ class Runtime:
         mounted = webhooks.build_routes(
             config=self.config,
             enqueue=self.enqueue,
+            wake=self.wake,
             status_cache=self.status_cache,
             sha_index=self.sha_index,
             state_dir=Path(self.state_dir),
@@ -136,6 +137,11 @@ class Runtime:
             if strategy is not None:
                 self.mirrors.invalidate(strategy.repository)
         self.queue.add_many(keys)
+
+    def wake(self, keys: Iterable[str]) -> None:
+        """Wake these strategies for a new status of a commit they track: no ref moved,
+        so their mirrors are trusted for their freshness window."""
+        self.queue.add_many(list(keys))
 
     def _forget_cached_reads(self) -> None:
         """A resync reads statuses and pull requests from the SCM again (conditional reads

@@ -97,6 +97,7 @@ def build_routes(
     *,
     config: Config,
     enqueue: Callable[[Iterable[str]], None],
+    wake: Callable[[Iterable[str]], None] | None = None,
     status_cache: StatusCache,
     sha_index: ShaIndex,
     state_dir: Path,
@@ -125,6 +126,7 @@ def build_routes(
         sha_index=sha_index,
         status_cache=status_cache,
         enqueue=enqueue,
+        wake=wake,
     )
     receivers = [
         Receiver(p, dispatcher=dispatcher, deliveries=deliveries, max_body=hooks.max_body_bytes)

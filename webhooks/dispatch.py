@@ -39,11 +39,15 @@ class Dispatcher:
         sha_index: ShaIndex,
         status_cache: StatusCache,
         enqueue: Enqueue,
+        wake: Enqueue | None = None,
     ) -> None:
+        """``enqueue`` wakes strategies whose git refs may have moved; ``wake`` (default:
+        ``enqueue``) those that only need to read a status of a commit they know."""
         self._index = index
         self._shas = sha_index
         self._cache = status_cache
         self._enqueue = enqueue
+        self._wake = wake or enqueue
 
     def apply(self, event: Event) -> Applied:
         if isinstance(event, Ping):
@@ -53,16 +57,19 @@ class Dispatcher:
         repos = self._index.repositories(event.repo)
         if not repos:
             return Applied("ignored", reason="unknown repository")
+        enqueue = self._enqueue
         if isinstance(event, Push):
             keys = self._push(event, repos)
         elif isinstance(event, StatusChange):
             keys = self._status(event, repos)
+            if self._shas.strategies_for(event.sha):  # a known commit: no ref moved
+                enqueue = self._wake
         else:
             keys = self._pull_request(event, repos)
         if keys is None:
             return Applied("ignored", repositories=repos, reason="nothing the promoter watches")
         if keys:
-            self._enqueue(keys)
+            enqueue(keys)
         return Applied("accepted", keys, repos)
 
     def _push(self, event: Push, repos: tuple[str, ...]) -> frozenset[str] | None:

@@ -127,3 +127,29 @@ def test_a_second_reconcile_on_unchanged_state_changes_nothing(
     first = written()
     runtime.reconciler.reconcile("guestbook")
     assert written() == first
+
+
+def test_a_status_of_a_tracked_commit_wakes_its_strategy_without_asking_the_remote(
+    gitops: GitOpsRepo, tmp_path: Path
+) -> None:
+    config = local_config(gitops.path, tmp_path / "quiet", pollInterval="1h")
+    runtime = Runtime(config)
+    with TestClient(runtime.app) as client:
+        wait_state(client, "environment/prod", "up-to-date")
+        runtime.mirrors.max_age = 3600.0  # only an invalidation refreshes the mirror now
+
+        def after_status(sha: str) -> float:
+            before = sample("promoter_git_ls_remote_total", {"repository": "gitops"})
+            reconciled = client.get("/api/v1/strategies/guestbook").json()["reconciledAt"]
+            set_status(client, sha, "e2e")
+            wait_for(
+                lambda: (
+                    client.get("/api/v1/strategies/guestbook").json()["reconciledAt"] != reconciled
+                    and runtime.queue.idle()
+                ),
+                what="the reconcile the status woke",
+            )
+            return sample("promoter_git_ls_remote_total", {"repository": "gitops"}) - before
+
+        assert after_status(gitops.tip("environment/dev")) == 0
+        assert after_status(git(gitops.path, "rev-parse", "main")) >= 1  # a commit it never read

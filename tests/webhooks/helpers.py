@@ -168,8 +168,11 @@ class Hooks:
     client: TestClient
     routes: WebhookRoutes
     enqueued: Recorder
+    """Keys woken with a mirror refresh (a ref may have moved)."""
     cache: StatusCache
     shas: ShaIndex
+    woken: Recorder
+    """Keys woken for a new status of a commit they track (no ref moved)."""
 
     def github(
         self,
@@ -223,17 +226,19 @@ def running_hooks(
 ) -> Iterator[Hooks]:
     """The receivers mounted in a tiny app, behind a TestClient."""
     enqueued = enqueued or Recorder()
+    woken = Recorder()
     cache, shas = StatusCache(), ShaIndex()
     routes = build_routes(
         config=config or make_config(),
         enqueue=enqueued,
+        wake=woken,
         status_cache=cache,
         sha_index=shas,
         state_dir=state_dir,
     )
     try:
         with TestClient(Starlette(routes=routes)) as client:
-            yield Hooks(client, routes, enqueued, cache, shas)
+            yield Hooks(client, routes, enqueued, cache, shas, woken)
     finally:
         routes.close()
 

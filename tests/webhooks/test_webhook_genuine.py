@@ -120,10 +120,12 @@ def test_a_genuine_github_delivery_answers_as_specified(hooks: Hooks, relative: 
     assert (answer.status_code, answer.json()["result"]) == (expected_status, expected_result)
     assert sample("promoter_webhook_requests_total", label) == before + 1
     if expected_result != "accepted":
-        assert hooks.enqueued.calls == []
+        assert hooks.enqueued.calls == hooks.woken.calls == []
     elif event == "status":  # 6113728 is tracked by no strategy: all of hello's are woken
         assert hooks.enqueued.keys == {"hello-app", "hello-infra"}
-    else:  # master is hello-app's dry branch; ec26c3e is tracked by hello-app
+    elif event in ("check_run", "check_suite"):  # on ec26c3e, a commit hello-app tracks
+        assert (hooks.woken.keys, hooks.enqueued.keys) == ({"hello-app"}, set())
+    else:  # master is hello-app's dry branch; a PR is on a branch hello-app watches
         assert hooks.enqueued.keys == {"hello-app"}
 
 

@@ -59,7 +59,7 @@ def test_a_push_of_hydrator_notes_enqueues_every_strategy_of_the_repository(hook
     assert hooks.enqueued.keys == {"hello-app", "hello-infra"}
 
 
-def test_a_status_updates_the_cache_at_once_and_enqueues_the_strategy_tracking_it(
+def test_a_status_updates_the_cache_at_once_and_wakes_the_strategy_tracking_it(
     hooks: Hooks,
 ) -> None:
     hooks.shas.track("hello-infra", [STATUS_SHA])
@@ -70,7 +70,8 @@ def test_a_status_updates_the_cache_at_once_and_enqueues_the_strategy_tracking_i
 
     assert hooks.github("status", status).status_code == 202
 
-    assert hooks.enqueued.keys == {"hello-infra"}
+    # a new status of a commit it tracks: no ref moved, so its mirror is not refreshed
+    assert (hooks.woken.keys, hooks.enqueued.keys) == ({"hello-infra"}, set())
     hooks.cache.store("hello", STATUS_SHA, [])  # mark complete: what a reconcile would read
     [cached] = hooks.cache.get("hello", STATUS_SHA) or []
     assert (cached.key, cached.phase, cached.url) == ("default", Phase.FAILURE, "https://ci/1")
@@ -81,7 +82,8 @@ def test_a_status_for_an_unknown_sha_of_a_known_repository_enqueues_all_its_stra
     hooks: Hooks,
 ) -> None:
     assert hooks.github("status", github_fixture("status/payload.json")).status_code == 202
-    assert hooks.enqueued.keys == {"hello-app", "hello-infra"}
+    # a commit none of them has read may be on a ref that moved: refresh, then read
+    assert (hooks.enqueued.keys, hooks.woken.keys) == ({"hello-app", "hello-infra"}, set())
 
 
 @pytest.mark.parametrize(
