@@ -20,11 +20,6 @@ MISSING_REPO = """
 
 
 @pytest.fixture
-def gitops(tmp_path: Path) -> GitOpsRepo:
-    return GitOpsRepo.create(tmp_path)
-
-
-@pytest.fixture
 def client(gitops: GitOpsRepo, tmp_path: Path) -> Iterator[TestClient]:
     config = local_config(gitops.path, tmp_path / "state")
     gone = config.repositories[0].model_copy(

@@ -39,11 +39,6 @@ def wait_state(client: TestClient, branch: str, state: str) -> dict[str, Any]:
 
 
 @pytest.fixture
-def gitops(tmp_path: Path) -> GitOpsRepo:
-    return GitOpsRepo.create(tmp_path)
-
-
-@pytest.fixture
 def client(gitops: GitOpsRepo, tmp_path: Path) -> Any:
     runtime = Runtime(local_config(gitops.path, tmp_path / "state"))
     with TestClient(runtime.app) as client:

@@ -71,11 +71,6 @@ class Harness:
 
 
 @pytest.fixture
-def gitops(tmp_path: Path) -> GitOpsRepo:
-    return GitOpsRepo.create(tmp_path)
-
-
-@pytest.fixture
 def harness(gitops: GitOpsRepo, tmp_path: Path) -> Iterator[Harness]:
     config = local_config(gitops.path, tmp_path / "state", auto_revert=AUTO_REVERT)
     with Harness(gitops, config) as h:

@@ -15,11 +15,6 @@ PUBLIC_URL = "https://promoter.example.invalid"
 
 
 @pytest.fixture
-def gitops(tmp_path: Path) -> GitOpsRepo:
-    return GitOpsRepo.create(tmp_path)
-
-
-@pytest.fixture
 def client(gitops: GitOpsRepo, tmp_path: Path) -> Iterator[TestClient]:
     config = local_config(gitops.path, tmp_path / "state", publicUrl=PUBLIC_URL)
     with TestClient(Runtime(config).app) as client:
