@@ -117,6 +117,7 @@ class SnapshotReader:
             environments=tuple(envs),
             ancestry=self._ancestry(mirror, envs),
             status_url=self.status_url,
+            folded_keys=frozenset(getattr(self.plugin, "folded_gate_keys", ())),
             now=utcnow(),
         )
 

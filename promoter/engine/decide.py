@@ -256,13 +256,16 @@ def _gates_status(
     merged by a person (the check to require in branch protection, so nobody merges
     before the promoter's gates pass), or a gate with no check of its own that is not
     passing (a pause, a built-in gate). Once on the head it is kept up to date.
+    A gate whose result folds in this very status (``snapshot.folded_keys``) is left
+    out of it, or each would wait for the other.
     """
     env = snapshot.environments[index]
     shown = {*env.proposed_keys, PREVIOUS_ENVIRONMENT_KEY, HOLD_KEY}
     unshown = [g for g in gates if g.phase is not Phase.SUCCESS and g.name not in shown]
     if env.auto_merge and not unshown and proposed.status(GATES_KEY) is None:
         return []
-    phase, description = gates_summary(gates, shown=shown, auto_merge=env.auto_merge)
+    own = tuple(g for g in gates if g.name not in snapshot.folded_keys)
+    phase, description = gates_summary(own, shown=shown, auto_merge=env.auto_merge)
     return _publish(snapshot, index, proposed, GATES_KEY, phase, _clip(description))
 
 
@@ -278,7 +281,7 @@ def gates_summary(
     pending = [g for g in gates if g.phase is Phase.PENDING]
     if not failed and not pending:
         names = ", ".join(g.name for g in gates)
-        done = f"every gate passes: {names}" if gates else "no gates to pass"
+        done = f"every gate passes: {names}" if gates else "no promoter gates to wait for"
         return Phase.SUCCESS, done if auto_merge else f"{done}; waiting for a person to merge"
 
     def words(verdicts: list[GateVerdict]) -> str:

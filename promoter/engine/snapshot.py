@@ -82,6 +82,9 @@ class Snapshot(Frozen):
     environments: tuple[EnvironmentSnapshot, ...]
     ancestry: frozenset[tuple[str, str]] = frozenset()
     status_url: str = ""
+    folded_keys: frozenset[str] = frozenset()
+    """Gate keys whose result on the SCM folds in the statuses the promoter writes on the
+    same commit (GitLab's pipeline gate): the summary check must not wait for them."""
     now: datetime
 
     def descends(self, descendant: str, ancestor: str) -> bool:

@@ -42,6 +42,8 @@ class GitLabScm:
             calls=self._calls,
         )
         self._mrs = MergeRequests(calls=self._calls, squash=self._config.squash)
+        # GitLab adds the promoter's commit statuses to the SHA's latest pipeline.
+        self.folded_gate_keys = frozenset({self._config.pipeline_gate_key})
         self._projects: dict[int | str, Project] = {}
         self._lock = threading.Lock()
 

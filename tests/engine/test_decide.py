@@ -391,6 +391,18 @@ def test_without_auto_merge_the_summary_check_says_what_the_pr_waits_for() -> No
     )
 
 
+def test_the_summary_leaves_out_a_gate_that_folds_in_the_promoters_own_statuses() -> None:
+    # GitLab: the pipeline gate waits for every commit status, the summary's included
+    snapshot = build(promotable(auto_merge=False, proposed_statuses={}))
+    snapshot = snapshot.model_copy(update={"folded_keys": frozenset({"ci"})})
+    [check] = summary(decide(snapshot), 0)
+    assert (check.status.phase, check.status.description) == (
+        Phase.SUCCESS,
+        "no promoter gates to wait for; waiting for a person to merge",
+    )
+    assert decide(snapshot).environments[0].state is EnvState.BLOCKED  # ci still counts
+
+
 def test_the_summary_names_failed_gates_before_pending_ones() -> None:
     env = promotable(auto_merge=False, proposed_keys=("ci", "e2e", "lint"))
     decision = decide(build(replace(env, proposed_statuses={"e2e": "failure"})))

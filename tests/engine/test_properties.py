@@ -188,8 +188,9 @@ def test_every_environment_gets_a_verdict_that_agrees_with_the_actions(
                 assert action.environment > 0
             if action.status.key == GATES_KEY:
                 gates = decision.environments[action.environment].gates
+                own = [g for g in gates if g.name not in snapshot.folded_keys]
                 assert (action.status.phase is Phase.SUCCESS) == all(
-                    gate.phase is Phase.SUCCESS for gate in gates
+                    gate.phase is Phase.SUCCESS for gate in own
                 )
                 summary_was_there = proposed_of(snapshot, action.environment).status(GATES_KEY)
                 assert not env.auto_merge or env.ledger.paused or summary_was_there
