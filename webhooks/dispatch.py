@@ -61,8 +61,9 @@ class Dispatcher:
         if isinstance(event, Push):
             keys = self._push(event, repos)
         elif isinstance(event, StatusChange):
-            keys = self._status(event, repos)
-            if self._shas.strategies_for(event.sha):  # a known commit: no ref moved
+            tracking = self._shas.strategies_for(event.sha)
+            keys = self._status(event, repos, tracking)
+            if tracking:  # a commit they have read: no ref moved
                 enqueue = self._wake
         else:
             keys = self._pull_request(event, repos)
@@ -82,8 +83,9 @@ class Dispatcher:
                 keys |= self._index.for_push(repo, branch)
         return frozenset(keys) or None
 
-    def _status(self, event: StatusChange, repos: tuple[str, ...]) -> frozenset[str]:
-        tracking = self._shas.strategies_for(event.sha)
+    def _status(
+        self, event: StatusChange, repos: tuple[str, ...], tracking: set[str]
+    ) -> frozenset[str]:
         keys: set[str] = set()
         for repo in repos:
             status = CommitStatus(

@@ -265,11 +265,11 @@ def _gates_status(
     if env.auto_merge and not unshown and proposed.status(GATES_KEY) is None:
         return []
     own = tuple(g for g in gates if g.name not in snapshot.folded_keys)
-    phase, description = gates_summary(own, shown=shown, auto_merge=env.auto_merge)
+    phase, description = _gates_summary(own, shown=shown, auto_merge=env.auto_merge)
     return _publish(snapshot, index, proposed, GATES_KEY, phase, _clip(description))
 
 
-def gates_summary(
+def _gates_summary(
     gates: tuple[GateVerdict, ...], *, shown: set[str], auto_merge: bool
 ) -> tuple[Phase, str]:
     """The worst phase of ``gates`` and a steady one-line account of the ones not passing.

@@ -15,7 +15,8 @@ environment); this module gives what a daemon needs on top:
 * PyGithub's debug records dropped, whatever its log level: they carry the
   request's headers and the answer's body (the answer that mints an App
   installation token holds the token).
-Concurrency: the ETag cache has its own lock; requesters are thread-local.
+Concurrency: the ETag cache has its own lock; requesters are thread-local and live
+as long as their thread.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from __future__ import annotations
 import json
 import logging
 import threading
+import weakref
 from collections import OrderedDict
 from collections.abc import Mapping
 from typing import Any
@@ -58,7 +60,9 @@ class GitHubClient:
         self.base_url = base_url.rstrip("/")
         self._calls = calls
         self._local = threading.local()
-        self._requesters: list[Requester] = []
+        self._requesters: weakref.WeakSet[Requester] = weakref.WeakSet()
+        """For ``close``; a finished thread's requester goes with the thread (pool threads
+        are recycled), so this never grows past the threads alive."""
         self._etags: OrderedDict[str, tuple[str, Any]] = OrderedDict()
         self._lock = threading.Lock()
 
@@ -107,7 +111,8 @@ class GitHubClient:
 
     def close(self) -> None:
         with self._lock:
-            requesters, self._requesters = self._requesters, []
+            requesters = list(self._requesters)
+            self._requesters.clear()
         for requester in requesters:
             requester.close()
 
@@ -128,7 +133,7 @@ class GitHubClient:
             )
             self._local.requester = requester
             with self._lock:
-                self._requesters.append(requester)
+                self._requesters.add(requester)
         return requester
 
     def _cached(self, url: str) -> tuple[str, Any] | None:

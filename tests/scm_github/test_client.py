@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import sys
 import threading
 from concurrent.futures import ThreadPoolExecutor
@@ -65,4 +66,20 @@ def test_each_thread_has_its_own_requester_and_close_closes_them_all(fake: FakeG
         thread.join()
     assert len({id(r) for r in used}) == 3
     client.close()
-    assert client._requesters == []
+    assert len(client._requesters) == 0
+
+
+def test_a_finished_threads_requester_is_released(fake: FakeGitHub) -> None:
+    client = GitHubClient(base_url=fake.base_url, calls=ScmCalls("github", translate))
+    path = f"/repos/{FULL_NAME}/pulls"
+
+    def call() -> None:
+        client.request("find_pull_request", "GET", path, authorization=f"token {TOKEN}")
+
+    for _ in range(20):  # a thread pool that recycles idle threads
+        thread = threading.Thread(target=call)
+        thread.start()
+        thread.join()
+    gc.collect()
+    assert len(client._requesters) == 0
+    client.close()
