@@ -34,7 +34,7 @@ from typing import Any
 import common
 from common import Counters
 
-from promoter.loopback import free_port
+from promoter.http.loopback import free_port
 
 TARGETS = {"p50_ms": 200.0, "p99_ms": 1000.0}
 ENVIRONMENTS = ["environment/dev", "environment/staging", "environment/prod"]
@@ -69,10 +69,10 @@ daemon:
 
 class Bench:
     def __init__(self, base: Path, workers: int) -> None:
-        from promoter.config_loader import parse_config
-        from promoter.hydrate import hydrate
-        from promoter.runtime import Runtime
-        from promoter.sandbox import commit_files, init_bare
+        from promoter.cli.hydrate import hydrate
+        from promoter.cli.sandbox import commit_files, init_bare
+        from promoter.config.loader import parse_config
+        from promoter.wiring import Daemon
 
         self.hydrate, self.commit_files = hydrate, commit_files
         self.repo = init_bare(base / "gitops.git")
@@ -87,7 +87,8 @@ class Bench:
             workers=workers,
         )
         self.events = common.Events()
-        self.runtime = Runtime(parse_config(text), observers=[self.events])
+        self.daemon = Daemon(parse_config(text), observers=[self.events])
+        self.runtime = self.daemon.runtime
 
     def change(self) -> str:
         self.version += 1
@@ -119,7 +120,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     latencies: dict[str, list[float]] = defaultdict(list)
     with tempfile.TemporaryDirectory(prefix="bench-latency-") as tmp:
         bench = Bench(Path(tmp), args.workers)
-        stop = common.serve(bench.runtime.app, bench.port)
+        stop = common.serve(bench.daemon.app, bench.port)
         http = httpx.Client(base_url=f"http://127.0.0.1:{bench.port}", timeout=TIMEOUT)
         try:
             bench.idle()

@@ -141,7 +141,7 @@ def outcome(runtime: Any, names: list[str]) -> dict[str, Any]:
 
 def measure(size: int, args: argparse.Namespace) -> dict[str, Any]:
     """One size, in this process: build, cold resync, two idle resyncs."""
-    from promoter.runtime import Runtime
+    from promoter.wiring import Daemon
 
     common.quiet_logs()
     with tempfile.TemporaryDirectory(prefix="bench-resync-") as tmp:
@@ -155,7 +155,8 @@ def measure(size: int, args: argparse.Namespace) -> dict[str, Any]:
         config = fleet_config(fleet, state, args.workers)
         names = fleet.strategy_names()
         rss_before = common.peak_rss_mb()
-        runtime = Runtime(config)
+        daemon = Daemon(config)
+        runtime = daemon.runtime
         try:
             cold = resync(runtime, names, how="start", timeout=args.timeout)
             result = outcome(runtime, names)
@@ -168,7 +169,8 @@ def measure(size: int, args: argparse.Namespace) -> dict[str, Any]:
         for path in state.iterdir():
             if not path.name.startswith("local-scm.sqlite3"):
                 shutil.rmtree(path) if path.is_dir() else path.unlink()
-        runtime = Runtime(config)
+        daemon = Daemon(config)
+        runtime = daemon.runtime
         try:
             restart = resync(runtime, names, how="start", timeout=args.timeout)
             restarted = outcome(runtime, names)

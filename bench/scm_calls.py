@@ -140,6 +140,7 @@ class Driver(ABC):
     provider = ""
     client: Any
     runtime: Any
+    daemon: Any
     actor_calls = 0
     """Status writes the benchmark made through the daemon's API (CI's calls, not ours)."""
 
@@ -181,12 +182,13 @@ class LocalDriver(Driver):
     def session(self) -> Iterator[Any]:
         from starlette.testclient import TestClient
 
-        from promoter.runtime import Runtime
+        from promoter.wiring import Daemon
         from tests.support import local_config
 
         config = local_config(self.gitops.path, self.tmp / "state")
-        self.runtime = Runtime(config, observers=[self.events])
-        with TestClient(self.runtime.app) as self.client:
+        self.daemon = Daemon(config, observers=[self.events])
+        self.runtime = self.daemon.runtime
+        with TestClient(self.daemon.app) as self.client:
             yield self
 
     def ci_green(self, branch: str, sha: str) -> None:
@@ -203,8 +205,8 @@ class GitHubDriver(Driver):
     def session(self) -> Iterator[Any]:
         from starlette.testclient import TestClient
 
-        from promoter.config_loader import parse_config
-        from promoter.runtime import Runtime
+        from promoter.config.loader import parse_config
+        from promoter.wiring import Daemon
         from tests.scm_github.conftest import TOKEN, TOKEN_ENV
         from tests.scm_github.fake_github import FakeGitHub
         from tests.scm_github.genuine import Genuine
@@ -221,8 +223,9 @@ class GitHubDriver(Driver):
             fake.add_repository(FULL_NAME, self.gitops.path)
             self.fake = fake
             text = config_text(self.gitops.path, self.tmp / "state")
-            self.runtime = Runtime(parse_config(text), observers=[self.events])
-            with TestClient(self.runtime.app) as self.client:
+            self.daemon = Daemon(parse_config(text), observers=[self.events])
+            self.runtime = self.daemon.runtime
+            with TestClient(self.daemon.app) as self.client:
                 self.robot = GitHubCI(self.client, fake)
                 yield self
 
@@ -243,8 +246,8 @@ class GitLabDriver(Driver):
     def session(self) -> Iterator[Any]:
         from starlette.testclient import TestClient
 
-        from promoter.config_loader import parse_config
-        from promoter.runtime import Runtime
+        from promoter.config.loader import parse_config
+        from promoter.wiring import Daemon
         from tests.scm_gitlab.conftest import PROJECT, TOKEN, TOKEN_ENV
         from tests.scm_gitlab.fake_gitlab import FakeGitLab
         from tests.scm_gitlab.test_end_to_end import (
@@ -261,8 +264,9 @@ class GitLabDriver(Driver):
         fake.add_project(PROJECT, git_dir=self.gitops.path, project_id=PROJECT_ID)
         with fake:
             text = config_text(self.gitops.path, self.tmp / "state", fake.url)
-            self.runtime = Runtime(parse_config(text), observers=[self.events])
-            with TestClient(self.runtime.app) as self.client:
+            self.daemon = Daemon(parse_config(text), observers=[self.events])
+            self.runtime = self.daemon.runtime
+            with TestClient(self.daemon.app) as self.client:
                 self.harness = Harness(self.runtime, self.client, fake, self.gitops, hook)
                 yield self
 

@@ -29,7 +29,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from promoter.loopback import free_port
+from promoter.http.loopback import free_port
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = ROOT.parent / "shared" / "fixtures" / "github" / "webhooks" / "api.github.com"
@@ -48,8 +48,8 @@ def _receiver_app(state_dir: str) -> Any:
     from starlette.applications import Starlette
 
     from promoter.config import Config
-    from promoter.statuscache import StatusCache
-    from promoter.tracking import ShaIndex
+    from promoter.state.statuses import StatusCache
+    from promoter.state.tracking import ShaIndex
     from webhooks import build_routes
 
     config = Config.model_validate(

@@ -8,10 +8,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
+from promoter.cli.hydrate import hydrate
+from promoter.cli.sandbox import commit_files, git, init_bare
 from promoter.config import Config
-from promoter.config_loader import parse_config
-from promoter.hydrate import hydrate
-from promoter.sandbox import commit_files, git, init_bare
+from promoter.config.loader import parse_config
 
 T = TypeVar("T")
 ENVIRONMENTS = ["environment/dev", "environment/staging", "environment/prod"]

@@ -20,8 +20,8 @@ from pathlib import Path
 from starlette.routing import BaseRoute, Route
 
 from promoter.config import Config
-from promoter.statuscache import StatusCache
-from promoter.tracking import ShaIndex
+from promoter.state.statuses import StatusCache
+from promoter.state.tracking import ShaIndex
 from webhooks.deliveries import FILE_NAME, MIN_RETENTION, DeliveryLog
 from webhooks.dispatch import Applied, Dispatcher
 from webhooks.events import (

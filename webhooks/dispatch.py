@@ -10,8 +10,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from promoter.models import CommitStatus
-from promoter.statuscache import StatusCache
-from promoter.tracking import ShaIndex
+from promoter.state.statuses import StatusCache
+from promoter.state.tracking import ShaIndex
 from webhooks.events import Event, Ignored, Ping, PullRequestChange, Push, StatusChange
 from webhooks.index import StrategyIndex
 

@@ -108,6 +108,24 @@ class ReleaseHold(Frozen):
     reason: str
 
 
+class HoldDryCommit(Frozen):
+    """A person holds a dry commit out of this environment (rule 5's holds)."""
+
+    kind: Literal["hold"] = "hold"
+    environment: int
+    dry_sha: str
+    reason: str
+    since: datetime
+
+
+class ResumeEnvironment(Frozen):
+    """A person resumes a paused environment; the failure they saw pauses it no more."""
+
+    kind: Literal["resume"] = "resume"
+    environment: int
+    at: datetime
+
+
 class PauseEnvironment(Frozen):
     """A second failure after a revert: stop promoting into this environment automatically."""
 
@@ -147,6 +165,8 @@ Action = (
     | RecordHealthy
     | OpenRevert
     | ReleaseHold
+    | HoldDryCommit
+    | ResumeEnvironment
     | PauseEnvironment
     | CommentPullRequest
     | RecordOverride

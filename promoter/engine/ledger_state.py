@@ -1,6 +1,6 @@
 """What the health ledger holds for one environment: healthy commits, holds, reverts.
 
-Pure values, read by the engine and stored by ``promoter.ledger`` as a JSON note
+Pure values, read by the engine and stored by ``promoter.state.ledger`` as a JSON note
 under ``refs/notes/promoter.ledger``, so any instance rebuilds the same history.
 """
 

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from starlette.testclient import TestClient
 
-from promoter.runtime import Runtime
-from promoter.sandbox import commit_files
+from promoter.cli.sandbox import commit_files
+from promoter.wiring import Daemon
 from tests.support import GitOpsRepo, local_config, wait_for
 
 MISSING_REPO = """
@@ -34,7 +34,7 @@ def client(gitops: GitOpsRepo, tmp_path: Path) -> Iterator[TestClient]:
             "promotion_strategies": [*config.promotion_strategies, broken],
         }
     )
-    with TestClient(Runtime(config).app) as client:
+    with TestClient(Daemon(config).app) as client:
         yield client
 
 
@@ -126,7 +126,7 @@ def test_writes_need_the_bearer_token_when_one_is_configured(
     )
     url = f"/api/v1/repositories/gitops/commits/{gitops.tip('environment/dev')}/statuses"
     body = {"key": "ci", "phase": "success"}
-    with TestClient(Runtime(config).app) as client:
+    with TestClient(Daemon(config).app) as client:
         assert client.post(url, json=body).status_code == 401
         wrong = {"authorization": "Bearer nope"}
         assert client.post(url, json=body, headers=wrong).status_code == 401

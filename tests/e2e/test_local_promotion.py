@@ -8,9 +8,10 @@ from typing import Any
 import pytest
 from starlette.testclient import TestClient
 
+from promoter.cli.sandbox import git
+from promoter.daemon import Runtime
 from promoter.metrics import sample
-from promoter.runtime import Runtime
-from promoter.sandbox import git
+from promoter.wiring import Daemon
 from tests.support import ENVIRONMENTS, GitOpsRepo, local_config, wait_for
 
 
@@ -40,8 +41,9 @@ def wait_state(client: TestClient, branch: str, state: str) -> dict[str, Any]:
 
 @pytest.fixture
 def client(gitops: GitOpsRepo, tmp_path: Path) -> Any:
-    runtime = Runtime(local_config(gitops.path, tmp_path / "state"))
-    with TestClient(runtime.app) as client:
+    daemon = Daemon(local_config(gitops.path, tmp_path / "state"))
+    runtime = daemon.runtime
+    with TestClient(daemon.app) as client:
         client.runtime = runtime  # type: ignore[attr-defined]
         wait_state(client, "environment/prod", "up-to-date")
         for branch in ENVIRONMENTS:
@@ -128,8 +130,9 @@ def test_a_status_of_a_tracked_commit_wakes_its_strategy_without_asking_the_remo
     gitops: GitOpsRepo, tmp_path: Path
 ) -> None:
     config = local_config(gitops.path, tmp_path / "quiet", pollInterval="1h")
-    runtime = Runtime(config)
-    with TestClient(runtime.app) as client:
+    daemon = Daemon(config)
+    runtime = daemon.runtime
+    with TestClient(daemon.app) as client:
         wait_state(client, "environment/prod", "up-to-date")
         runtime.mirrors.max_age = 3600.0  # only an invalidation refreshes the mirror now
 

@@ -12,10 +12,10 @@ from typing import Any
 import pytest
 from starlette.testclient import TestClient
 
+from promoter.cli.sandbox import git
 from promoter.config import Config
-from promoter.ledger import LEDGER_REF
-from promoter.runtime import Runtime
-from promoter.sandbox import git
+from promoter.state.ledger import LEDGER_REF
+from promoter.wiring import Daemon
 from tests.support import ENVIRONMENTS, GitOpsRepo, local_config, wait_for
 
 DEV, STAGING, PROD = ENVIRONMENTS
@@ -26,8 +26,9 @@ class Harness:
     def __init__(self, gitops: GitOpsRepo, config: Config) -> None:
         self.gitops = gitops
         self.config = config
-        self.runtime = Runtime(config)
-        self.client = TestClient(self.runtime.app)
+        self.daemon = Daemon(config)
+        self.runtime = self.daemon.runtime
+        self.client = TestClient(self.daemon.app)
         self.done: set[tuple[str, str]] = set()
 
     def __enter__(self) -> Harness:

@@ -10,8 +10,8 @@ import sys
 import time
 from pathlib import Path
 
-from promoter.cli import main
-from promoter.loopback import free_port
+from promoter.cli.main import main
+from promoter.http.loopback import free_port
 from tests.support import GitOpsRepo, wait_for
 
 
@@ -86,7 +86,7 @@ def test_serve_logs_json_answers_the_cli_and_stops_cleanly_on_sigterm(
 
 
 def _status(url: str) -> object:
-    from promoter.client import ApiClient
+    from promoter.cli.client import ApiClient
 
     client = ApiClient(url)
     try:
@@ -96,7 +96,7 @@ def _status(url: str) -> object:
 
 
 def _active(url: str, branch: str) -> str | None:
-    from promoter.client import ApiClient
+    from promoter.cli.client import ApiClient
 
     client = ApiClient(url)
     try:
@@ -124,7 +124,7 @@ def test_hydrate_from_the_command_line_writes_the_next_branches(
 ) -> None:
     gitops = GitOpsRepo.create(tmp_path, ["environment/dev"])
     old = gitops.tip("environment/dev-next")
-    from promoter.sandbox import commit_files
+    from promoter.cli.sandbox import commit_files
 
     commit_files(gitops.path, "main", {"x.yaml": "x\n"}, "x")
     assert main(["hydrate", "--repo", str(gitops.path), "--branch", "environment/dev"]) == 0

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from starlette.testclient import TestClient
 
-from promoter.runtime import Runtime
+from promoter.wiring import Daemon
 from tests.support import GitOpsRepo, local_config, wait_for
 
 PUBLIC_URL = "https://promoter.example.invalid"
@@ -17,7 +17,7 @@ PUBLIC_URL = "https://promoter.example.invalid"
 @pytest.fixture
 def client(gitops: GitOpsRepo, tmp_path: Path) -> Iterator[TestClient]:
     config = local_config(gitops.path, tmp_path / "state", publicUrl=PUBLIC_URL)
-    with TestClient(Runtime(config).app) as client:
+    with TestClient(Daemon(config).app) as client:
         wait_for(
             lambda: client.get("/api/v1/strategies/guestbook").json()["reconciledAt"],
             what="a first reconcile",

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from promoter.cli.hydrate import HydrateError, HydrateResult, hydrate
 from promoter.git import NOTES_REF, GitMirror
-from promoter.hydrate import HydrateError, HydrateResult, hydrate
 from tests.gitrepo import GitSandbox
 
 ENVS = ["environment/dev", "environment/staging"]

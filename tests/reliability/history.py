@@ -17,9 +17,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from promoter.cli.sandbox import git
 from promoter.git import METADATA_FILE, NOTES_REF
 from promoter.models import PullRequest
-from promoter.sandbox import git
 
 
 @dataclass(frozen=True)

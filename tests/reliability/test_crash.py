@@ -25,9 +25,9 @@ import httpx
 import pytest
 from starlette.testclient import TestClient
 
-from promoter.config_loader import load_config
-from promoter.loopback import free_port
-from promoter.runtime import Runtime
+from promoter.config.loader import load_config
+from promoter.http.loopback import free_port
+from promoter.wiring import Daemon as InProcessDaemon
 from scm_plugins.local import LocalScm
 from tests.support import ENVIRONMENTS, GitOpsRepo, local_config, wait_for
 
@@ -236,8 +236,9 @@ def test_a_lock_file_left_by_a_killed_git_does_not_stop_promotions(
     holds a ref lock that long. Every kind was seen after a kill in the test above."""
     config = local_config(gitops.path, tmp_path / "state", resyncInterval="1s")
     history = History(gitops.path)
-    runtime = Runtime(config)
-    with TestClient(runtime.app):  # a first life creates the mirror
+    daemon = InProcessDaemon(config)
+    runtime = daemon.runtime
+    with TestClient(daemon.app):  # a first life creates the mirror
         wait_for(runtime.queue.idle, what="the first life to settle")
     (repository,) = [gitops.path] if where == "repository" else config.state_path().rglob("*.git")
     stale = repository / lock
@@ -245,8 +246,9 @@ def test_a_lock_file_left_by_a_killed_git_does_not_stop_promotions(
     stale.write_text("")
     os.utime(stale, (time.time() - 600, time.time() - 600))
 
-    runtime = Runtime(config)
-    with TestClient(runtime.app) as client:
+    daemon = InProcessDaemon(config)
+    runtime = daemon.runtime
+    with TestClient(daemon.app) as client:
         ci = CI(gitops.path, ENVIRONMENTS, api_poster(client))
         change = gitops.change("1.1.0", "Bump guestbook to 1.1.0")
         problems = partial(completion_problems, history, ENVIRONMENTS, change)

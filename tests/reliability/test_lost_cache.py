@@ -21,9 +21,10 @@ import pytest
 from starlette.testclient import TestClient
 
 from promoter.config import Config
-from promoter.config_loader import parse_config
-from promoter.executor import ActionEvent
-from promoter.runtime import Runtime
+from promoter.config.loader import parse_config
+from promoter.daemon import Runtime
+from promoter.daemon.executor import ActionEvent
+from promoter.wiring import Daemon
 from scm_plugins.local import LocalScm
 from tests.support import ENVIRONMENTS, GitOpsRepo, wait_for
 
@@ -182,8 +183,9 @@ def test_after_losing_its_caches_and_restarting_the_daemon_decides_the_same(
         reverting = round_ % 2 == 0
         (unhealthy if reverting else failing_ci).add(change)
         before_events: list[ActionEvent] = []
-        runtime = Runtime(config, observers=[before_events.append])
-        with TestClient(runtime.app) as client:
+        daemon = Daemon(config, observers=[before_events.append])
+        runtime = daemon.runtime
+        with TestClient(daemon.app) as client:
             ci.post = api_poster(client)
             before = wait_for(partial(settled, runtime, ci), what="the daemon to settle")
             prs, tips = pull_requests(config), {b: history.tip(b) for b in ENVIRONMENTS}
@@ -204,8 +206,9 @@ def test_after_losing_its_caches_and_restarting_the_daemon_decides_the_same(
         print(f"round {round_}: {sorted({e.kind for e in before_events})}; deleted {deleted}")
 
         after_events: list[ActionEvent] = []
-        runtime = Runtime(config, observers=[after_events.append])
-        with TestClient(runtime.app) as client:
+        daemon = Daemon(config, observers=[after_events.append])
+        runtime = daemon.runtime
+        with TestClient(daemon.app) as client:
             ci.post = api_poster(client)
             after = wait_for(partial(settled, runtime, ci), what="the daemon to settle")
         branch_tips = {b: history.tip(b) for b in ENVIRONMENTS}

@@ -19,9 +19,9 @@ from typing import Any
 import pytest
 from starlette.testclient import TestClient
 
-from promoter.config_loader import parse_config
-from promoter.runtime import Runtime
-from promoter.scheduler import poll_interval
+from promoter.config.loader import parse_config
+from promoter.daemon.scheduler import poll_interval
+from promoter.wiring import Daemon
 from tests.scm_github.fake_github import FakeGitHub
 from tests.scm_github.genuine import Genuine
 from tests.support import ENVIRONMENTS, GitOpsRepo, wait_for
@@ -106,8 +106,8 @@ def test_the_periodic_resync_alone_promotes_each_environment_within_one_interval
     for branch in ENVIRONMENTS:
         fake.post_status(FULL_NAME, gitops.tip(branch), "health", "success")
     waits: list[tuple[str, float]] = []
-    runtime = Runtime(config)
-    with TestClient(runtime.app):  # nothing is ever posted to /webhooks/github
+    daemon = Daemon(config)
+    with TestClient(daemon.app):  # nothing is ever posted to /webhooks/github
         for number in range(1, size.changes + 1):
             change = gitops.change(f"1.{number}.0", f"Bump guestbook to 1.{number}.0")
             # CI finishes after the daemon has seen the push (and read the pending checks).

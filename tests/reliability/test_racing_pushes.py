@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from starlette.testclient import TestClient
 
-from promoter.runtime import Runtime
+from promoter.wiring import Daemon
 from scm_plugins.local import LocalScm
 from tests.support import ENVIRONMENTS, GitOpsRepo, local_config
 
@@ -60,10 +60,10 @@ def test_a_stale_head_is_never_merged_and_the_newer_change_promotes_through_the_
     racing = RacingScm(
         inner, hydrator_pushes, race={b: size.races_per_environment for b in ENVIRONMENTS}
     )
-    runtime = Runtime(config, plugins={"local": racing})
+    daemon = Daemon(config, plugins={"local": racing})
     history = History(gitops.path)
     expected_races = size.races_per_environment * len(ENVIRONMENTS)
-    with TestClient(runtime.app) as client:
+    with TestClient(daemon.app) as client:
         ci = CI(gitops.path, ENVIRONMENTS, api_poster(client))
         gitops.change("1.1.0", "Bump guestbook to 1.1.0")
 

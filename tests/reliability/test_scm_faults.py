@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from starlette.testclient import TestClient
 
-from promoter.runtime import Runtime
+from promoter.wiring import Daemon
 from scm_plugins.local import LocalScm
 from tests.support import ENVIRONMENTS, GitOpsRepo, local_config
 
@@ -55,10 +55,10 @@ def test_every_promotion_completes_once_when_a_fifth_of_scm_calls_fail(
     config = local_config(gitops.path, tmp_path / "state", maxBackoff="2s")
     inner = LocalScm(provider=config.provider("local"), state_dir=str(config.state_path()))
     faulty = FaultyScm(inner, seed=seed, plan=FaultPlan(deck=25, unavailable=5, rate_limited=1))
-    runtime = Runtime(config, plugins={"local": faulty})
+    daemon = Daemon(config, plugins={"local": faulty})
     history, rng = History(gitops.path), random.Random(seed)
     last = ""
-    with TestClient(runtime.app) as client:
+    with TestClient(daemon.app) as client:
         ci = CI(gitops.path, ENVIRONMENTS, api_poster(client))
         for number in range(1, size.changes + 1):
             last = gitops.change(f"1.{number}.0", f"Bump guestbook to 1.{number}.0")

@@ -10,8 +10,8 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 
 from promoter.config import GitHubApp, GitHubProvider, Repository, ScmProvider
+from promoter.config.secrets import SecretRef
 from promoter.metrics import REGISTRY
-from promoter.secrets import SecretRef
 from scm_plugins.github import GitHubScm
 from tests.gitrepo import GitSandbox
 

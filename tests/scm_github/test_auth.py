@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from promoter.config import GitHubProvider, Repository, ScmProvider
+from promoter.config.secrets import SecretRef
 from promoter.errors import ConfigError, ScmAuthError, ScmNotFound
-from promoter.secrets import SecretRef
 from scm_plugins.github import GitHubScm
 from scm_plugins.github.auth import RENEW_BEFORE
 from tests.gitrepo import GitSandbox

@@ -18,9 +18,10 @@ from typing import Any
 import pytest
 from starlette.testclient import TestClient
 
-from promoter.config_loader import parse_config
-from promoter.runtime import Runtime
-from promoter.sandbox import git
+from promoter.cli.sandbox import git
+from promoter.config.loader import parse_config
+from promoter.daemon import Runtime
+from promoter.wiring import Daemon
 from tests.support import ENVIRONMENTS, GitOpsRepo, wait_for
 from webhooks.verify import GitHubSignature
 
@@ -150,8 +151,9 @@ def ci(
     monkeypatch.setenv(SECRET_ENV, SECRET)
     auto = getattr(request, "param", True)
     text = config_text(gitops.path, tmp_path / "state", prod_auto_merge=auto)
-    runtime = Runtime(parse_config(text))
-    with TestClient(runtime.app) as client:
+    daemon = Daemon(parse_config(text))
+    runtime = daemon.runtime
+    with TestClient(daemon.app) as client:
         client.runtime = runtime  # type: ignore[attr-defined]
         wait_for(lambda: env_view(client, "environment/prod").get("state") == "up-to-date")
         robot = GitHubCI(client, fake)

@@ -17,9 +17,10 @@ from typing import Any
 import pytest
 from starlette.testclient import TestClient
 
-from promoter.config_loader import parse_config
-from promoter.runtime import Runtime
-from promoter.sandbox import git
+from promoter.cli.sandbox import git
+from promoter.config.loader import parse_config
+from promoter.daemon import Runtime
+from promoter.wiring import Daemon
 from tests.scm_gitlab.conftest import PROJECT, TOKEN, TOKEN_ENV, scm_calls
 from tests.scm_gitlab.fake_gitlab import FakeGitLab
 from tests.support import ENVIRONMENTS, GitOpsRepo, wait_for
@@ -142,8 +143,9 @@ def harness(
         (shared_fixtures / "gitlab" / "webhooks" / "go-gitlab" / "pipeline.json").read_text()
     )
     with fake:
-        runtime = Runtime(parse_config(config_text(gitops.path, tmp_path / "state", fake.url)))
-        with TestClient(runtime.app) as client:
+        daemon = Daemon(parse_config(config_text(gitops.path, tmp_path / "state", fake.url)))
+        runtime = daemon.runtime
+        with TestClient(daemon.app) as client:
             h = Harness(runtime, client, fake, gitops, hook)
             h.wait_state("environment/prod", "up-to-date")
             for branch in ENVIRONMENTS:

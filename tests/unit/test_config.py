@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from promoter.cli import main
-from promoter.config_loader import json_schema, load_config, parse_config
+from promoter.cli.main import main
+from promoter.config.loader import json_schema, load_config, parse_config
 from promoter.errors import ConfigError
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from promoter.engine.ledger_state import EnvLedger, HealthyRecord, Hold
 from promoter.git import GitMirror
-from promoter.ledger import GitLedger
+from promoter.state.ledger import GitLedger
 from tests.support import GitOpsRepo
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)

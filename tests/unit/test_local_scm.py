@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
+from promoter.cli.sandbox import commit_files, git, init_bare
 from promoter.config import LocalProvider, Repository, ScmProvider
 from promoter.errors import ScmConflict, ScmNotFound
 from promoter.models import CommitStatus, Phase, PullRequestState
-from promoter.sandbox import commit_files, git, init_bare
 from scm_plugins.local import LocalScm
 
 

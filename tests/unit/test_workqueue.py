@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from promoter.workqueue import ShutDown, WorkQueue
+from promoter.daemon.queue import ShutDown, WorkQueue
 
 
 class FakeClock:

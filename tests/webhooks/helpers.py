@@ -24,8 +24,8 @@ with warnings.catch_warnings():
     from starlette.testclient import TestClient
 
 from promoter.config import Config
-from promoter.statuscache import StatusCache
-from promoter.tracking import ShaIndex
+from promoter.state.statuses import StatusCache
+from promoter.state.tracking import ShaIndex
 from webhooks import WebhookRoutes, build_routes
 from webhooks.verify import GitHubSignature, SignedDelivery
 

@@ -8,8 +8,8 @@ from typing import Any
 import anyio
 from starlette.applications import Starlette
 
-from promoter.statuscache import StatusCache
-from promoter.tracking import ShaIndex
+from promoter.state.statuses import StatusCache
+from promoter.state.tracking import ShaIndex
 from tests.webhooks.helpers import Hooks, github_fixture, make_config, running_hooks
 from webhooks import WebhookRoutes, build_routes
 

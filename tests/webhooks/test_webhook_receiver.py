@@ -11,8 +11,8 @@ import pytest
 from starlette.routing import Route
 
 from promoter.errors import ConfigError
-from promoter.statuscache import StatusCache
-from promoter.tracking import ShaIndex
+from promoter.state.statuses import StatusCache
+from promoter.state.tracking import ShaIndex
 from tests.webhooks.helpers import Hooks, Recorder, github_fixture, make_config, running_hooks
 from webhooks import build_routes
 from webhooks.deliveries import FILE_NAME

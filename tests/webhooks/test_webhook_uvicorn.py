@@ -13,8 +13,8 @@ import pytest
 import uvicorn
 from starlette.applications import Starlette
 
-from promoter.statuscache import StatusCache
-from promoter.tracking import ShaIndex
+from promoter.state.statuses import StatusCache
+from promoter.state.tracking import ShaIndex
 from tests.webhooks.helpers import GITHUB_SECRET, github_fixture, make_config
 from webhooks import build_routes
 from webhooks.verify import GitHubSignature

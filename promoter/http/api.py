@@ -10,7 +10,7 @@ import hmac
 import ipaddress
 import json
 from html import escape
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -19,15 +19,13 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import Route
 
+from promoter.daemon.operations import OperationError
 from promoter.errors import GitError, ScmError
+from promoter.http.ports import Commands, Views
+from promoter.http.status_page import render
+from promoter.http.views import strategy_json, strategy_summary
 from promoter.metrics import REGISTRY
 from promoter.models import SHA_RE, CommitStatus, Phase
-from promoter.operations import OperationError
-from promoter.status_page import render
-from promoter.views import strategy_json, strategy_summary
-
-if TYPE_CHECKING:
-    from promoter.runtime import Runtime
 
 
 def problem(status: int, message: str, **extra: Any) -> JSONResponse:
@@ -63,10 +61,19 @@ def is_loopback(host: str) -> bool:
 
 
 class Api:
-    def __init__(self, runtime: Runtime) -> None:
-        self.rt = runtime
-        token = runtime.config.daemon.api_token
-        self._token = token.resolve() if token else None
+    """The routes, given what they read (``views``) and what they may do (``commands``).
+
+    ``token`` is the bearer token writes need; without one, writes are allowed only
+    when the daemon listens on loopback (``loopback_only``).
+    """
+
+    def __init__(
+        self, *, views: Views, commands: Commands, token: str | None, loopback_only: bool
+    ) -> None:
+        self.views = views
+        self.commands = commands
+        self._token = token
+        self._loopback_only = loopback_only
 
     def routes(self) -> list[Route]:
         return [
@@ -88,7 +95,7 @@ class Api:
     def authorized(self, request: Request) -> bool:
         """Writes need the bearer token; without one configured, only a loopback daemon."""
         if self._token is None:
-            return is_loopback(self.rt.config.daemon.host)
+            return self._loopback_only
         header = request.headers.get("authorization", "")
         scheme, _, value = header.partition(" ")
         return scheme.lower() == "bearer" and hmac.compare_digest(
@@ -99,8 +106,7 @@ class Api:
         return JSONResponse({"status": "ok"})
 
     async def readyz(self, request: Request) -> Response:
-        unreachable = dict(self.rt.unreachable())
-        ready = self.rt.started and len(unreachable) < max(1, len(self.rt.config.repositories))
+        ready, unreachable = self.views.readiness()
         return JSONResponse(
             {"ready": ready, "unreachable": unreachable}, status_code=200 if ready else 503
         )
@@ -109,38 +115,35 @@ class Api:
         return Response(generate_latest(REGISTRY), media_type=CONTENT_TYPE_LATEST)
 
     async def list_strategies(self, request: Request) -> Response:
-        views = self.rt.reconciler.views
         return JSONResponse(
             {
                 "strategies": [
-                    strategy_summary(s, views.get(s.name))
-                    for s in self.rt.config.promotion_strategies
+                    strategy_summary(s, self.views.view(s.name)) for s in self.views.strategies()
                 ]
             }
         )
 
     async def get_strategy(self, request: Request) -> Response:
         name = request.path_params["name"]
-        strategy = self.rt.config.strategy(name)
+        strategy = self.views.strategy(name)
         if strategy is None:
             return problem(404, f"no strategy named {name!r}")
-        return JSONResponse(strategy_json(strategy, self.rt.reconciler.views.get(name)))
+        return JSONResponse(strategy_json(strategy, self.views.view(name)))
 
     async def status_page(self, request: Request) -> Response:
         """The page the promoter's checks on a PR link to."""
         name = request.path_params["name"]
-        strategy = self.rt.config.strategy(name)
+        strategy = self.views.strategy(name)
         if strategy is None:
             return HTMLResponse(f"<p>no strategy named {escape(name)!r}</p>", status_code=404)
-        detail = strategy_json(strategy, self.rt.reconciler.views.get(name))
+        detail = strategy_json(strategy, self.views.view(name))
         return HTMLResponse(render(detail))
 
     async def set_status(self, request: Request) -> Response:
         if not self.authorized(request):
             return problem(401, "a valid bearer token is required")
         name, sha = request.path_params["repo"], request.path_params["sha"].lower()
-        repo = next((r for r in self.rt.config.repositories if r.name == name), None)
-        if repo is None:
+        if not self.views.has_repository(name):
             return problem(404, f"no repository named {name!r}")
         if not SHA_RE.match(sha):
             return problem(422, "sha must be a full 40-character hexadecimal commit SHA")
@@ -158,24 +161,18 @@ class Api:
             url=body.url,
             source="api",
         )
-        plugin = self.rt.plugins[repo.scm_provider]
         try:
-            await run_in_threadpool(plugin.set_commit_status, repo=repo, sha=sha, status=status)
+            keys = await run_in_threadpool(self.commands.post_status, name, sha, status)
+        except LookupError:
+            return problem(404, f"no repository named {name!r}")
         except ScmError as exc:
             return problem(502, f"the SCM refused the status: {exc}")
-        self.rt.status_cache.put(repo.name, sha, status)
-        keys = set(self.rt.sha_index.strategies_for(sha))
-        if keys:  # a commit they track: no ref moved
-            self.rt.wake(keys)
-        else:
-            keys = set(self.rt.strategies_of(repo.name))
-            self.rt.enqueue(keys)
         return JSONResponse(
             {
-                "repository": repo.name,
+                "repository": name,
                 "sha": sha,
                 "status": status.model_dump(mode="json"),
-                "enqueued": sorted(keys),
+                "enqueued": keys,
             },
             status_code=201,
         )
@@ -191,7 +188,7 @@ class Api:
             body = OperationBody.model_validate(json.loads(await request.body() or b"{}"))
         except (ValueError, ValidationError):
             return problem(422, "body must be JSON with at least an environment")
-        ops = self.rt.operations
+        ops = self.commands.operations
         calls = {
             "revert": lambda: ops.revert(name, body.environment, to=body.to),
             "hold": lambda: ops.hold(
@@ -206,7 +203,7 @@ class Api:
             return problem(exc.status, str(exc))
         except (ScmError, GitError) as exc:
             return problem(502, f"{operation} failed: {exc}")
-        self.rt.enqueue([name])
+        self.commands.enqueue([name])
         return JSONResponse(result)
 
     async def refresh(self, request: Request) -> Response:
@@ -218,8 +215,8 @@ class Api:
         except ValueError:
             return problem(400, "body must be JSON or empty")
         wanted = data.get("strategy") if isinstance(data, dict) else None
-        if wanted is not None and self.rt.config.strategy(str(wanted)) is None:
+        if wanted is not None and self.views.strategy(str(wanted)) is None:
             return problem(404, f"no strategy named {wanted!r}")
-        keys = [str(wanted)] if wanted else [s.name for s in self.rt.config.promotion_strategies]
-        self.rt.enqueue(keys)
+        keys = [str(wanted)] if wanted else [s.name for s in self.views.strategies()]
+        self.commands.enqueue(keys)
         return JSONResponse({"enqueued": keys}, status_code=202)

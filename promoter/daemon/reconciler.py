@@ -16,18 +16,18 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from promoter.config import Config, Repository
+from promoter.daemon.executor import Executor, Observer, Outcome
+from promoter.daemon.reader import SnapshotReader
 from promoter.engine import decide
 from promoter.engine.actions import Decision
 from promoter.engine.snapshot import Snapshot
-from promoter.executor import Executor, Observer, Outcome
-from promoter.ledger import GitLedger
+from promoter.git.pool import MirrorPool
 from promoter.metrics import RECONCILE_DURATION, RECONCILE_TOTAL
-from promoter.mirrors import MirrorPool
 from promoter.models import utcnow
-from promoter.prcache import PullRequestCache
-from promoter.reader import SnapshotReader
-from promoter.statuscache import StatusCache
-from promoter.tracking import ShaIndex
+from promoter.state.ledger import GitLedger
+from promoter.state.pulls import PullRequestCache
+from promoter.state.statuses import StatusCache
+from promoter.state.tracking import ShaIndex
 from scm_plugins.protocol import ScmPlugin
 
 log = logging.getLogger("promoter.reconciler")
@@ -71,7 +71,13 @@ class Reconciler:
 
     def executor(self, plugin: ScmPlugin, reader: SnapshotReader) -> Executor:
         return Executor(
-            plugin, reader, self.ledger, self.observers, lambda r: self.mirrors.invalidate(r.name)
+            plugin,
+            reader,
+            self.status_cache,
+            self.pr_cache,
+            self.ledger,
+            self.observers,
+            lambda r: self.mirrors.invalidate(r.name),
         )
 
     def reconcile(self, key: str) -> Outcome:

@@ -10,12 +10,16 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import assert_never
 
 from promoter.config import Repository
+from promoter.daemon.reader import SnapshotReader
+from promoter.daemon.revert_writer import RevertWriter
 from promoter.engine.actions import (
     Action,
     ClosePullRequest,
     CommentPullRequest,
+    HoldDryCommit,
     MergePullRequest,
     OpenPullRequest,
     OpenRevert,
@@ -24,6 +28,7 @@ from promoter.engine.actions import (
     RecordOverride,
     ReleaseHold,
     RequeueAfter,
+    ResumeEnvironment,
     SetCommitStatus,
     UpdatePullRequest,
 )
@@ -31,11 +36,9 @@ from promoter.engine.ledger_state import EnvLedger, HealthyRecord, Hold, Overrid
 from promoter.engine.snapshot import EnvironmentSnapshot, Snapshot
 from promoter.errors import ScmConflict, ScmNotFound
 from promoter.git import GitMirror
-from promoter.ledger import GitLedger
 from promoter.metrics import HOLDS, PROMOTIONS_TOTAL, REVERTS_TOTAL
 from promoter.models import Phase
-from promoter.reader import SnapshotReader
-from promoter.revert_writer import RevertWriter
+from promoter.state import GitLedger, PullRequestCache, StatusCache
 from scm_plugins.protocol import ScmPlugin
 
 log = logging.getLogger("promoter.actions")
@@ -71,6 +74,9 @@ class Outcome:
 class Executor:
     plugin: ScmPlugin
     reader: SnapshotReader
+    """Reads gates afresh before a merge."""
+    status_cache: StatusCache
+    pr_cache: PullRequestCache
     ledger: GitLedger
     observers: list[Observer]
     on_merged: Callable[[Repository], None]
@@ -93,11 +99,9 @@ class Executor:
             key = _pr_key(repo, env, action)
             try:
                 self._one(snapshot, repo, action, outcome)
-                if isinstance(action, RecordHealthy | PauseEnvironment | RecordOverride):
-                    outcome.requeue(0.0)  # the ledger changed: show it at once
             except (ScmConflict, ScmNotFound) as exc:
                 # What we knew about the PR was wrong: forget it and read again.
-                self.reader.pr_cache.forget(key)
+                self.pr_cache.forget(key)
                 log.info(
                     "action refused, will re-read",
                     extra={
@@ -113,76 +117,146 @@ class Executor:
         return outcome
 
     def _one(self, snapshot: Snapshot, repo: Repository, action: Action, outcome: Outcome) -> None:
-        assert not isinstance(action, RequeueAfter)
+        """Carry out one action; every kind of action has its case (checked by mypy)."""
+        match action:
+            case RequeueAfter():
+                outcome.requeue(action.seconds)
+            case SetCommitStatus():
+                self._status(snapshot, repo, action)
+            case OpenPullRequest() | UpdatePullRequest() | ClosePullRequest():
+                self._pull_request(snapshot, repo, action)
+                outcome.requeue(0.0)
+            case CommentPullRequest():
+                self.plugin.comment_pull_request(repo=repo, number=action.number, body=action.body)
+            case MergePullRequest():
+                self._merge(snapshot, repo, action, outcome)
+            case OpenRevert():
+                self._revert(snapshot, repo, action, outcome)
+            case (
+                RecordHealthy()
+                | ReleaseHold()
+                | HoldDryCommit()
+                | ResumeEnvironment()
+                | PauseEnvironment()
+                | RecordOverride()
+            ):
+                self._record(snapshot, action)
+                outcome.requeue(0.0)  # the ledger changed: show it at once
+            case _:
+                assert_never(action)
+
+    def _status(self, snapshot: Snapshot, repo: Repository, action: SetCommitStatus) -> None:
+        env = snapshot.environments[action.environment]
+        status = action.status
+        self.plugin.set_commit_status(repo=repo, sha=action.sha, status=status)
+        self.status_cache.put(repo.name, action.sha, status)
+        self._emit(
+            "status", snapshot, env.branch, f"{status.key}: {status.description}", action.sha
+        )
+
+    def _pull_request(
+        self,
+        snapshot: Snapshot,
+        repo: Repository,
+        action: OpenPullRequest | UpdatePullRequest | ClosePullRequest,
+    ) -> None:
         env = snapshot.environments[action.environment]
         key = _pr_key(repo, env, action)
         fields = {"strategy": snapshot.strategy, "environment": env.branch}
-        cache = self.reader.pr_cache
-        if isinstance(action, SetCommitStatus):
-            self.plugin.set_commit_status(repo=repo, sha=action.sha, status=action.status)
-            self.reader.status_cache.put(repo.name, action.sha, action.status)
-            status = action.status
-            self._emit(
-                "status", snapshot, env.branch, f"{status.key}: {status.description}", action.sha
-            )
-        elif isinstance(action, OpenPullRequest):
-            pr = self.plugin.open_pull_request(
-                repo=repo,
-                head=action.head,
-                base=action.base,
-                title=action.title,
-                body=action.body,
-                labels=action.labels,
-            )
-            cache.put(key, pr)
-            log.info("pull request opened", extra={**fields, "pr": pr.number})
-            self._emit("opened", snapshot, env.branch, action.title, pr.head_sha, pr.number)
-            outcome.requeue(0.0)
-        elif isinstance(action, UpdatePullRequest):
-            pr = self.plugin.update_pull_request(
-                repo=repo,
-                number=action.number,
-                title=action.title,
-                body=action.body,
-                labels=action.labels,
-            )
-            cache.put(key, pr)
-            log.info("pull request updated", extra={**fields, "pr": action.number})
-            self._emit("updated", snapshot, env.branch, action.title, pr=action.number)
-            outcome.requeue(0.0)
-        elif isinstance(action, ClosePullRequest):
-            self.plugin.close_pull_request(repo=repo, number=action.number, comment=action.comment)
-            cache.put(key, None)
-            log.info("pull request closed", extra={**fields, "pr": action.number})
-            self._emit("closed", snapshot, env.branch, action.comment, pr=action.number)
-            outcome.requeue(0.0)
-        elif isinstance(action, MergePullRequest):
-            self._merge(snapshot, repo, action, outcome)
-        elif isinstance(action, RecordHealthy):
-            record = HealthyRecord(
-                dry_sha=action.dry_sha, hydrated_sha=action.hydrated_sha, healthy_since=action.since
-            )
-            self._ledger(snapshot, env.branch, lambda led: led.with_healthy(record), durable=False)
-            log.info("environment healthy", extra={**fields, "sha": action.dry_sha})
-            self._emit("healthy", snapshot, env.branch, "healthy", action.dry_sha)
-        elif isinstance(action, OpenRevert):
-            self._revert(snapshot, repo, action, outcome)
-        elif isinstance(action, ReleaseHold):
-            self._ledger(snapshot, env.branch, lambda led: led.without_holds(action.dry_sha))
-            log.info("hold released", extra={**fields, "sha": action.dry_sha})
-            self._emit("released", snapshot, env.branch, action.reason, action.dry_sha)
-            outcome.requeue(0.0)
-        elif isinstance(action, PauseEnvironment):
-            self._ledger(
-                snapshot, env.branch, lambda led: led.model_copy(update={"paused": action.reason})
-            )
-            log.warning("environment paused", extra={**fields, "reason": action.reason})
-            self._emit("paused", snapshot, env.branch, action.reason)
-        elif isinstance(action, CommentPullRequest):
-            self.plugin.comment_pull_request(repo=repo, number=action.number, body=action.body)
-        elif isinstance(action, RecordOverride):
-            override = Override(dry_sha=action.dry_sha, reason=action.reason, at=action.at)
-            self._ledger(snapshot, env.branch, lambda led: led.with_override(override))
+        match action:
+            case OpenPullRequest():
+                pr = self.plugin.open_pull_request(
+                    repo=repo,
+                    head=action.head,
+                    base=action.base,
+                    title=action.title,
+                    body=action.body,
+                    labels=action.labels,
+                )
+                self.pr_cache.put(key, pr)
+                log.info("pull request opened", extra={**fields, "pr": pr.number})
+                self._emit("opened", snapshot, env.branch, action.title, pr.head_sha, pr.number)
+            case UpdatePullRequest():
+                pr = self.plugin.update_pull_request(
+                    repo=repo,
+                    number=action.number,
+                    title=action.title,
+                    body=action.body,
+                    labels=action.labels,
+                )
+                self.pr_cache.put(key, pr)
+                log.info("pull request updated", extra={**fields, "pr": action.number})
+                self._emit("updated", snapshot, env.branch, action.title, pr=action.number)
+            case ClosePullRequest():
+                self.plugin.close_pull_request(
+                    repo=repo, number=action.number, comment=action.comment
+                )
+                self.pr_cache.put(key, None)
+                log.info("pull request closed", extra={**fields, "pr": action.number})
+                self._emit("closed", snapshot, env.branch, action.comment, pr=action.number)
+            case _:
+                assert_never(action)
+
+    def _record(
+        self,
+        snapshot: Snapshot,
+        action: RecordHealthy
+        | ReleaseHold
+        | HoldDryCommit
+        | ResumeEnvironment
+        | PauseEnvironment
+        | RecordOverride,
+    ) -> None:
+        """A ledger write; healthy records may reach git a moment later."""
+        env = snapshot.environments[action.environment]
+        fields = {"strategy": snapshot.strategy, "environment": env.branch}
+        match action:
+            case RecordHealthy():
+                record = HealthyRecord(
+                    dry_sha=action.dry_sha,
+                    hydrated_sha=action.hydrated_sha,
+                    healthy_since=action.since,
+                )
+                self._ledger(
+                    snapshot, env.branch, lambda led: led.with_healthy(record), durable=False
+                )
+                log.info("environment healthy", extra={**fields, "sha": action.dry_sha})
+                self._emit("healthy", snapshot, env.branch, "healthy", action.dry_sha)
+            case ReleaseHold():
+                sha = action.dry_sha
+                self._ledger(snapshot, env.branch, lambda led: led.without_holds(sha))
+                log.info("hold released", extra={**fields, "sha": sha})
+                self._emit("released", snapshot, env.branch, action.reason, sha)
+            case HoldDryCommit():
+                hold = Hold(
+                    dry_sha=action.dry_sha,
+                    reason=action.reason,
+                    since=action.since,
+                    source="manual",
+                )
+                self._ledger(snapshot, env.branch, lambda led: led.with_hold(hold))
+                log.warning("hold set", extra={**fields, "sha": action.dry_sha})
+                self._emit("held", snapshot, env.branch, action.reason, action.dry_sha)
+            case ResumeEnvironment():
+                at = action.at
+                self._ledger(
+                    snapshot,
+                    env.branch,
+                    lambda led: led.model_copy(update={"paused": None, "released_at": at}),
+                )
+                log.info("environment resumed", extra=fields)
+            case PauseEnvironment():
+                reason = action.reason
+                self._ledger(
+                    snapshot, env.branch, lambda led: led.model_copy(update={"paused": reason})
+                )
+                log.warning("environment paused", extra={**fields, "reason": reason})
+                self._emit("paused", snapshot, env.branch, reason)
+            case RecordOverride():
+                override = Override(dry_sha=action.dry_sha, reason=action.reason, at=action.at)
+                self._ledger(snapshot, env.branch, lambda led: led.with_override(override))
+            case _:
+                assert_never(action)
 
     def _merge(
         self, snapshot: Snapshot, repo: Repository, action: MergePullRequest, outcome: Outcome
@@ -209,10 +283,10 @@ class Executor:
         except ScmConflict:
             self.on_merged(repo)
             raise
-        self.reader.pr_cache.put(_pr_key(repo, env, action), None)
+        self.pr_cache.put(_pr_key(repo, env, action), None)
         # A commit made just now has no status yet: statuses posted later arrive by webhook
         # or the API and merge into this entry, so the next read needs no SCM call.
-        self.reader.status_cache.store(repo.name, merge_sha, [])
+        self.status_cache.store(repo.name, merge_sha, [])
         if action.purpose != "revert":
             PROMOTIONS_TOTAL.labels(snapshot.strategy, env.branch).inc()
         log.info(
@@ -237,7 +311,7 @@ class Executor:
         index = action.environment
         env = snapshot.environments[index]
         branch, commit, pr = RevertWriter(self.plugin).write(repo, self._mirror, env, action)
-        self.reader.pr_cache.put((repo.name, branch, env.branch), pr)
+        self.pr_cache.put((repo.name, branch, env.branch), pr)
         revert = Revert(
             bad_dry_sha=action.bad_dry_sha,
             bad_hydrated_sha=action.bad_hydrated_sha,

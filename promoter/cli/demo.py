@@ -15,14 +15,15 @@ import time
 from pathlib import Path
 from typing import Any
 
-from promoter import logs, status_table
-from promoter.client import ApiClient
-from promoter.config_loader import parse_config
-from promoter.executor import ActionEvent
-from promoter.hydrate import hydrate
-from promoter.loopback import ThreadServer, free_port
-from promoter.runtime import Runtime
-from promoter.sandbox import commit_files, init_bare
+from promoter import logs
+from promoter.cli import status_table
+from promoter.cli.client import ApiClient
+from promoter.cli.hydrate import hydrate
+from promoter.cli.sandbox import commit_files, init_bare
+from promoter.config.loader import parse_config
+from promoter.daemon.executor import ActionEvent
+from promoter.http.loopback import ThreadServer, free_port
+from promoter.wiring import Daemon
 
 STRATEGY = "guestbook"
 ENVIRONMENTS = ["environment/dev", "environment/staging", "environment/prod"]
@@ -111,12 +112,12 @@ class Demo:
         say(f"dry main at {short(first)}; hydrated environment/dev, staging and prod")
         return first
 
-    def start(self) -> tuple[Runtime, ThreadServer]:
+    def start(self) -> tuple[Daemon, ThreadServer]:
         text = CONFIG.format(
             repo=self.repo, strategy=STRATEGY, state=self.base / "state", port=self.port
         )
         (self.base / "promoter.yaml").write_text(text)
-        runtime = Runtime(
+        runtime = Daemon(
             parse_config(text, source=str(self.base / "promoter.yaml")), observers=[_on_event]
         )
         server = ThreadServer(runtime.app, self.port, name="promoter-demo-server").start(20)

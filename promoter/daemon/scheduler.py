@@ -13,8 +13,8 @@ from collections.abc import Callable
 from apscheduler.schedulers.background import BackgroundScheduler
 
 from promoter.config import Config, Repository
-from promoter.mirrors import MirrorPool
-from promoter.workqueue import WorkQueue
+from promoter.daemon.queue import WorkQueue
+from promoter.git.pool import MirrorPool
 
 log = logging.getLogger("promoter.scheduler")
 # A poll still running when the next is due is skipped on purpose; not worth a warning.

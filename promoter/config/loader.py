@@ -9,7 +9,7 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
-from promoter.config import Config
+from promoter.config.models import Config
 from promoter.errors import ConfigError
 
 Location = tuple[int, int]

@@ -15,10 +15,10 @@ from promoter.engine.ledger_state import EnvLedger
 from promoter.engine.snapshot import AutoRevertPolicy, CommitState, EnvironmentSnapshot, Snapshot
 from promoter.errors import MetadataMissing
 from promoter.git import GitMirror
-from promoter.ledger import GitLedger
 from promoter.models import CommitStatus, DryCommit, PullRequest, utcnow
-from promoter.prcache import MISSING, PullRequestCache
-from promoter.statuscache import StatusCache
+from promoter.state.ledger import GitLedger
+from promoter.state.pulls import MISSING, PullRequestCache
+from promoter.state.statuses import StatusCache
 from scm_plugins.protocol import ScmPlugin
 
 log = logging.getLogger("promoter.reader")

@@ -5,10 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 from promoter.config import PromotionStrategy
+from promoter.daemon.reconciler import StrategyView
 from promoter.engine.actions import EnvironmentVerdict
 from promoter.engine.ledger_state import Revert
 from promoter.engine.snapshot import CommitState, EnvironmentSnapshot
-from promoter.reconciler import StrategyView
 
 
 def _commit(commit: CommitState | None) -> dict[str, Any] | None:

@@ -11,9 +11,9 @@ import logging
 import threading
 from collections.abc import Callable
 
+from promoter.daemon.executor import Outcome
+from promoter.daemon.queue import ShutDown, WorkQueue
 from promoter.errors import PermanentError, ScmRateLimited, TemporaryError
-from promoter.executor import Outcome
-from promoter.workqueue import ShutDown, WorkQueue
 
 log = logging.getLogger("promoter.workers")
 

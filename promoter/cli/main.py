@@ -16,7 +16,7 @@ EXIT_INVALID = 2
 def _load(
     path: str, *, state_dir: str | None = None, host: str | None = None, port: int | None = None
 ) -> object:
-    from promoter.config_loader import load_config
+    from promoter.config.loader import load_config
 
     config = load_config(path)
     daemon = config.daemon.model_copy(
@@ -30,7 +30,7 @@ def _load(
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    from promoter.config_loader import load_config
+    from promoter.config.loader import load_config
 
     try:
         config = load_config(args.file)
@@ -47,7 +47,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 
 def cmd_schema(args: argparse.Namespace) -> int:
-    from promoter.config_loader import json_schema
+    from promoter.config.loader import json_schema
 
     print(json.dumps(json_schema(), indent=2))
     return 0
@@ -58,14 +58,14 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     from promoter import logs
     from promoter.config import Config
-    from promoter.runtime import Runtime
+    from promoter.wiring import Daemon
 
     config = _load(args.config, state_dir=args.state_dir, host=args.host, port=args.port)
     assert isinstance(config, Config)
     logs.setup(config.daemon.log_level, json_lines=not args.plain_logs)
-    runtime = Runtime(config)
+    daemon = Daemon(config)
     uvicorn.run(
-        runtime.app,
+        daemon.app,
         host=config.daemon.host,
         port=config.daemon.port,
         log_config=None,
@@ -76,10 +76,10 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 
 def cmd_status(args: argparse.Namespace) -> int:
-    from promoter import status_table
+    from promoter.cli import status_table
 
     if args.url:
-        from promoter.client import ApiClient
+        from promoter.cli.client import ApiClient
 
         client = ApiClient(args.url)
         try:
@@ -88,12 +88,13 @@ def cmd_status(args: argparse.Namespace) -> int:
             client.close()
     else:
         from promoter.config import Config
-        from promoter.runtime import Runtime
-        from promoter.views import strategy_json
+        from promoter.daemon import Runtime
+        from promoter.http import strategy_json
+        from promoter.wiring import build_plugins
 
         config = _load(args.config, state_dir=args.state_dir)
         assert isinstance(config, Config)
-        runtime = Runtime(config)
+        runtime = Runtime(config, plugins=build_plugins(config))
         try:
             strategies = [
                 strategy_json(s, runtime.reconciler.preview(s.name))
@@ -111,7 +112,7 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 
 def cmd_set_status(args: argparse.Namespace) -> int:
-    from promoter.client import ApiClient
+    from promoter.cli.client import ApiClient
 
     client = ApiClient(args.url)
     try:
@@ -130,7 +131,7 @@ def cmd_set_status(args: argparse.Namespace) -> int:
 
 
 def cmd_refresh(args: argparse.Namespace) -> int:
-    from promoter.client import ApiClient
+    from promoter.cli.client import ApiClient
 
     client = ApiClient(args.url)
     try:
@@ -142,7 +143,7 @@ def cmd_refresh(args: argparse.Namespace) -> int:
 
 
 def cmd_operate(args: argparse.Namespace) -> int:
-    from promoter.client import ApiClient
+    from promoter.cli.client import ApiClient
 
     body = {
         "environment": args.environment,
@@ -160,7 +161,7 @@ def cmd_operate(args: argparse.Namespace) -> int:
 
 
 def cmd_hydrate(args: argparse.Namespace) -> int:
-    from promoter.hydrate import hydrate
+    from promoter.cli.hydrate import hydrate
 
     results = hydrate(
         repo=Path(args.repo),
@@ -176,7 +177,7 @@ def cmd_hydrate(args: argparse.Namespace) -> int:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    from promoter.demo import run_demo
+    from promoter.cli.demo import run_demo
 
     return run_demo(scripted=args.scripted, port=args.port, workdir=args.dir)
 
@@ -274,5 +275,3 @@ def main(argv: Sequence[str] | None = None) -> int:
     return result
 
 
-if __name__ == "__main__":
-    sys.exit(main())

@@ -12,8 +12,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from pydantic.alias_generators import to_camel
 
-from promoter.durations import Duration
-from promoter.secrets import SecretRef
+from promoter.config.durations import Duration
+from promoter.config.secrets import SecretRef
 
 
 class Spec(BaseModel):

@@ -1,38 +1,31 @@
-"""The daemon's parts wired together: plugins, mirrors, caches, queue, workers, timers, app.
+"""The daemon's working parts: mirrors, caches, ledger, queue, workers, timers, reconciler.
 
-``Runtime(config).app`` is a starlette app whose lifespan starts the workers and
-timers and, on shutdown (SIGTERM under uvicorn), stops taking work and waits for
-the reconciles in flight, so nothing is left half-pushed.
+``Runtime(config, plugins=...)`` is given its SCM plugins (the composition root in
+``promoter.wiring`` builds them); ``start`` runs the workers and timers, ``stop`` stops
+taking work and waits for the reconciles in flight, so nothing is left half-pushed.
+It offers the HTTP layer two narrow ports: reading views, and commands.
 """
 
 from __future__ import annotations
 
-import contextlib
 import logging
-from collections.abc import AsyncIterator, Iterable
-from pathlib import Path
+from collections.abc import Iterable
 from typing import Any
 
-from starlette.applications import Starlette
-from starlette.concurrency import run_in_threadpool
-from starlette.responses import JSONResponse
-from starlette.routing import BaseRoute, Route
-
-from promoter.api import Api
-from promoter.config import Config, Repository
-from promoter.executor import Observer
-from promoter.ledger import GitLedger
-from promoter.mirrors import MirrorPool
-from promoter.operations import Operations
-from promoter.prcache import PullRequestCache
-from promoter.reconciler import Reconciler
-from promoter.scheduler import Scheduler, strategies_of
-from promoter.statuscache import StatusCache
-from promoter.tracking import ShaIndex
-from promoter.workers import Workers
-from promoter.workqueue import WorkQueue
+from promoter.config import Config, PromotionStrategy, Repository
+from promoter.daemon.executor import Observer
+from promoter.daemon.operations import Operations
+from promoter.daemon.queue import WorkQueue
+from promoter.daemon.reconciler import Reconciler, StrategyView
+from promoter.daemon.scheduler import Scheduler, strategies_of
+from promoter.daemon.workers import Workers
+from promoter.git.pool import MirrorPool
+from promoter.models import CommitStatus
+from promoter.state.ledger import GitLedger
+from promoter.state.pulls import PullRequestCache
+from promoter.state.statuses import StatusCache
+from promoter.state.tracking import ShaIndex
 from scm_plugins.protocol import ScmPlugin
-from scm_plugins.registry import build_plugin
 
 log = logging.getLogger("promoter.runtime")
 
@@ -45,19 +38,13 @@ class Runtime:
         self,
         config: Config,
         *,
-        plugins: dict[str, ScmPlugin] | None = None,
+        plugins: dict[str, ScmPlugin],
         observers: Iterable[Observer] = (),
     ) -> None:
         self.config = config
         self.state_dir = config.state_path()
         self.state_dir.mkdir(parents=True, exist_ok=True)
-        self.plugins = (
-            plugins
-            if plugins is not None
-            else {
-                p.name: build_plugin(p, state_dir=str(self.state_dir)) for p in config.scm_providers
-            }
-        )
+        self.plugins = plugins
         self.mirrors = MirrorPool(root=self.state_dir / "mirrors", credentials=self._credentials)
         self.status_cache = StatusCache(ttl=config.daemon.status_cache_ttl)
         self.sha_index = ShaIndex()
@@ -82,7 +69,6 @@ class Runtime:
         )
         self.started = False
         self._closers: list[Any] = []
-        self.app = Starlette(routes=self._routes(), lifespan=self._lifespan)
 
     @property
     def public_url(self) -> str:
@@ -91,38 +77,6 @@ class Runtime:
 
     def _credentials(self, repo: Repository) -> dict[str, str]:
         return dict(self.plugins[repo.scm_provider].git_environment(repo=repo))
-
-    def _routes(self) -> list[BaseRoute]:
-        routes: list[BaseRoute] = [Route("/", self._index)]
-        routes.extend(Api(self).routes())
-        routes.extend(self._webhook_routes())
-        return routes
-
-    def _webhook_routes(self) -> list[BaseRoute]:
-        import webhooks
-
-        mounted = webhooks.build_routes(
-            config=self.config,
-            enqueue=self.enqueue,
-            wake=self.wake,
-            status_cache=self.status_cache,
-            sha_index=self.sha_index,
-            state_dir=Path(self.state_dir),
-        )
-        routes = getattr(mounted, "routes", mounted)
-        if hasattr(mounted, "close"):
-            self._closers.append(mounted)
-        return list(routes)
-
-    async def _index(self, request: Any) -> JSONResponse:
-        return JSONResponse(
-            {
-                "name": "promoter",
-                "strategies": "/api/v1/strategies",
-                "metrics": "/metrics",
-                "health": "/healthz",
-            }
-        )
 
     # --- what handlers and timers call -----------------------------------------------
 
@@ -158,6 +112,44 @@ class Runtime:
                     found.setdefault(strategy.repository, view.error)
         return found
 
+    # --- the ports the HTTP layer uses ---------------------------------------------------
+
+    def strategies(self) -> list[PromotionStrategy]:
+        return list(self.config.promotion_strategies)
+
+    def strategy(self, name: str) -> PromotionStrategy | None:
+        return self.config.strategy(name)
+
+    def view(self, name: str) -> StrategyView | None:
+        return self.reconciler.views.get(name)
+
+    def has_repository(self, name: str) -> bool:
+        return any(r.name == name for r in self.config.repositories)
+
+    def readiness(self) -> tuple[bool, dict[str, str]]:
+        """Whether the daemon serves, and the repositories it cannot reach (with why)."""
+        unreachable = self.unreachable()
+        ready = self.started and len(unreachable) < max(1, len(self.config.repositories))
+        return ready, unreachable
+
+    def post_status(self, repo_name: str, sha: str, status: CommitStatus) -> list[str]:
+        """Set a commit status through the repository's SCM and wake who tracks ``sha``.
+
+        ``LookupError`` for an unknown repository; SCM errors as the plugin raises them.
+        """
+        repo = next((r for r in self.config.repositories if r.name == repo_name), None)
+        if repo is None:
+            raise LookupError(f"no repository named {repo_name!r}")
+        self.plugins[repo.scm_provider].set_commit_status(repo=repo, sha=sha, status=status)
+        self.status_cache.put(repo.name, sha, status)
+        keys = set(self.sha_index.strategies_for(sha))
+        if keys:  # a commit they track: no ref moved
+            self.wake(keys)
+        else:
+            keys = set(self.strategies_of(repo.name))
+            self.enqueue(keys)
+        return sorted(keys)
+
     # --- lifecycle ---------------------------------------------------------------------
 
     def start(self) -> None:
@@ -173,6 +165,10 @@ class Runtime:
             extra={"url": self.public_url, "strategies": len(self.config.promotion_strategies)},
         )
 
+    def on_stop(self, closer: Any) -> None:
+        """Close ``closer`` (anything with ``close()``) when the runtime stops."""
+        self._closers.append(closer)
+
     def stop(self) -> None:
         if not self.started:
             return
@@ -185,11 +181,3 @@ class Runtime:
         for plugin in self.plugins.values():
             plugin.close()
         log.info("promoter stopped", extra={"clean": finished})
-
-    @contextlib.asynccontextmanager
-    async def _lifespan(self, app: Starlette) -> AsyncIterator[None]:
-        await run_in_threadpool(self.start)
-        try:
-            yield
-        finally:
-            await run_in_threadpool(self.stop)

@@ -1,0 +1,51 @@
+"""The configuration: pydantic models of promoter.yaml, their loader, secrets and durations.
+
+Everything else receives a validated ``Config``; nothing below reads files or the environment.
+"""
+
+from promoter.config.durations import Duration, parse_duration
+from promoter.config.loader import json_schema, load_config, parse_config
+from promoter.config.models import (
+    AutoRevert,
+    Config,
+    Daemon,
+    Environment,
+    ExternalPlugin,
+    GitHubApp,
+    GitHubProvider,
+    GitHubWebhook,
+    GitLabProvider,
+    GitLabWebhook,
+    LocalProvider,
+    PromotionStrategy,
+    Repository,
+    ScmProvider,
+    StatusKey,
+    Webhooks,
+)
+from promoter.config.secrets import SecretRef
+
+__all__ = [
+    "AutoRevert",
+    "Config",
+    "Daemon",
+    "Duration",
+    "Environment",
+    "ExternalPlugin",
+    "GitHubApp",
+    "GitHubProvider",
+    "GitHubWebhook",
+    "GitLabProvider",
+    "GitLabWebhook",
+    "LocalProvider",
+    "PromotionStrategy",
+    "Repository",
+    "ScmProvider",
+    "SecretRef",
+    "StatusKey",
+    "Webhooks",
+    "json_schema",
+    "load_config",
+    "parse_config",
+    "parse_duration",
+]

@@ -1,0 +1,149 @@
+"""Manual operations a person runs on an environment: revert, hold, release, break-glass promote.
+
+Each runs under the strategy's lock (never beside a reconcile of it), reads the strategy
+fresh, asks the engine what the request means (``promoter.engine.operations``) and carries
+out its answer through the executor, like a reconcile would; the API then wakes the strategy.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from promoter.config import PromotionStrategy, Repository
+from promoter.daemon.reconciler import Reconciler
+from promoter.engine import operations as rules
+from promoter.engine.actions import Action, HoldDryCommit, OpenPullRequest, ReleaseHold
+from promoter.engine.operations import Refusal
+from promoter.engine.snapshot import Snapshot
+from promoter.errors import PermanentError
+from promoter.git import GitMirror
+from promoter.models import utcnow
+
+log = logging.getLogger("promoter.operations")
+
+Decide = Callable[[Snapshot, int], "list[Action] | Refusal"]
+
+
+class OperationError(PermanentError):
+    """The operation cannot be done as asked; ``status`` is the HTTP status to answer."""
+
+    def __init__(self, message: str, *, status: int = 409) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+@dataclass
+class Target:
+    strategy: PromotionStrategy
+    repo: Repository
+    mirror: GitMirror
+    snapshot: Snapshot
+    index: int
+
+    @property
+    def branch(self) -> str:
+        return self.snapshot.environments[self.index].branch
+
+    @property
+    def later(self) -> list[str]:
+        return [e.branch for e in self.snapshot.environments[self.index :]]
+
+
+class Operations:
+    def __init__(self, reconciler: Reconciler) -> None:
+        self.rec = reconciler
+
+    def _target(self, strategy_name: str, environment: str) -> Target:
+        strategy = self.rec.config.strategy(strategy_name)
+        if strategy is None:
+            raise OperationError(f"no strategy named {strategy_name!r}", status=404)
+        repo = self.rec.config.repository(strategy.repository)
+        mirror = self.rec.mirrors.fresh(repo)
+        reader = self.rec.reader(strategy.name, self.rec.plugin_for(repo))
+        snapshot = reader.read(strategy, repo, mirror)
+        index = rules.environment_index(snapshot, environment)
+        if index is None:
+            branches = ", ".join(e.branch for e in snapshot.environments)
+            raise OperationError(
+                f"{strategy_name} has no environment {environment!r} (it has {branches})",
+                status=404,
+            )
+        return Target(strategy, repo, mirror, snapshot, index)
+
+    def _apply(
+        self, strategy: str, environment: str, decide: Decide
+    ) -> tuple[Target, list[Action]]:
+        """Read, ask the engine, carry out its answer; once more after opening a PR."""
+        with self.rec.key_lock(strategy):
+            for _ in range(2):
+                target = self._target(strategy, environment)
+                answer = decide(target.snapshot, target.index)
+                if isinstance(answer, Refusal):
+                    raise OperationError(answer.reason, status=answer.status)
+                plugin = self.rec.plugin_for(target.repo)
+                executor = self.rec.executor(plugin, self.rec.reader(strategy, plugin))
+                executor.run(target.snapshot, target.repo, target.mirror, tuple(answer))
+                if not any(isinstance(a, OpenPullRequest) for a in answer):
+                    return target, answer
+        raise OperationError(f"the pull request for {environment} did not appear; try again")
+
+    # --- the operations --------------------------------------------------------------
+
+    def hold(
+        self, strategy: str, environment: str, *, dry_sha: str | None, reason: str
+    ) -> dict[str, Any]:
+        target, actions = self._apply(
+            strategy,
+            environment,
+            lambda s, i: rules.hold(s, i, dry_sha=dry_sha, reason=reason, now=utcnow()),
+        )
+        held = next(a.dry_sha for a in actions if isinstance(a, HoldDryCommit))
+        return {"held": held, "environments": target.later, "reason": reason}
+
+    def release(self, strategy: str, environment: str, *, dry_sha: str | None) -> dict[str, Any]:
+        target, actions = self._apply(
+            strategy,
+            environment,
+            lambda s, i: rules.release(s, i, dry_sha=dry_sha, now=utcnow()),
+        )
+        shas = sorted({a.dry_sha for a in actions if isinstance(a, ReleaseHold)})
+        return {"released": shas, "environments": target.later, "unpaused": target.branch}
+
+    def revert(self, strategy: str, environment: str, *, to: str | None) -> dict[str, Any]:
+        def decide(snapshot: Snapshot, index: int) -> list[Action] | Refusal:
+            config = self.rec.config.strategy(strategy)
+            assert config is not None
+            auto_merge = config.environments[index].auto_revert.auto_merge
+            return rules.revert(snapshot, index, to=to, auto_merge=auto_merge)
+
+        target, actions = self._apply(strategy, environment, decide)
+        (action,) = actions
+        assert action.kind == "revert"
+        return {
+            "reverting": target.branch,
+            "to": action.restore.dry_sha,
+            "from": action.bad_dry_sha,
+        }
+
+    def promote(self, strategy: str, environment: str, *, reason: str) -> dict[str, Any]:
+        """Break glass: merge now past every gate but never-backwards; kept in the ledger."""
+        target, actions = self._apply(
+            strategy,
+            environment,
+            lambda s, i: rules.promote(s, i, reason=reason, now=utcnow()),
+        )
+        merge = next(a for a in actions if a.kind == "merge")
+        assert merge.kind == "merge"
+        log.warning(
+            "break-glass promotion",
+            extra={
+                "strategy": strategy,
+                "environment": target.branch,
+                "sha": merge.dry_sha,
+                "reason": reason,
+            },
+        )
+        return {"promoted": merge.dry_sha, "environment": target.branch, "pr": merge.number}

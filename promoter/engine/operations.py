@@ -1,0 +1,180 @@
+"""Manual operations as engine inputs: what a person's hold, release, revert or promote means.
+
+Each takes a snapshot and the request and returns the actions that carry it out, or a
+``Refusal`` saying why not. The daemon runs the actions through the same executor as a
+reconcile, so these rules live here and nowhere else.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from promoter.engine.actions import (
+    Action,
+    CommentPullRequest,
+    Frozen,
+    HoldDryCommit,
+    MergePullRequest,
+    OpenPullRequest,
+    RecordOverride,
+    ReleaseHold,
+    ResumeEnvironment,
+)
+from promoter.engine.decide import backwards_reason
+from promoter.engine.gates import error_reason
+from promoter.engine.pr_text import for_environment, merge_message, short
+from promoter.engine.revert import manual_revert
+from promoter.engine.snapshot import Snapshot
+
+
+class Refusal(Frozen):
+    """Why an operation cannot be done as asked; ``status`` is the HTTP status to answer."""
+
+    reason: str
+    status: int = 409
+
+
+def environment_index(snapshot: Snapshot, environment: str) -> int | None:
+    """The index of ``environment``, named by branch (``environment/dev``) or last part."""
+    return next(
+        (
+            i
+            for i, env in enumerate(snapshot.environments)
+            if environment in (env.branch, env.branch.rsplit("/", 1)[-1])
+        ),
+        None,
+    )
+
+
+def full_dry_sha(snapshot: Snapshot, sha: str) -> str | Refusal:
+    """A full dry SHA from a prefix a person typed, among the dry SHAs the snapshot knows."""
+    sha = sha.lower()
+    known = {
+        s
+        for env in snapshot.environments
+        for s in (
+            env.active.dry_sha if env.active else None,
+            env.proposed.dry_sha if env.proposed else None,
+            *(h.dry_sha for h in env.ledger.holds),
+            *(r.dry_sha for r in env.ledger.healthy),
+        )
+        if s
+    }
+    matches = [s for s in known if s.startswith(sha)]
+    if len(matches) == 1:
+        return matches[0]
+    if len(sha) == 40:
+        return sha
+    return Refusal(
+        reason=f"{sha} does not name one known dry commit; give the full SHA", status=422
+    )
+
+
+def hold(
+    snapshot: Snapshot, index: int, *, dry_sha: str | None, reason: str, now: datetime
+) -> list[Action] | Refusal:
+    """Hold a dry commit (default: the proposed one) here and in every later environment."""
+    if not reason.strip():
+        return Refusal(reason="a hold needs a reason", status=422)
+    env = snapshot.environments[index]
+    wanted = dry_sha or (env.proposed.dry_sha if env.proposed else None)
+    if wanted is None:
+        return Refusal(reason=f"nothing is proposed for {env.branch}; give --dry-sha", status=422)
+    sha = full_dry_sha(snapshot, wanted)
+    if isinstance(sha, Refusal):
+        return sha
+    return [
+        HoldDryCommit(environment=i, dry_sha=sha, reason=f"held by a person: {reason}", since=now)
+        for i in range(index, len(snapshot.environments))
+    ]
+
+
+def release(
+    snapshot: Snapshot, index: int, *, dry_sha: str | None, now: datetime
+) -> list[Action] | Refusal:
+    """Lift holds (one dry commit, or all of this environment's) here and later; resume here."""
+    env = snapshot.environments[index]
+    if dry_sha:
+        sha = full_dry_sha(snapshot, dry_sha)
+        if isinstance(sha, Refusal):
+            return sha
+        shas = [sha]
+    else:
+        shas = [h.dry_sha for h in env.ledger.holds]
+    actions: list[Action] = [
+        ReleaseHold(environment=i, dry_sha=sha, reason="released by a person")
+        for i in range(index, len(snapshot.environments))
+        for sha in shas
+        if any(h.dry_sha == sha for h in snapshot.environments[i].ledger.holds)
+    ]
+    actions.append(ResumeEnvironment(environment=index, at=now))
+    return actions
+
+
+def revert(
+    snapshot: Snapshot, index: int, *, to: str | None, auto_merge: bool
+) -> list[Action] | Refusal:
+    """Revert an environment to its last healthy commit, or to ``to``."""
+    action = manual_revert(snapshot, index, to=to, auto_merge=auto_merge)
+    return Refusal(reason=action) if isinstance(action, str) else [action]
+
+
+def promote(
+    snapshot: Snapshot, index: int, *, reason: str, now: datetime
+) -> list[Action] | Refusal:
+    """Break glass: merge the proposed commit past every gate but never-backwards.
+
+    Without a promotion PR yet, the answer is to open it (the same PR a reconcile would
+    open); asked again with the PR open, the answer is to comment, merge and record it.
+    """
+    if not reason.strip():
+        return Refusal(reason="a break-glass promotion needs a reason", status=422)
+    env = snapshot.environments[index]
+    problem = error_reason(env)
+    if problem is not None:
+        return Refusal(reason=problem)
+    if env.proposed is None or env.active is None:
+        return Refusal(reason=f"nothing is proposed for {env.branch}")
+    proposed, active = env.proposed.dry_sha, env.active.dry_sha
+    if proposed is None or active is None:
+        return Refusal(reason=f"{env.branch} cannot be read")
+    if proposed == active:
+        return Refusal(reason=f"{env.branch} already runs {short(proposed)}")
+    backwards = backwards_reason(snapshot, index, proposed)
+    if backwards is not None:
+        return Refusal(reason=backwards)
+    pr = env.pull_request
+    if pr is None:
+        text = for_environment(snapshot, index, dry_sha=proposed, active_dry_sha=active)
+        return [
+            OpenPullRequest(
+                environment=index,
+                head=env.proposed_branch,
+                base=env.branch,
+                title=text.title,
+                body=text.body,
+                labels=text.labels,
+            )
+        ]
+    if pr.head_sha != env.proposed.hydrated_sha:
+        return Refusal(
+            reason=f"pull request #{pr.number} is behind {env.proposed_branch}; try again"
+        )
+    return [
+        CommentPullRequest(
+            environment=index,
+            number=pr.number,
+            body=f"Break-glass promotion past the gates: {reason}",
+        ),
+        MergePullRequest(
+            environment=index,
+            number=pr.number,
+            expected_head_sha=env.proposed.hydrated_sha,
+            dry_sha=proposed,
+            message=merge_message(
+                strategy=snapshot.strategy, branch=env.branch, dry_sha=proposed, number=pr.number
+            ),
+            purpose="override",
+        ),
+        RecordOverride(environment=index, dry_sha=proposed, reason=reason, at=now),
+    ]

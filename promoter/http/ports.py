@@ -1,0 +1,57 @@
+"""What the HTTP layer needs from the daemon, and nothing more: two small ports.
+
+The daemon's ``Runtime`` provides both structurally; tests can hand the API any object
+that does.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+from promoter.config import PromotionStrategy
+from promoter.daemon.reconciler import StrategyView
+from promoter.models import CommitStatus
+
+
+class Views(Protocol):
+    """Read-only: the configured strategies and what their last reconcile found."""
+
+    @property
+    def started(self) -> bool: ...
+
+    def strategies(self) -> list[PromotionStrategy]: ...
+
+    def strategy(self, name: str) -> PromotionStrategy | None: ...
+
+    def view(self, name: str) -> StrategyView | None: ...
+
+    def has_repository(self, name: str) -> bool: ...
+
+    def readiness(self) -> tuple[bool, dict[str, str]]: ...
+
+
+class Operations(Protocol):
+    """Manual operations on one environment (``OperationError`` when refused)."""
+
+    def revert(self, strategy: str, environment: str, *, to: str | None) -> dict[str, Any]: ...
+
+    def hold(
+        self, strategy: str, environment: str, *, dry_sha: str | None, reason: str
+    ) -> dict[str, Any]: ...
+
+    def release(
+        self, strategy: str, environment: str, *, dry_sha: str | None
+    ) -> dict[str, Any]: ...
+
+    def promote(self, strategy: str, environment: str, *, reason: str) -> dict[str, Any]: ...
+
+
+class Commands(Protocol):
+    """Writes that reach the SCM or the queue."""
+
+    @property
+    def operations(self) -> Operations: ...
+
+    def post_status(self, repo_name: str, sha: str, status: CommitStatus) -> list[str]: ...
+
+    def enqueue(self, keys: list[str]) -> None: ...

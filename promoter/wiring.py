@@ -1,0 +1,70 @@
+"""The composition root: the daemon's runtime, its SCM plugins, webhook receivers and app.
+
+The only module that names the plugin registry and the webhook receivers; the core
+below it knows neither.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+
+from starlette.applications import Starlette
+from starlette.routing import BaseRoute
+
+import webhooks
+from promoter.config import Config
+from promoter.daemon import Observer, Runtime
+from promoter.http import Api, build_app, is_loopback
+from scm_plugins.protocol import ScmPlugin
+from scm_plugins.registry import build_plugin
+
+
+def build_plugins(config: Config) -> dict[str, ScmPlugin]:
+    """One plugin instance per configured SCM provider, by name."""
+    state_dir = str(config.state_path())
+    return {p.name: build_plugin(p, state_dir=state_dir) for p in config.scm_providers}
+
+
+class Daemon:
+    """A runtime with its plugins and webhook receivers, served by one starlette ``app``."""
+
+    def __init__(
+        self,
+        config: Config,
+        *,
+        plugins: dict[str, ScmPlugin] | None = None,
+        observers: Iterable[Observer] = (),
+    ) -> None:
+        config.state_path().mkdir(parents=True, exist_ok=True)
+        self.runtime = Runtime(
+            config,
+            plugins=plugins if plugins is not None else build_plugins(config),
+            observers=observers,
+        )
+        token = config.daemon.api_token
+        api = Api(
+            views=self.runtime,
+            commands=self.runtime,
+            token=token.resolve() if token else None,
+            loopback_only=is_loopback(config.daemon.host),
+        )
+        self.app: Starlette = build_app(
+            api,
+            extra_routes=self._webhook_routes(),
+            start=self.runtime.start,
+            stop=self.runtime.stop,
+        )
+
+    def _webhook_routes(self) -> list[BaseRoute]:
+        rt = self.runtime
+        mounted = webhooks.build_routes(
+            config=rt.config,
+            enqueue=rt.enqueue,
+            wake=rt.wake,
+            status_cache=rt.status_cache,
+            sha_index=rt.sha_index,
+            state_dir=Path(rt.state_dir),
+        )
+        rt.on_stop(mounted)
+        return list(mounted.routes)
