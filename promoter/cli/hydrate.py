@@ -11,11 +11,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from git import Git, Repo
-
 from promoter.errors import GitError, PermanentError
-from promoter.git.identity import identity_env, run_git
+from promoter.git.identity import identity_env
 from promoter.git.metadata import METADATA_FILE, NOTES_REF, render_metadata
+from promoter.git.runner import run_git
 
 _ZERO = "0" * 40
 
@@ -45,13 +44,13 @@ class HydrateResult:
 class _Plumbing:
     """git plumbing in one repository, with a fallback identity for commits and notes."""
 
-    def __init__(self, git: Git, git_dir: Path) -> None:
-        self._git = git
-        self._env = identity_env(git_dir=git_dir)
+    def __init__(self, repo: Path) -> None:
+        self._repo = repo
+        git_dir = run_git(["rev-parse", "--absolute-git-dir"], cwd=repo)[1].strip()
+        self._env = identity_env(git_dir=Path(git_dir))
 
     def __call__(self, *args: str, stdin: str | None = None, ok: tuple[int, ...] = (0,)) -> str:
-        data = None if stdin is None else stdin.encode()
-        return run_git(self._git, args, env=self._env, stdin=data, ok=ok)[1]
+        return run_git(args, cwd=self._repo, env=self._env, stdin=stdin, ok=ok)[1]
 
     def records(self, tree: str) -> list[str]:
         """The entries of ``tree`` as ``ls-tree -z`` records, without the metadata file."""
@@ -93,17 +92,16 @@ def hydrate(
     Raises ``HydrateError`` for an unknown ``dry_ref`` or a missing source folder, and
     ``GitError`` when git fails (a ref moved meanwhile, the push was rejected).
     """
-    with Repo(repo) as repository:
-        git = _Plumbing(repository.git, Path(repository.git_dir))
-        if repo_url is None:
-            configured = git("config", "--get", "remote.origin.url", ok=(0, 1)).strip()
-            repo_url = configured or str(Path(repo).absolute())
-        results = _render(git, dry_ref, branches, suffix, source_dir, repo_url)
-        if push_to is not None:
-            refs = [f"refs/heads/{r.proposed_branch}" for r in results.values()]
-            refs += [f"refs/heads/{r.branch}" for r in results.values() if r.created]
-            git("push", "--atomic", "--quiet", push_to, *refs, f"{NOTES_REF}:{NOTES_REF}")
-        return results
+    git = _Plumbing(Path(repo))
+    if repo_url is None:
+        configured = git("config", "--get", "remote.origin.url", ok=(0, 1)).strip()
+        repo_url = configured or str(Path(repo).absolute())
+    results = _render(git, dry_ref, branches, suffix, source_dir, repo_url)
+    if push_to is not None:
+        refs = [f"refs/heads/{r.proposed_branch}" for r in results.values()]
+        refs += [f"refs/heads/{r.branch}" for r in results.values() if r.created]
+        git("push", "--atomic", "--quiet", push_to, *refs, f"{NOTES_REF}:{NOTES_REF}")
+    return results
 
 
 def _render(

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import os
-import subprocess
 import tempfile
 from collections.abc import Mapping
 from functools import cache
 from pathlib import Path
 
 from promoter.git.identity import identity_env
+from promoter.git.runner import run_git
 
 
 @cache
@@ -20,17 +19,8 @@ def _identity() -> dict[str, str]:
 def git(
     repo: Path, *args: str, env: Mapping[str, str] | None = None, stdin: str | None = None
 ) -> str:
-    result = subprocess.run(
-        ["git", "-C", str(repo), *args],
-        input=stdin,
-        capture_output=True,
-        text=True,
-        env={**os.environ, **_identity(), **(env or {})},
-        check=False,
-    )
-    if result.returncode != 0:
-        raise RuntimeError(f"git {args[0]} failed: {result.stderr.strip()}")
-    return result.stdout.strip()
+    """``git args`` in ``repo`` with a fallback identity; its stripped output."""
+    return run_git(args, cwd=repo, env={**_identity(), **(env or {})}, stdin=stdin)[1].strip()
 
 
 def init_bare(path: Path, *, initial_branch: str = "main") -> Path:
@@ -67,8 +57,5 @@ def commit_files(repo: Path, branch: str, files: Mapping[str, str | None], messa
 
 
 def _has_branch(repo: Path, branch: str) -> bool:
-    try:
-        git(repo, "rev-parse", "--verify", "--quiet", f"refs/heads/{branch}")
-    except RuntimeError:
-        return False
-    return True
+    ref = f"refs/heads/{branch}"
+    return run_git(["rev-parse", "--verify", "--quiet", ref], cwd=repo, ok=(0, 1))[0] == 0

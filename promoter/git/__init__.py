@@ -1,11 +1,14 @@
-"""Git access for the promoter: the bare mirror, the hydrator metadata, the git environment."""
+"""Git for the promoter: the bare mirror per repository, hydrator metadata, running git.
+
+Every git process goes through ``run_git``; reads of objects go through the mirror's
+persistent ``cat-file``.
+"""
 
 from promoter.git.identity import (
     FALLBACK_EMAIL,
     FALLBACK_NAME,
     identity_env,
     redact,
-    run_git,
     strip_credentials,
 )
 from promoter.git.metadata import (
@@ -17,6 +20,7 @@ from promoter.git.metadata import (
     render_metadata,
 )
 from promoter.git.mirror import GitMirror, PushRejected
+from promoter.git.runner import git_error, run_git
 
 __all__ = [
     "FALLBACK_EMAIL",
@@ -26,6 +30,7 @@ __all__ = [
     "GitMirror",
     "PushRejected",
     "find_note",
+    "git_error",
     "identity_env",
     "parse_metadata",
     "read_metadata",

@@ -1,4 +1,4 @@
-"""The environment git runs in, and the one way the promoter runs a git command.
+"""The environment git runs in: an identity to commit with, no prompts, no credentials shown.
 
 A fresh machine (a container, a CI runner) has no git identity, so every command that
 creates a commit gets ``GIT_AUTHOR_*`` / ``GIT_COMMITTER_*`` from here unless the
@@ -10,16 +10,9 @@ from __future__ import annotations
 
 import os
 import re
-import subprocess
-import tempfile
-from collections.abc import Container, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from urllib.parse import urlsplit
-
-from git import Git
-from git.exc import GitCommandError
-
-from promoter.errors import GitError
 
 FALLBACK_NAME = "promoter"
 FALLBACK_EMAIL = "promoter@localhost"
@@ -31,16 +24,11 @@ _MIN_SECRET_LEN = 6
 
 def _configured(key: str, git_dir: Path | None, environ: Mapping[str, str]) -> bool:
     """Whether git's configuration (global, system, repository) sets ``key``."""
-    args = ["git"]
-    if git_dir is not None:
-        args += ["--git-dir", str(git_dir)]
-    result = subprocess.run(
-        [*args, "config", "--get", key],
-        capture_output=True,
-        env=dict(environ),
-        check=False,
-    )
-    return result.returncode == 0 and bool(result.stdout.strip())
+    from promoter.git.runner import run_git
+
+    args = ["--git-dir", str(git_dir)] if git_dir is not None else []
+    status, out, _ = run_git([*args, "config", "--get", key], base_env=environ, ok=(0, 1, 128))
+    return status == 0 and bool(out.strip())
 
 
 def identity_env(
@@ -99,52 +87,3 @@ def redact(text: str, secrets: Iterable[str]) -> str:
     for secret in sorted({s for s in secrets if len(s) >= _MIN_SECRET_LEN}, key=len, reverse=True):
         text = text.replace(secret, "***")
     return text
-
-
-def git_error(
-    args: Sequence[str], status: int, stderr: str, secrets: Iterable[str], what: str = ""
-) -> GitError:
-    """A ``GitError`` for a failed ``git args``, caused by an equally clean ``GitCommandError``.
-
-    GitPython's own exception is never kept: its command line and stderr may hold secrets.
-    """
-    secrets = list(secrets)
-    clean = redact(stderr.strip(), secrets)
-    where = f" {what}" if what else ""
-    error = GitError(f"git {args[0]}{where} failed (exit {status}): {clean or 'no message'}")
-    error.__cause__ = GitCommandError(["git", *(redact(a, secrets) for a in args)], status, clean)
-    return error
-
-
-def run_git(
-    git: Git,
-    args: Sequence[str],
-    *,
-    env: Mapping[str, str] | None = None,
-    stdin: bytes | None = None,
-    ok: Container[int] = (0,),
-    timeout: float | None = None,
-    secrets: Iterable[str] = (),
-    what: str = "",
-) -> tuple[int, str, str]:
-    """Run ``git args`` without prompts: ``(status, stdout, stderr)``.
-
-    ``env`` is added to the process environment. A status not in ``ok`` raises
-    ``git_error``, with the values of ``env`` and ``secrets`` redacted.
-    """
-    full_env = {**noninteractive_env(), **(env or {})}
-    with tempfile.TemporaryFile() as fh:
-        if stdin is not None:
-            fh.write(stdin)
-            fh.seek(0)
-        status, out, err = git.execute(
-            ["git", *args],
-            istream=fh if stdin is not None else None,
-            env=full_env,
-            with_extended_output=True,
-            with_exceptions=False,
-            kill_after_timeout=timeout,
-        )
-    if status in ok:
-        return status, out, err
-    raise git_error(args, status, err, [*secrets, *(env or {}).values()], what)

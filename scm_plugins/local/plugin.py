@@ -18,9 +18,9 @@ from collections.abc import Collection, Mapping
 from pathlib import Path
 
 from promoter.config import Repository, ScmProvider
-from promoter.errors import ScmConflict, ScmError, ScmNotFound, ScmUnavailable
+from promoter.errors import GitError, ScmConflict, ScmError, ScmNotFound, ScmUnavailable
 from promoter.git.identity import identity_env, noninteractive_env
-from promoter.git.stale_lock import clear_stale_lock
+from promoter.git.runner import run_git
 from promoter.models import CommitStatus, PullRequest, PullRequestState
 from scm_plugins.calls import ScmCalls
 from scm_plugins.local.store import LocalStore
@@ -33,7 +33,7 @@ def repository_path(repo: Repository) -> Path:
 
 
 def _translate(exc: BaseException) -> ScmError | None:
-    if isinstance(exc, subprocess.CalledProcessError | OSError):
+    if isinstance(exc, subprocess.CalledProcessError | GitError | OSError):
         return ScmUnavailable(f"local git failed: {exc}")
     if isinstance(exc, sqlite3.OperationalError):
         return ScmUnavailable(f"local SCM database busy: {exc}")
@@ -59,20 +59,10 @@ class LocalScm:
         path = repository_path(repo)
         if not path.exists():
             raise ScmNotFound(f"repository {repo.name} not found at {path}")
-        for attempt in (1, 2):
-            result = subprocess.run(
-                ["git", "-C", str(path), *args],
-                capture_output=True,
-                text=True,
-                env=self._env,
-                check=False,
-            )
-            if result.returncode == 0:
-                return result.stdout.strip()
-            if attempt == 1 and clear_stale_lock(result.stderr):
-                continue  # a git killed mid-update left its lock; retry once
-            break
-        raise subprocess.CalledProcessError(result.returncode, args[0], stderr=result.stderr)
+        status, out, err = run_git(args, cwd=path, base_env=self._env, ok=range(256))
+        if status != 0:
+            raise subprocess.CalledProcessError(status, args[0], stderr=err)
+        return out.strip()
 
     def _tip(self, repo: Repository, branch: str) -> str | None:
         try:

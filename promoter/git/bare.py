@@ -1,0 +1,196 @@
+"""A bare repository on disk, run through ``run_git`` and a persistent ``cat-file``.
+
+The base of ``GitMirror``: it knows how to run git in the repository, read objects and
+refs, and write objects and refs; the mirror adds what copying a remote means. Every
+method runs under the repository's ``threading.RLock`` (``lock``).
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections.abc import Callable, Mapping
+from datetime import UTC, datetime
+from pathlib import Path
+
+from git import Repo
+from git.exc import GitError as GitPythonError
+
+from promoter.errors import GitError
+from promoter.git.identity import identity_env, strip_credentials, url_secrets
+from promoter.git.runner import run_git
+from promoter.git.stale_lock import clear_stale_locks
+
+_NAME_RE = re.compile(r"^[a-zA-Z0-9][a-zA-Z0-9_.-]*$")
+_URL_RE = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*://|^[^/]+:")
+MIRRORED = ("refs/heads/", "refs/notes/")
+"""The refs a mirror copies from its remote."""
+_ZERO = "0" * 40
+
+Env = Mapping[str, str] | Callable[[], Mapping[str, str]]
+
+
+class BareRepository:
+    """The bare repository at ``<root>/mirrors/<name>.git`` whose ``origin`` is ``url``."""
+
+    def __init__(
+        self, *, name: str, url: str, root: Path, env: Env | None = None, timeout: float = 120.0
+    ) -> None:
+        if not _NAME_RE.match(name):
+            raise ValueError(f"invalid mirror name {name!r}")
+        self.name = name
+        self.url = url if _URL_RE.match(url) else str(Path(url).absolute())
+        self.path = (Path(root) / "mirrors" / f"{name}.git").absolute()
+        self._env = env
+        self._timeout = timeout
+        self._lock = threading.RLock()
+        self._repo: Repo | None = None
+        self._identity: dict[str, str] | None = None
+        self._refs: dict[str, str] | None = None
+
+    @property
+    def lock(self) -> threading.RLock:
+        """The mirror's lock; hold it to run several operations as one."""
+        return self._lock
+
+    def close(self) -> None:
+        """Stop GitPython's persistent ``cat-file`` processes."""
+        with self._lock:
+            if self._repo is not None:
+                self._repo.close()
+                self._repo = None
+
+    def __enter__(self) -> BareRepository:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- running git ------------------------------------------------------------------
+
+    def ensure(self) -> None:
+        """Create the bare mirror if it is missing and point its ``origin`` at ``url``."""
+        with self._lock:
+            if self._repo is not None:
+                return
+            try:
+                if not (self.path / "HEAD").is_file():
+                    self.path.mkdir(parents=True, exist_ok=True)
+                    run_git(["init", "--bare", "--quiet", str(self.path)])
+                clear_stale_locks(self.path)
+                self._repo = Repo(self.path)
+            except (OSError, GitPythonError) as exc:
+                raise GitError(f"cannot create the mirror at {self.path}: {exc}") from exc
+            self._run(["config", "remote.origin.url", self.url])
+
+    def _heal(self) -> None:
+        """Called before every use: a subclass repairs a repository deleted under it."""
+
+    def _ready(self) -> Repo:
+        """The mirror's repository (its persistent ``cat-file``), healed or created first."""
+        self._heal()
+        if self._repo is None:
+            self.ensure()
+        assert self._repo is not None
+        return self._repo
+
+    def _extra_env(self) -> dict[str, str]:
+        env = self._env() if callable(self._env) else self._env
+        return dict(env or {})
+
+    def _run(
+        self,
+        args: list[str],
+        *,
+        network: bool = False,
+        commit: bool = False,
+        stdin: bytes | None = None,
+        ok: tuple[int, ...] = (0,),
+    ) -> tuple[int, str, str]:
+        """Run ``git args`` in the mirror: ``(status, stdout, stderr)``; ``GitError`` if not ok."""
+        env = self._extra_env()
+        if commit:
+            if self._identity is None:
+                self._identity = identity_env(git_dir=self.path)
+            env = {**self._identity, **env}
+        what = f"of {strip_credentials(self.url)} " if network else ""
+        self._ready()
+        return run_git(
+            args,
+            cwd=self.path,
+            env=env,
+            stdin=stdin,
+            ok=ok,
+            timeout=self._timeout if network else None,
+            secrets=url_secrets(self.url),
+            what=f"{what}in mirror {self.name}",
+        )
+
+    def _header(self, rev: str) -> str | None:
+        """The SHA ``rev`` names, through the persistent ``cat-file --batch-check``."""
+        try:
+            sha: str | bytes = "" if "\n" in rev else self._ready().git.get_object_header(rev)[0]
+        except ValueError:
+            return None
+        return (sha.decode() if isinstance(sha, bytes) else sha) or None  # typed str, is bytes
+
+    def _data(self, rev: str) -> bytes | None:
+        """The content of ``rev``, through the persistent ``cat-file --batch``."""
+        try:
+            return None if "\n" in rev else self._ready().git.get_object_data(rev)[3]
+        except ValueError:
+            return None
+
+    # -- refs ---------------------------------------------------------------------------
+
+    def _cached_refs(self) -> dict[str, str]:
+        self._heal()
+        if self._refs is None:
+            fmt = "--format=%(objectname) %(refname)"
+            _, out, _ = self._run(["for-each-ref", fmt, *MIRRORED])
+            self._refs = dict(line.split(" ", 1)[::-1] for line in out.splitlines() if line)
+        return self._refs
+
+    def refs(self) -> dict[str, str]:
+        """The mirror's ``refs/heads/*`` and ``refs/notes/*`` (cached until the next change)."""
+        with self._lock:
+            return dict(self._cached_refs())
+
+    def branch_sha(self, branch: str) -> str | None:
+        """The tip of ``branch`` (``environment/dev`` or ``refs/heads/environment/dev``)."""
+        ref = branch if branch.startswith("refs/") else f"refs/heads/{branch}"
+        with self._lock:
+            return self._cached_refs().get(ref)
+
+    # -- writes -------------------------------------------------------------------------
+
+    def commit_tree(self, tree: str, parents: list[str], message: str) -> str:
+        """A new commit object (no ref moves) with a fallback identity if none is set."""
+        args = ["commit-tree", tree, *(a for p in parents for a in ("-p", p)), "-m", message]
+        with self._lock:
+            return self._run(args, commit=True)[1].strip()
+
+    def update_ref(self, ref: str, new: str, old: str | None) -> None:
+        """Compare-and-swap ``ref`` from ``old`` (None: must not exist) to ``new``."""
+        if not ref.startswith("refs/"):
+            raise ValueError(f"a full ref name is needed, not {ref!r}")
+        with self._lock:
+            self._refs = None
+            self._run(["update-ref", "-m", "promoter", ref, new, old or _ZERO])
+
+    def write_blob(self, data: bytes) -> str:
+        """Store ``data`` as a blob in the mirror; its SHA (for notes on synthetic keys)."""
+        with self._lock:
+            return self._run(["hash-object", "-w", "--stdin"], stdin=data)[1].strip()
+
+    def commit_time(self, sha: str) -> datetime | None:
+        """When ``sha`` was committed (its committer date), or None for an unknown commit."""
+        with self._lock:
+            data = self._data(sha)
+        if data is None:
+            return None
+        for line in data.split(b"\n\n", 1)[0].splitlines():
+            if line.startswith(b"committer "):
+                # committer NAME <EMAIL> SECONDS +ZONE
+                return datetime.fromtimestamp(int(line.split(b" ")[-2]), tz=UTC)
+        return None

@@ -1,0 +1,81 @@
+"""The one way the promoter runs a git command (the mirror's persistent ``cat-file`` aside).
+
+Commands never prompt, run with the caller's variables on top of the process
+environment, retry once when a killed git left a stale lock behind, and fail with a
+``GitError`` whose message and cause hold no credentials.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from collections.abc import Container, Iterable, Mapping, Sequence
+from pathlib import Path
+
+from git.exc import GitCommandError
+
+from promoter.errors import GitError
+from promoter.git.identity import noninteractive_env, redact
+from promoter.git.stale_lock import clear_stale_lock
+
+GitResult = tuple[int, str, str]
+"""``(exit status, stdout, stderr)``."""
+
+
+def git_error(
+    args: Sequence[str], status: int, stderr: str, secrets: Iterable[str], what: str = ""
+) -> GitError:
+    """A ``GitError`` for a failed ``git args``, caused by an equally clean ``GitCommandError``."""
+    secrets = list(secrets)
+    clean = redact(stderr.strip(), secrets)
+    where = f" {what}" if what else ""
+    error = GitError(f"git {args[0]}{where} failed (exit {status}): {clean or 'no message'}")
+    error.__cause__ = GitCommandError(["git", *(redact(a, secrets) for a in args)], status, clean)
+    return error
+
+
+def run_git(
+    args: Sequence[str],
+    *,
+    cwd: Path | str | None = None,
+    env: Mapping[str, str] | None = None,
+    base_env: Mapping[str, str] | None = None,
+    stdin: bytes | str | None = None,
+    ok: Container[int] = (0,),
+    timeout: float | None = None,
+    secrets: Iterable[str] = (),
+    what: str = "",
+) -> GitResult:
+    """Run ``git args`` in ``cwd``: ``(status, stdout, stderr)``.
+
+    ``env`` is added to ``base_env`` (default: the process environment). A status not
+    in ``ok`` raises ``git_error`` with the values of ``env`` and ``secrets`` redacted.
+    """
+    full_env = {**(os.environ if base_env is None else base_env), **noninteractive_env()}
+    full_env.update(env or {})
+    data = stdin.encode() if isinstance(stdin, str) else stdin
+    hidden = [*secrets, *(env or {}).values()]
+    for attempt in (1, 2):
+        try:
+            done = subprocess.run(
+                ["git", *args],
+                cwd=cwd,
+                input=data,
+                capture_output=True,
+                env=full_env,
+                timeout=timeout,
+                check=False,
+            )
+        except subprocess.TimeoutExpired:
+            raise git_error(args, -1, f"timed out after {timeout} s", hidden, what) from None
+        except OSError as exc:
+            raise git_error(args, -1, str(exc), hidden, what) from None
+        status = done.returncode
+        out = done.stdout.decode("utf-8", "replace")
+        err = done.stderr.decode("utf-8", "replace")
+        if status != 0 and attempt == 1 and clear_stale_lock(err):
+            continue  # a git killed mid-update left its lock; the lock is gone now
+        if status in ok:
+            return status, out, err
+        raise git_error(args, status, err, hidden, what)
+    raise AssertionError("unreachable")
