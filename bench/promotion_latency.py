@@ -41,50 +41,26 @@ ENVIRONMENTS = ["environment/dev", "environment/staging", "environment/prod"]
 STRATEGY = "guestbook"
 TIMEOUT = 30.0
 
-CONFIG = """\
-scmProviders:
-  - name: local
-    local: {{}}
-repositories:
-  - name: gitops
-    url: {repo}
-    scmProvider: local
-promotionStrategies:
-  - name: {strategy}
-    repository: gitops
-    activeCommitStatuses: [{{key: health}}]
-    proposedCommitStatuses: [{{key: ci}}]
-    environments:
-      - {{branch: environment/dev}}
-      - {{branch: environment/staging}}
-      - {{branch: environment/prod}}
-daemon:
-  stateDir: {state}
-  host: 127.0.0.1
-  port: {port}
-  resyncInterval: 5m
-  workers: {workers}
-"""
-
 
 class Bench:
     def __init__(self, base: Path, workers: int) -> None:
-        from promoter.cli.hydrate import hydrate
-        from promoter.cli.sandbox import commit_files, init_bare
+        from promoter.cli.sandbox import GitOpsRepo, sandbox_config
         from promoter.config.loader import parse_config
         from promoter.wiring import Daemon
 
-        self.hydrate, self.commit_files = hydrate, commit_files
-        self.repo = init_bare(base / "gitops.git")
-        self.version = 0
-        self.change()
+        self.gitops = GitOpsRepo.create(base, values="image: guestbook:1.1.0\n")
+        self.repo = self.gitops.path
+        self.version = 1
         self.port = free_port()
-        text = CONFIG.format(
-            repo=self.repo,
-            strategy=STRATEGY,
-            state=base / "state",
-            port=self.port,
-            workers=workers,
+        text = sandbox_config(
+            self.repo,
+            base / "state",
+            daemon={
+                "host": "127.0.0.1",
+                "port": self.port,
+                "resyncInterval": "5m",
+                "workers": workers,
+            },
         )
         self.events = common.Events()
         self.daemon = Daemon(parse_config(text), observers=[self.events])
@@ -92,10 +68,8 @@ class Bench:
 
     def change(self) -> str:
         self.version += 1
-        files = {"apps/guestbook/values.yaml": f"image: guestbook:1.{self.version}.0\n"}
-        sha = self.commit_files(self.repo, "main", files, f"guestbook 1.{self.version}.0")
-        self.hydrate(repo=self.repo, dry_ref="main", branches=ENVIRONMENTS)
-        return sha
+        version = f"1.{self.version}.0"
+        return self.gitops.change(version, f"guestbook {version}")
 
     def tip(self, branch: str) -> str:
         return common.git(self.repo, "rev-parse", f"refs/heads/{branch}")

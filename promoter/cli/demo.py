@@ -18,47 +18,13 @@ from typing import Any
 from promoter import logs
 from promoter.cli import status_table
 from promoter.cli.client import ApiClient
-from promoter.cli.hydrate import hydrate
-from promoter.cli.sandbox import commit_files, init_bare
+from promoter.cli.sandbox import ENVIRONMENTS, STRATEGY, GitOpsRepo, init_bare, sandbox_config
 from promoter.config.loader import parse_config
 from promoter.daemon.executor import ActionEvent
 from promoter.http.loopback import ThreadServer, free_port
 from promoter.wiring import Daemon
 
-STRATEGY = "guestbook"
-ENVIRONMENTS = ["environment/dev", "environment/staging", "environment/prod"]
 TIMEOUT = 90.0
-
-CONFIG = """\
-scmProviders:
-  - name: local
-    local: {{}}
-repositories:
-  - name: gitops
-    url: {repo}
-    scmProvider: local
-promotionStrategies:
-  - name: {strategy}
-    repository: gitops
-    dryBranch: main
-    activeCommitStatuses: [{{key: health}}]
-    proposedCommitStatuses: [{{key: ci}}]
-    environments:
-      - {{branch: environment/dev, autoMerge: true}}
-      - branch: environment/staging
-        autoMerge: true
-        autoRevert: {{enabled: true, settleTime: 1s, autoMerge: true}}
-      - branch: environment/prod
-        autoMerge: true
-        autoRevert: {{enabled: true, settleTime: 1s, autoMerge: true}}
-daemon:
-  stateDir: {state}
-  host: 127.0.0.1
-  port: {port}
-  pollInterval: 0.5s
-  resyncInterval: 30s
-  workers: 2
-"""
 
 
 def say(text: str) -> None:
@@ -95,26 +61,32 @@ def _on_event(event: ActionEvent) -> None:
 class Demo:
     def __init__(self, base: Path, port: int) -> None:
         self.base = base
-        self.repo = init_bare(base / "gitops.git")
+        self.gitops = GitOpsRepo(init_bare(base / "gitops.git"))
+        self.repo = self.gitops.path
         self.port = port or free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.done_keys: set[tuple[str, str]] = set()
 
     def seed(self) -> str:
         say(f"sandbox: {self.base}")
-        first = commit_files(
-            self.repo,
-            "main",
-            {"apps/guestbook/values.yaml": "image: guestbook:1.0.0\nreplicas: 2\n"},
-            "Add guestbook 1.0.0",
+        first = self.gitops.change(
+            "1.0.0", "Add guestbook 1.0.0", values="image: guestbook:1.0.0\nreplicas: 2\n"
         )
-        hydrate(repo=self.repo, dry_ref="main", branches=ENVIRONMENTS)
         say(f"dry main at {short(first)}; hydrated environment/dev, staging and prod")
         return first
 
     def start(self) -> tuple[Daemon, ThreadServer]:
-        text = CONFIG.format(
-            repo=self.repo, strategy=STRATEGY, state=self.base / "state", port=self.port
+        text = sandbox_config(
+            self.repo,
+            self.base / "state",
+            auto_revert="{enabled: true, settleTime: 1s, autoMerge: true}",
+            daemon={
+                "host": "127.0.0.1",
+                "port": self.port,
+                "pollInterval": "0.5s",
+                "resyncInterval": "30s",
+                "workers": 2,
+            },
         )
         (self.base / "promoter.yaml").write_text(text)
         runtime = Daemon(
@@ -135,14 +107,10 @@ class Demo:
 
     def act_two(self, client: ApiClient, good: str) -> dict[str, Any]:
         """A bad change: passes dev, fails health in staging, is reverted, never reaches prod."""
-        bad = commit_files(
-            self.repo,
-            "main",
-            {"apps/guestbook/values.yaml": "image: guestbook:1.2.0\nreplicas: 3\n"},
-            "Bump guestbook to 1.2.0",
+        bad = self.gitops.change(
+            "1.2.0", "Bump guestbook to 1.2.0", values="image: guestbook:1.2.0\nreplicas: 3\n"
         )
         say(f"\nAct 2: new dry commit {short(bad)}: Bump guestbook to 1.2.0 (it will misbehave)")
-        hydrate(repo=self.repo, dry_ref="main", branches=ENVIRONMENTS)
         deadline = time.monotonic() + TIMEOUT
         reverted = False
         while True:
@@ -243,14 +211,10 @@ def run_demo(*, scripted: bool, port: int = 0, workdir: str | None = None) -> in
                     env["branch"],
                     "health check green",
                 )
-        change = commit_files(
-            demo.repo,
-            "main",
-            {"apps/guestbook/values.yaml": "image: guestbook:1.1.0\nreplicas: 3\n"},
-            "Bump guestbook to 1.1.0",
+        change = demo.gitops.change(
+            "1.1.0", "Bump guestbook to 1.1.0", values="image: guestbook:1.1.0\nreplicas: 3\n"
         )
         say(f"new dry commit {short(change)}: Bump guestbook to 1.1.0")
-        hydrate(repo=demo.repo, dry_ref="main", branches=ENVIRONMENTS)
         say("hydrated it onto environment/{dev,staging,prod}-next")
         final = demo.drive(client, change)
         say("")

@@ -1,12 +1,15 @@
-"""Writes commits into a local repository without a working tree (for the demo and tests)."""
+"""The sandbox the demo, the benchmarks and the tests share: a local GitOps repository
+(commits written without a working tree, hydrated by ``promoter hydrate``) and its config."""
 
 from __future__ import annotations
 
 import tempfile
 from collections.abc import Mapping
+from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
+from promoter.cli.hydrate import hydrate
 from promoter.git.identity import identity_env
 from promoter.git.runner import run_git
 
@@ -59,3 +62,87 @@ def commit_files(repo: Path, branch: str, files: Mapping[str, str | None], messa
 def _has_branch(repo: Path, branch: str) -> bool:
     ref = f"refs/heads/{branch}"
     return run_git(["rev-parse", "--verify", "--quiet", ref], cwd=repo, ok=(0, 1))[0] == 0
+
+
+ENVIRONMENTS = ["environment/dev", "environment/staging", "environment/prod"]
+"""The sandbox's environments, in promotion order."""
+
+STRATEGY = "guestbook"
+VALUES = "apps/guestbook/values.yaml"
+
+
+@dataclass
+class GitOpsRepo:
+    """A bare repository with a dry ``main`` hydrated onto each environment's ``-next``.
+
+    The demo, the benchmarks and the tests all build their sandbox with it.
+    """
+
+    path: Path
+
+    @classmethod
+    def create(
+        cls, root: Path, environments: list[str] | None = None, *, values: str | None = None
+    ) -> GitOpsRepo:
+        repo = cls(init_bare(root / "gitops.git"))
+        repo.change("1.0.0", "Add guestbook 1.0.0", environments, values=values)
+        return repo
+
+    def change(
+        self,
+        version: str,
+        message: str,
+        environments: list[str] | None = None,
+        *,
+        values: str | None = None,
+    ) -> str:
+        """Commit a new dry version of the guestbook and hydrate it; the dry SHA."""
+        content = values if values is not None else f"image: guestbook:{version}\n"
+        sha = commit_files(self.path, "main", {VALUES: content}, message)
+        hydrate(repo=self.path, dry_ref="main", branches=environments or ENVIRONMENTS)
+        return sha
+
+    def tip(self, branch: str) -> str:
+        return git(self.path, "rev-parse", f"refs/heads/{branch}")
+
+    def first_parents(self, branch: str) -> list[str]:
+        return git(self.path, "rev-list", "--first-parent", f"refs/heads/{branch}").split()
+
+
+def sandbox_config(
+    repo: Path,
+    state: Path,
+    *,
+    auto_revert: str = "",
+    extra_strategy: str = "",
+    daemon: Mapping[str, object] | None = None,
+) -> str:
+    """promoter.yaml for the guestbook strategy on ``repo`` with the local SCM.
+
+    ``auto_revert`` (e.g. ``"{enabled: true, settleTime: 1s}"``) is set on staging and
+    prod; ``extra_strategy`` is YAML appended to ``promotionStrategies``; ``daemon``
+    holds the daemon's settings besides ``stateDir``.
+    """
+    revert = f", autoRevert: {auto_revert}" if auto_revert else ""
+    daemon_yaml = "".join(f"\n  {key}: {value}" for key, value in (daemon or {}).items())
+    return f"""\
+scmProviders:
+  - name: local
+    local: {{}}
+repositories:
+  - name: gitops
+    url: {repo}
+    scmProvider: local
+promotionStrategies:
+  - name: {STRATEGY}
+    repository: gitops
+    activeCommitStatuses: [{{key: health}}]
+    proposedCommitStatuses: [{{key: ci}}]
+    environments:
+      - {{branch: environment/dev}}
+      - {{branch: environment/staging{revert}}}
+      - {{branch: environment/prod{revert}}}
+{extra_strategy}
+daemon:
+  stateDir: {state}{daemon_yaml}
+"""
