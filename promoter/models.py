@@ -88,6 +88,17 @@ class DryCommit(Model):
     author: str
     date: datetime | None = None
     url: str = ""
+    body: str = ""
+
+
+class Review(Model):
+    """One person's review of a pull request (a GitHub review, a GitLab approval)."""
+
+    user: str
+    approved: bool
+    commit_sha: str = Field(default="", alias="commitSha")
+    """The head the review was given on ("" when the SCM does not say)."""
+    teams: tuple[str, ...] = ()
 
 
 class HydratorMetadata(Model):

@@ -6,7 +6,8 @@ below it knows neither.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from datetime import datetime
 from pathlib import Path
 
 from starlette.applications import Starlette
@@ -16,6 +17,7 @@ import webhooks
 from promoter.config import Config
 from promoter.daemon import Observer, Runtime
 from promoter.http import Api, build_app, is_loopback
+from promoter.models import utcnow
 from scm_plugins.protocol import ScmPlugin
 from scm_plugins.registry import build_plugin
 
@@ -35,12 +37,14 @@ class Daemon:
         *,
         plugins: dict[str, ScmPlugin] | None = None,
         observers: Iterable[Observer] = (),
+        clock: Callable[[], datetime] = utcnow,
     ) -> None:
         config.state_path().mkdir(parents=True, exist_ok=True)
         self.runtime = Runtime(
             config,
             plugins=plugins if plugins is not None else build_plugins(config),
             observers=observers,
+            clock=clock,
         )
         token = config.daemon.api_token
         api = Api(

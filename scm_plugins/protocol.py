@@ -11,7 +11,7 @@ from collections.abc import Collection, Mapping
 from typing import Protocol, runtime_checkable
 
 from promoter.config import Repository, ScmProvider
-from promoter.models import CommitStatus, PullRequest
+from promoter.models import CommitStatus, PullRequest, Review
 
 
 class PullRequests(Protocol):
@@ -90,6 +90,25 @@ class GitCredentials(Protocol):
 
 
 @runtime_checkable
+@runtime_checkable
+class Reviews(Protocol):
+    """Optional: the reviews of a pull request, for the approval gate (docs/gates.md)."""
+
+    def get_reviews(
+        self, *, repo: Repository, number: int, teams: Collection[str] = ()
+    ) -> list[Review]:
+        """Every review of PR ``number``, oldest first. ``teams`` are the teams (or groups)
+        the approval gate asks about: each review names those its author belongs to."""
+        ...
+
+
+@runtime_checkable
+class Approvals(Protocol):
+    """Optional: approving a pull request as a named user (the local SCM)."""
+
+    def approve_pull_request(self, *, repo: Repository, number: int, user: str) -> None: ...
+
+
 class ScmPlugin(PullRequests, CommitStatuses, GitCredentials, Protocol):
     """A whole SCM plugin, as the registry builds it from a provider's configuration."""
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -150,6 +151,7 @@ def cmd_operate(args: argparse.Namespace) -> int:
         "reason": getattr(args, "reason", None),
         "to": getattr(args, "to", None),
         "drySha": getattr(args, "dry_sha", None),
+        "user": getattr(args, "user", None),
     }
     client = ApiClient(args.url)
     try:
@@ -238,6 +240,7 @@ def parser() -> argparse.ArgumentParser:
         "hold": "hold a dry SHA out of an environment and every later one",
         "release": "release holds (all, or --dry-sha) and un-pause an environment",
         "promote": "break glass: merge now past every gate but never-backwards",
+        "approve": "approve an environment's open PR (local SCM; GitHub/GitLab use their UI)",
     }
     for name, text in operations.items():
         s = sub.add_parser(name, help=text)
@@ -249,6 +252,8 @@ def parser() -> argparse.ArgumentParser:
             s.add_argument("--dry-sha", help="default: what is proposed now (hold), all (release)")
         if name in ("hold", "promote"):
             s.add_argument("--reason", required=True)
+        if name == "approve":
+            s.add_argument("--user", default=os.environ.get("USER") or "promoter-cli")
         s.add_argument("--url", default="http://127.0.0.1:8080")
         s.set_defaults(func=cmd_operate)
 

@@ -4,6 +4,7 @@ Everything else receives a validated ``Config``; nothing below reads files or th
 """
 
 from promoter.config.durations import Duration, parse_duration
+from promoter.config.gates import GateSpec
 from promoter.config.loader import json_schema, load_config, parse_config
 from promoter.config.models import (
     AutoRevert,
@@ -32,6 +33,7 @@ __all__ = [
     "Duration",
     "Environment",
     "ExternalPlugin",
+    "GateSpec",
     "GitHubApp",
     "GitHubProvider",
     "GitHubWebhook",

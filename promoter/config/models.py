@@ -9,20 +9,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
-from pydantic.alias_generators import to_camel
+from pydantic import Field, field_validator, model_validator
 
+from promoter.config.base import Spec
 from promoter.config.durations import Duration
+from promoter.config.gates import GateSpec, merge_gates
 from promoter.config.secrets import SecretRef
-
-
-class Spec(BaseModel):
-    """Base of configuration models: camelCase keys, unknown keys refused."""
-
-    model_config = ConfigDict(
-        alias_generator=to_camel, populate_by_name=True, extra="forbid", frozen=True
-    )
-
 
 # --- SCM providers -------------------------------------------------------------------
 
@@ -155,6 +147,9 @@ class Environment(Spec):
     active_commit_statuses: list[StatusKey] = Field(default_factory=list)
     proposed_commit_statuses: list[StatusKey] = Field(default_factory=list)
     auto_revert: AutoRevert = Field(default_factory=AutoRevert)
+    gates: list[GateSpec] = Field(
+        default_factory=list, description="Built-in gates of this environment (docs/gates.md)."
+    )
 
     @field_validator("branch")
     @classmethod
@@ -173,6 +168,11 @@ class PromotionStrategy(Spec):
     proposed_branch_suffix: str = Field(default="-next", min_length=1)
     active_commit_statuses: list[StatusKey] = Field(default_factory=list)
     proposed_commit_statuses: list[StatusKey] = Field(default_factory=list)
+    gates: list[GateSpec] = Field(
+        default_factory=list,
+        description="Built-in gates of every environment (docs/gates.md); an environment's "
+        "own gate of the same name replaces it.",
+    )
     environments: list[Environment] = Field(min_length=1)
 
     def proposed_branch(self, env: Environment) -> str:
@@ -185,6 +185,10 @@ class PromotionStrategy(Spec):
     def proposed_keys(self, env: Environment) -> list[str]:
         """Keys that must be success on the proposed hydrated commit."""
         return _merge_keys(self.proposed_commit_statuses, env.proposed_commit_statuses)
+
+    def gates_of(self, env: Environment) -> list[GateSpec]:
+        """The built-in gates of ``env``: the strategy's, then its own (same name: its own)."""
+        return merge_gates(self.gates, env.gates)
 
 
 def _merge_keys(*lists: list[StatusKey]) -> list[str]:

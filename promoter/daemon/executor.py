@@ -17,6 +17,7 @@ from promoter.daemon.reader import SnapshotReader
 from promoter.daemon.revert_writer import RevertWriter
 from promoter.engine.actions import (
     Action,
+    ApprovePullRequest,
     ClosePullRequest,
     CommentPullRequest,
     HoldDryCommit,
@@ -34,12 +35,12 @@ from promoter.engine.actions import (
 )
 from promoter.engine.ledger_state import EnvLedger, HealthyRecord, Hold, Override, Revert
 from promoter.engine.snapshot import EnvironmentSnapshot, Snapshot
-from promoter.errors import ScmConflict, ScmNotFound
+from promoter.errors import PermanentError, ScmConflict, ScmNotFound
 from promoter.git import GitMirror
 from promoter.metrics import HOLDS, PROMOTIONS_TOTAL, REVERTS_TOTAL
 from promoter.models import Phase
 from promoter.state import GitLedger, PullRequestCache, StatusCache
-from scm_plugins.protocol import ScmPlugin
+from scm_plugins.protocol import Approvals, ScmPlugin
 
 log = logging.getLogger("promoter.actions")
 
@@ -128,6 +129,9 @@ class Executor:
                 outcome.requeue(0.0)
             case CommentPullRequest():
                 self.plugin.comment_pull_request(repo=repo, number=action.number, body=action.body)
+            case ApprovePullRequest():
+                self._approve(snapshot, repo, action)
+                outcome.requeue(0.0)
             case MergePullRequest():
                 self._merge(snapshot, repo, action, outcome)
             case OpenRevert():
@@ -196,6 +200,17 @@ class Executor:
                 self._emit("closed", snapshot, env.branch, action.comment, pr=action.number)
             case _:
                 assert_never(action)
+
+    def _approve(self, snapshot: Snapshot, repo: Repository, action: ApprovePullRequest) -> None:
+        if not isinstance(self.plugin, Approvals):
+            raise PermanentError(
+                f"the {self.plugin.name} SCM takes approvals in its own UI, not from promoter"
+            )
+        self.plugin.approve_pull_request(repo=repo, number=action.number, user=action.user)
+        env = snapshot.environments[action.environment]
+        fields = {"strategy": snapshot.strategy, "environment": env.branch, "pr": action.number}
+        log.info("pull request approved", extra={**fields, "user": action.user})
+        self._emit("approved", snapshot, env.branch, f"approved by {action.user}", pr=action.number)
 
     def _record(
         self,

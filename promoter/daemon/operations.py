@@ -147,3 +147,12 @@ class Operations:
             },
         )
         return {"promoted": merge.dry_sha, "environment": target.branch, "pr": merge.number}
+
+    def approve(self, strategy: str, environment: str, *, user: str) -> dict[str, Any]:
+        """Approve the environment's open PR as ``user`` (SCMs that take approvals from us)."""
+        target, actions = self._apply(
+            strategy, environment, lambda s, i: rules.approve(s, i, user=user)
+        )
+        (action,) = actions
+        assert action.kind == "approve"
+        return {"approved": action.number, "environment": target.branch, "user": action.user}

@@ -8,18 +8,20 @@ from __future__ import annotations
 
 import itertools
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import datetime
 
-from promoter.config import PromotionStrategy, Repository
+from promoter.config import GateSpec, PromotionStrategy, Repository
 from promoter.engine.ledger_state import EnvLedger
 from promoter.engine.snapshot import AutoRevertPolicy, CommitState, EnvironmentSnapshot, Snapshot
 from promoter.errors import MetadataMissing
 from promoter.git import GitMirror
-from promoter.models import CommitStatus, DryCommit, PullRequest, utcnow
+from promoter.models import CommitStatus, DryCommit, PullRequest, Review, utcnow
 from promoter.state.ledger import GitLedger
 from promoter.state.pulls import MISSING, PullRequestCache
 from promoter.state.statuses import StatusCache
-from scm_plugins.protocol import ScmPlugin
+from scm_plugins.protocol import Reviews, ScmPlugin
 
 log = logging.getLogger("promoter.reader")
 
@@ -31,6 +33,8 @@ class SnapshotReader:
     ledger: GitLedger
     pr_cache: PullRequestCache
     status_url: str = ""
+    clock: Callable[[], datetime] = utcnow
+    """The snapshot's ``now``: the engine's only clock (a test may move it)."""
 
     def statuses(self, repo: Repository, sha: str, *, fresh: bool = False) -> list[CommitStatus]:
         """A SHA's statuses from the cache when complete and fresh, else from the SCM."""
@@ -85,13 +89,21 @@ class SnapshotReader:
                 if proposed.dry_sha and proposed.dry_sha != active.dry_sha:
                     changelog = tuple(self._changelog(mirror, active.dry_sha, proposed.dry_sha))
             ledger = self.ledger.read(mirror, strategy.name, env.branch)
+            gates = tuple(strategy.gates_of(env))
+            reviews, reviews_error = self._reviews(repo, gates, pull_request)
             envs.append(
                 EnvironmentSnapshot(
                     branch=env.branch,
                     proposed_branch=proposed_branch,
                     auto_merge=env.auto_merge,
-                    active_keys=tuple(strategy.active_keys(env)),
-                    proposed_keys=tuple(strategy.proposed_keys(env)),
+                    active_keys=(
+                        *strategy.active_keys(env),
+                        *(g.key for g in gates if g.active),
+                    ),
+                    proposed_keys=(
+                        *strategy.proposed_keys(env),
+                        *(g.key for g in gates if g.http is not None),
+                    ),
                     active=active,
                     proposed=proposed,
                     pull_request=pull_request,
@@ -108,6 +120,9 @@ class SnapshotReader:
                     ),
                     proposed_in_active=_contains(mirror, active, proposed),
                     error=error,
+                    gates=gates,
+                    reviews=reviews,
+                    reviews_error=reviews_error,
                 )
             )
         return Snapshot(
@@ -118,8 +133,21 @@ class SnapshotReader:
             ancestry=self._ancestry(mirror, envs),
             status_url=self.status_url,
             folded_keys=frozenset(getattr(self.plugin, "folded_gate_keys", ())),
-            now=utcnow(),
+            now=self.clock(),
         )
+
+    def _reviews(
+        self, repo: Repository, gates: tuple[GateSpec, ...], pr: PullRequest | None
+    ) -> tuple[tuple[Review, ...] | None, str | None]:
+        """The open PR's reviews, read only when an approval gate needs them."""
+        wanted = [g.approval for g in gates if g.approval is not None]
+        if not wanted or pr is None:
+            return None, None
+        if not isinstance(self.plugin, Reviews):
+            return None, f"approval: the {self.plugin.name} SCM plugin cannot read reviews"
+        teams = sorted({team for approval in wanted for team in approval.teams})
+        found = self.plugin.get_reviews(repo=repo, number=pr.number, teams=teams)
+        return tuple(found), None
 
     def open_pull_request(
         self, repo: Repository, head: str, base: str, tip: str

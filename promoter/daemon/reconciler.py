@@ -11,12 +11,13 @@ import logging
 import threading
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 
 from promoter.config import Config, Repository
 from promoter.daemon.executor import Executor, Observer, Outcome
+from promoter.daemon.probes import Probes
 from promoter.daemon.reader import SnapshotReader
 from promoter.engine import decide
 from promoter.engine.actions import Decision
@@ -54,6 +55,9 @@ class Reconciler:
     pr_cache: PullRequestCache
     status_url: str = ""
     observers: list[Observer] = field(default_factory=list)
+    clock: Callable[[], datetime] = utcnow
+    """What the engine is told the time is (a test may move it)."""
+    probes: Probes = field(default_factory=Probes)
     views: dict[str, StrategyView] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _key_locks: dict[str, threading.Lock] = field(default_factory=dict)
@@ -102,6 +106,11 @@ class Reconciler:
             self.sha_index.track(key, _tracked_shas(snapshot))
             decision = decide(snapshot)
             outcome = executor.run(snapshot, repo, mirror, decision.actions)
+            probed = self.probes.run(snapshot, repo, plugin, self.status_cache)
+            if probed.changed:
+                outcome.requeue(0.0)
+            if probed.next_in is not None:
+                outcome.requeue(probed.next_in)
         except Exception as exc:
             RECONCILE_TOTAL.labels("error").inc()
             self._remember(key, StrategyView(None, None, str(exc), utcnow()), keep_last=True)
@@ -140,7 +149,12 @@ class Reconciler:
 
     def reader(self, key: str, plugin: ScmPlugin) -> SnapshotReader:
         return SnapshotReader(
-            plugin, self.status_cache, self.ledger, self.pr_cache, self._status_url(key)
+            plugin,
+            self.status_cache,
+            self.ledger,
+            self.pr_cache,
+            self._status_url(key),
+            clock=self.clock,
         )
 
     def _status_url(self, key: str) -> str:

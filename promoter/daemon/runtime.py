@@ -9,18 +9,20 @@ It offers the HTTP layer two narrow ports: reading views, and commands.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from datetime import datetime
 from typing import Any
 
 from promoter.config import Config, PromotionStrategy, Repository
 from promoter.daemon.executor import Observer
 from promoter.daemon.operations import Operations
+from promoter.daemon.probes import Probes
 from promoter.daemon.queue import WorkQueue
 from promoter.daemon.reconciler import Reconciler, StrategyView
 from promoter.daemon.scheduler import Scheduler, strategies_of
 from promoter.daemon.workers import Workers
 from promoter.git.pool import MirrorPool
-from promoter.models import CommitStatus
+from promoter.models import CommitStatus, utcnow
 from promoter.state.ledger import GitLedger
 from promoter.state.pulls import PullRequestCache
 from promoter.state.statuses import StatusCache
@@ -40,6 +42,7 @@ class Runtime:
         *,
         plugins: dict[str, ScmPlugin],
         observers: Iterable[Observer] = (),
+        clock: Callable[[], datetime] = utcnow,
     ) -> None:
         self.config = config
         self.state_dir = config.state_path()
@@ -61,6 +64,8 @@ class Runtime:
             pr_cache=self.pr_cache,
             status_url=self.public_url,
             observers=list(observers),
+            clock=clock,
+            probes=Probes(clock=clock),
         )
         self.operations = Operations(self.reconciler)
         self.workers = Workers(self.queue, self.reconciler.reconcile, count=config.daemon.workers)

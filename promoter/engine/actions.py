@@ -141,6 +141,15 @@ class CommentPullRequest(Frozen):
     body: str
 
 
+class ApprovePullRequest(Frozen):
+    """A person approves the open PR of an environment (through an SCM that allows it)."""
+
+    kind: Literal["approve"] = "approve"
+    environment: int
+    number: int
+    user: str
+
+
 class RecordOverride(Frozen):
     """A break-glass promotion, kept in the ledger."""
 
@@ -169,6 +178,7 @@ Action = (
     | ResumeEnvironment
     | PauseEnvironment
     | CommentPullRequest
+    | ApprovePullRequest
     | RecordOverride
     | RequeueAfter
 )
@@ -187,11 +197,13 @@ class EnvState(StrEnum):
 
 
 class GateVerdict(Frozen):
-    """One gate of one environment, with a plain reason."""
+    """One gate of one environment, with a plain reason, and when it may change by itself."""
 
     name: str
     phase: Phase
     reason: str
+    changes_at: datetime | None = None
+    """The instant the verdict changes with no event (a soak ends, a window opens)."""
 
 
 class EnvironmentVerdict(Frozen):

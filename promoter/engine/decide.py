@@ -27,6 +27,7 @@ from promoter.engine.actions import (
     SetCommitStatus,
     UpdatePullRequest,
 )
+from promoter.engine.builtin import published_keys
 from promoter.engine.gates import error_reason, evaluate, is_no_op, phase_of
 from promoter.engine.pr_text import short
 from promoter.engine.revert import judge_revert
@@ -155,7 +156,9 @@ def _promote(snapshot: Snapshot, index: int, proposed: CommitState, active_sha: 
         outcome.actions.extend(_update(index, pr, text))
     outcome.actions.extend(_previous_environment_status(snapshot, index, proposed, gates))
     outcome.actions.extend(_hold_status(snapshot, index, proposed, gates))
+    outcome.actions.extend(_builtin_statuses(snapshot, index, proposed, gates))
     outcome.actions.extend(_gates_status(snapshot, index, proposed, gates))
+    outcome.requeue = _next_change(snapshot, gates)
 
     waiting = [gate.reason for gate in gates if gate.phase is not Phase.SUCCESS]
     if waiting:
@@ -247,6 +250,27 @@ def _hold_status(
     return _publish(snapshot, index, proposed, HOLD_KEY, phase, description)
 
 
+def _builtin_statuses(
+    snapshot: Snapshot, index: int, proposed: CommitState, gates: tuple[GateVerdict, ...]
+) -> list[Action]:
+    """Each configured built-in gate shows as its own check ``promoter/<name>`` on the PR."""
+    keys = published_keys(snapshot, index)
+    return [
+        action
+        for gate in gates
+        if gate.name in keys
+        for action in _publish(snapshot, index, proposed, gate.name, gate.phase, _clip(gate.reason))
+    ]
+
+
+def _next_change(snapshot: Snapshot, gates: tuple[GateVerdict, ...]) -> float | None:
+    """Seconds until the first gate that changes with time alone does (wake up then)."""
+    times = [g.changes_at for g in gates if g.changes_at is not None]
+    if not times:
+        return None
+    return max(0.0, (min(times) - snapshot.now).total_seconds())
+
+
 def _gates_status(
     snapshot: Snapshot, index: int, proposed: CommitState, gates: tuple[GateVerdict, ...]
 ) -> list[Action]:
@@ -260,7 +284,8 @@ def _gates_status(
     out of it, or each would wait for the other.
     """
     env = snapshot.environments[index]
-    shown = {*env.proposed_keys, PREVIOUS_ENVIRONMENT_KEY, HOLD_KEY}
+    shown = {*env.proposed_keys, *published_keys(snapshot, index)}
+    shown |= {PREVIOUS_ENVIRONMENT_KEY, HOLD_KEY}
     unshown = [g for g in gates if g.phase is not Phase.SUCCESS and g.name not in shown]
     if env.auto_merge and not unshown and proposed.status(GATES_KEY) is None:
         return []

@@ -3,8 +3,8 @@ reading of an environment's position they share with ``decide``.
 
 A gate is any callable ``(snapshot, index) -> GateVerdict``. ``gates_for`` lists
 the gates of one environment: one per proposed status key, the previous
-environment for ``index > 0``, then ``BUILTIN_GATES``. A new built-in gate (soak
-time, schedule window, manual approval, hold) is one more function in that tuple.
+environment for ``index > 0``, the configured built-in gates (``engine.builtin``),
+then ``BUILTIN_GATES`` (holds and pauses).
 """
 
 from __future__ import annotations
@@ -12,7 +12,9 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from promoter.config.gates import GateSpec
 from promoter.engine.actions import HOLD_KEY, PREVIOUS_ENVIRONMENT_KEY, GateVerdict
+from promoter.engine.builtin import PURE_KINDS, evaluate_builtin
 from promoter.engine.pr_text import short, unique
 from promoter.engine.snapshot import CommitState, EnvironmentSnapshot, Snapshot
 from promoter.models import Phase
@@ -152,8 +154,19 @@ def gates_for(snapshot: Snapshot, index: int) -> tuple[Gate, ...]:
     gates: list[Gate] = [ProposedStatus(key) for key in unique(env.proposed_keys)]
     if index > 0:
         gates.append(previous_environment)
+    gates.extend(Configured(spec) for spec in env.gates if spec.kind in PURE_KINDS)
     gates.extend(BUILTIN_GATES)
     return tuple(gates)
+
+
+@dataclass(frozen=True)
+class Configured:
+    """A built-in gate configured under ``gates:`` (soak, window, approval, commit message)."""
+
+    spec: GateSpec
+
+    def __call__(self, snapshot: Snapshot, index: int) -> GateVerdict | None:
+        return evaluate_builtin(self.spec, snapshot, index)
 
 
 def evaluate(snapshot: Snapshot, index: int) -> tuple[GateVerdict, ...]:

@@ -11,6 +11,7 @@ from datetime import datetime
 
 from promoter.engine.actions import (
     Action,
+    ApprovePullRequest,
     CommentPullRequest,
     Frozen,
     HoldDryCommit,
@@ -178,3 +179,14 @@ def promote(
         ),
         RecordOverride(environment=index, dry_sha=proposed, reason=reason, at=now),
     ]
+
+
+def approve(snapshot: Snapshot, index: int, *, user: str) -> list[Action] | Refusal:
+    """Approve the environment's open promotion PR as ``user``."""
+    if not user.strip():
+        return Refusal(reason="an approval needs a user", status=422)
+    env = snapshot.environments[index]
+    pr = env.pull_request
+    if pr is None:
+        return Refusal(reason=f"{env.branch} has no open pull request to approve")
+    return [ApprovePullRequest(environment=index, number=pr.number, user=user.strip())]

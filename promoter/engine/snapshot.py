@@ -9,8 +9,9 @@ from datetime import datetime
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from promoter.config.gates import GateSpec
 from promoter.engine.ledger_state import EnvLedger, HealthyRecord
-from promoter.models import CommitStatus, DryCommit, PullRequest
+from promoter.models import CommitStatus, DryCommit, PullRequest, Review
 
 
 class Frozen(BaseModel):
@@ -62,6 +63,15 @@ class EnvironmentSnapshot(Frozen):
         "(e.g. merged, then reverted): an SCM refuses a PR for it.",
     )
     error: str | None = Field(default=None, description="Reading this environment failed.")
+    gates: tuple[GateSpec, ...] = Field(
+        default=(), description="Built-in gates configured on this environment (rule 5)."
+    )
+    reviews: tuple[Review, ...] | None = Field(
+        default=None,
+        description="Reviews of the open PR; None when not read (no approval gate, no PR) "
+        "or when the SCM plugin cannot read them (see reviews_error).",
+    )
+    reviews_error: str | None = None
 
     @property
     def last_healthy(self) -> HealthyRecord | None:

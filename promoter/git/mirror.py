@@ -37,8 +37,8 @@ from promoter.git.runner import git_error
 from promoter.metrics import GIT_FETCHES_TOTAL, GIT_LS_REMOTE_TOTAL
 from promoter.models import SHA_RE, DryCommit, HydratorMetadata
 
-LOG_FORMAT = "%H%x1f%s%x1f%an%x1f%aI%x1e"
-"""``git log`` records: SHA, subject, author, date (unit and record separators)."""
+LOG_FORMAT = "%H%x1f%s%x1f%an%x1f%aI%x1f%b%x1e"
+"""``git log`` records: SHA, subject, author, date, body (unit and record separators)."""
 
 
 def parse_log(out: str) -> list[DryCommit]:
@@ -46,10 +46,12 @@ def parse_log(out: str) -> list[DryCommit]:
     commits = []
     for record in out.split("\x1e"):
         fields = record.strip("\n").split("\x1f")
-        if len(fields) == 4:
-            sha, subject, author, date = fields
+        if len(fields) == 5:
+            sha, subject, author, date, body = fields
             when = datetime.fromisoformat(date) if date else None
-            commits.append(DryCommit(sha=sha, subject=subject, author=author, date=when))
+            commits.append(
+                DryCommit(sha=sha, subject=subject, author=author, date=when, body=body.strip())
+            )
     return commits
 
 

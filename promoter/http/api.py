@@ -40,7 +40,7 @@ class StatusBody(BaseModel):
     url: str = Field(default="", max_length=2048)
 
 
-OPERATIONS = ("revert", "hold", "release", "promote")
+OPERATIONS = ("revert", "hold", "release", "promote", "approve")
 
 
 class OperationBody(BaseModel):
@@ -49,6 +49,7 @@ class OperationBody(BaseModel):
     reason: str = ""
     to: str | None = None
     dry_sha: str | None = Field(default=None, alias="drySha")
+    user: str = Field(default="promoter-cli", max_length=255)
 
 
 def is_loopback(host: str) -> bool:
@@ -196,6 +197,7 @@ class Api:
             ),
             "release": lambda: ops.release(name, body.environment, dry_sha=body.dry_sha),
             "promote": lambda: ops.promote(name, body.environment, reason=body.reason),
+            "approve": lambda: ops.approve(name, body.environment, user=body.user),
         }
         try:
             result = await run_in_threadpool(calls[operation])

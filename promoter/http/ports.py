@@ -45,6 +45,8 @@ class Operations(Protocol):
 
     def promote(self, strategy: str, environment: str, *, reason: str) -> dict[str, Any]: ...
 
+    def approve(self, strategy: str, environment: str, *, user: str) -> dict[str, Any]: ...
+
 
 class Commands(Protocol):
     """Writes that reach the SCM or the queue."""

@@ -11,7 +11,7 @@ from collections.abc import Collection, Mapping
 
 from promoter.config import GitHubProvider, Repository, ScmProvider
 from promoter.errors import ConfigError
-from promoter.models import CommitStatus, PullRequest
+from promoter.models import CommitStatus, PullRequest, Review
 from scm_plugins.calls import ScmCalls
 from scm_plugins.github.api import RepoApi
 from scm_plugins.github.auth import (
@@ -24,6 +24,7 @@ from scm_plugins.github.auth import (
 from scm_plugins.github.client import GitHubClient
 from scm_plugins.github.errors import translate
 from scm_plugins.github.pulls import Pulls
+from scm_plugins.github.reviews import Reviews
 from scm_plugins.github.statuses import Statuses
 
 
@@ -52,6 +53,7 @@ class GitHubScm:
         )
         self._pulls = Pulls(api, merge_method=config.merge_method)
         self._statuses = Statuses(api, mode=config.status_checks)
+        self._reviews = Reviews(api)
 
     # --- PullRequests ----------------------------------------------------------------
 
@@ -109,6 +111,11 @@ class GitHubScm:
         self._statuses.set(repo=repo, sha=sha, status=status)
 
     # --- GitCredentials --------------------------------------------------------------
+
+    def get_reviews(
+        self, *, repo: Repository, number: int, teams: Collection[str] = ()
+    ) -> list[Review]:
+        return self._reviews.get(repo=repo, number=number, teams=teams)
 
     def git_environment(self, *, repo: Repository) -> Mapping[str, str]:
         return git_environment(repo=repo, token=lambda: self._credentials.token(repo=repo))

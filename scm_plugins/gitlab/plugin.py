@@ -14,9 +14,10 @@ from gitlab.v4.objects import Project
 
 from promoter.config import GitLabProvider, Repository, ScmProvider
 from promoter.errors import ConfigError
-from promoter.models import CommitStatus, PullRequest
+from promoter.models import CommitStatus, PullRequest, Review
 from scm_plugins.calls import ScmCalls
 from scm_plugins.gitlab import credentials, statuses
+from scm_plugins.gitlab.approvals import Approvals
 from scm_plugins.gitlab.client import connect
 from scm_plugins.gitlab.errors import translate
 from scm_plugins.gitlab.merge_requests import MergeRequests
@@ -42,6 +43,7 @@ class GitLabScm:
             calls=self._calls,
         )
         self._mrs = MergeRequests(calls=self._calls, squash=self._config.squash)
+        self._approvals = Approvals(calls=self._calls, gl=self._gl)
         # GitLab adds the promoter's commit statuses to the SHA's latest pipeline.
         self.folded_gate_keys = frozenset({self._config.pipeline_gate_key})
         self._projects: dict[int | str, Project] = {}
@@ -126,6 +128,11 @@ class GitLabScm:
         statuses.write_status(self._project(repo), sha=sha, status=status, calls=self._calls)
 
     # --- git credentials ---------------------------------------------------------------
+
+    def get_reviews(
+        self, *, repo: Repository, number: int, teams: Collection[str] = ()
+    ) -> list[Review]:
+        return self._approvals.get(self._project(repo), number=number, groups=teams)
 
     def git_environment(self, *, repo: Repository) -> Mapping[str, str]:
         return credentials.git_environment(

@@ -21,7 +21,7 @@ from promoter.config import Repository, ScmProvider
 from promoter.errors import GitError, ScmConflict, ScmError, ScmNotFound, ScmUnavailable
 from promoter.git.identity import identity_env, noninteractive_env
 from promoter.git.runner import run_git
-from promoter.models import CommitStatus, PullRequest, PullRequestState
+from promoter.models import CommitStatus, PullRequest, PullRequestState, Review
 from scm_plugins.calls import ScmCalls
 from scm_plugins.local.store import LocalStore
 
@@ -221,6 +221,22 @@ class LocalScm:
             if self.store.get(repo.name, number) is None:
                 raise ScmNotFound(f"pull request {number} not found in {repo.name}")
             self.store.add_comment(number, body)
+
+    def approve_pull_request(self, *, repo: Repository, number: int, user: str) -> None:
+        """Approve open PR ``number`` as ``user``, on its current head."""
+
+        with self._calls.call("approve_pull_request", repository=repo.name, pr=number):
+            row = self._open_row(repo, number)
+            self.store.add_review(repo.name, number, user, self._tip(repo, row["head"]) or "")
+
+    def get_reviews(
+        self, *, repo: Repository, number: int, teams: Collection[str] = ()
+    ) -> list[Review]:
+        """The approvals given with ``promoter approve`` (the local SCM has no teams)."""
+
+        with self._calls.call("get_reviews", repository=repo.name, pr=number):
+            rows = self.store.reviews(repo.name, number)
+        return [Review(user=r["user"], approved=True, commit_sha=r["commit_sha"]) for r in rows]
 
     def pull_requests(self, *, repo: Repository) -> list[PullRequest]:
         """Every PR of the repository, oldest first (for status pages and tests)."""

@@ -29,6 +29,10 @@ CREATE UNIQUE INDEX IF NOT EXISTS one_open_pr
 CREATE TABLE IF NOT EXISTS comments (
     pr_id INTEGER NOT NULL, body TEXT NOT NULL, created_at TEXT NOT NULL
 );
+CREATE TABLE IF NOT EXISTS reviews (
+    repo TEXT NOT NULL, pr_id INTEGER NOT NULL, user TEXT NOT NULL,
+    commit_sha TEXT NOT NULL, created_at TEXT NOT NULL
+);
 CREATE TABLE IF NOT EXISTS statuses (
     repo TEXT NOT NULL, sha TEXT NOT NULL, key TEXT NOT NULL, phase TEXT NOT NULL,
     description TEXT NOT NULL, url TEXT NOT NULL, updated_at TEXT NOT NULL,
@@ -118,6 +122,19 @@ class LocalStore:
         self._db().execute(
             f"UPDATE pull_requests SET {columns} WHERE repo = ? AND id = ?",
             (*values.values(), repo, number),
+        )
+
+    def add_review(self, repo: str, number: int, user: str, commit_sha: str) -> None:
+        self._db().execute(
+            "INSERT INTO reviews (repo, pr_id, user, commit_sha, created_at) VALUES (?,?,?,?,?)",
+            (repo, number, user, commit_sha, _now()),
+        )
+
+    def reviews(self, repo: str, number: int) -> list[sqlite3.Row]:
+        return list(
+            self._db().execute(
+                "SELECT * FROM reviews WHERE repo = ? AND pr_id = ? ORDER BY rowid", (repo, number)
+            )
         )
 
     def add_comment(self, number: int, body: str) -> None:

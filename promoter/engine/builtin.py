@@ -1,0 +1,143 @@
+"""The built-in gates configured on an environment (rule 5): soak, windows, approvals,
+commit-message rules. Pure: each reads the snapshot and ``snapshot.now`` only.
+
+Each verdict carries ``changes_at`` when time alone will change it (a soak ending, a
+window edge), so the strategy is woken at that instant. HTTP checks and Argo CD / Flux
+health are judged outside the engine and arrive as commit statuses under the gate's key.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+import jmespath
+
+from promoter.config.gates import Approval, CommitMessage, GateSpec, Soak, Windows
+from promoter.engine.actions import GateVerdict
+from promoter.engine.messages import has_trailer, record, trailers
+from promoter.engine.pr_text import short
+from promoter.engine.snapshot import Snapshot
+from promoter.engine.windows import describe, window_state
+from promoter.models import Phase
+
+PURE_KINDS = frozenset({"soak", "window", "approval", "commit_message"})
+"""Kinds the engine judges itself; the others arrive as commit statuses."""
+
+
+def _at(when: datetime) -> str:
+    return f"{when:%Y-%m-%d %H:%M} UTC"
+
+
+def soak(spec: Soak, key: str, snapshot: Snapshot, index: int) -> GateVerdict | None:
+    """The previous environment has run this dry commit (or a newer one) healthy long enough."""
+    if index == 0:
+        return None
+    env, previous = snapshot.environments[index], snapshot.environments[index - 1]
+    proposed = env.proposed.dry_sha if env.proposed is not None else None
+    if proposed is None:
+        return GateVerdict(name=key, phase=Phase.PENDING, reason="soak: no proposed commit")
+    since = min(
+        (
+            r.healthy_since
+            for r in previous.ledger.healthy
+            if snapshot.descends(r.dry_sha, proposed)
+        ),
+        default=None,
+    )
+    needed = timedelta(seconds=spec.duration)
+    if since is None:
+        reason = f"soak: waiting for {previous.branch} to run {short(proposed)} healthy"
+        return GateVerdict(name=key, phase=Phase.PENDING, reason=reason)
+    ends = since + needed
+    if snapshot.now >= ends:
+        reason = f"soak: {previous.branch} healthy on {short(proposed)} since {_at(since)}"
+        return GateVerdict(name=key, phase=Phase.SUCCESS, reason=reason)
+    reason = f"soak: {previous.branch} healthy since {_at(since)}; passes at {_at(ends)}"
+    return GateVerdict(name=key, phase=Phase.PENDING, reason=reason, changes_at=ends)
+
+
+def window(spec: Windows, key: str, snapshot: Snapshot) -> GateVerdict:
+    """Inside an allow window and no deny window."""
+    state = window_state(spec, snapshot.now)
+    when = describe(state.changes_at, spec.time_zone) if state.changes_at else None
+    if state.open:
+        reason = f"window open until {when}" if when else "window open"
+        return GateVerdict(name=key, phase=Phase.SUCCESS, reason=reason)
+    reason = f"window opens {when}" if when else "no window opens again"
+    return GateVerdict(name=key, phase=Phase.PENDING, reason=reason, changes_at=state.changes_at)
+
+
+def approval(spec: Approval, key: str, snapshot: Snapshot, index: int) -> GateVerdict:
+    """Enough approvals from the right people on the open PR, or the approving label."""
+    env = snapshot.environments[index]
+    pr = env.pull_request
+    if pr is None:
+        return GateVerdict(name=key, phase=Phase.PENDING, reason="approval: no pull request yet")
+    if spec.label is not None and spec.label in pr.labels:
+        return GateVerdict(name=key, phase=Phase.SUCCESS, reason=f"approved by label {spec.label}")
+    if env.reviews is None:
+        reason = env.reviews_error or "approval: reviews not read yet"
+        return GateVerdict(name=key, phase=Phase.PENDING, reason=reason)
+    latest = {r.user: r for r in env.reviews}  # a person's latest review counts
+    approvers = sorted(
+        user
+        for user, review in latest.items()
+        if review.approved
+        and (not spec.reset_on_push or not review.commit_sha or review.commit_sha == pr.head_sha)
+        and (not spec.users or user in spec.users)
+        and (not spec.teams or set(spec.teams) & set(review.teams))
+    )
+    who = " or ".join(filter(None, [", ".join(spec.users), ", ".join(spec.teams)]))
+    if len(approvers) >= spec.count:
+        reason = f"approved by {', '.join(approvers)}"
+        return GateVerdict(name=key, phase=Phase.SUCCESS, reason=reason)
+    wanted = f"{spec.count} approval{'s' if spec.count > 1 else ''}" + (
+        f" from {who}" if who else ""
+    )
+    label = f" or the label {spec.label}" if spec.label else ""
+    reason = f"waiting for {wanted}{label} ({len(approvers)} so far)"
+    return GateVerdict(name=key, phase=Phase.PENDING, reason=reason)
+
+
+def commit_message(spec: CommitMessage, key: str, snapshot: Snapshot, index: int) -> GateVerdict:
+    """Every dry commit being promoted passes the message rules."""
+    env = snapshot.environments[index]
+    problems: list[str] = []
+    block_if = jmespath.compile(spec.block_if) if spec.block_if else None
+    for commit in env.changelog:
+        found = trailers(commit.body)
+        name = short(commit.sha)
+        problems += [f"{name} has {t}" for t in spec.block_trailers if has_trailer(found, t)]
+        problems += [
+            f"{name} lacks {t}"
+            for t in spec.require_trailers
+            if not any(k.lower() == t.lower() for k in found)
+        ]
+        if block_if is not None and block_if.search(record(commit)):
+            problems.append(f"{name} matches {spec.block_if}")
+    if problems:
+        reason = "commit message: " + "; ".join(problems)
+        return GateVerdict(name=key, phase=Phase.FAILURE, reason=reason)
+    count = len(env.changelog)
+    reason = f"commit messages pass ({count} commit{'s' if count != 1 else ''})"
+    return GateVerdict(name=key, phase=Phase.SUCCESS, reason=reason)
+
+
+def evaluate_builtin(gate: GateSpec, snapshot: Snapshot, index: int) -> GateVerdict | None:
+    """The verdict of one configured gate the engine judges, or None for the other kinds."""
+    key = gate.key
+    if gate.soak is not None:
+        return soak(gate.soak, key, snapshot, index)
+    if gate.window is not None:
+        return window(gate.window, key, snapshot)
+    if gate.approval is not None:
+        return approval(gate.approval, key, snapshot, index)
+    if gate.commit_message is not None:
+        return commit_message(gate.commit_message, key, snapshot, index)
+    return None
+
+
+def published_keys(snapshot: Snapshot, index: int) -> frozenset[str]:
+    """The keys of the gates the engine judges and publishes on the PR head."""
+    env = snapshot.environments[index]
+    return frozenset(g.key for g in env.gates if g.kind in PURE_KINDS)
