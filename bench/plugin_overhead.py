@@ -55,7 +55,9 @@ def run(calls: int) -> dict[str, Any]:
     commit_files(bare, "main", {"a.txt": "a\n"}, "base")
     head = commit_files(bare, "next", {"a.txt": "b\n"}, "head")
     repo = Repository(name="r", url=str(bare), scm_provider="p")
-    inproc = LocalScm(provider=ScmProvider(name="p", local=LocalProvider()), state_dir=str(root / "in"))
+    inproc = LocalScm(
+        provider=ScmProvider(name="p", local=LocalProvider()), state_dir=str(root / "in")
+    )
     command = [sys.executable, "-m", "scm_plugins.local", "--plugin"]
     outproc = ExternalScm(
         provider=ScmProvider(name="p", plugin=ExternalPlugin(command=command)),
@@ -70,11 +72,11 @@ def run(calls: int) -> dict[str, Any]:
             )
         ops: dict[str, Callable[[Any], Callable[[], object]]] = {
             "get_commit_statuses": lambda p: lambda: p.get_commit_statuses(repo=repo, sha=head),
-            "set_commit_status": lambda p: lambda: p.set_commit_status(
-                repo=repo, sha=head, status=status
+            "set_commit_status": lambda p: (
+                lambda: p.set_commit_status(repo=repo, sha=head, status=status)
             ),
-            "find_open_pull_request": lambda p: lambda: p.find_open_pull_request(
-                repo=repo, head="next", base="main"
+            "find_open_pull_request": lambda p: (
+                lambda: p.find_open_pull_request(repo=repo, head="next", base="main")
             ),
         }
         for name, make in ops.items():
@@ -119,9 +121,13 @@ def main() -> int:
                 f"  {name:<24} {v['in_process_ms']:8.3f} {v['out_of_process_ms']:8.3f} "
                 f"{v['overhead_ms']:8.3f}  (p99 out of process {v['out_of_process_p99_ms']:.3f})"
             )
-    summary.append(f"  4 threads through one plugin: {results['threads_4_per_call_ms']:.3f} ms/call")
-    summary.append(f"target: overhead <= {TARGET_OVERHEAD_MS} ms per call: "
-                   + ("met" if worst <= TARGET_OVERHEAD_MS else "MISSED"))
+    summary.append(
+        f"  4 threads through one plugin: {results['threads_4_per_call_ms']:.3f} ms/call"
+    )
+    summary.append(
+        f"target: overhead <= {TARGET_OVERHEAD_MS} ms per call: "
+        + ("met" if worst <= TARGET_OVERHEAD_MS else "MISSED")
+    )
     common.report(figures, summary)
     return 0 if worst <= TARGET_OVERHEAD_MS else 1
 

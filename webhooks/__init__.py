@@ -1,4 +1,5 @@
-"""Webhook receivers for GitHub, GitLab and Forgejo/Gitea: verify, de-duplicate, normalise, enqueue, answer 202.
+"""Webhook receivers for GitHub, GitLab and Forgejo/Gitea: verify, de-duplicate, normalise, enqueue,
+answer 202.
 
 The daemon mounts what ``build_routes`` returns::
 

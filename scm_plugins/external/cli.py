@@ -43,7 +43,7 @@ def _pairs(values: list[str], what: str) -> dict[str, str]:
 
 def _spec(args: argparse.Namespace, name: str | None) -> ExternalPlugin:
     settings: dict[str, Any] = _pairs(args.setting, "--setting")
-    secrets = {k: SecretRef(fromEnv=v) for k, v in _pairs(args.secret_env, "--secret-env").items()}
+    secrets = {k: SecretRef(from_env=v) for k, v in _pairs(args.secret_env, "--secret-env").items()}
     command = shlex.split(args.command) if args.command else None
     return ExternalPlugin(
         name=None if command else name,

@@ -97,24 +97,35 @@ class _Kit:
         )
         _expect(pr.state is PullRequestState.OPEN, f"state {pr.state}")
         _expect(pr.head_sha == self.head, f"head {pr.head_sha[:7]} is not {self.head[:7]}")
-        _expect((pr.head_branch, pr.base_branch) == (s.branch("head"), s.branch("base")), "branches")
+        _expect(
+            (pr.head_branch, pr.base_branch) == (s.branch("head"), s.branch("base")), "branches"
+        )
         self.number = pr.number
         return f"#{pr.number}"
 
     def reopen(self) -> str:
         s = self.scratch
         again = self.host.open_pull_request(
-            repo=self.repo, head=s.branch("head"), base=s.branch("base"), title="again",
-            body="", labels=(),
+            repo=self.repo,
+            head=s.branch("head"),
+            base=s.branch("base"),
+            title="again",
+            body="",
+            labels=(),
         )
         _expect(again.number == self.number, f"a second PR #{again.number} was opened")
-        found = self.host.find_open_pull_request(repo=self.repo, head=s.branch("head"), base=s.branch("base"))
+        found = self.host.find_open_pull_request(
+            repo=self.repo, head=s.branch("head"), base=s.branch("base")
+        )
         _expect(found is not None and found.number == self.number, "find_open does not find it")
         return "same PR"
 
     def update(self) -> str:
         pr = self.host.update_pull_request(
-            repo=self.repo, number=self.number, title="conformance: updated", body="new body",
+            repo=self.repo,
+            number=self.number,
+            title="conformance: updated",
+            body="new body",
             labels=("promotion", "conformance"),
         )
         _expect(pr.title == "conformance: updated", f"title {pr.title!r}")
@@ -125,9 +136,13 @@ class _Kit:
 
     def statuses(self) -> str:
         for phase in (Phase.PENDING, Phase.SUCCESS):
-            status = CommitStatus(key=KEY, phase=phase, description=phase.value, updated_at=utcnow())
+            status = CommitStatus(
+                key=KEY, phase=phase, description=phase.value, updated_at=utcnow()
+            )
             self.host.set_commit_status(repo=self.repo, sha=self.head, status=status)
-        found = [s for s in self.host.get_commit_statuses(repo=self.repo, sha=self.head) if s.key == KEY]
+        found = [
+            s for s in self.host.get_commit_statuses(repo=self.repo, sha=self.head) if s.key == KEY
+        ]
         _expect(len(found) == 1, f"{len(found)} statuses for {KEY}, want the latest only")
         _expect(found[0].phase is Phase.SUCCESS, f"phase {found[0].phase}")
         only = self.host.get_commit_statuses(repo=self.repo, sha=self.head, keys=[KEY])
@@ -153,7 +168,9 @@ class _Kit:
         tip = self.scratch.tip(self.scratch.branch("base"))
         _expect(tip == sha, f"base is at {str(tip)[:7]}, the merge said {sha[:7]}")
         s = self.scratch
-        found = self.host.find_open_pull_request(repo=self.repo, head=s.branch("head"), base=s.branch("base"))
+        found = self.host.find_open_pull_request(
+            repo=self.repo, head=s.branch("head"), base=s.branch("base")
+        )
         _expect(found is None, "the merged PR is still open")
         return f"merged as {sha[:7]}"
 
@@ -161,12 +178,18 @@ class _Kit:
         s = self.scratch
         s.commit(s.branch("other"), "other", parent=s.branch("base"))
         pr = self.host.open_pull_request(
-            repo=self.repo, head=s.branch("other"), base=s.branch("base"), title="to close",
-            body="", labels=(),
+            repo=self.repo,
+            head=s.branch("other"),
+            base=s.branch("base"),
+            title="to close",
+            body="",
+            labels=(),
         )
         self.host.comment_pull_request(repo=self.repo, number=pr.number, body="a comment")
         self.host.close_pull_request(repo=self.repo, number=pr.number, comment="closing")
-        found = self.host.find_open_pull_request(repo=self.repo, head=s.branch("other"), base=s.branch("base"))
+        found = self.host.find_open_pull_request(
+            repo=self.repo, head=s.branch("other"), base=s.branch("base")
+        )
         _expect(found is None, "the closed PR is still open")
         return f"#{pr.number} closed"
 

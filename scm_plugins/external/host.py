@@ -47,7 +47,9 @@ HUNG_AFTER_TIMEOUTS = 3
 
 def _translate(exc: BaseException) -> ScmError | None:
     if isinstance(exc, ValidationError):
-        return PluginError(f"a plugin answered with an invalid message: {exc.error_count()} error(s)")
+        return PluginError(
+            f"a plugin answered with an invalid message: {exc.error_count()} error(s)"
+        )
     if isinstance(exc, OSError):
         return ScmUnavailable(f"cannot start the plugin: {exc}")
     return None
@@ -114,9 +116,7 @@ class ExternalScm:
                 self._not_before = now + min(delay, MAX_BACKOFF)
                 self._process = None
                 process.stop(grace=0.5)
-                log.warning(
-                    "plugin crashed", extra={"plugin": self.name, "crashes": self._crashes}
-                )
+                log.warning("plugin crashed", extra={"plugin": self.name, "crashes": self._crashes})
             if now < self._not_before:
                 wait = self._not_before - now
                 raise ScmUnavailable(f"plugin {self.name} restarts in {wait:.1f}s", delay=wait)

@@ -29,7 +29,9 @@ class RepositoryRef(Message):
 
     @classmethod
     def of(cls, repo: Repository) -> RepositoryRef:
-        return cls(name=repo.name, url=repo.url, full_path=repo.full_path, project_id=repo.project_id)
+        return cls(
+            name=repo.name, url=repo.url, full_path=repo.full_path, project_id=repo.project_id
+        )
 
     def repository(self, provider: str) -> Repository:
         return Repository(
@@ -52,7 +54,9 @@ class Capabilities(Message):
 
 
 class InitializeParams(Message):
-    protocol_versions: list[str] = Field(description="Versions the promoter speaks, preferred first.")
+    protocol_versions: list[str] = Field(
+        description="Versions the promoter speaks, preferred first."
+    )
     provider: str = Field(description="The scmProviders entry this process serves.")
     settings: dict[str, Any] = Field(default_factory=dict)
     secrets: dict[str, str] = Field(default_factory=dict, description="Resolved secrets.")

@@ -16,6 +16,7 @@ import logging
 import subprocess
 import threading
 from collections.abc import Mapping
+from contextlib import suppress
 from typing import IO, Any
 
 from promoter.errors import ScmUnavailable
@@ -95,7 +96,9 @@ class PluginProcess:
         if "error" in answer:
             raise from_error_object(answer["error"], plugin=self.label)
         if "result" not in answer:
-            raise PluginError(f"plugin {self.label} answered {method} with neither result nor error")
+            raise PluginError(
+                f"plugin {self.label} answered {method} with neither result nor error"
+            )
         return answer["result"]
 
     def _send(self, message: dict[str, Any]) -> None:
@@ -115,7 +118,9 @@ class PluginProcess:
                 try:
                     message = wire.read_message(stream)
                 except wire.FramingError as exc:
-                    log.warning("plugin wrote a malformed message", extra=self._fields(error=str(exc)))
+                    log.warning(
+                        "plugin wrote a malformed message", extra=self._fields(error=str(exc))
+                    )
                     continue
                 if message is None:
                     break
@@ -139,7 +144,7 @@ class PluginProcess:
                 log.warning("plugin exited", extra=self._fields(returncode=self.proc.poll()))
 
     def _log(self, stream: IO[bytes]) -> None:
-        """Each stderr line becomes a log line tagged with the plugin; JSON lines keep their level."""
+        """Each stderr line becomes a log line tagged with the plugin (JSON lines keep a level)."""
         for raw in iter(stream.readline, b""):
             line = raw.decode("utf-8", errors="replace").rstrip()
             if not line:
@@ -163,15 +168,11 @@ class PluginProcess:
         """Ask the plugin to shut down, close its stdin, and kill it if it lingers."""
         self._stopping = True
         if self.alive:
-            try:
+            with suppress(Exception):  # it may die meanwhile, or not answer: it is stopped anyway
                 self.call("shutdown", {}, timeout=grace)
-            except Exception:
-                pass
         if self.proc.stdin is not None:
-            try:
+            with suppress(OSError):
                 self.proc.stdin.close()
-            except OSError:
-                pass
         try:
             self.proc.wait(grace)
         except subprocess.TimeoutExpired:

@@ -156,7 +156,9 @@ def serve(
     handler.setFormatter(_JsonLines())
     logging.basicConfig(level=logging.INFO, handlers=[handler], force=True)
     source = stdin or sys.stdin.buffer
-    server = _Server(build, name, version, capabilities or m.Capabilities(), stdout or sys.stdout.buffer)
+    server = _Server(
+        build, name, version, capabilities or m.Capabilities(), stdout or sys.stdout.buffer
+    )
     with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="plugin") as pool:
         while True:
             try:

@@ -7,7 +7,7 @@ line is a whole message. Lines longer than ``MAX_LINE`` are refused.
 from __future__ import annotations
 
 import json
-from typing import Any, BinaryIO
+from typing import IO, Any
 
 PROTOCOL = "promoter.scm/v1"
 SUPPORTED = (PROTOCOL,)
@@ -36,7 +36,7 @@ def decode(line: bytes) -> dict[str, Any]:
     return value
 
 
-def read_message(stream: BinaryIO) -> dict[str, Any] | None:
+def read_message(stream: IO[bytes]) -> dict[str, Any] | None:
     """The next message, None at end of stream; blank lines are skipped."""
     while True:
         line = stream.readline(MAX_LINE + 1)

@@ -75,7 +75,9 @@ class ForgejoApi:
             )
         except requests.RequestException as exc:
             raise ScmUnavailable(f"{what}: {type(exc).__name__}") from exc
-        log.debug("forgejo call", extra={"method": method, "path": path, "status": response.status_code})
+        log.debug(
+            "forgejo call", extra={"method": method, "path": path, "status": response.status_code}
+        )
         if response.status_code >= 400:
             raise error_for(response, what)
         if not response.content:

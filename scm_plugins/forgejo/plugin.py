@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 from collections.abc import Collection, Mapping
+from typing import Any
 from urllib.parse import urlsplit
 
 from promoter.config import Repository
@@ -123,14 +124,16 @@ class ForgejoScm:
         self.api.request("PATCH", f"{self._repo(repo)}/pulls/{number}", json={"state": "closed"})
 
     def comment_pull_request(self, *, repo: Repository, number: int, body: str) -> None:
-        self.api.request("POST", f"{self._repo(repo)}/issues/{number}/comments", json={"body": body})
+        self.api.request(
+            "POST", f"{self._repo(repo)}/issues/{number}/comments", json={"body": body}
+        )
 
     # --- statuses and credentials ----------------------------------------------------
 
     def get_commit_statuses(
         self, *, repo: Repository, sha: str, keys: Collection[str] | None = None
     ) -> list[CommitStatus]:
-        items: list[dict[str, object]] = []
+        items: list[dict[str, Any]] = []
         page = 1
         while True:
             found = self.api.request(
@@ -142,7 +145,7 @@ class ForgejoScm:
             if not found or len(found) < PAGE:
                 break
             page += 1
-        return convert.latest_statuses(items)  # type: ignore[arg-type]
+        return convert.latest_statuses(items)
 
     def set_commit_status(self, *, repo: Repository, sha: str, status: CommitStatus) -> None:
         self.api.request(

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-TEMPLATE = '''#!{python}
+TEMPLATE = """#!{python}
 import json, os, sys
 record = {record!r}
 sys.stderr.write("hello from the plugin\\n")
@@ -24,13 +24,15 @@ for line in sys.stdin:
     else:
         error = {{"code": -32003, "message": "slow down", "data": {{"retryAfter": 7}}}}
         print(json.dumps({{"jsonrpc": "2.0", "id": msg["id"], "error": error}}), flush=True)
-'''
+"""
 
 
 def write_plugin(directory: Path, name: str, *, version: str, record: Path | None = None) -> Path:
     path = directory / f"promoter-scm-{name}"
     path.write_text(
-        TEMPLATE.format(python=sys.executable, record=str(record) if record else "", version=version)
+        TEMPLATE.format(
+            python=sys.executable, record=str(record) if record else "", version=version
+        )
     )
     path.chmod(0o755)
     return path

@@ -70,7 +70,9 @@ def test_a_plugin_speaking_another_protocol_version_is_refused_with_a_clear_mess
 ) -> None:
     write_plugin(tmp_path, "future", version="promoter.scm/v9")
     with pytest.raises(PluginError) as refused:
-        ExternalScm(provider=provider(name="future", directory=str(tmp_path)), state_dir=str(tmp_path))
+        ExternalScm(
+            provider=provider(name="future", directory=str(tmp_path)), state_dir=str(tmp_path)
+        )
     assert "promoter.scm/v9" in str(refused.value)
     assert "promoter.scm/v1" in str(refused.value)
 
@@ -112,7 +114,9 @@ def test_the_plugins_stderr_lines_become_log_lines_tagged_with_the_plugin(
 ) -> None:
     write_plugin(tmp_path, "talker", version="promoter.scm/v1")
     with caplog.at_level(logging.INFO, logger="promoter.plugins"):
-        host = ExternalScm(provider=provider(name="talker", directory=str(tmp_path)), state_dir=str(tmp_path))
+        host = ExternalScm(
+            provider=provider(name="talker", directory=str(tmp_path)), state_dir=str(tmp_path)
+        )
         time.sleep(0.2)
         host.close()
     lines = [r for r in caplog.records if r.getMessage() == "plugin log"]
@@ -123,7 +127,9 @@ def test_a_typed_error_from_the_plugin_becomes_the_promoters_error(
     tmp_path: Path, repo: Repository
 ) -> None:
     write_plugin(tmp_path, "limited", version="promoter.scm/v1")
-    host = ExternalScm(provider=provider(name="limited", directory=str(tmp_path)), state_dir=str(tmp_path))
+    host = ExternalScm(
+        provider=provider(name="limited", directory=str(tmp_path)), state_dir=str(tmp_path)
+    )
     with pytest.raises(ScmRateLimited) as limited:
         host.get_commit_statuses(repo=repo, sha=SHA)
     assert limited.value.retry_after == 7
@@ -153,7 +159,9 @@ def test_calls_from_many_threads_each_get_their_own_answer(
 ) -> None:
     shas = [f"{i:040x}" for i in range(16)]
     for i, sha in enumerate(shas):
-        local.set_commit_status(repo=repo, sha=sha, status=CommitStatus(key=f"k{i}", phase=Phase.SUCCESS))
+        local.set_commit_status(
+            repo=repo, sha=sha, status=CommitStatus(key=f"k{i}", phase=Phase.SUCCESS)
+        )
 
     def read(i: int) -> str:
         return local.get_commit_statuses(repo=repo, sha=shas[i % 16])[0].key

@@ -189,15 +189,28 @@ class FakeForgejo:
             return 404, {"message": "branch does not exist"}
         for pr in repo.pulls.values():
             if pr["state"] == "open" and (pr["head"]["ref"], pr["base"]["ref"]) == (head, base):
-                return 409, {"message": f"pull request already exists for these targets [id: {pr['id']}]"}
+                return 409, {
+                    "message": f"pull request already exists for these targets [id: {pr['id']}]"
+                }
         self._ids += 1
         number = len(repo.pulls) + 1
         pr = copy.deepcopy(self._template)
         html = f"{self.url}/{name}/pulls/{number}"
         pr.update(
-            id=self._ids, number=number, title=body.get("title", ""), body=body.get("body", ""),
-            labels=[], state="open", merged=False, merged_at=None, merge_commit_sha=None,
-            html_url=html, url=html, created_at=_now(), updated_at=_now(), comments=0,
+            id=self._ids,
+            number=number,
+            title=body.get("title", ""),
+            body=body.get("body", ""),
+            labels=[],
+            state="open",
+            merged=False,
+            merged_at=None,
+            merge_commit_sha=None,
+            html_url=html,
+            url=html,
+            created_at=_now(),
+            updated_at=_now(),
+            comments=0,
         )
         pr["head"].update(label=head, ref=head, sha=head_sha)
         pr["base"].update(label=base, ref=base, sha=base_sha)
@@ -264,7 +277,9 @@ class FakeForgejo:
 
     # --- statuses: built from the field names of Gitea's CommitStatus struct ------------
 
-    def _get_statuses(self, repo: Repo, name: str, body: Any, q: dict[str, str], sha: str) -> Answer:
+    def _get_statuses(
+        self, repo: Repo, name: str, body: Any, q: dict[str, str], sha: str
+    ) -> Answer:
         items = list(reversed(repo.statuses.get(sha, [])))  # newest first, like Gitea
         limit, page = int(q.get("limit", 30)), int(q.get("page", 1))
         return 200, items[(page - 1) * limit : page * limit]

@@ -45,9 +45,19 @@ def test_promoter_plugins_check_passes_for_forgejo(
     monkeypatch.setenv(TOKEN_ENV, TOKEN)
     code = main(
         [
-            "plugins", "check", "forgejo", "--dir", str(BIN),
-            "--repository-url", str(bare), "--path", FULL_NAME,
-            "--setting", f"url={forgejo.url}", "--secret-env", f"token={TOKEN_ENV}",
+            "plugins",
+            "check",
+            "forgejo",
+            "--dir",
+            str(BIN),
+            "--repository-url",
+            str(bare),
+            "--path",
+            FULL_NAME,
+            "--setting",
+            f"url={forgejo.url}",
+            "--secret-env",
+            f"token={TOKEN_ENV}",
         ]
     )
     out = capsys.readouterr().out

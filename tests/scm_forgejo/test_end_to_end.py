@@ -29,6 +29,8 @@ from tests.support import ENVIRONMENTS, GitOpsRepo, wait_for
 from .conftest import BIN, FULL_NAME, TOKEN, TOKEN_ENV
 from .fake_forgejo import FakeForgejo
 
+STAGING = "environment/staging"
+
 
 def config_text(repo: Path, state: Path, url: str) -> str:
     return f"""
@@ -111,12 +113,12 @@ def test_a_change_goes_dev_to_staging_to_prod_through_the_forgejo_plugin_despite
 
     def crash_after_staging_pr_is_created(method: str, path: str, status: int) -> None:
         process = plugin.process
-        if (method, status) == ("POST", 201) and path.endswith("/pulls") and not killed:
-            if fake.pulls_of(FULL_NAME)[-1]["base"]["ref"] == "environment/staging":
-                assert process is not None
-                killed.append(process.pid)
-                os.kill(process.pid, signal.SIGKILL)
-                process.proc.wait()
+        created = (method, status) == ("POST", 201) and path.endswith("/pulls")
+        if created and not killed and fake.pulls_of(FULL_NAME)[-1]["base"]["ref"] == STAGING:
+            assert process is not None
+            killed.append(process.pid)
+            os.kill(process.pid, signal.SIGKILL)
+            process.proc.wait()
 
     fake.on_handled = crash_after_staging_pr_is_created
     change = gitops.change("1.1.0", "Bump guestbook to 1.1.0")

@@ -99,7 +99,9 @@ def genuine(name: str) -> dict[str, Any]:
 
 
 def test_a_gitea_pull_request_delivery_wakes_the_strategy_of_its_branches(app: App) -> None:
-    response = app.deliver("pull_request", genuine("gitea-pull_request-opened.json"), header="X-Gitea")
+    response = app.deliver(
+        "pull_request", genuine("gitea-pull_request-opened.json"), header="X-Gitea"
+    )
     assert response.status_code == 202, response.text
     assert app.enqueued == ["kt"]
 
@@ -112,8 +114,13 @@ def test_a_forgejo_push_to_a_watched_branch_wakes_the_strategy(app: App) -> None
 
 def test_a_status_delivery_updates_the_status_cache(app: App) -> None:
     body = {  # built from Gitea's CommitStatusPayload field names, not a genuine delivery
-        "id": 7, "sha": SHA, "context": "ci", "state": "success", "description": "ok",
-        "target_url": "https://ci.example.invalid/7", "created_at": "2024-05-01T10:00:00Z",
+        "id": 7,
+        "sha": SHA,
+        "context": "ci",
+        "state": "success",
+        "description": "ok",
+        "target_url": "https://ci.example.invalid/7",
+        "created_at": "2024-05-01T10:00:00Z",
         "updated_at": "2024-05-01T10:00:00Z",
         "repository": genuine("gitea-push.json")["repository"],
     }
