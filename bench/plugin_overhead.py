@@ -44,9 +44,9 @@ def timed(call: Callable[[], object], n: int) -> list[float]:
 
 
 def run(calls: int) -> dict[str, Any]:
+    from promoter.cli.sandbox import commit_files, init_bare
     from promoter.config import ExternalPlugin, LocalProvider, Repository, ScmProvider
     from promoter.models import CommitStatus, Phase
-    from promoter.sandbox import commit_files, init_bare
     from scm_plugins.external import ExternalScm
     from scm_plugins.local import LocalScm
 

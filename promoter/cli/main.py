@@ -50,9 +50,9 @@ def cmd_schema(args: argparse.Namespace) -> int:
     from promoter.config.loader import json_schema
 
     if args.plugin_protocol:
-        from scm_plugins.external.cli import print_protocol_schema
+        from promoter.wiring import print_plugin_protocol_schema
 
-        return print_protocol_schema()
+        return print_plugin_protocol_schema()
 
     print(json.dumps(json_schema(), indent=2))
     return 0
@@ -221,7 +221,7 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--plugin-protocol", action="store_true", help="of promoter.scm/v1 instead")
     s.set_defaults(func=cmd_schema)
 
-    from scm_plugins.external.cli import add_commands as add_plugin_commands
+    from promoter.wiring import add_plugin_commands
 
     add_plugin_commands(sub)
 

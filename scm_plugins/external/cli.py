@@ -15,9 +15,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from promoter.config import ExternalPlugin, Repository
+from promoter.config import ExternalPlugin, Repository, SecretRef
 from promoter.errors import ConfigError, PromoterError
-from promoter.secrets import SecretRef
 from scm_plugins.external.conformance import run_conformance
 from scm_plugins.external.discovery import discover
 from scm_plugins.external.host import ExternalScm

@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
+from promoter.cli.sandbox import init_bare
 from promoter.config import ExternalPlugin, Repository, ScmProvider
 from promoter.errors import ConfigError, ScmRateLimited, ScmUnavailable
 from promoter.models import CommitStatus, Phase
-from promoter.sandbox import init_bare
 from scm_plugins.external import ExternalScm
 from scm_plugins.external.errors import PluginError
 from scm_plugins.registry import build_plugin

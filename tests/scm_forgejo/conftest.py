@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from promoter.sandbox import init_bare
+from promoter.cli.sandbox import init_bare
 
 from .fake_forgejo import FakeForgejo
 

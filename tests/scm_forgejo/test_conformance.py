@@ -7,8 +7,7 @@ from pathlib import Path
 import pytest
 
 from promoter.cli import main
-from promoter.config import ExternalPlugin, Repository
-from promoter.secrets import SecretRef
+from promoter.config import ExternalPlugin, Repository, SecretRef
 from scm_plugins.external.conformance import run_conformance
 from scm_plugins.external.scratch import Scratch
 

@@ -20,9 +20,10 @@ from typing import Any
 import pytest
 from starlette.testclient import TestClient
 
-from promoter.config_loader import parse_config
-from promoter.runtime import Runtime
-from promoter.sandbox import git
+from promoter.cli.sandbox import git
+from promoter.config import parse_config
+from promoter.daemon import Runtime
+from promoter.wiring import Daemon
 from scm_plugins.external import ExternalScm
 from tests.support import ENVIRONMENTS, GitOpsRepo, wait_for
 
@@ -94,8 +95,9 @@ def daemon(
     monkeypatch.setenv(TOKEN_ENV, TOKEN)
     with FakeForgejo(token=TOKEN) as fake:
         fake.add_repository(FULL_NAME, gitops.path)
-        runtime = Runtime(parse_config(config_text(gitops.path, tmp_path / "state", fake.url)))
-        with TestClient(runtime.app) as client:
+        daemon = Daemon(parse_config(config_text(gitops.path, tmp_path / "state", fake.url)))
+        runtime = daemon.runtime
+        with TestClient(daemon.app) as client:
             wait_for(lambda: env_view(client, "environment/prod").get("state") == "up-to-date")
             for branch in ENVIRONMENTS:
                 set_status(client, gitops.tip(branch), "health")

@@ -16,10 +16,9 @@ import pytest
 from starlette.applications import Starlette
 from starlette.testclient import TestClient
 
-from promoter.config_loader import parse_config
+from promoter.config import parse_config
 from promoter.models import Phase
-from promoter.statuscache import StatusCache
-from promoter.tracking import ShaIndex
+from promoter.state import ShaIndex, StatusCache
 from webhooks import build_routes
 from webhooks.forgejo import ForgejoSignature
 
