@@ -170,3 +170,20 @@ def test_calls_from_many_threads_each_get_their_own_answer(
         answers = list(pool.map(read, range(160)))
     assert answers == [f"k{i % 16}" for i in range(160)]
     local.close()
+
+
+def test_a_hung_plugin_is_killed_after_three_time_outs_and_restarted(
+    local: ExternalScm, repo: Repository
+) -> None:
+    process = local.process
+    assert process is not None
+    local.timeout = 0.2
+    os.kill(process.pid, signal.SIGSTOP)
+    for _ in range(3):
+        with pytest.raises(ScmUnavailable, match="did not answer"):
+            local.get_commit_statuses(repo=repo, sha=SHA)
+    process.proc.wait(5)  # killed by the host, frozen or not
+    local.timeout = 10.0
+    assert local.get_commit_statuses(repo=repo, sha=SHA) == []
+    assert local.restarts == 1 and local.process is not process
+    local.close()

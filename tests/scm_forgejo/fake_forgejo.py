@@ -64,6 +64,7 @@ class FakeForgejo:
         self.calls: list[Call] = []
         self.on_handled: Callable[[str, str, int], None] | None = None
         self._faults: list[tuple[str, re.Pattern[str], int, int]] = []
+        self.fault_headers: dict[str, str] = {}
         self._lock = threading.RLock()
         self._ids = 1000
         self._template = json.loads(
@@ -84,6 +85,8 @@ class FakeForgejo:
                 data = b"" if body is None else json.dumps(body).encode()
                 self.send_response(status)
                 self.send_header("Content-Type", "application/json")
+                for name, value in (fake.fault_headers if status >= 400 else {}).items():
+                    self.send_header(name, value)
                 self.send_header("Content-Length", str(len(data)))
                 self.end_headers()
                 self.wfile.write(data)
