@@ -11,7 +11,8 @@ died fail with ``ScmUnavailable``, so the reconcile that made them is retried by
 the work queue and reads everything fresh: an action is never half-applied by the
 promoter (a plugin call either returned or is repeated from a fresh read). Three
 time-outs in a row mean a hung plugin: it is killed and restarted. Secrets go to the
-plugin in ``initialize`` only, never on its command line, in its environment or in a log.
+plugin in ``initialize`` only, never on its command line or in a log; the variables they
+were read from are left out of the plugin's environment.
 """
 
 from __future__ import annotations
@@ -70,8 +71,10 @@ class ExternalScm:
         if spec is None:
             raise PluginError(f"provider {provider.name} has no plugin section")
         self.provider = provider
-        self._environ = dict(os.environ if environ is None else environ)
-        self.argv = command_line(spec, environ=self._environ)
+        environ = dict(os.environ if environ is None else environ)
+        self.argv = command_line(spec, environ=environ)
+        sources = {ref.from_env for ref in spec.secrets.values() if ref.from_env}
+        self._environ = {k: v for k, v in environ.items() if k not in sources}  # the plugin's
         self.name = spec.name or Path(self.argv[0]).name.removeprefix(PREFIX)
         self._settings = dict(spec.settings)
         self._secrets = {key: ref.resolve() for key, ref in spec.secrets.items()}

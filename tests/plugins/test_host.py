@@ -86,7 +86,7 @@ def test_a_plugin_missing_from_path_and_directory_is_a_config_error(tmp_path: Pa
         )
 
 
-def test_secrets_travel_in_initialize_never_on_the_command_line_environment_or_log(
+def test_secrets_travel_in_initialize_never_on_the_command_line_in_the_environment_or_a_log(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     monkeypatch.setenv("PROMOTER_TEST_PLUGIN_SECRET", "s3cr3t-value")
@@ -98,9 +98,8 @@ def test_secrets_travel_in_initialize_never_on_the_command_line_environment_or_l
         "settings": {"url": "https://scm.example.invalid"},
         "secrets": {"token": {"fromEnv": "PROMOTER_TEST_PLUGIN_SECRET"}},
     }
-    environ = {k: v for k, v in os.environ.items() if k != "PROMOTER_TEST_PLUGIN_SECRET"}
     with caplog.at_level(logging.DEBUG):
-        host = ExternalScm(provider=provider(**spec), state_dir=str(tmp_path), environ=environ)
+        host = ExternalScm(provider=provider(**spec), state_dir=str(tmp_path))
         host.close()
     seen = json.loads(record.read_text())
     assert seen["params"]["secrets"] == {"token": "s3cr3t-value"}
