@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 from starlette.applications import Starlette
 from starlette.routing import BaseRoute
@@ -20,6 +21,20 @@ from promoter.http import Api, build_app, is_loopback
 from promoter.models import utcnow
 from scm_plugins.protocol import ScmPlugin
 from scm_plugins.registry import build_plugin
+
+
+def add_plugin_commands(subparsers: Any) -> None:
+    """``promoter plugins list|check`` (out-of-process SCM plugins), added to the CLI's parser."""
+    from scm_plugins.external.cli import add_commands
+
+    add_commands(subparsers)
+
+
+def print_plugin_protocol_schema() -> int:
+    """``promoter schema --plugin-protocol``: the JSON Schemas of ``promoter.scm/v1``."""
+    from scm_plugins.external.cli import print_protocol_schema
+
+    return print_protocol_schema()
 
 
 def build_plugins(config: Config) -> dict[str, ScmPlugin]:

@@ -13,6 +13,7 @@ BUILTIN = {
     "local": "scm_plugins.local:LocalScm",
     "github": "scm_plugins.github:GitHubScm",
     "gitlab": "scm_plugins.gitlab:GitLabScm",
+    "plugin": "scm_plugins.external:ExternalScm",  # any executable speaking promoter.scm/v1
 }
 
 

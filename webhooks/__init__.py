@@ -1,4 +1,5 @@
-"""Webhook receivers for GitHub and GitLab: verify, de-duplicate, normalise, enqueue, answer 202.
+"""Webhook receivers for GitHub, GitLab and Forgejo/Gitea: verify, de-duplicate, normalise, enqueue,
+answer 202.
 
 The daemon mounts what ``build_routes`` returns::
 
@@ -33,6 +34,7 @@ from webhooks.events import (
     RepoIdentity,
     StatusChange,
 )
+from webhooks.forgejo import Forgejo
 from webhooks.github import GitHub
 from webhooks.gitlab import GitLab
 from webhooks.index import StrategyIndex
@@ -44,6 +46,7 @@ __all__ = [
     "DeliveryLog",
     "Dispatcher",
     "Event",
+    "Forgejo",
     "GitHub",
     "GitHubSignature",
     "GitLab",
@@ -65,7 +68,7 @@ log = logging.getLogger("promoter.webhooks")
 
 
 class WebhookRoutes(list[BaseRoute]):
-    """The routes ``POST /webhooks/github`` and ``POST /webhooks/gitlab`` (a plain list).
+    """The routes ``POST /webhooks/{github,gitlab,forgejo}`` (a plain list).
 
     Also carries what the daemon may need afterwards: the receivers, the delivery
     log, and ``close()`` for shutdown.
@@ -109,6 +112,7 @@ def build_routes(
         [s.resolve() for s in hooks.gitlab.tokens],
         [s.resolve() for s in hooks.gitlab.signing_secrets],
     )
+    forgejo = Forgejo([s.resolve() for s in hooks.forgejo.secrets])
     kinds = {config.provider(r.scm_provider).kind for r in config.repositories}
     if not hooks.github.secrets and "github" in kinds:
         log.warning(
@@ -130,6 +134,6 @@ def build_routes(
     )
     receivers = [
         Receiver(p, dispatcher=dispatcher, deliveries=deliveries, max_body=hooks.max_body_bytes)
-        for p in (github, gitlab)
+        for p in (github, gitlab, forgejo)
     ]
     return WebhookRoutes(receivers, deliveries)

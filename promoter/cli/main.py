@@ -50,6 +50,11 @@ def cmd_validate(args: argparse.Namespace) -> int:
 def cmd_schema(args: argparse.Namespace) -> int:
     from promoter.config.loader import json_schema
 
+    if args.plugin_protocol:
+        from promoter.wiring import print_plugin_protocol_schema
+
+        return print_plugin_protocol_schema()
+
     print(json.dumps(json_schema(), indent=2))
     return 0
 
@@ -215,7 +220,12 @@ def parser() -> argparse.ArgumentParser:
     s.set_defaults(func=cmd_validate)
 
     s = sub.add_parser("schema", help="print the JSON Schema of promoter.yaml")
+    s.add_argument("--plugin-protocol", action="store_true", help="of promoter.scm/v1 instead")
     s.set_defaults(func=cmd_schema)
+
+    from promoter.wiring import add_plugin_commands
+
+    add_plugin_commands(sub)
 
     s = sub.add_parser("hydrate", help="render the dry branch onto each <env>-next branch")
     s.add_argument("--repo", required=True, help="path of a local git repository")

@@ -65,9 +65,39 @@ class LocalProvider(Spec):
 
 
 class ExternalPlugin(Spec):
-    command: str = Field(description="Executable speaking the plugin protocol on stdin/stdout.")
-    args: list[str] = Field(default_factory=list)
-    settings: dict[str, Any] = Field(default_factory=dict, description="Passed to the plugin.")
+    """An out-of-process plugin speaking ``promoter.scm/v1`` (docs/plugin-protocol.md)."""
+
+    name: str | None = Field(
+        default=None,
+        pattern=r"^[a-z0-9][a-z0-9_-]*$",
+        description="Finds the executable promoter-scm-NAME in directory, then on PATH.",
+    )
+    command: list[str] | str | None = Field(
+        default=None, description="The executable (and its arguments), instead of name."
+    )
+    args: list[str] = Field(default_factory=list, description="More arguments for command.")
+    directory: str | None = Field(default=None, description="Where to look for NAME first.")
+    settings: dict[str, Any] = Field(
+        default_factory=dict, description="Passed to the plugin in initialize (never secrets)."
+    )
+    secrets: dict[str, SecretRef] = Field(
+        default_factory=dict,
+        description="Resolved by the promoter and passed in initialize, never on a command line.",
+    )
+    timeout: Duration = Field(default=30.0, description="Time limit of one call.")
+
+    @model_validator(mode="after")
+    def _name_or_command(self) -> ExternalPlugin:
+        if (self.name is None) == (self.command is None or self.command == []):
+            raise ValueError("give exactly one of name or command")
+        return self
+
+    def argv(self) -> list[str] | None:
+        """The command line given by ``command`` and ``args``; None when found by name."""
+        if self.command is None:
+            return None
+        base = [self.command] if isinstance(self.command, str) else list(self.command)
+        return [*base, *self.args]
 
 
 class ScmProvider(Spec):
@@ -217,9 +247,16 @@ class GitLabWebhook(Spec):
     )
 
 
+class ForgejoWebhook(Spec):
+    secrets: list[SecretRef] = Field(
+        default_factory=list, description="HMAC secrets of X-Forgejo/X-Gitea-Signature."
+    )
+
+
 class Webhooks(Spec):
     github: GitHubWebhook = Field(default_factory=GitHubWebhook)
     gitlab: GitLabWebhook = Field(default_factory=GitLabWebhook)
+    forgejo: ForgejoWebhook = Field(default_factory=ForgejoWebhook)
     max_body_bytes: int = Field(default=5 * 1024 * 1024, gt=0)
     delivery_retention: Duration = Field(default=2 * 86400.0, description="Keep delivery ids.")
 

@@ -16,12 +16,14 @@ import pytest
 BENCH = Path(__file__).resolve().parents[2] / "bench"
 
 TINY = {
+    "plugin_overhead": ["--calls", "20"],
     "promotion_latency": ["--promotions", "3"],
     "resync_scale": ["--size", "4", "--repos", "1"],
     "scm_calls": ["--changes", "1"],
     "webhook_throughput": ["--duration", "0.3", "--rounds", "1", "--warmup", "0.1"],
 }
 FIGURE = {
+    "plugin_overhead": "overhead_ms",
     "promotion_latency": "p99_ms",
     "resync_scale": "runs",
     "scm_calls": "plugins",

@@ -20,7 +20,7 @@ from webhooks.deliveries import FILE_NAME
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def test_build_routes_gives_two_post_routes_and_a_close(tmp_path: Path) -> None:
+def test_build_routes_gives_a_post_route_per_scm_and_a_close(tmp_path: Path) -> None:
     routes = build_routes(
         config=make_config(),
         enqueue=lambda keys: None,
@@ -32,6 +32,7 @@ def test_build_routes_gives_two_post_routes_and_a_close(tmp_path: Path) -> None:
         assert [(r.path, r.methods) for r in routes if isinstance(r, Route)] == [
             ("/webhooks/github", {"POST"}),
             ("/webhooks/gitlab", {"POST"}),
+            ("/webhooks/forgejo", {"POST"}),
         ]
         assert routes.routes == list(routes)
         assert (tmp_path / FILE_NAME).exists()

@@ -1,0 +1,297 @@
+"""``ExternalScm``: the promoter's side of an out-of-process plugin, an ordinary ``ScmPlugin``.
+
+It starts the executable (found by name or given as a command), handshakes
+(``initialize``), refuses a plugin that speaks no protocol version we speak, and
+then forwards each ``ScmPlugin`` method as one JSON-RPC call with a time limit,
+counted in ``promoter_scm_calls_total`` under the plugin's name like a built-in.
+
+A crashed plugin is restarted on the next call, with a backoff between attempts
+(none for the first crash, then 0.5 s doubling to 30 s); calls in flight when it
+died fail with ``ScmUnavailable``, so the reconcile that made them is retried by
+the work queue and reads everything fresh: an action is never half-applied by the
+promoter (a plugin call either returned or is repeated from a fresh read). Three
+time-outs in a row mean a hung plugin: it is killed and restarted. Secrets go to the
+plugin in ``initialize`` only, never on its command line or in a log; the variables they
+were read from are left out of the plugin's environment.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+from collections.abc import Callable, Collection, Mapping
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from promoter.config import Repository, ScmProvider
+from promoter.errors import ScmError, ScmUnavailable
+from promoter.models import CommitStatus, PullRequest
+from scm_plugins.calls import ScmCalls
+from scm_plugins.external import messages as m
+from scm_plugins.external.discovery import PREFIX, command_line
+from scm_plugins.external.errors import PluginError
+from scm_plugins.external.process import PluginProcess
+from scm_plugins.external.wire import SUPPORTED
+
+log = logging.getLogger("promoter.plugins")
+
+FIRST_BACKOFF = 0.5
+MAX_BACKOFF = 30.0
+CALM_AFTER = 60.0
+"""A crash longer than this after the previous one starts the backoff again from zero."""
+HUNG_AFTER_TIMEOUTS = 3
+
+
+def _translate(exc: BaseException) -> ScmError | None:
+    if isinstance(exc, ValidationError):
+        return PluginError(
+            f"a plugin answered with an invalid message: {exc.error_count()} error(s)"
+        )
+    if isinstance(exc, OSError):
+        return ScmUnavailable(f"cannot start the plugin: {exc}")
+    return None
+
+
+class ExternalScm:
+    """The ``plugin`` SCM kind: one long-lived plugin process per configured provider."""
+
+    def __init__(
+        self,
+        *,
+        provider: ScmProvider,
+        state_dir: str,
+        environ: Mapping[str, str] | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        spec = provider.plugin
+        if spec is None:
+            raise PluginError(f"provider {provider.name} has no plugin section")
+        self.provider = provider
+        environ = dict(os.environ if environ is None else environ)
+        self.argv = command_line(spec, environ=environ)
+        sources = {ref.from_env for ref in spec.secrets.values() if ref.from_env}
+        self._environ = {k: v for k, v in environ.items() if k not in sources}  # the plugin's
+        self.name = spec.name or Path(self.argv[0]).name.removeprefix(PREFIX)
+        self._settings = dict(spec.settings)
+        self._secrets = {key: ref.resolve() for key, ref in spec.secrets.items()}
+        self._state_dir = Path(state_dir) / "plugins" / provider.name
+        self.timeout = spec.timeout
+        self._clock = clock
+        self._calls = ScmCalls(self.name, _translate)
+        self._lock = threading.Lock()
+        self._process: PluginProcess | None = None
+        self._crashes = 0
+        self._last_crash = float("-inf")
+        self._not_before = float("-inf")
+        self._timeouts = 0
+        self.info: m.InitializeResult | None = None
+        self.starts = 0
+        self._ensure()
+        if spec.name is None and self.info is not None:
+            self.name = self.info.name
+            self._calls = ScmCalls(self.name, _translate)
+
+    # --- life cycle ------------------------------------------------------------------
+
+    @property
+    def process(self) -> PluginProcess | None:
+        return self._process
+
+    @property
+    def restarts(self) -> int:
+        """How many times the plugin was started again after its first start."""
+        return max(self.starts - 1, 0)
+
+    def _ensure(self) -> PluginProcess:
+        with self._lock:
+            process = self._process
+            if process is not None and process.alive:
+                return process
+            now = self._clock()
+            if process is not None:
+                self._crashes = 1 if now - self._last_crash > CALM_AFTER else self._crashes + 1
+                self._last_crash = now
+                delay = 0.0 if self._crashes == 1 else FIRST_BACKOFF * 2 ** (self._crashes - 2)
+                self._not_before = now + min(delay, MAX_BACKOFF)
+                self._process = None
+                process.stop(grace=0.5)
+                log.warning("plugin crashed", extra={"plugin": self.name, "crashes": self._crashes})
+            if now < self._not_before:
+                wait = self._not_before - now
+                raise ScmUnavailable(f"plugin {self.name} restarts in {wait:.1f}s", delay=wait)
+            self._process = self._start()
+            return self._process
+
+    def _start(self) -> PluginProcess:
+        self._state_dir.mkdir(parents=True, exist_ok=True)
+        process = PluginProcess(self.argv, label=self.name, env=self._environ)
+        params = m.InitializeParams(
+            protocol_versions=list(SUPPORTED),
+            provider=self.provider.name,
+            settings=self._settings,
+            secrets=self._secrets,
+            state_dir=str(self._state_dir),
+        )
+        try:
+            raw = process.call("initialize", m.dump(params), timeout=self.timeout)
+            info = m.InitializeResult.model_validate(raw)
+        except (ScmError, ValidationError) as exc:
+            process.stop(grace=0.5)
+            if isinstance(exc, ValidationError):
+                raise PluginError(f"plugin {self.name} answered initialize wrongly") from exc
+            raise
+        if info.protocol_version not in SUPPORTED:
+            process.stop(grace=0.5)
+            raise PluginError(
+                f"plugin {self.name} {info.version} speaks {info.protocol_version}; "
+                f"this promoter speaks {', '.join(SUPPORTED)}"
+            )
+        self.info = info
+        self.starts += 1
+        log.info(
+            "plugin started",
+            extra={
+                "plugin": self.name,
+                "pid": process.pid,
+                "version": info.version,
+                "protocol": info.protocol_version,
+            },
+        )
+        return process
+
+    def close(self) -> None:
+        with self._lock:
+            process, self._process = self._process, None
+        if process is not None:
+            process.stop()
+
+    # --- calls -----------------------------------------------------------------------
+
+    def _call(self, operation: str, method: str, params: m.Message, **fields: object) -> Any:
+        with self._calls.call(operation, **fields):
+            process = self._ensure()
+            try:
+                raw = process.call(method, m.dump(params), timeout=self.timeout)
+            except ScmUnavailable:
+                if process.alive:
+                    self._timed_out(process)
+                raise
+            self._timeouts = 0
+            return m.METHODS[method][1].validate_python(raw)
+
+    def _timed_out(self, process: PluginProcess) -> None:
+        self._timeouts += 1
+        if self._timeouts >= HUNG_AFTER_TIMEOUTS:
+            self._timeouts = 0
+            log.warning("plugin hung, killing it", extra={"plugin": self.name, "pid": process.pid})
+            process.proc.kill()
+
+    @property
+    def folded_gate_keys(self) -> frozenset[str]:
+        return frozenset(self.info.capabilities.folded_gate_keys if self.info else ())
+
+    def find_open_pull_request(
+        self, *, repo: Repository, head: str, base: str
+    ) -> PullRequest | None:
+        params = m.FindOpenParams(repository=m.RepositoryRef.of(repo), head=head, base=base)
+        found: PullRequest | None = self._call(
+            "find_pull_request", "pullRequests/findOpen", params, repository=repo.name, head=head
+        )
+        return found
+
+    def open_pull_request(
+        self,
+        *,
+        repo: Repository,
+        head: str,
+        base: str,
+        title: str,
+        body: str,
+        labels: tuple[str, ...],
+    ) -> PullRequest:
+        params = m.OpenParams(
+            repository=m.RepositoryRef.of(repo),
+            head=head,
+            base=base,
+            title=title,
+            body=body,
+            labels=list(labels),
+        )
+        pr: PullRequest = self._call(
+            "open_pull_request", "pullRequests/open", params, repository=repo.name, head=head
+        )
+        return pr
+
+    def update_pull_request(
+        self, *, repo: Repository, number: int, title: str, body: str, labels: tuple[str, ...]
+    ) -> PullRequest:
+        params = m.UpdateParams(
+            repository=m.RepositoryRef.of(repo),
+            number=number,
+            title=title,
+            body=body,
+            labels=list(labels),
+        )
+        pr: PullRequest = self._call(
+            "update_pull_request", "pullRequests/update", params, repository=repo.name, pr=number
+        )
+        return pr
+
+    def merge_pull_request(
+        self, *, repo: Repository, number: int, expected_head_sha: str, message: str
+    ) -> str:
+        params = m.MergeParams(
+            repository=m.RepositoryRef.of(repo),
+            number=number,
+            expected_head_sha=expected_head_sha,
+            message=message,
+        )
+        merged: m.MergeResult = self._call(
+            "merge_pull_request", "pullRequests/merge", params, repository=repo.name, pr=number
+        )
+        return merged.merge_sha
+
+    def close_pull_request(self, *, repo: Repository, number: int, comment: str) -> None:
+        params = m.CloseParams(repository=m.RepositoryRef.of(repo), number=number, comment=comment)
+        self._call(
+            "close_pull_request", "pullRequests/close", params, repository=repo.name, pr=number
+        )
+
+    def comment_pull_request(self, *, repo: Repository, number: int, body: str) -> None:
+        params = m.CommentParams(repository=m.RepositoryRef.of(repo), number=number, body=body)
+        self._call(
+            "comment_pull_request", "pullRequests/comment", params, repository=repo.name, pr=number
+        )
+
+    def get_commit_statuses(
+        self, *, repo: Repository, sha: str, keys: Collection[str] | None = None
+    ) -> list[CommitStatus]:
+        params = m.GetStatusesParams(
+            repository=m.RepositoryRef.of(repo), sha=sha, keys=None if keys is None else list(keys)
+        )
+        found: list[CommitStatus] = self._call(
+            "get_commit_statuses", "commitStatuses/get", params, repository=repo.name, sha=sha
+        )
+        return found
+
+    def set_commit_status(self, *, repo: Repository, sha: str, status: CommitStatus) -> None:
+        params = m.SetStatusParams(repository=m.RepositoryRef.of(repo), sha=sha, status=status)
+        self._call(
+            "set_commit_status",
+            "commitStatuses/set",
+            params,
+            repository=repo.name,
+            sha=sha,
+            key=status.key,
+        )
+
+    def git_environment(self, *, repo: Repository) -> Mapping[str, str]:
+        params = m.GitEnvironmentParams(repository=m.RepositoryRef.of(repo))
+        result: m.GitEnvironmentResult = self._call(
+            "git_environment", "git/environment", params, repository=repo.name
+        )
+        return result.env

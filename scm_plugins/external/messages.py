@@ -1,0 +1,165 @@
+"""The messages of ``promoter.scm/v1`` as pydantic models: parameters and results of each method.
+
+The same models validate both sides and generate the JSON Schemas that
+``promoter schema --plugin-protocol`` publishes. Names are camelCase on the wire.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+from pydantic.alias_generators import to_camel
+
+from promoter.config import Repository
+from promoter.models import CommitStatus, PullRequest
+
+
+class Message(BaseModel):
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="forbid")
+
+
+class RepositoryRef(Message):
+    """The repository a call is about, as configured in promoter.yaml."""
+
+    name: str
+    url: str
+    full_path: str = Field(description="owner/name or group/sub/project")
+    project_id: int | None = None
+
+    @classmethod
+    def of(cls, repo: Repository) -> RepositoryRef:
+        return cls(
+            name=repo.name, url=repo.url, full_path=repo.full_path, project_id=repo.project_id
+        )
+
+    def repository(self, provider: str) -> Repository:
+        return Repository(
+            name=self.name,
+            url=self.url,
+            scm_provider=provider,
+            path=self.full_path or None,
+            project_id=self.project_id,
+        )
+
+
+class Capabilities(Message):
+    labels: bool = True
+    comments: bool = True
+    draft_pull_requests: bool = False
+    check_runs: bool = False
+    folded_gate_keys: list[str] = Field(
+        default_factory=list, description="Gate keys whose result folds in the promoter's statuses."
+    )
+
+
+class InitializeParams(Message):
+    protocol_versions: list[str] = Field(
+        description="Versions the promoter speaks, preferred first."
+    )
+    provider: str = Field(description="The scmProviders entry this process serves.")
+    settings: dict[str, Any] = Field(default_factory=dict)
+    secrets: dict[str, str] = Field(default_factory=dict, description="Resolved secrets.")
+    state_dir: str = Field(description="A directory the plugin may keep files in.")
+
+
+class InitializeResult(Message):
+    name: str
+    version: str
+    protocol_version: str
+    capabilities: Capabilities = Field(default_factory=Capabilities)
+
+
+class FindOpenParams(Message):
+    repository: RepositoryRef
+    head: str
+    base: str
+
+
+class OpenParams(Message):
+    repository: RepositoryRef
+    head: str
+    base: str
+    title: str
+    body: str
+    labels: list[str] = Field(default_factory=list)
+
+
+class UpdateParams(Message):
+    repository: RepositoryRef
+    number: int
+    title: str
+    body: str
+    labels: list[str] = Field(default_factory=list)
+
+
+class MergeParams(Message):
+    repository: RepositoryRef
+    number: int
+    expected_head_sha: str
+    message: str
+
+
+class MergeResult(Message):
+    merge_sha: str
+
+
+class CloseParams(Message):
+    repository: RepositoryRef
+    number: int
+    comment: str = ""
+
+
+class CommentParams(Message):
+    repository: RepositoryRef
+    number: int
+    body: str
+
+
+class GetStatusesParams(Message):
+    repository: RepositoryRef
+    sha: str
+    keys: list[str] | None = None
+
+
+class SetStatusParams(Message):
+    repository: RepositoryRef
+    sha: str
+    status: CommitStatus
+
+
+class GitEnvironmentParams(Message):
+    repository: RepositoryRef
+
+
+class GitEnvironmentResult(Message):
+    env: dict[str, str] = Field(default_factory=dict)
+
+
+class Empty(Message):
+    pass
+
+
+METHODS: dict[str, tuple[type[BaseModel], TypeAdapter[Any]]] = {
+    "initialize": (InitializeParams, TypeAdapter(InitializeResult)),
+    "shutdown": (Empty, TypeAdapter(None)),
+    "pullRequests/findOpen": (FindOpenParams, TypeAdapter(PullRequest | None)),
+    "pullRequests/open": (OpenParams, TypeAdapter(PullRequest)),
+    "pullRequests/update": (UpdateParams, TypeAdapter(PullRequest)),
+    "pullRequests/merge": (MergeParams, TypeAdapter(MergeResult)),
+    "pullRequests/close": (CloseParams, TypeAdapter(None)),
+    "pullRequests/comment": (CommentParams, TypeAdapter(None)),
+    "commitStatuses/get": (GetStatusesParams, TypeAdapter(list[CommitStatus])),
+    "commitStatuses/set": (SetStatusParams, TypeAdapter(None)),
+    "git/environment": (GitEnvironmentParams, TypeAdapter(GitEnvironmentResult)),
+}
+"""method -> (parameters model, result adapter)."""
+
+
+def dump(value: Any) -> Any:
+    """A model (or list of models, or None) as wire JSON: camelCase, JSON types."""
+    if isinstance(value, BaseModel):
+        return value.model_dump(mode="json", by_alias=True)
+    if isinstance(value, list):
+        return [dump(v) for v in value]
+    return value

@@ -1,0 +1,58 @@
+"""Framing of ``promoter.scm/v1``: one JSON-RPC 2.0 message per line (UTF-8, ``\\n``-terminated).
+
+A message never contains a raw newline (JSON escapes them inside strings), so a
+line is a whole message. Lines longer than ``MAX_LINE`` are refused.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import IO, Any
+
+PROTOCOL = "promoter.scm/v1"
+SUPPORTED = (PROTOCOL,)
+"""Protocol versions this promoter speaks, most preferred first."""
+
+MAX_LINE = 16 * 1024 * 1024
+
+
+class FramingError(ValueError):
+    """A line that is not one JSON-RPC message."""
+
+
+def encode(message: dict[str, Any]) -> bytes:
+    return json.dumps(message, separators=(",", ":"), ensure_ascii=False).encode() + b"\n"
+
+
+def decode(line: bytes) -> dict[str, Any]:
+    if len(line) > MAX_LINE:
+        raise FramingError("message too long")
+    try:
+        value = json.loads(line)
+    except ValueError as exc:
+        raise FramingError("not JSON") from exc
+    if not isinstance(value, dict) or value.get("jsonrpc") != "2.0":
+        raise FramingError("not a JSON-RPC 2.0 message")
+    return value
+
+
+def read_message(stream: IO[bytes]) -> dict[str, Any] | None:
+    """The next message, None at end of stream; blank lines are skipped."""
+    while True:
+        line = stream.readline(MAX_LINE + 1)
+        if not line:
+            return None
+        if line.strip():
+            return decode(line)
+
+
+def request(ident: int, method: str, params: dict[str, Any]) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": ident, "method": method, "params": params}
+
+
+def result(ident: Any, value: Any) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": ident, "result": value}
+
+
+def error(ident: Any, obj: dict[str, Any]) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": ident, "error": obj}

@@ -1,0 +1,84 @@
+"""The Forgejo plugin, found by name and run out of process, passes the conformance kit."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from promoter.cli import main
+from promoter.config import ExternalPlugin, Repository, SecretRef
+from scm_plugins.external.conformance import run_conformance
+from scm_plugins.external.scratch import Scratch
+
+from .conftest import BIN, FULL_NAME, TOKEN, TOKEN_ENV
+from .fake_forgejo import FakeForgejo
+
+
+def test_the_forgejo_plugin_passes_the_conformance_kit(
+    forgejo: FakeForgejo, bare: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(TOKEN_ENV, TOKEN)
+    plugin = ExternalPlugin(
+        name="forgejo",
+        directory=str(BIN),
+        settings={"url": forgejo.url},
+        secrets={"token": SecretRef(fromEnv=TOKEN_ENV)},
+    )
+    repo = Repository(name="scratch", url=str(bare), scm_provider="forgejo", path=FULL_NAME)
+    report = run_conformance(plugin, Scratch(repo, str(bare)), state_dir=str(tmp_path / "state"))
+    report.assert_passed()
+    merged = [p for p in forgejo.pulls_of(FULL_NAME) if p["merged"]]
+    assert len(merged) == 1
+    assert merged[0]["merge_commit_sha"] == Scratch(repo, str(bare)).tip(merged[0]["base"]["ref"])
+    merges = [c for c in forgejo.calls if c.path.endswith("/merge")]
+    assert [c.status for c in merges] == [409, 200]  # the stale head, then the right one
+
+
+def test_promoter_plugins_check_passes_for_forgejo(
+    forgejo: FakeForgejo,
+    bare: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.setenv(TOKEN_ENV, TOKEN)
+    code = main(
+        [
+            "plugins",
+            "check",
+            "forgejo",
+            "--dir",
+            str(BIN),
+            "--repository-url",
+            str(bare),
+            "--path",
+            FULL_NAME,
+            "--setting",
+            f"url={forgejo.url}",
+            "--secret-env",
+            f"token={TOKEN_ENV}",
+        ]
+    )
+    out = capsys.readouterr().out
+    assert code == 0, out
+    assert "11/11 passed" in out
+    assert TOKEN not in out
+
+
+def test_a_wrong_token_fails_the_kit_with_an_auth_error(
+    forgejo: FakeForgejo, bare: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(TOKEN_ENV, "not-the-token")
+    plugin = ExternalPlugin(
+        name="forgejo",
+        directory=str(BIN),
+        settings={"url": forgejo.url},
+        secrets={"token": SecretRef(fromEnv=TOKEN_ENV)},
+    )
+    repo = Repository(name="scratch", url=str(bare), scm_provider="forgejo", path=FULL_NAME)
+    report = run_conformance(plugin, Scratch(repo, str(bare)), state_dir=str(tmp_path / "s"))
+    assert not report.ok
+    failed = next(c for c in report.checks if c.passed is False)
+    assert failed.name == "open"
+    assert "ScmAuthError" in failed.detail
+    assert "not-the-token" not in report.table()

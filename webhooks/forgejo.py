@@ -1,0 +1,150 @@
+"""Forgejo and Gitea deliveries: HMAC signature, and push, status and pull_request events.
+
+Both send the hex HMAC-SHA256 of the raw body, Forgejo in ``X-Forgejo-Signature``
+and Gitea in ``X-Gitea-Signature`` (Forgejo sends both); the event name comes in
+``X-Forgejo-Event`` / ``X-Gitea-Event`` and the delivery id in
+``X-Forgejo-Delivery`` / ``X-Gitea-Delivery``. Handled: ``push`` (branches, notes),
+``status`` (a commit status) and ``pull_request`` (opened, reopened, synchronized,
+closed, merged or not); anything else is Ignored.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import re
+from collections.abc import Callable, Mapping, Sequence
+
+from promoter.models import Phase, PullRequestState
+from webhooks import payload as p
+from webhooks.events import Event, Ignored, PullRequestChange, Push, RepoIdentity, StatusChange
+
+_EVENT_NAME = re.compile(r"^[a-z_]{1,40}$")
+_PHASES = {
+    "pending": Phase.PENDING,
+    "success": Phase.SUCCESS,
+    "skipped": Phase.SUCCESS,
+    "failure": Phase.FAILURE,
+    "error": Phase.FAILURE,
+    "warning": Phase.FAILURE,
+}
+_URL_FIELDS = ("clone_url", "ssh_url", "html_url")
+_PR_ACTIONS = frozenset({"opened", "reopened", "synchronized", "closed"})
+
+
+def _header(headers: Mapping[str, str], name: str) -> str:
+    value: str = headers.get(f"x-forgejo-{name}") or headers.get(f"x-gitea-{name}") or ""
+    return value.strip()
+
+
+class ForgejoSignature:
+    """The hex HMAC-SHA256 of the body, compared in constant time against every secret."""
+
+    def __init__(self, secrets: Sequence[str]) -> None:
+        self._macs = [hmac.new(s.encode("utf-8"), digestmod=hashlib.sha256) for s in secrets]
+
+    @staticmethod
+    def sign(secret: str, body: bytes) -> str:
+        """The header value Forgejo would send (for tests)."""
+        return hmac.new(secret.encode("utf-8"), body, hashlib.sha256).hexdigest()
+
+    def verify(self, header: str, body: bytes) -> bool:
+        if not header:
+            return False
+        given = header.encode("latin-1", errors="replace")
+        ok = False
+        for base in self._macs:
+            mac = base.copy()
+            mac.update(body)
+            ok |= hmac.compare_digest(mac.hexdigest().encode("ascii"), given)
+        return ok
+
+
+class Forgejo:
+    """The Forgejo / Gitea side of the receiver (see webhooks.receiver.Provider)."""
+
+    name = "forgejo"
+
+    def __init__(self, secrets: Sequence[str]) -> None:
+        self._signature = ForgejoSignature(secrets)
+
+    def authenticate(self, headers: Mapping[str, str], body: bytes) -> bool:
+        return self._signature.verify(_header(headers, "signature"), body)
+
+    def event_name(self, headers: Mapping[str, str]) -> str:
+        return _header(headers, "event")
+
+    def event_label(self, event: str, *, trusted: bool) -> str:
+        if event in _HANDLERS or (trusted and _EVENT_NAME.match(event)):
+            return event
+        return "other"
+
+    def delivery_id(self, headers: Mapping[str, str], body: bytes | None) -> str | None:
+        return _header(headers, "delivery")[:128] or None
+
+    def parse(self, event: str, headers: Mapping[str, str], body: bytes) -> Event:
+        handler = _HANDLERS.get(event)
+        if handler is None:
+            return Ignored("event not handled")
+        return handler(p.decode_json(body))
+
+
+def _repo(data: p.JsonObject) -> RepoIdentity:
+    repo = p.obj(data, "repository")
+    urls = tuple(u for f in _URL_FIELDS if (u := p.opt_text(repo, f, limit=p.MAX_URL)))
+    return RepoIdentity("forgejo", p.opt_text(repo, "full_name", limit=512), None, urls)
+
+
+def _push(data: p.JsonObject) -> Push:
+    ref = p.text(data, "ref")[: p.MAX_TEXT]
+    return Push(_repo(data), ref, p.opt_sha(data, "before"), p.opt_sha(data, "after"))
+
+
+def _status(data: p.JsonObject) -> StatusChange:
+    phase = _PHASES.get(p.text(data, "state"))
+    if phase is None:
+        raise p.PayloadError("state must be pending, success, failure, error or warning")
+    key = p.text(data, "context")
+    if len(key) > 255:
+        raise p.PayloadError("a status key must have 1 to 255 characters")
+    return StatusChange(
+        repo=_repo(data),
+        sha=p.sha(data, "sha"),
+        key=key,
+        phase=phase,
+        description=p.opt_text(data, "description"),
+        url=p.opt_text(data, "target_url", limit=p.MAX_URL),
+        source="forgejo/status",
+        updated_at=p.timestamp(data.get("updated_at"), data.get("created_at")),
+    )
+
+
+def _pull_request(data: p.JsonObject) -> Event:
+    action = p.opt_text(data, "action", limit=64)
+    if action not in _PR_ACTIONS:
+        return Ignored("action not handled")
+    pr = p.obj(data, "pull_request")
+    head, base = p.obj(pr, "head"), p.obj(pr, "base")
+    number = p.opt_int(pr, "number") or p.opt_int(data, "number")
+    pr_id = p.opt_int(pr, "id")
+    state = PullRequestState.OPEN
+    if p.opt_text(pr, "state", limit=16) == "closed":
+        merged = p.opt_bool(pr, "merged")
+        state = PullRequestState.MERGED if merged else PullRequestState.CLOSED
+    return PullRequestChange(
+        repo=_repo(data),
+        pr_id=str(pr_id if pr_id is not None else number),
+        number=number,
+        state=state,
+        action="synchronize" if action == "synchronized" else action,
+        head_branch=p.text(head, "ref")[: p.MAX_TEXT],
+        base_branch=p.text(base, "ref")[: p.MAX_TEXT],
+        head_sha=p.opt_sha(head, "sha"),
+    )
+
+
+_HANDLERS: dict[str, Callable[[p.JsonObject], Event]] = {
+    "push": _push,
+    "status": _status,
+    "pull_request": _pull_request,
+}
