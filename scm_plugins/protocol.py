@@ -90,7 +90,6 @@ class GitCredentials(Protocol):
 
 
 @runtime_checkable
-@runtime_checkable
 class Reviews(Protocol):
     """Optional: the reviews of a pull request, for the approval gate (docs/gates.md)."""
 
@@ -109,6 +108,7 @@ class Approvals(Protocol):
     def approve_pull_request(self, *, repo: Repository, number: int, user: str) -> None: ...
 
 
+@runtime_checkable
 class ScmPlugin(PullRequests, CommitStatuses, GitCredentials, Protocol):
     """A whole SCM plugin, as the registry builds it from a provider's configuration."""
 

@@ -33,6 +33,7 @@ def local_config(
     *,
     extra_strategy: str = "",
     auto_revert: str = "",
+    prod: str = "",
     **daemon: object,
 ) -> Config:
     """The sandbox's strategy on ``repo`` (``promoter.cli.sandbox``); ``auto_revert``
@@ -40,6 +41,11 @@ def local_config(
     settings = {"pollInterval": "0.1s", "resyncInterval": "30s", "workers": 2, **daemon}
     return parse_config(
         sandbox_config(
-            repo, state, auto_revert=auto_revert, extra_strategy=extra_strategy, daemon=settings
+            repo,
+            state,
+            auto_revert=auto_revert,
+            prod=prod,
+            extra_strategy=extra_strategy,
+            daemon=settings,
         )
     )

@@ -114,16 +114,19 @@ def sandbox_config(
     state: Path,
     *,
     auto_revert: str = "",
+    prod: str = "",
     extra_strategy: str = "",
     daemon: Mapping[str, object] | None = None,
 ) -> str:
     """promoter.yaml for the guestbook strategy on ``repo`` with the local SCM.
 
     ``auto_revert`` (e.g. ``"{enabled: true, settleTime: 1s}"``) is set on staging and
-    prod; ``extra_strategy`` is YAML appended to ``promotionStrategies``; ``daemon``
+    prod; ``prod`` is added to prod's settings (e.g. ``"gates: [{soak: {duration: 5s}}]"``);
+    ``extra_strategy`` is YAML appended to ``promotionStrategies``; ``daemon``
     holds the daemon's settings besides ``stateDir``.
     """
     revert = f", autoRevert: {auto_revert}" if auto_revert else ""
+    prod_extra = f", {prod}" if prod else ""
     daemon_yaml = "".join(f"\n  {key}: {value}" for key, value in (daemon or {}).items())
     return f"""\
 scmProviders:
@@ -141,7 +144,7 @@ promotionStrategies:
     environments:
       - {{branch: environment/dev}}
       - {{branch: environment/staging{revert}}}
-      - {{branch: environment/prod{revert}}}
+      - {{branch: environment/prod{revert}{prod_extra}}}
 {extra_strategy}
 daemon:
   stateDir: {state}{daemon_yaml}

@@ -2,21 +2,23 @@
 
 from __future__ import annotations
 
+import functools
 from datetime import datetime
 
 from croniter import croniter
 from dateutil.rrule import rrule, rrulestr
 
-ANCHOR = datetime(2000, 1, 3)
+ANCHOR = datetime(2020, 1, 6)
 """The DTSTART of every RRULE (a Monday, local wall time): rules repeat from here."""
 
 
+@functools.lru_cache(maxsize=256)
 def parse_rrule(text: str) -> rrule:
     """An RRULE (with or without the ``RRULE:`` prefix) starting at ``ANCHOR``."""
     body = text.removeprefix("RRULE:").strip()
     if "DTSTART" in body.upper():
         raise ValueError("leave DTSTART out: windows repeat from the rule alone")
-    parsed = rrulestr(body, dtstart=ANCHOR)
+    parsed = rrulestr(body, dtstart=ANCHOR, cache=True)
     if not isinstance(parsed, rrule):
         raise ValueError("one RRULE, not a set")
     return parsed

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from zoneinfo import ZoneInfo
 
 from croniter import croniter
@@ -33,20 +33,20 @@ def _local_starts(window: Window, local: datetime, *, forward: bool) -> Iterator
     else:
         assert window.rrule is not None
         rule = parse_rrule(window.rrule)
+        # Step strictly past the last start (dateutil's ``inc=False`` can repeat it).
+        tick = timedelta(microseconds=1)
         when: datetime | None = local
-        first = True
         while when is not None:
-            if forward:
-                when = rule.after(when, inc=False)
-            else:
-                when = rule.before(when, inc=not first)
-                first = False
+            when = rule.after(when, inc=True) if forward else rule.before(when, inc=True)
             if when is not None:
                 yield when
+                when = when + tick if forward else when - tick
 
 
 def _aware(local: datetime, zone: ZoneInfo) -> datetime:
-    return local.replace(tzinfo=zone, fold=0)
+    """The instant a wall-clock time names (the first, when it names two), in UTC: aware
+    arithmetic in a zone is wall-clock arithmetic, which DST changes make wrong."""
+    return local.replace(tzinfo=zone, fold=0).astimezone(UTC)
 
 
 def _open_span(window: Window, now: datetime, zone: ZoneInfo) -> tuple[datetime, datetime] | None:

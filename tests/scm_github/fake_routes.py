@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from . import fake_git
+from .fake_reviews import ReviewRoutes
 from .fake_state import NOT_FOUND, Answer, FakeRepo, Handler, Refused, now
 from .fake_statuses import StatusRoutes
 from .genuine import Genuine
@@ -25,11 +26,12 @@ def _validation(message: str, **error: str) -> Answer:
     return 422, {}, {"message": "Validation Failed", "errors": errors, "documentation_url": ""}
 
 
-class Routes(StatusRoutes):
+class Routes(ReviewRoutes, StatusRoutes):
     app: Any
     remaining: int
 
     def __init__(self, genuine: Genuine, *, base_url: str, html_url: str) -> None:
+        ReviewRoutes.__init__(self)
         self.genuine = genuine
         self.base_url = base_url
         self.html_url = html_url
@@ -52,6 +54,7 @@ class Routes(StatusRoutes):
             ("GET", re.compile(REPO + r"/installation$"), self._installation, "app"),
             ("POST", re.compile(r"^/app/installations/(\d+)/access_tokens$"), self._mint, "app"),
         ]
+        self._table.extend(self.review_routes())
 
     def new_repository(self, full_name: str, git_dir: Path) -> FakeRepo:
         return FakeRepo(full_name, git_dir)

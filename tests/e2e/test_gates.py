@@ -1,0 +1,182 @@
+"""Built-in gates end to end on the local SCM: a window that opens, an approval, an HTTP check."""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+import time
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+import responses
+from starlette.testclient import TestClient
+
+from promoter.daemon import ActionEvent
+from promoter.wiring import Daemon
+from tests.e2e.test_local_promotion import active_dry, env_view, set_status, wait_state
+from tests.support import ENVIRONMENTS, GitOpsRepo, local_config, wait_for
+
+
+class MovableClock:
+    """Real time from a chosen instant; ``jump`` moves it, as if hours went by."""
+
+    def __init__(self, start: datetime) -> None:
+        self._lock = threading.Lock()
+        self._start, self._t0 = start, time.monotonic()
+
+    def __call__(self) -> datetime:
+        with self._lock:
+            return self._start + timedelta(seconds=time.monotonic() - self._t0)
+
+    def jump(self, to: datetime) -> None:
+        with self._lock:
+            self._start, self._t0 = to, time.monotonic()
+
+
+def run_daemon(gitops: GitOpsRepo, tmp_path: Path, prod: str, **kw: Any) -> Iterator[TestClient]:
+    events: list[tuple[ActionEvent, datetime]] = []
+    clock = kw.pop("clock", None)
+    extra = {"clock": clock} if clock is not None else {}
+    daemon = Daemon(
+        local_config(gitops.path, tmp_path / "state", prod=prod),
+        observers=[lambda e: events.append((e, clock() if clock else datetime.now(UTC)))],
+        **extra,
+    )
+    with TestClient(daemon.app) as client:
+        client.events = events  # type: ignore[attr-defined]
+        wait_state(client, "environment/prod", "up-to-date")
+        for branch in ENVIRONMENTS:
+            set_status(client, gitops.tip(branch), "health")
+        yield client
+
+
+def to_staging(client: TestClient, gitops: GitOpsRepo, change: str) -> dict[str, Any]:
+    """Promote ``change`` through dev and staging; the prod PR's environment view."""
+    for branch in ENVIRONMENTS[:2]:
+        env = wait_for(lambda b=branch: (e := env_view(client, b))["pullRequest"] and e)
+        set_status(client, env["proposed"]["hydratedSha"], "ci")
+        wait_for(lambda b=branch: active_dry(client, b) == change, what=f"{branch} at the change")
+        set_status(client, gitops.tip(branch), "health")
+    prod = wait_for(lambda: (e := env_view(client, "environment/prod"))["pullRequest"] and e)
+    set_status(client, prod["proposed"]["hydratedSha"], "ci")
+    return prod
+
+
+@pytest.fixture
+def clock() -> MovableClock:
+    return MovableClock(datetime(2026, 11, 23, 6, 0, tzinfo=UTC))
+
+
+@pytest.fixture
+def windowed(gitops: GitOpsRepo, tmp_path: Path, clock: MovableClock) -> Iterator[TestClient]:
+    prod = "gates: [{window: {allow: [{cron: '0 9 * * *', duration: 1h}]}}]"
+    yield from run_daemon(gitops, tmp_path, prod, clock=clock)
+
+
+def test_prod_waits_for_its_window_and_merges_the_moment_it_opens(
+    windowed: TestClient, gitops: GitOpsRepo, clock: MovableClock
+) -> None:
+    change = gitops.change("1.1.0", "Bump guestbook to 1.1.0")
+    to_staging(windowed, gitops, change)
+
+    def blocked_on_the_window() -> dict[str, Any] | None:
+        env = env_view(windowed, "environment/prod")
+        return env if "window opens Mon 09:00 UTC" in env["reason"] else None
+
+    prod = wait_for(blocked_on_the_window, what="prod to wait for its window")
+    assert prod["state"] == "blocked"
+    assert active_dry(windowed, "environment/prod") != change
+    statuses = {s["key"]: s for s in prod["proposed"]["commitStatuses"]}
+    assert statuses["promoter/window"]["phase"] == "pending"
+
+    # Three hours later, two seconds before the window opens: one look, then no event at all.
+    clock.jump(datetime(2026, 11, 23, 8, 59, 58, tzinfo=UTC))
+    windowed.post("/api/v1/refresh", json={"strategy": "guestbook"})
+    wait_for(
+        lambda: active_dry(windowed, "environment/prod") == change, timeout=15, what="the merge"
+    )
+    merged_at = next(
+        at
+        for event, at in windowed.events  # type: ignore[attr-defined]
+        if event.kind == "merged" and event.environment == "environment/prod"
+    )
+    assert (
+        datetime(2026, 11, 23, 9, 0, tzinfo=UTC)
+        <= merged_at
+        < datetime(2026, 11, 23, 9, 0, 5, tzinfo=UTC)
+    )
+
+
+@pytest.fixture
+def approving(gitops: GitOpsRepo, tmp_path: Path) -> Iterator[TestClient]:
+    yield from run_daemon(gitops, tmp_path, "gates: [{approval: {count: 1, users: [ada]}}]")
+
+
+def test_prod_merges_once_the_named_person_approves(
+    approving: TestClient, gitops: GitOpsRepo
+) -> None:
+    change = gitops.change("1.1.0", "Bump guestbook to 1.1.0")
+    to_staging(approving, gitops, change)
+    waiting = wait_for(
+        lambda: (e := env_view(approving, "environment/prod"))["reason"].count("approval") and e,
+        what="prod to wait for an approval",
+    )
+    assert "waiting for 1 approval from ada" in waiting["reason"]
+    refused = approving.post(
+        "/api/v1/strategies/guestbook/approve", json={"environment": "prod", "user": "mallory"}
+    )
+    assert refused.status_code == 200  # an approval is recorded, but mallory does not count
+    time.sleep(0.5)
+    assert active_dry(approving, "environment/prod") != change
+    answer = approving.post(
+        "/api/v1/strategies/guestbook/approve", json={"environment": "prod", "user": "ada"}
+    )
+    assert answer.status_code == 200, answer.text
+    assert answer.json()["user"] == "ada"
+    wait_for(lambda: active_dry(approving, "environment/prod") == change, what="the merge")
+
+
+def test_approving_with_no_open_pull_request_is_refused(approving: TestClient) -> None:
+    answer = approving.post(
+        "/api/v1/strategies/guestbook/approve", json={"environment": "prod", "user": "ada"}
+    )
+    assert answer.status_code == 409
+    assert "no open pull request" in answer.json()["error"]
+
+
+CHECK = re.compile(r"http://checks\.example\.invalid/verify/([0-9a-f]{40})")
+
+
+@pytest.fixture
+def checked(gitops: GitOpsRepo, tmp_path: Path) -> Iterator[TestClient]:
+    url = "http://checks.example.invalid/verify/{sha}"
+    prod = f"gates: [{{name: smoke, http: {{url: '{url}', expression: verdict, interval: 0.2s}}}}]"
+    asked: list[str] = []
+
+    def answer(request: Any) -> tuple[int, dict[str, str], str]:
+        match = CHECK.match(request.url)
+        assert match is not None
+        asked.append(match.group(1))
+        verdict = "pending" if len(asked) < 3 else "success"
+        return 200, {"content-type": "application/json"}, json.dumps({"verdict": verdict})
+
+    with responses.RequestsMock(assert_all_requests_are_fired=False) as mock:
+        mock.add_callback(responses.GET, CHECK, answer)
+        for client in run_daemon(gitops, tmp_path, prod):
+            client.asked = asked  # type: ignore[attr-defined]
+            yield client
+
+
+def test_prod_merges_when_its_http_check_turns_green(
+    checked: TestClient, gitops: GitOpsRepo
+) -> None:
+    change = gitops.change("1.1.0", "Bump guestbook to 1.1.0")
+    prod = to_staging(checked, gitops, change)
+    head = prod["proposed"]["hydratedSha"]
+    wait_for(lambda: active_dry(checked, "environment/prod") == change, what="the merge")
+    asked: list[str] = checked.asked  # type: ignore[attr-defined]
+    assert len(asked) >= 3 and set(asked) == {head}  # asked about the proposed commit only

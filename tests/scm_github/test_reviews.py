@@ -1,0 +1,56 @@
+"""Reviews through the GitHub plugin, for the approval gate, against the fake GitHub."""
+
+from __future__ import annotations
+
+from promoter.config import Repository
+from scm_plugins.github import GitHubScm
+from scm_plugins.github.reviews import to_review
+from tests.gitrepo import GitSandbox
+
+from .conftest import FULL_NAME
+from .fake_github import FakeGitHub
+from .genuine import Genuine
+from .test_pulls import DEV, open_dev
+
+
+def test_the_genuine_review_example_reads_as_an_approval(genuine: Genuine) -> None:
+    example = genuine.openapi("pulls.list-reviews.200")[0]
+    review = to_review(example)
+    assert review is not None
+    assert (review.user, review.approved) == ("octocat", True)
+    assert review.commit_sha == example["commit_id"]
+
+
+def test_reviews_keep_their_order_and_leave_out_comments(
+    plugin: GitHubScm, repo: Repository, fake: FakeGitHub, sandbox: GitSandbox
+) -> None:
+    pr = open_dev(plugin, repo)
+    head = sandbox.branch_sha(f"{DEV}-next")
+    fake.review(FULL_NAME, pr.number, "ada", "CHANGES_REQUESTED", head)
+    fake.review(FULL_NAME, pr.number, "ada", "COMMENTED", head)
+    fake.review(FULL_NAME, pr.number, "ada", "APPROVED", head)
+    fake.review(FULL_NAME, pr.number, "grace", "APPROVED", "0" * 40)
+    reviews = plugin.get_reviews(repo=repo, number=pr.number)
+    assert [(r.user, r.approved, r.commit_sha) for r in reviews] == [
+        ("ada", False, head),
+        ("ada", True, head),
+        ("grace", True, "0" * 40),
+    ]
+
+
+def test_team_membership_is_asked_only_for_approvers(
+    plugin: GitHubScm, repo: Repository, fake: FakeGitHub, sandbox: GitSandbox
+) -> None:
+    pr = open_dev(plugin, repo)
+    head = sandbox.branch_sha(f"{DEV}-next")
+    owner = FULL_NAME.split("/")[0]
+    fake.teams[(owner, "sre")] = {"grace"}
+    fake.review(FULL_NAME, pr.number, "grace", "APPROVED", head)
+    fake.review(FULL_NAME, pr.number, "ada", "APPROVED", head)
+    fake.review(FULL_NAME, pr.number, "mallory", "CHANGES_REQUESTED", head)
+    reviews = plugin.get_reviews(repo=repo, number=pr.number, teams=["sre"])
+    assert {r.user: r.teams for r in reviews} == {"grace": ("sre",), "ada": (), "mallory": ()}
+    asked = [c.path for c in fake.calls if "/memberships/" in c.path]
+    assert sorted(asked) == sorted(
+        f"/orgs/{owner}/teams/sre/memberships/{user}" for user in ("grace", "ada")
+    )
