@@ -25,6 +25,9 @@ from promoter.http.loopback import ThreadServer, free_port
 from promoter.wiring import Daemon
 
 TIMEOUT = 90.0
+APPROVER = "release-manager"
+PROD_GATES = f"gates: [{{soak: {{duration: 2s}}}}, {{approval: {{count: 1, users: [{APPROVER}]}}}}]"
+"""Prod waits for staging to run a change healthy for 2 s, and for the release manager."""
 
 
 def say(text: str) -> None:
@@ -80,6 +83,7 @@ class Demo:
             self.repo,
             self.base / "state",
             auto_revert="{enabled: true, settleTime: 1s, autoMerge: true}",
+            prod=PROD_GATES,
             daemon={
                 "host": "127.0.0.1",
                 "port": self.port,
@@ -104,6 +108,20 @@ class Demo:
         self.done_keys.add((sha, key))
         client.set_status("gitops", sha, key=key, phase=phase, description=text)
         say(f"  [{env.removeprefix('environment/')}] gate {key}: {text} on {short(sha)}")
+
+    def approve_once(self, client: ApiClient, env: dict[str, Any]) -> None:
+        """Play the release manager: approve a PR the approval gate waits for, once."""
+        pr = env.get("pullRequest")
+        waiting = any(
+            g["name"] == "promoter/approval" and g["phase"] != "success"
+            for g in env.get("gates") or []
+        )
+        if pr is None or not waiting or ("approve", str(pr["number"])) in self.done_keys:
+            return
+        self.done_keys.add(("approve", str(pr["number"])))
+        client.operate(STRATEGY, "approve", environment=env["branch"], user=APPROVER)
+        name = env["branch"].removeprefix("environment/")
+        say(f"  [{name}] {APPROVER} approves PR #{pr['number']}")
 
     def act_two(self, client: ApiClient, good: str) -> dict[str, Any]:
         """A bad change: passes dev, fails health in staging, is reverted, never reaches prod."""
@@ -188,6 +206,7 @@ class Demo:
                 ready = i == 0 or (envs[i - 1].get("active") or {}).get("drySha") == target
                 if proposed.get("drySha") == target and active.get("drySha") != target and ready:
                     self.set_once(client, proposed["hydratedSha"], "ci", env["branch"], "CI passed")
+                    self.approve_once(client, env)
             time.sleep(0.05)
 
 

@@ -10,10 +10,26 @@ def _short(sha: str | None) -> str:
     return sha[:7] if sha else "-"
 
 
+def _gates_line(env: dict[str, Any]) -> str | None:
+    """Every gate of an environment with a PR to judge: its verdict, and when it changes."""
+    gates = env.get("gates") or []
+    if not gates:
+        return None
+    parts = []
+    for gate in gates:
+        text = f"{gate['name']} {gate['phase']}"
+        if gate.get("changesAt"):
+            text += f" (changes {gate['changesAt']})"
+        parts.append(text)
+    return "    gates: " + ", ".join(parts)
+
+
 def render(strategies: Iterable[dict[str, Any]]) -> str:
-    """A plain-text table from the API's strategy details."""
+    """A plain-text table from the API's strategy details; under an environment with gates
+    to pass, a line with each gate's verdict and when time alone will change it."""
     header = ("STRATEGY", "ENVIRONMENT", "ACTIVE", "PROPOSED", "PR", "STATE", "REASON")
     rows: list[tuple[str, ...]] = []
+    notes: dict[int, str] = {}
     for strategy in strategies:
         if strategy.get("error"):
             rows.append((strategy["name"], "-", "-", "-", "-", "error", strategy["error"]))
@@ -27,6 +43,9 @@ def render(strategies: Iterable[dict[str, Any]]) -> str:
                 reason += f"; holds {_short(hold['drySha'])}"
             if env.get("paused"):
                 reason += f"; paused: {env['paused']}"
+            note = _gates_line(env)
+            if note is not None:
+                notes[len(rows) + 1] = note  # printed under this row (after the header)
             rows.append(
                 (
                     strategy["name"],
@@ -40,7 +59,9 @@ def render(strategies: Iterable[dict[str, Any]]) -> str:
             )
     widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header) - 1)]
     lines = []
-    for row in [header, *rows]:
+    for number, row in enumerate([header, *rows]):
         cells = [cell.ljust(width) for cell, width in zip(row[:-1], widths, strict=True)]
         lines.append("  ".join([*cells, row[-1]]).rstrip())
+        if number in notes:
+            lines.append(notes[number])
     return "\n".join(lines)

@@ -25,7 +25,7 @@ PURE_KINDS = frozenset({"soak", "window", "approval", "commit_message"})
 
 
 def _at(when: datetime) -> str:
-    return f"{when:%Y-%m-%d %H:%M} UTC"
+    return f"{when:%Y-%m-%d %H:%M:%S} UTC"
 
 
 def soak(spec: Soak, key: str, snapshot: Snapshot, index: int) -> GateVerdict | None:

@@ -57,7 +57,12 @@ def _environment(env: EnvironmentSnapshot, verdict: EnvironmentVerdict | None) -
         "state": verdict.state.value if verdict else "unknown",
         "reason": verdict.reason if verdict else "",
         "gates": [
-            {"name": g.name, "phase": g.phase.value, "reason": g.reason}
+            {
+                "name": g.name,
+                "phase": g.phase.value,
+                "reason": g.reason,
+                "changesAt": g.changes_at.isoformat() if g.changes_at else None,
+            }
             for g in (verdict.gates if verdict else ())
         ],
         "active": _commit(env.active),
