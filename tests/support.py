@@ -33,7 +33,7 @@ def local_config(
     *,
     extra_strategy: str = "",
     auto_revert: str = "",
-    prod: str = "",
+    environments: dict[str, str] | None = None,
     **daemon: object,
 ) -> Config:
     """The sandbox's strategy on ``repo`` (``promoter.cli.sandbox``); ``auto_revert``
@@ -44,7 +44,7 @@ def local_config(
             repo,
             state,
             auto_revert=auto_revert,
-            prod=prod,
+            environments=environments,
             extra_strategy=extra_strategy,
             daemon=settings,
         )

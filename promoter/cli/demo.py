@@ -83,7 +83,7 @@ class Demo:
             self.repo,
             self.base / "state",
             auto_revert="{enabled: true, settleTime: 1s, autoMerge: true}",
-            prod=PROD_GATES,
+            environments={"prod": PROD_GATES},
             daemon={
                 "host": "127.0.0.1",
                 "port": self.port,

@@ -114,19 +114,19 @@ def sandbox_config(
     state: Path,
     *,
     auto_revert: str = "",
-    prod: str = "",
+    environments: Mapping[str, str] | None = None,
     extra_strategy: str = "",
     daemon: Mapping[str, object] | None = None,
 ) -> str:
     """promoter.yaml for the guestbook strategy on ``repo`` with the local SCM.
 
     ``auto_revert`` (e.g. ``"{enabled: true, settleTime: 1s}"``) is set on staging and
-    prod; ``prod`` is added to prod's settings (e.g. ``"gates: [{soak: {duration: 5s}}]"``);
-    ``extra_strategy`` is YAML appended to ``promotionStrategies``; ``daemon``
-    holds the daemon's settings besides ``stateDir``.
+    prod; ``environments`` adds settings to an environment by its short name (e.g.
+    ``{"prod": "gates: [{soak: {duration: 5s}}]"}``); ``extra_strategy`` is YAML appended
+    to ``promotionStrategies``; ``daemon`` holds the daemon's settings besides ``stateDir``.
     """
     revert = f", autoRevert: {auto_revert}" if auto_revert else ""
-    prod_extra = f", {prod}" if prod else ""
+    extra = {name: f", {text}" for name, text in (environments or {}).items()}
     daemon_yaml = "".join(f"\n  {key}: {value}" for key, value in (daemon or {}).items())
     return f"""\
 scmProviders:
@@ -142,9 +142,9 @@ promotionStrategies:
     activeCommitStatuses: [{{key: health}}]
     proposedCommitStatuses: [{{key: ci}}]
     environments:
-      - {{branch: environment/dev}}
-      - {{branch: environment/staging{revert}}}
-      - {{branch: environment/prod{revert}{prod_extra}}}
+      - {{branch: environment/dev{extra.get("dev", "")}}}
+      - {{branch: environment/staging{revert}{extra.get("staging", "")}}}
+      - {{branch: environment/prod{revert}{extra.get("prod", "")}}}
 {extra_strategy}
 daemon:
   stateDir: {state}{daemon_yaml}

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 import responses
+import yaml
 from starlette.testclient import TestClient
 
 from promoter.daemon import ActionEvent
@@ -37,12 +38,14 @@ class MovableClock:
             self._start, self._t0 = to, time.monotonic()
 
 
-def run_daemon(gitops: GitOpsRepo, tmp_path: Path, prod: str, **kw: Any) -> Iterator[TestClient]:
+def run_daemon(
+    gitops: GitOpsRepo, tmp_path: Path, prod: str, *, dev: str = "", **kw: Any
+) -> Iterator[TestClient]:
     events: list[tuple[ActionEvent, datetime]] = []
     clock = kw.pop("clock", None)
     extra = {"clock": clock} if clock is not None else {}
     daemon = Daemon(
-        local_config(gitops.path, tmp_path / "state", prod=prod),
+        local_config(gitops.path, tmp_path / "state", environments={"prod": prod, "dev": dev}),
         observers=[lambda e: events.append((e, clock() if clock else datetime.now(UTC)))],
         **extra,
     )
@@ -180,3 +183,68 @@ def test_prod_merges_when_its_http_check_turns_green(
     wait_for(lambda: active_dry(checked, "environment/prod") == change, what="the merge")
     asked: list[str] = checked.asked  # type: ignore[attr-defined]
     assert len(asked) >= 3 and set(asked) == {head}  # asked about the proposed commit only
+
+
+ARGOCD_APP = Path(__file__).resolve().parent.parent / "fixtures/argocd/application.yaml"
+
+
+@pytest.fixture
+def argo_watched(
+    gitops: GitOpsRepo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[TestClient]:
+    """dev's health also comes from Argo CD: the genuine Application, pointed at dev."""
+    monkeypatch.setenv("ARGOCD_TOKEN", "t0ken-for-argocd")
+    app = yaml.safe_load(ARGOCD_APP.read_text())
+    app["spec"]["source"]["targetRevision"] = "environment/dev"
+    state = {"app": app}
+    dev = (
+        "gates: [{argocd: {server: 'https://argocd.example.com',"
+        " token: {fromEnv: ARGOCD_TOKEN}, interval: 0.2s}}]"
+    )
+
+    def answer(request: Any) -> tuple[int, dict[str, str], str]:
+        return 200, {"content-type": "application/json"}, json.dumps({"items": [state["app"]]})
+
+    with responses.RequestsMock(assert_all_requests_are_fired=False) as mock:
+        mock.add_callback(responses.GET, "https://argocd.example.com/api/v1/applications", answer)
+        for client in run_daemon(gitops, tmp_path, "", dev=dev):
+            client.argo = state  # type: ignore[attr-defined]
+            yield client
+
+
+def test_argo_cd_health_of_dev_gates_staging_and_is_published_on_dev(
+    argo_watched: TestClient, gitops: GitOpsRepo
+) -> None:
+    state = argo_watched.argo  # type: ignore[attr-defined]
+    change = gitops.change("1.1.0", "Bump guestbook to 1.1.0")
+    dev = wait_for(lambda: (e := env_view(argo_watched, "environment/dev"))["pullRequest"] and e)
+    set_status(argo_watched, dev["proposed"]["hydratedSha"], "ci")
+    wait_for(
+        lambda: active_dry(argo_watched, "environment/dev") == change, what="dev at the change"
+    )
+    running = gitops.tip("environment/dev")
+    set_status(argo_watched, running, "health")
+    state["app"]["status"]["sync"]["revision"] = running
+    state["app"]["status"]["health"]["status"] = "Degraded"
+
+    def staging_blocked_by_argo() -> dict[str, Any] | None:
+        env = env_view(argo_watched, "environment/staging")
+        return env if "promoter/argocd failed on environment/dev" in env["reason"] else None
+
+    wait_for(staging_blocked_by_argo, what="staging to wait for Argo CD's verdict on dev")
+    dev_view = env_view(argo_watched, "environment/dev")
+    published = {s["key"]: s for s in dev_view["active"]["commitStatuses"]}
+    assert published["promoter/argocd"]["phase"] == "failure"
+    assert "velero-test Degraded" in published["promoter/argocd"]["description"]
+
+    state["app"]["status"]["health"]["status"] = "Healthy"
+    staging = wait_for(
+        lambda: (
+            (e := env_view(argo_watched, "environment/staging"))["pullRequest"]
+            and "promoter/argocd" not in e["reason"]
+            and e
+        ),
+        what="staging to see dev healthy",
+    )
+    set_status(argo_watched, staging["proposed"]["hydratedSha"], "ci")
+    wait_for(lambda: active_dry(argo_watched, "environment/staging") == change, what="staging")
