@@ -142,16 +142,7 @@ def _promote(snapshot: Snapshot, index: int, proposed: CommitState, active_sha: 
     )
     pr = _open_pull_request(snapshot, index)
     if pr is None:
-        outcome.actions.append(
-            OpenPullRequest(
-                environment=index,
-                head=env.proposed_branch,
-                base=env.branch,
-                title=text.title,
-                body=text.body,
-                labels=text.labels,
-            )
-        )
+        outcome.actions.append(open_pull_request(snapshot, index, text))
     else:
         outcome.actions.extend(_update(index, pr, text))
     outcome.actions.extend(_previous_environment_status(snapshot, index, proposed, gates))
@@ -200,6 +191,21 @@ def _promote(snapshot: Snapshot, index: int, proposed: CommitState, active_sha: 
             )
         )
     return outcome
+
+
+def open_pull_request(
+    snapshot: Snapshot, index: int, text: pr_text.PullRequestText
+) -> OpenPullRequest:
+    """The promotion PR of environment ``index``: its ``-next`` branch into the active one."""
+    env = snapshot.environments[index]
+    return OpenPullRequest(
+        environment=index,
+        head=env.proposed_branch,
+        base=env.branch,
+        title=text.title,
+        body=text.body,
+        labels=text.labels,
+    )
 
 
 def _update(index: int, pr: PullRequest, text: pr_text.PullRequestText) -> list[Action]:

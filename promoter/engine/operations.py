@@ -16,12 +16,11 @@ from promoter.engine.actions import (
     Frozen,
     HoldDryCommit,
     MergePullRequest,
-    OpenPullRequest,
     RecordOverride,
     ReleaseHold,
     ResumeEnvironment,
 )
-from promoter.engine.decide import backwards_reason
+from promoter.engine.decide import backwards_reason, open_pull_request
 from promoter.engine.gates import error_reason
 from promoter.engine.pr_text import for_environment, merge_message, short
 from promoter.engine.revert import manual_revert
@@ -147,16 +146,7 @@ def promote(
     pr = env.pull_request
     if pr is None:
         text = for_environment(snapshot, index, dry_sha=proposed, active_dry_sha=active)
-        return [
-            OpenPullRequest(
-                environment=index,
-                head=env.proposed_branch,
-                base=env.branch,
-                title=text.title,
-                body=text.body,
-                labels=text.labels,
-            )
-        ]
+        return [open_pull_request(snapshot, index, text)]
     if pr.head_sha != env.proposed.hydrated_sha:
         return Refusal(
             reason=f"pull request #{pr.number} is behind {env.proposed_branch}; try again"
