@@ -1,6 +1,9 @@
 """Structured logs: a fixed message plus key/value fields, as JSON lines in the daemon.
 
 Use ``log.info("pr opened", extra={"strategy": s, "environment": e, "pr": n})``.
+Every record is scrubbed of known secrets before it is formatted
+(``promoter.redaction.RedactingFilter``); uvicorn's ``color_message`` (the same message
+with ANSI colours) is left out.
 """
 
 from __future__ import annotations
@@ -11,7 +14,13 @@ import sys
 from datetime import UTC, datetime
 from typing import Any
 
-_RESERVED = set(vars(logging.LogRecord("", 0, "", 0, "", (), None))) | {"message", "asctime"}
+from promoter.redaction import RedactingFilter
+
+_RESERVED = set(vars(logging.LogRecord("", 0, "", 0, "", (), None))) | {
+    "message",
+    "asctime",
+    "color_message",  # uvicorn's copy of the message, with ANSI escapes
+}
 
 
 def fields(record: logging.LogRecord) -> dict[str, Any]:
@@ -29,7 +38,7 @@ class JsonFormatter(logging.Formatter):
         }
         out.update(fields(record))
         if record.exc_info:
-            out["exc"] = self.formatException(record.exc_info)
+            out["exc"] = record.exc_text or self.formatException(record.exc_info)
         return json.dumps(out, default=str)
 
 
@@ -42,7 +51,7 @@ class PlainFormatter(logging.Formatter):
             f" {extra}" if extra else ""
         )
         if record.exc_info:
-            text += "\n" + self.formatException(record.exc_info)
+            text += "\n" + (record.exc_text or self.formatException(record.exc_info))
         return text
 
 
@@ -50,6 +59,7 @@ def setup(level: str = "info", *, json_lines: bool = True, stream: Any = None) -
     """Configure the root logger once for the process."""
     handler = logging.StreamHandler(stream or sys.stderr)
     handler.setFormatter(JsonFormatter() if json_lines else PlainFormatter())
+    handler.addFilter(RedactingFilter())
     root = logging.getLogger()
     for old in list(root.handlers):
         root.removeHandler(old)

@@ -3,7 +3,10 @@
 A plugin wraps each remote call in ``with calls.call("operation"):``; the block's
 exceptions are translated by the plugin's ``translate`` function into
 ``promoter.errors.Scm*`` (original kept as ``__cause__``), and the outcome is
-counted in ``promoter_scm_calls_total{provider,operation,outcome}``.
+counted in ``promoter_scm_calls_total{provider,operation,outcome}``. Every error that
+leaves a call, with its causes, is scrubbed of every secret the process knows
+(``promoter.redaction``): an SCM that echoes a token back in an error body cannot put it
+into the API, ``/readyz`` or a log line, whichever plugin made the call.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from promoter.errors import (
     ScmUnavailable,
 )
 from promoter.metrics import SCM_CALLS_TOTAL, SCM_RATE_LIMIT_REMAINING
+from promoter.redaction import KNOWN
 
 log = logging.getLogger("promoter.scm")
 
@@ -57,13 +61,16 @@ class ScmCalls:
             yield
         except ScmError as exc:
             error = exc
+            KNOWN.scrub_exception(exc)
             raise
         except Exception as exc:
+            KNOWN.scrub_exception(exc)
             translated = self._translate(exc)
             if translated is None:
                 error = exc
                 raise
             error = translated
+            KNOWN.scrub_exception(translated)
             raise translated from exc
         finally:
             outcome = _outcome(error)

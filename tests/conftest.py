@@ -9,6 +9,8 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, settings
 
+from promoter.redaction import KNOWN
+
 settings.register_profile(
     "default", deadline=None, suppress_health_check=[HealthCheck.too_slow], max_examples=200
 )
@@ -44,3 +46,10 @@ def _isolated_git(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     yield
     os.environ.clear()
     os.environ.update(saved)
+
+
+@pytest.fixture(autouse=True)
+def _forget_secrets() -> Iterator[None]:
+    """Each test starts with no known secret: one test's token is not scrubbed from another's."""
+    yield
+    KNOWN.clear()

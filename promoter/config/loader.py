@@ -10,6 +10,7 @@ import yaml
 from pydantic import ValidationError
 
 from promoter.config.models import Config
+from promoter.config.secret_refs import unresolvable
 from promoter.errors import ConfigError
 
 Location = tuple[int, int]
@@ -106,8 +107,14 @@ def _references(data: dict[str, Any], marks: dict[Path_, Location], source: str)
     return problems
 
 
-def parse_config(text: str, *, source: str = "promoter.yaml") -> Config:
-    """A Config from YAML text; ConfigError lists every problem as ``file:line:col: path: msg``."""
+def parse_config(
+    text: str, *, source: str = "promoter.yaml", resolve_secrets: bool = False
+) -> Config:
+    """A Config from YAML text; ConfigError lists every problem as ``file:line:col: path: msg``.
+
+    With ``resolve_secrets``, every secret is read too, and one that is missing, unreadable,
+    empty or only whitespace is a problem at the line of its reference.
+    """
     try:
         node = yaml.compose(text, Loader=yaml.SafeLoader)
     except yaml.YAMLError as exc:
@@ -129,19 +136,27 @@ def parse_config(text: str, *, source: str = "promoter.yaml") -> Config:
             message = error["msg"].removeprefix("Value error, ")
             problems.append(f"{at}: {dotted}: {message}")
     problems.extend(_references(data, marks, source))
+    if config is not None and resolve_secrets and not problems:
+        for loc, message in unresolvable(config):
+            dotted, pos = _where(loc, marks)
+            at = f"{source}:{pos[0]}:{pos[1]}" if pos else source
+            problems.append(f"{at}: {dotted}: {message}")
     if problems or config is None:
         raise ConfigError(problems)
     return config
 
 
-def load_config(path: str | Path) -> Config:
-    """Read and validate a config file; relative stateDir and local paths stay as written."""
+def load_config(path: str | Path, *, resolve_secrets: bool = False) -> Config:
+    """Read and validate a config file; relative stateDir and local paths stay as written.
+
+    ``resolve_secrets`` reads every secret as well (what ``serve`` needs; ``status`` does not).
+    """
     path = Path(path)
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise ConfigError([f"{path}: cannot read: {exc.strerror}"]) from exc
-    return parse_config(text, source=str(path))
+    return parse_config(text, source=str(path), resolve_secrets=resolve_secrets)
 
 
 def json_schema() -> dict[str, Any]:

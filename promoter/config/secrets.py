@@ -9,6 +9,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from promoter.errors import ConfigError
+from promoter.redaction import remember
 
 
 class SecretRef(BaseModel):
@@ -39,16 +40,25 @@ class SecretRef(BaseModel):
         return f"env:{self.from_env}" if self.from_env else f"file:{self.from_file}"
 
     def resolve(self) -> str:
-        """The secret's value, stripped of a trailing newline; ConfigError when absent."""
+        """The secret's value, stripped of a trailing newline.
+
+        ConfigError when it is absent, empty or only whitespace: an empty webhook key or
+        API token would let anyone through. The value is remembered by
+        ``promoter.redaction`` so that no error text or log line can show it.
+        """
         if self.from_env is not None:
             value = os.environ.get(self.from_env)
             if value is None or value == "":
                 raise ConfigError([f"environment variable {self.from_env} is not set"])
-            return value
-        assert self.from_file is not None
-        try:
-            return Path(self.from_file).expanduser().read_text(encoding="utf-8").rstrip("\r\n")
-        except OSError as exc:
-            raise ConfigError(
-                [f"cannot read secret file {self.from_file}: {exc.strerror}"]
-            ) from exc
+        else:
+            assert self.from_file is not None
+            try:
+                raw = Path(self.from_file).expanduser().read_text(encoding="utf-8")
+            except (OSError, UnicodeDecodeError) as exc:
+                why = exc.strerror if isinstance(exc, OSError) else "not UTF-8 text"
+                raise ConfigError([f"cannot read secret file {self.from_file}: {why}"]) from exc
+            value = raw.rstrip("\r\n")
+        if not value.strip():
+            raise ConfigError([f"the secret from {self.describe()} is empty or only whitespace"])
+        remember(value)
+        return value

@@ -14,12 +14,13 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from promoter.redaction import KNOWN
+
 FALLBACK_NAME = "promoter"
 FALLBACK_EMAIL = "promoter@localhost"
 
 _ROLES = ("AUTHOR", "COMMITTER")
 _URL_USERINFO = re.compile(r"(?<=://)[^/\s'\"]+@")
-_MIN_SECRET_LEN = 6
 
 
 def _configured(key: str, git_dir: Path | None, environ: Mapping[str, str]) -> bool:
@@ -80,10 +81,8 @@ def url_secrets(url: str) -> list[str]:
 def redact(text: str, secrets: Iterable[str]) -> str:
     """``text`` without URL credentials and without any of ``secrets`` (as ``***``).
 
-    Values shorter than six characters (``1``, ``true``) are left alone: they are
-    counters and flags, and replacing them would garble the message.
+    Every secret the process knows is blanked too (``promoter.redaction``). Values shorter
+    than six characters (``1``, ``true``) are left alone: they are counters and flags, and
+    replacing them would garble the message.
     """
-    text = strip_credentials(text)
-    for secret in sorted({s for s in secrets if len(s) >= _MIN_SECRET_LEN}, key=len, reverse=True):
-        text = text.replace(secret, "***")
-    return text
+    return KNOWN.scrub(strip_credentials(text), extra=secrets)

@@ -20,16 +20,18 @@ from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import Route
 
 from promoter.daemon.operations import OperationError
-from promoter.errors import GitError, ScmError
+from promoter.errors import ConfigError, GitError, ScmError
 from promoter.http.ports import Commands, Views
 from promoter.http.status_page import render
 from promoter.http.views import strategy_json, strategy_summary
 from promoter.metrics import REGISTRY
 from promoter.models import SHA_RE, CommitStatus, Phase
+from promoter.redaction import scrub
 
 
 def problem(status: int, message: str, **extra: Any) -> JSONResponse:
-    return JSONResponse({"error": message, **extra}, status_code=status)
+    """An error answer; its message never carries a secret the process knows."""
+    return JSONResponse({"error": scrub(message), **extra}, status_code=status)
 
 
 class StatusBody(BaseModel):
@@ -71,6 +73,8 @@ class Api:
     def __init__(
         self, *, views: Views, commands: Commands, token: str | None, loopback_only: bool
     ) -> None:
+        if token is not None and not token.strip():
+            raise ConfigError(["the API token must not be empty or only whitespace"])
         self.views = views
         self.commands = commands
         self._token = token
@@ -99,8 +103,11 @@ class Api:
             return self._loopback_only
         header = request.headers.get("authorization", "")
         scheme, _, value = header.partition(" ")
-        return scheme.lower() == "bearer" and hmac.compare_digest(
-            value.strip().encode(), self._token.encode()
+        value = value.strip()
+        return (
+            scheme.lower() == "bearer"
+            and bool(value)
+            and hmac.compare_digest(value.encode(), self._token.encode())
         )
 
     async def healthz(self, request: Request) -> Response:

@@ -21,6 +21,7 @@ from github.Auth import AppAuth
 
 from promoter.config import GitHubApp, Repository
 from promoter.errors import ConfigError, ScmNotFound
+from promoter.redaction import remember
 from scm_plugins.github.client import GitHubClient
 
 RENEW_BEFORE = 300.0
@@ -129,7 +130,9 @@ class AppCredentials:
             installation=installation,
         )
         expires = datetime.fromisoformat(str(data["expires_at"]).replace("Z", "+00:00"))
-        return str(data["token"]), expires.timestamp()
+        token = str(data["token"])
+        remember(token, slot=f"github-app:{self._jwt.app_id}:{installation}")
+        return token, expires.timestamp()
 
 
 def _owner(repo: Repository) -> str:
