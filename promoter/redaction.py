@@ -12,6 +12,7 @@ secret read anywhere in the process must be hidden everywhere in it.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 from collections.abc import Iterable
@@ -82,10 +83,8 @@ class SecretSet:
             for name in ("message", "error_message", "msg", "strerror"):
                 value = getattr(exc, name, None)
                 if isinstance(value, str):
-                    try:
+                    with contextlib.suppress(AttributeError, TypeError):
                         setattr(exc, name, self.scrub(value))
-                    except (AttributeError, TypeError):
-                        pass
             exc = exc.__cause__ or exc.__context__
 
 

@@ -22,6 +22,7 @@ from .fake_github import FakeGitHub
 from .genuine import Genuine
 from .test_end_to_end import FULL_NAME, SECRET, SECRET_ENV, config_text
 
+
 def echo_everything(fake: FakeGitHub, secret: str) -> None:
     """Every request from now on is refused with a body that quotes ``secret``."""
     body = {"message": f"Bad credentials: {secret} is not a token we know"}
@@ -46,7 +47,7 @@ def test_an_echoed_token_is_blanked_out_of_the_plugins_error(
     plugin = make_plugin(token_provider)
     echo_everything(fake, TOKEN)
     with pytest.raises(ScmAuthError) as raised:
-        plugin.find_open_pull_request(repo=repo, head="environment/dev-next", base="environment/dev")
+        plugin.find_open_pull_request(repo=repo, head="x", base="environment/dev")
     text = causes(raised.value)
     assert "Bad credentials: *** is not a token" in str(raised.value)
     assert TOKEN not in text
@@ -89,8 +90,7 @@ def test_no_api_answer_readiness_reply_or_log_line_shows_an_echoed_token(
         daemon = Daemon(parse_config(config_text(gitops.path, tmp_path / "state")))
         with TestClient(daemon.app) as client:
             view = wait_for(
-                lambda: (v := client.get("/api/v1/strategies/guestbook").json()).get("error")
-                and v,
+                lambda: (v := client.get("/api/v1/strategies/guestbook").json()).get("error") and v,
                 what="the refusal in the view",
             )
             ready = client.get("/readyz")

@@ -65,9 +65,7 @@ def test_loading_with_secrets_names_the_file_and_line_of_an_empty_secret(
     with pytest.raises(ConfigError) as raised:
         load_config(path, resolve_secrets=True)
     (problem,) = raised.value.problems
-    line = next(
-        i for i, text in enumerate(path.read_text().splitlines(), 1) if str(secret) in text
-    )
+    line = next(i for i, text in enumerate(path.read_text().splitlines(), 1) if str(secret) in text)
     assert problem.startswith(f"{path}:{line}:")
     assert "empty or only whitespace" in problem
 
