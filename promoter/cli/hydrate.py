@@ -10,9 +10,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from promoter.errors import GitError, PermanentError
-from promoter.git.identity import identity_env
+from promoter.git.identity import identity_env, strip_credentials
 from promoter.git.metadata import METADATA_FILE, NOTES_REF, render_metadata
 from promoter.git.runner import run_git
 
@@ -76,7 +77,8 @@ def hydrate(
     plus ``hydrator.metadata`` (``drySha``, ``repoURL``, ``author``, ``date``,
     ``subject``, ``body``) at the root; the same JSON is the note under
     ``refs/notes/hydrator.metadata``. ``repo_url`` defaults to ``remote.origin.url``,
-    else the repository's path.
+    else the repository's path; credentials in it (``https://user:token@host/...``) are
+    never written: every hydrated commit would keep them for ever.
 
     The new commit's parent is the proposed branch's tip, else the active branch's tip,
     else none; an active branch that does not exist yet is created at the proposed tip,
@@ -96,12 +98,20 @@ def hydrate(
     if repo_url is None:
         configured = git("config", "--get", "remote.origin.url", ok=(0, 1)).strip()
         repo_url = configured or str(Path(repo).absolute())
+    repo_url = public_url(repo_url)
     results = _render(git, dry_ref, branches, suffix, source_dir, repo_url)
     if push_to is not None:
         refs = [f"refs/heads/{r.proposed_branch}" for r in results.values()]
         refs += [f"refs/heads/{r.branch}" for r in results.values() if r.created]
         git("push", "--atomic", "--quiet", push_to, *refs, f"{NOTES_REF}:{NOTES_REF}")
     return results
+
+
+def public_url(url: str) -> str:
+    """``url`` without user info when it is an http(s) URL (a token often hides there)."""
+    if urlsplit(url).scheme.lower() in ("http", "https"):
+        return strip_credentials(url)
+    return url
 
 
 def _render(

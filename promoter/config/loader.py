@@ -11,6 +11,7 @@ from pydantic import ValidationError
 
 from promoter.config.models import Config
 from promoter.config.secret_refs import unresolvable
+from promoter.config.transport import insecure_repositories
 from promoter.errors import ConfigError
 
 Location = tuple[int, int]
@@ -64,6 +65,8 @@ def _references(data: dict[str, Any], marks: dict[Path_, Location], source: str)
                 seen[name] = i
         return seen
 
+    for loc, message in insecure_repositories(data):
+        report(loc, message)
     providers = names("scmProviders")
     repositories = names("repositories")
     names("promotionStrategies")

@@ -15,8 +15,14 @@ from promoter.config.base import Spec
 from promoter.config.durations import Duration
 from promoter.config.gates import GateSpec, merge_gates
 from promoter.config.secrets import SecretRef
+from promoter.config.transport import insecure, refusal
 
 # --- SCM providers -------------------------------------------------------------------
+
+ALLOW_INSECURE = (
+    "Let the token travel over plain http:// to a host that is not loopback (its API URL "
+    "and its repositories' URLs). For a test instance only: anyone on the path reads it."
+)
 
 
 class GitHubApp(Spec):
@@ -40,9 +46,12 @@ class GitHubProvider(Spec):
         description="How the promoter shows its own gates: commit statuses, or check runs "
         "(App only).",
     )
+    allow_insecure: bool = Field(default=False, description=ALLOW_INSECURE)
 
     @model_validator(mode="after")
     def _one_credential(self) -> GitHubProvider:
+        if insecure(self.url) and not self.allow_insecure:
+            raise ValueError(refusal(self.url, "url"))
         if (self.token is None) == (self.app is None):
             raise ValueError("give exactly one of token or app")
         if self.status_checks == "checkRuns" and self.app is None:
@@ -58,6 +67,13 @@ class GitLabProvider(Spec):
         default="pipeline", description="Gate key under which a SHA's latest pipeline is reported."
     )
     squash: bool = False
+    allow_insecure: bool = Field(default=False, description=ALLOW_INSECURE)
+
+    @model_validator(mode="after")
+    def _https(self) -> GitLabProvider:
+        if insecure(self.url) and not self.allow_insecure:
+            raise ValueError(refusal(self.url, "url"))
+        return self
 
 
 class LocalProvider(Spec):

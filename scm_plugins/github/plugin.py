@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping
 
-from promoter.config import GitHubProvider, Repository, ScmProvider
+from promoter.config import GitHubProvider, Repository, ScmProvider, transport
 from promoter.errors import ConfigError
 from promoter.models import CommitStatus, PullRequest, Review
 from scm_plugins.calls import ScmCalls
@@ -37,6 +37,7 @@ class GitHubScm:
         if provider.github is None:
             raise ConfigError([f"SCM provider {provider.name!r} has no github section"])
         config: GitHubProvider = provider.github
+        self._allow_insecure = config.allow_insecure
         self.calls = ScmCalls("github", translate)
         self._client = GitHubClient(base_url=config.url, calls=self.calls)
         credentials: Credentials
@@ -118,6 +119,7 @@ class GitHubScm:
         return self._reviews.get(repo=repo, number=number, teams=teams)
 
     def git_environment(self, *, repo: Repository) -> Mapping[str, str]:
+        transport.check(repo.url, allow_insecure=self._allow_insecure, what="the repository URL")
         return git_environment(repo=repo, token=lambda: self._credentials.token(repo=repo))
 
     def close(self) -> None:

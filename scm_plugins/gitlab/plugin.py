@@ -12,7 +12,7 @@ from collections.abc import Collection, Mapping
 
 from gitlab.v4.objects import Project
 
-from promoter.config import GitLabProvider, Repository, ScmProvider
+from promoter.config import GitLabProvider, Repository, ScmProvider, transport
 from promoter.errors import ConfigError
 from promoter.models import CommitStatus, PullRequest, Review
 from scm_plugins.calls import ScmCalls
@@ -135,6 +135,9 @@ class GitLabScm:
         return self._approvals.get(self._project(repo), number=number, groups=teams)
 
     def git_environment(self, *, repo: Repository) -> Mapping[str, str]:
+        transport.check(
+            repo.url, allow_insecure=self._config.allow_insecure, what="the repository URL"
+        )
         return credentials.git_environment(
             repo,
             token=self._token,
