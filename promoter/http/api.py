@@ -21,6 +21,7 @@ from starlette.routing import Route
 
 from promoter.daemon.operations import OperationError
 from promoter.errors import ConfigError, GitError, ScmError
+from promoter.http.body import MAX_BODY, BodyTooLarge, read_body
 from promoter.http.ports import Commands, Views
 from promoter.http.status_page import render
 from promoter.http.views import strategy_json, strategy_summary
@@ -43,15 +44,40 @@ class StatusBody(BaseModel):
 
 
 OPERATIONS = ("revert", "hold", "release", "promote", "approve")
+MAX_NAME = 255
+MAX_REASON = 1024
+"""A reason goes into the ledger note, in git history for ever: a paragraph at most."""
 
 
 class OperationBody(BaseModel):
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
-    environment: str = Field(min_length=1)
-    reason: str = ""
-    to: str | None = None
-    dry_sha: str | None = Field(default=None, alias="drySha")
-    user: str = Field(default="promoter-cli", max_length=255)
+    environment: str = Field(min_length=1, max_length=MAX_NAME)
+    reason: str = Field(default="", max_length=MAX_REASON)
+    to: str | None = Field(default=None, max_length=64)
+    dry_sha: str | None = Field(default=None, alias="drySha", max_length=64)
+    user: str = Field(default="promoter-cli", max_length=MAX_NAME)
+
+
+class RefreshBody(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    strategy: str | None = Field(default=None, min_length=1, max_length=MAX_NAME)
+
+
+def invalid(what: str, exc: ValueError) -> JSONResponse:
+    """422 naming what is wrong (pydantic's details, without echoing the input)."""
+    details = None
+    if isinstance(exc, ValidationError):
+        details = [
+            {"loc": list(e["loc"]), "msg": e["msg"], "type": e["type"]}
+            for e in exc.errors(include_url=False, include_input=False)
+        ]
+    return problem(422, what, details=details)
+
+
+def too_large() -> JSONResponse:
+    response = problem(413, f"the body is larger than {MAX_BODY} bytes")
+    response.headers["connection"] = "close"
+    return response
 
 
 def is_loopback(host: str) -> bool:
@@ -156,12 +182,11 @@ class Api:
         if not SHA_RE.match(sha):
             return problem(422, "sha must be a full 40-character hexadecimal commit SHA")
         try:
-            body = StatusBody.model_validate(json.loads(await request.body() or b"null"))
-        except (ValueError, ValidationError) as exc:
-            errors = exc.errors(include_url=False) if isinstance(exc, ValidationError) else None
-            return problem(
-                422, "invalid status", details=json.loads(json.dumps(errors, default=str))
-            )
+            body = StatusBody.model_validate(json.loads(await read_body(request) or b"null"))
+        except BodyTooLarge:
+            return too_large()
+        except ValueError as exc:  # pydantic's ValidationError is one too
+            return invalid("invalid status", exc)
         status = CommitStatus(
             key=body.key,
             phase=body.phase,
@@ -193,9 +218,11 @@ class Api:
         if operation not in OPERATIONS:
             return problem(404, f"no operation {operation!r}; use {', '.join(OPERATIONS)}")
         try:
-            body = OperationBody.model_validate(json.loads(await request.body() or b"{}"))
-        except (ValueError, ValidationError):
-            return problem(422, "body must be JSON with at least an environment")
+            body = OperationBody.model_validate(json.loads(await read_body(request) or b"{}"))
+        except BodyTooLarge:
+            return too_large()
+        except ValueError as exc:
+            return invalid("body must be JSON with at least an environment", exc)
         ops = self.commands.operations
         calls = {
             "revert": lambda: ops.revert(name, body.environment, to=body.to),
@@ -218,13 +245,19 @@ class Api:
     async def refresh(self, request: Request) -> Response:
         if not self.authorized(request):
             return problem(401, "a valid bearer token is required")
-        raw = await request.body()
+        try:
+            raw = await read_body(request)
+        except BodyTooLarge:
+            return too_large()
         try:
             data = json.loads(raw) if raw.strip() else {}
         except ValueError:
             return problem(400, "body must be JSON or empty")
-        wanted = data.get("strategy") if isinstance(data, dict) else None
-        if wanted is not None and self.views.strategy(str(wanted)) is None:
+        try:
+            wanted = RefreshBody.model_validate(data if isinstance(data, dict) else {}).strategy
+        except ValidationError as exc:
+            return invalid("strategy must be a strategy's name", exc)
+        if wanted is not None and self.views.strategy(wanted) is None:
             return problem(404, f"no strategy named {wanted!r}")
         keys = [str(wanted)] if wanted else [s.name for s in self.views.strategies()]
         self.commands.enqueue(keys)
