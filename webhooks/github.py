@@ -8,6 +8,7 @@ dismissed). Anything else is Ignored.
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections.abc import Callable, Mapping, Sequence
 from urllib.parse import parse_qs
@@ -64,9 +65,15 @@ class GitHub:
         return "other"
 
     def delivery_id(self, headers: Mapping[str, str], body: bytes | None) -> str | None:
-        """``X-GitHub-Delivery``, the same on a redelivery."""
-        value = headers.get("x-github-delivery", "").strip()
-        return value[:128] or None
+        """``X-GitHub-Delivery``, the same on a redelivery; without it, a hash of the body.
+
+        A sender that leaves the header out (a proxy that strips it, a hand-made
+        delivery) still sends the same bytes twice when it retries.
+        """
+        value = headers.get("x-github-delivery", "").strip()[:128]
+        if value or body is None:
+            return value or None
+        return "body-sha256:" + hashlib.sha256(body).hexdigest()
 
     def parse(self, event: str, headers: Mapping[str, str], body: bytes) -> Event:
         handler = _HANDLERS.get(event)
