@@ -3,26 +3,33 @@
 A delivery id seen within the retention window is a duplicate (a redelivery or a
 retry) and is not processed again.
 
-Concurrency: one connection in WAL mode and one lock; the check-and-record of an
-id is atomic within the process, and the log is safe to use from any thread.
+Concurrency: the check-and-record of an id is atomic within the process (one lock
+over the ids in memory), and the log is safe to use from any thread. ``record`` and
+``forget`` never write to SQLite: they run on the event loop, so a writer thread of
+the log's own writes behind them, on one connection in WAL mode guarded by a second
+lock (taken after the first, never the other way round).
 
 Speed: one commit per delivery would cost more than the rest of the request, so
 the ids of the retention window are mirrored in memory (up to ``memory_limit``;
-past that, a miss in memory is checked in SQLite) and new ids are written behind,
-one transaction per batch (every ``flush_every`` seconds or ``batch`` ids, and on
-``close``). A crash may forget the last batch: those deliveries would be processed
-again if redelivered, which is harmless since webhooks only enqueue idempotent
-reconciles. The file belongs to one daemon; another process writing to it is not
-seen until restart.
+past that, a miss in memory is looked up in SQLite, the one disk access left on the
+caller's thread) and new ids are written behind, one transaction per batch (every
+``flush_every`` seconds or ``batch`` ids, and on ``close``). Ids waiting to be
+written count as recorded. A crash may forget the last batch: those deliveries
+would be processed again if redelivered, which is harmless since webhooks only
+enqueue idempotent reconciles. The file belongs to one daemon; another process
+writing to it is not seen until restart.
 """
 
 from __future__ import annotations
 
+import logging
 import sqlite3
 import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
+
+log = logging.getLogger("promoter.webhooks")
 
 FILE_NAME = "webhook-deliveries.sqlite3"
 MIN_RETENTION = 86400.0
@@ -58,7 +65,14 @@ class DeliveryLog:
         self._memory_limit = memory_limit
         self._clock = clock
         self._lock = threading.Lock()
-        self._pending: list[tuple[str, float]] = []
+        """Guards the ids in memory: ``_seen``, ``_pending``, ``_writing``, ``_deletes``."""
+        self._db_lock = threading.Lock()
+        """Guards the connection; taken after ``_lock`` when both are needed."""
+        self._pending: dict[str, float] = {}
+        """Recorded, not yet handed to the writer."""
+        self._writing: dict[str, float] = {}
+        """Handed to the writer, not yet committed: still recorded for lookups."""
+        self._deletes: list[str] = []
         if str(path) != ":memory:":
             Path(path).parent.mkdir(parents=True, exist_ok=True)
         self._db = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None)
@@ -71,7 +85,9 @@ class DeliveryLog:
         """Ids of the window by time received, oldest first."""
         now = clock()
         self._next_flush = now + flush_every
-        self._prune_locked(now)
+        self._next_prune = now
+        self._prune_memory(now)
+        self._prune_db(now)
         rows = self._db.execute(
             "SELECT id, received_at FROM deliveries ORDER BY received_at DESC LIMIT ?",
             (memory_limit + 1,),
@@ -79,45 +95,55 @@ class DeliveryLog:
         self._complete = len(rows) <= memory_limit
         """Whether every id of the window is in memory (else misses are looked up in SQLite)."""
         self._seen.update(reversed(rows[:memory_limit]))
+        self._wake = threading.Event()
+        self._writer = threading.Thread(
+            target=self._write_behind, name="promoter-delivery-log", daemon=True
+        )
+        self._writer.start()
 
     def record(self, delivery_id: str) -> bool:
         """Record a delivery; False when it was already recorded (a duplicate)."""
         now = self._clock()
         with self._lock:
-            if delivery_id in self._seen or (not self._complete and self._stored(delivery_id)):
+            if self._known(delivery_id):
                 return False
             self._seen[delivery_id] = now
-            self._pending.append((delivery_id, now))
+            self._pending[delivery_id] = now
             if len(self._seen) > self._memory_limit:
                 del self._seen[next(iter(self._seen))]
                 self._complete = False
             if len(self._pending) >= self._batch or now >= self._next_flush:
-                self._flush_locked(now)
+                self._next_flush = now + self._flush_every
+                self._wake.set()
             return True
 
     def forget(self, delivery_id: str) -> None:
         """Drop a delivery, so that a redelivery is processed (after a failed attempt)."""
         with self._lock:
             self._seen.pop(delivery_id, None)
-            self._pending = [p for p in self._pending if p[0] != delivery_id]
-            self._db.execute("DELETE FROM deliveries WHERE id = ?", (delivery_id,))
+            self._pending.pop(delivery_id, None)
+            self._writing.pop(delivery_id, None)
+            self._deletes.append(delivery_id)
+            self._wake.set()
 
     def flush(self) -> None:
-        """Write the ids held in memory."""
-        with self._lock:
-            self._flush_locked(self._clock())
+        """Write the ids held in memory, on the calling thread."""
+        self._write_batch()
 
     def prune(self) -> int:
         """Forget deliveries older than the retention; the number deleted from SQLite."""
+        self._write_batch(prune_when_due=False)
+        now = self._clock()
         with self._lock:
-            now = self._clock()
-            self._flush_locked(now)
-            return self._prune_locked(now)
+            self._prune_memory(now)
+        return self._prune_db(now)
 
     def __len__(self) -> int:
-        with self._lock:
+        """Ids stored, after writing what is pending (and pruning, when due)."""
+        self._write_batch()
+        with self._db_lock:
             row = self._db.execute("SELECT count(*) FROM deliveries").fetchone()
-            return int(row[0]) + len(self._pending)
+            return int(row[0])
 
     def close(self) -> None:
         """Write what is pending and close the database; idempotent."""
@@ -125,32 +151,76 @@ class DeliveryLog:
             if self._closed:
                 return
             self._closed = True
-            try:
-                self._flush_locked(self._clock())
-            finally:
+            self._wake.set()
+        self._writer.join()
+        try:
+            self._write_batch()
+        finally:
+            with self._db_lock:
                 self._db.close()
 
-    def _stored(self, delivery_id: str) -> bool:
-        row = self._db.execute("SELECT 1 FROM deliveries WHERE id = ?", (delivery_id,))
-        return row.fetchone() is not None
+    # --- the writer ------------------------------------------------------------------
 
-    def _flush_locked(self, now: float) -> None:
-        self._next_flush = now + self._flush_every
-        if self._pending:
-            rows, self._pending = self._pending, []  # on failure these are lost: at worst
-            self._db.execute("BEGIN")  # a redelivery is processed twice
+    def _write_behind(self) -> None:
+        while not self._closed:
+            self._wake.wait(self._flush_every)
+            self._wake.clear()
+            if self._closed:
+                return
             try:
-                self._db.executemany(
-                    "INSERT OR IGNORE INTO deliveries (id, received_at) VALUES (?, ?)", rows
-                )
-                self._db.execute("COMMIT")
-            except BaseException:
-                self._db.execute("ROLLBACK")
-                raise
-        if now >= self._next_prune:
-            self._prune_locked(now)
+                self._write_batch()
+            except sqlite3.Error:
+                log.warning("webhook delivery log write failed", exc_info=True)
 
-    def _prune_locked(self, now: float) -> int:
+    def _write_batch(self, *, prune_when_due: bool = True) -> None:
+        now = self._clock()
+        with self._lock:
+            rows, self._pending = self._pending, {}
+            deletes, self._deletes = self._deletes, []
+            self._writing.update(rows)
+            prune = prune_when_due and now >= self._next_prune
+            if prune:
+                self._prune_memory(now)
+        try:
+            with self._db_lock:
+                if rows:  # on failure these are lost: at worst a redelivery is processed twice
+                    self._db.execute("BEGIN")
+                    try:
+                        self._db.executemany(
+                            "INSERT OR IGNORE INTO deliveries (id, received_at) VALUES (?, ?)",
+                            list(rows.items()),
+                        )
+                        self._db.execute("COMMIT")
+                    except BaseException:
+                        self._db.execute("ROLLBACK")
+                        raise
+                if deletes:
+                    self._db.executemany(
+                        "DELETE FROM deliveries WHERE id = ?", [(d,) for d in deletes]
+                    )
+        finally:
+            with self._lock:
+                for delivery_id in rows:
+                    self._writing.pop(delivery_id, None)
+        if prune:
+            self._prune_db(now)
+
+    # --- helpers ---------------------------------------------------------------------
+
+    def _known(self, delivery_id: str) -> bool:
+        """Under ``_lock``: recorded in memory, waiting to be written, or stored."""
+        if delivery_id in self._seen or delivery_id in self._pending:
+            return True
+        if delivery_id in self._writing:
+            return True
+        if self._complete:
+            return False
+        with self._db_lock:
+            row = self._db.execute("SELECT 1 FROM deliveries WHERE id = ?", (delivery_id,))
+            return row.fetchone() is not None
+
+    def _prune_memory(self, now: float) -> None:
+        """Under ``_lock``: forget the ids in memory older than the retention."""
         self._next_prune = now + self._prune_every
         cutoff = now - self.retention
         seen = self._seen
@@ -159,5 +229,10 @@ class DeliveryLog:
             if seen[oldest] >= cutoff:
                 break
             del seen[oldest]
-        cursor = self._db.execute("DELETE FROM deliveries WHERE received_at < ?", (cutoff,))
-        return cursor.rowcount
+
+    def _prune_db(self, now: float) -> int:
+        with self._db_lock:
+            cursor = self._db.execute(
+                "DELETE FROM deliveries WHERE received_at < ?", (now - self.retention,)
+            )
+            return cursor.rowcount

@@ -134,6 +134,17 @@ class Reconciler:
         )
         return outcome
 
+    def view(self, key: str) -> StrategyView | None:
+        """The last reconcile of one strategy (any thread)."""
+        with self._lock:
+            return self.views.get(key)
+
+    def all_views(self) -> dict[str, StrategyView]:
+        """A copy of every strategy's last reconcile, taken under the lock: workers add
+        views while the API reads them."""
+        with self._lock:
+            return dict(self.views)
+
     def preview(self, key: str) -> StrategyView:
         """Read and decide without acting (``promoter status --config``)."""
         strategy = self.config.strategy(key)

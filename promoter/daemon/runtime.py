@@ -110,7 +110,7 @@ class Runtime:
 
     def unreachable(self) -> dict[str, str]:
         found = dict(self.scheduler.unreachable)
-        for name, view in self.reconciler.views.items():
+        for name, view in self.reconciler.all_views().items():
             if view.error and view.snapshot is None:
                 strategy = self.config.strategy(name)
                 if strategy is not None:
@@ -126,7 +126,7 @@ class Runtime:
         return self.config.strategy(name)
 
     def view(self, name: str) -> StrategyView | None:
-        return self.reconciler.views.get(name)
+        return self.reconciler.view(name)
 
     def has_repository(self, name: str) -> bool:
         return any(r.name == name for r in self.config.repositories)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable
 
 from promoter.daemon.executor import Outcome
@@ -36,11 +37,13 @@ class Workers:
             thread.start()
 
     def stop(self, timeout: float = 30.0) -> bool:
-        """Stop taking keys; wait for reconciles in flight. True when all finished."""
+        """Stop taking keys; wait up to ``timeout`` seconds in all (not per thread) for the
+        reconciles in flight. True when all finished."""
         self.queue.shutdown()
+        deadline = time.monotonic() + timeout
         for thread in self._threads:
             if thread.is_alive():
-                thread.join(timeout)
+                thread.join(max(0.0, deadline - time.monotonic()))
         return not any(t.is_alive() for t in self._threads)
 
     def _run(self) -> None:
