@@ -17,17 +17,19 @@ from starlette.routing import BaseRoute
 import webhooks
 from promoter.config import Config
 from promoter.daemon import Observer, Runtime
+from promoter.errors import ConfigError
 from promoter.http import Api, build_app, is_loopback
 from promoter.models import utcnow
 from scm_plugins.protocol import ScmPlugin
 from scm_plugins.registry import build_plugin
+from scm_plugins.unavailable import UnavailableScm
 
 
-def add_plugin_commands(subparsers: Any) -> None:
-    """``promoter plugins list|check`` (out-of-process SCM plugins), added to the CLI's parser."""
-    from scm_plugins.external.cli import add_commands
+def add_plugin_arguments(parser: Any) -> None:
+    """``promoter plugins list|check`` (out-of-process SCM plugins), added to its parser."""
+    from scm_plugins.external.cli import add_arguments
 
-    add_commands(subparsers)
+    add_arguments(parser)
 
 
 def print_plugin_protocol_schema() -> int:
@@ -37,10 +39,25 @@ def print_plugin_protocol_schema() -> int:
     return print_protocol_schema()
 
 
-def build_plugins(config: Config) -> dict[str, ScmPlugin]:
-    """One plugin instance per configured SCM provider, by name."""
+def build_plugins(config: Config, *, lenient: bool = False) -> dict[str, ScmPlugin]:
+    """One plugin instance per configured SCM provider, by name.
+
+    ``lenient`` (for reading state, never for serving): a provider whose plugin cannot be
+    built, for want of a secret say, gets a stand-in whose SCM calls fail with the reason.
+    """
     state_dir = str(config.state_path())
-    return {p.name: build_plugin(p, state_dir=state_dir) for p in config.scm_providers}
+    plugins: dict[str, ScmPlugin] = {}
+    for provider in config.scm_providers:
+        try:
+            plugins[provider.name] = build_plugin(provider, state_dir=state_dir)
+        except ConfigError as exc:
+            if not lenient:
+                raise
+            reason = "; ".join(exc.problems)
+            plugins[provider.name] = UnavailableScm(
+                provider=provider.name, kind=provider.kind, reason=reason
+            )
+    return plugins
 
 
 class Daemon:

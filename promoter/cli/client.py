@@ -1,4 +1,4 @@
-"""A small client of the daemon's HTTP API, for the CLI (status, set-status, refresh)."""
+"""A small client of the daemon's HTTP API, for the CLI (status, set-status, operations)."""
 
 from __future__ import annotations
 
@@ -9,10 +9,13 @@ import httpx
 
 from promoter.errors import PromoterError
 
+TOKEN_HINT = "pass --token TOKEN or set PROMOTER_API_TOKEN (the daemon's daemon.apiToken)"
+
 
 class ApiClient:
     def __init__(self, url: str, *, token: str | None = None, timeout: float = 10.0) -> None:
         token = token or os.environ.get("PROMOTER_API_TOKEN")
+        self._has_token = bool(token)
         headers = {"authorization": f"Bearer {token}"} if token else {}
         self._http = httpx.Client(base_url=url.rstrip("/"), headers=headers, timeout=timeout)
 
@@ -21,6 +24,10 @@ class ApiClient:
             response = self._http.request(method, path, **kwargs)
         except httpx.HTTPError as exc:
             raise PromoterError(f"cannot reach the daemon at {self._http.base_url}: {exc}") from exc
+        if response.status_code == 401:
+            if self._has_token:
+                raise PromoterError(f"{method} {path}: the daemon refused the token ({TOKEN_HINT})")
+            raise PromoterError(f"{method} {path}: the daemon wants a bearer token: {TOKEN_HINT}")
         if response.status_code >= 400:
             try:
                 detail = response.json().get("error", response.text)

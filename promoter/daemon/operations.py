@@ -110,7 +110,13 @@ class Operations:
             lambda s, i: rules.release(s, i, dry_sha=dry_sha, now=utcnow()),
         )
         shas = sorted({a.dry_sha for a in actions if isinstance(a, ReleaseHold)})
-        return {"released": shas, "environments": target.later, "unpaused": target.branch}
+        paused = target.snapshot.environments[target.index].ledger.paused
+        return {
+            "released": shas,
+            "environments": target.later,
+            "unpaused": target.branch if paused else None,
+            "pausedFor": paused,
+        }
 
     def revert(self, strategy: str, environment: str, *, to: str | None) -> dict[str, Any]:
         def decide(snapshot: Snapshot, index: int) -> list[Action] | Refusal:

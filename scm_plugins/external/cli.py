@@ -94,8 +94,14 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 def add_commands(sub: Any) -> None:
     """Add ``plugins list`` and ``plugins check`` to the promoter's subparsers."""
-    plugins = sub.add_parser("plugins", help="out-of-process SCM plugins: list, check")
-    psub = plugins.add_subparsers(dest="plugins_command", required=True)
+    add_arguments(sub.add_parser("plugins", help="out-of-process SCM plugins: list, check"))
+
+
+def add_arguments(plugins: argparse.ArgumentParser) -> None:
+    """``list`` and ``check`` under the ``plugins`` command's parser."""
+    psub = plugins.add_subparsers(
+        title="subcommands", dest="plugins_command", metavar="SUBCOMMAND", required=True
+    )
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--dir", action="append", default=[], help="look here before PATH")
     common.add_argument("--timeout", type=float, default=30.0, help="seconds per call")

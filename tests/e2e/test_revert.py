@@ -177,7 +177,11 @@ def test_a_second_failure_after_a_revert_pauses_instead_of_reverting(harness: Ha
     assert len(staging["reverts"]) == 1
     released = h.operate("release", environment="staging")
     assert released.status_code == 200, released.text
+    assert released.json()["unpaused"] == STAGING
+    assert "never reverted automatically" in released.json()["pausedFor"]
     wait_for(lambda: h.env(STAGING)["paused"] is None, what="staging un-paused")
+    again = h.operate("release", environment="staging")
+    assert again.json()["unpaused"] is None  # it says so when there was nothing to un-pause
 
 
 def test_a_person_can_hold_release_revert_and_break_glass(harness: Harness) -> None:

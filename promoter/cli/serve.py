@@ -1,0 +1,63 @@
+"""``promoter serve``: the daemon under uvicorn, until SIGTERM or Ctrl-C.
+
+A SIGTERM ends it cleanly: uvicorn stops taking requests, the runtime finishes the
+reconciles in flight, and the process exits 0 (uvicorn would otherwise re-raise the
+signal after its shutdown, and the process would end "killed by SIGTERM").
+"""
+
+from __future__ import annotations
+
+import argparse
+import signal
+from types import FrameType
+
+from promoter.cli.commands import PATH
+
+GRACE_SECONDS = 60
+"""How long a SIGTERM waits for requests and reconciles in flight."""
+
+
+def arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--config", required=True, metavar=PATH, help="the promoter.yaml to serve")
+    p.add_argument("--host", help="listen on this address instead of daemon.host")
+    p.add_argument("--port", type=int, help="listen on this port instead of daemon.port")
+    p.add_argument(
+        "--state-dir", metavar=PATH, help="use this directory instead of daemon.stateDir"
+    )
+    p.add_argument("--plain-logs", action="store_true", help="key=value logs instead of JSON lines")
+
+
+def _terminated(signum: int, frame: FrameType | None) -> None:
+    """SIGTERM outside uvicorn's own handling (before it starts, or re-raised after a
+    graceful shutdown): leave with status 0."""
+    raise SystemExit(0)
+
+
+def run(args: argparse.Namespace) -> int:
+    import uvicorn
+
+    from promoter import logs
+    from promoter.config.loader import load_config
+    from promoter.wiring import Daemon
+
+    config = load_config(args.config, resolve_secrets=True)
+    overrides = {"state_dir": args.state_dir, "host": args.host, "port": args.port}
+    daemon_settings = config.daemon.model_copy(
+        update={k: v for k, v in overrides.items() if v is not None}
+    )
+    config = config.model_copy(update={"daemon": daemon_settings})
+    logs.setup(config.daemon.log_level, json_lines=not args.plain_logs)
+    previous = signal.signal(signal.SIGTERM, _terminated)
+    try:
+        daemon = Daemon(config)
+        uvicorn.run(
+            daemon.app,
+            host=config.daemon.host,
+            port=config.daemon.port,
+            log_config=None,
+            access_log=False,
+            timeout_graceful_shutdown=GRACE_SECONDS,
+        )
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    return 0
