@@ -50,7 +50,7 @@ class SecretSet:
             elif found <= self._fixed:
                 return
             else:
-                self._fixed |= found
+                self._fixed = self._fixed | found
             every = self._fixed.union(*self._named.values())
             self._ordered = tuple(sorted(every, key=len, reverse=True))
 
