@@ -18,6 +18,7 @@ from collections.abc import Callable, Mapping, Sequence
 from promoter.models import Phase, PullRequestState
 from webhooks import payload as p
 from webhooks.events import Event, Ignored, PullRequestChange, Push, RepoIdentity, StatusChange
+from webhooks.verify import refuse_empty
 
 _EVENT_NAME = re.compile(r"^[a-z_]{1,40}$")
 _PHASES = {
@@ -41,6 +42,7 @@ class ForgejoSignature:
     """The hex HMAC-SHA256 of the body, compared in constant time against every secret."""
 
     def __init__(self, secrets: Sequence[str]) -> None:
+        refuse_empty(secrets, "Forgejo webhook secret")
         self._macs = [hmac.new(s.encode("utf-8"), digestmod=hashlib.sha256) for s in secrets]
 
     @staticmethod

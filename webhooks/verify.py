@@ -25,7 +25,7 @@ _MAX_SIGNATURES = 16
 """At most this many space-separated signatures are looked at (a handful during key rotation)."""
 
 
-def _refuse_empty(secrets: Sequence[str], what: str) -> None:
+def refuse_empty(secrets: Sequence[str], what: str) -> None:
     """An empty key would accept whatever anyone signs with it: refused at start-up."""
     if any(not s.strip() for s in secrets):
         raise ConfigError([f"a {what} must not be empty or only whitespace"])
@@ -39,7 +39,7 @@ class GitHubSignature:
     """``X-Hub-Signature-256: sha256=<hex HMAC-SHA256 of the raw body>``."""
 
     def __init__(self, secrets: Sequence[str]) -> None:
-        _refuse_empty(secrets, "GitHub webhook secret")
+        refuse_empty(secrets, "GitHub webhook secret")
         self._macs = [hmac.new(s.encode("utf-8"), digestmod=hashlib.sha256) for s in secrets]
 
     def __bool__(self) -> bool:
@@ -66,7 +66,7 @@ class GitLabToken:
     """``X-Gitlab-Token``: a shared secret sent as is, compared for equality."""
 
     def __init__(self, tokens: Sequence[str]) -> None:
-        _refuse_empty(tokens, "GitLab webhook token")
+        refuse_empty(tokens, "GitLab webhook token")
         self._tokens = [t.encode("utf-8") for t in tokens]
 
     def __bool__(self) -> bool:

@@ -100,7 +100,11 @@ def add_commands(sub: Any) -> None:
 def add_arguments(plugins: argparse.ArgumentParser) -> None:
     """``list`` and ``check`` under the ``plugins`` command's parser."""
     psub = plugins.add_subparsers(
-        title="subcommands", dest="plugins_command", metavar="SUBCOMMAND", required=True
+        title="subcommands",
+        dest="plugins_command",
+        metavar="SUBCOMMAND",
+        required=True,
+        help="list, or check one",
     )
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--dir", action="append", default=[], help="look here before PATH")

@@ -12,7 +12,7 @@ from promoter.errors import ConfigError
 from promoter.http import Api
 from promoter.wiring import Daemon
 from tests.support import GitOpsRepo
-from webhooks import GitHub, GitHubSignature, GitLab
+from webhooks import Forgejo, GitHub, GitHubSignature, GitLab
 
 
 def write_config(tmp_path: Path, gitops: GitOpsRepo, secret_file: Path, where: str) -> Path:
@@ -86,6 +86,11 @@ def test_an_empty_key_cannot_sign_a_github_delivery() -> None:
     github = GitHub(["a real secret"])
     body = b'{"zen": "hi"}'
     assert not github.authenticate({"x-hub-signature-256": GitHubSignature.sign("", body)}, body)
+
+
+def test_an_empty_forgejo_secret_is_refused() -> None:
+    with pytest.raises(ConfigError):
+        Forgejo(["\n"])
 
 
 def test_an_empty_gitlab_token_is_refused_and_never_matches() -> None:
