@@ -147,14 +147,26 @@ def cmd_completion(args: argparse.Namespace) -> int:
 
 
 COMMANDS: list[Command] = [
-    Command("serve", "run the daemon: webhooks, API, metrics", serve.arguments, serve.run),
+    Command(
+        "serve",
+        "run the daemon: webhooks, API, metrics",
+        serve.arguments,
+        serve.run,
+        description=serve.DESCRIPTION,
+    ),
     Command(
         "demo",
         "a local sandbox: a change goes dev -> staging -> prod",
         demo_arguments,
         cmd_demo,
     ),
-    Command("status", "a table of every strategy and environment", status.arguments, status.run),
+    Command(
+        "status",
+        "a table of every strategy and environment",
+        status.arguments,
+        status.run,
+        description=status.DESCRIPTION,
+    ),
     Command(
         "validate",
         "check a config file; exit 2 listing every problem",
@@ -180,6 +192,9 @@ COMMANDS: list[Command] = [
         "print a shell completion script (bash or zsh)",
         completion_arguments,
         cmd_completion,
+        description="Print a shell completion script generated from the commands.\n\n"
+        "bash: add  source <(promoter completion bash)  to ~/.bashrc\n"
+        "zsh:  add  source <(promoter completion zsh)   to ~/.zshrc",
     ),
 ]
 

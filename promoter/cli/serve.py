@@ -13,6 +13,13 @@ from types import FrameType
 
 from promoter.cli.commands import PATH
 
+DESCRIPTION = """\
+Run the daemon: webhook receivers, the API, /healthz, /readyz and /metrics.
+
+Every secret of the configuration is read at start; a missing, empty or blank one
+stops it with its file:line. SIGTERM or Ctrl-C stops it cleanly: no new request,
+the reconciles in flight finish (up to 60 s), then exit 0 (130 after Ctrl-C)."""
+
 GRACE_SECONDS = 60
 """How long a SIGTERM waits for requests and reconciles in flight."""
 

@@ -19,6 +19,14 @@ from typing import Any, TextIO
 from promoter.cli import status_table
 from promoter.cli.commands import PATH, add_client_arguments
 
+DESCRIPTION = """\
+A table of every strategy and environment: active and proposed dry commits, the
+open PR, the state and why.
+
+--url asks a running daemon. --config reads the repositories itself, acting on
+nothing and needing no secret: a provider whose secret is missing here shows why
+on its strategies."""
+
 Strategies = list[dict[str, Any]]
 CLEAR = "\033[H\033[2J"
 
