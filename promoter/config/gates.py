@@ -182,6 +182,16 @@ class GateSpec(Spec):
         return self.kind in ACTIVE_KINDS
 
 
+def unique_keys(gates: list[GateSpec]) -> list[GateSpec]:
+    """``gates`` unchanged, or ``ValueError`` when two of them would share a check."""
+    seen: set[str] = set()
+    for gate in gates:
+        if gate.key in seen:
+            raise ValueError(f"two gates show as {gate.key}: give one of them another name")
+        seen.add(gate.key)
+    return gates
+
+
 def merge_gates(strategy: list[GateSpec], environment: list[GateSpec]) -> list[GateSpec]:
     """The strategy's gates then the environment's; a gate of the same key is replaced."""
     merged = {g.key: g for g in strategy}

@@ -7,13 +7,13 @@ of the CRDs. Field names are camelCase in YAML and snake_case in Python.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import AfterValidator, Field, field_validator, model_validator
 
 from promoter.config.base import Spec
 from promoter.config.durations import Duration
-from promoter.config.gates import GateSpec, merge_gates
+from promoter.config.gates import GateSpec, merge_gates, unique_keys
 from promoter.config.secrets import SecretRef
 from promoter.config.transport import insecure, refusal
 
@@ -193,7 +193,7 @@ class Environment(Spec):
     active_commit_statuses: list[StatusKey] = Field(default_factory=list)
     proposed_commit_statuses: list[StatusKey] = Field(default_factory=list)
     auto_revert: AutoRevert = Field(default_factory=AutoRevert)
-    gates: list[GateSpec] = Field(
+    gates: Annotated[list[GateSpec], AfterValidator(unique_keys)] = Field(
         default_factory=list, description="Built-in gates of this environment (docs/gates.md)."
     )
 
@@ -214,7 +214,7 @@ class PromotionStrategy(Spec):
     proposed_branch_suffix: str = Field(default="-next", min_length=1)
     active_commit_statuses: list[StatusKey] = Field(default_factory=list)
     proposed_commit_statuses: list[StatusKey] = Field(default_factory=list)
-    gates: list[GateSpec] = Field(
+    gates: Annotated[list[GateSpec], AfterValidator(unique_keys)] = Field(
         default_factory=list,
         description="Built-in gates of every environment (docs/gates.md); an environment's "
         "own gate of the same name replaces it.",

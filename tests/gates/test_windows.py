@@ -144,3 +144,16 @@ def test_a_bad_window_is_refused_with_a_plain_message(
 def test_an_unknown_time_zone_is_refused() -> None:
     with pytest.raises(ValueError, match="unknown IANA time zone"):
         Windows(time_zone="Mars/Olympus_Mons")
+
+
+def test_two_gates_that_would_share_a_check_are_refused() -> None:
+    from promoter.config import Environment
+
+    with pytest.raises(ValueError, match="two gates show as promoter/window"):
+        Environment.model_validate(
+            {"branch": "environment/prod", "gates": [{"window": {}}, {"window": {}}]}
+        )
+    named = Environment.model_validate(
+        {"branch": "environment/prod", "gates": [{"window": {}}, {"name": "freeze", "window": {}}]}
+    )
+    assert [g.key for g in named.gates] == ["promoter/window", "promoter/freeze"]
