@@ -14,6 +14,7 @@ from pydantic import AfterValidator, Field, field_validator, model_validator
 from promoter.config.base import Spec
 from promoter.config.durations import Duration
 from promoter.config.gates import GateSpec, merge_gates, unique_keys
+from promoter.config.rollout import BlockedChanges, Tier, Upstream, check_dag
 from promoter.config.secrets import SecretRef
 from promoter.config.transport import insecure, refusal
 
@@ -196,6 +197,11 @@ class Environment(Spec):
     gates: Annotated[list[GateSpec], AfterValidator(unique_keys)] = Field(
         default_factory=list, description="Built-in gates of this environment (docs/gates.md)."
     )
+    depends_on: list[str] | None = Field(
+        default=None,
+        description="Environment branches that must run a change healthy first "
+        "(docs/rollouts.md); without it, the environment before in the list.",
+    )
 
     @field_validator("branch")
     @classmethod
@@ -220,6 +226,59 @@ class PromotionStrategy(Spec):
         "own gate of the same name replaces it.",
     )
     environments: list[Environment] = Field(min_length=1)
+    tiers: list[Tier] = Field(
+        default_factory=list, description="Waves of environments (docs/rollouts.md)."
+    )
+    blocked_changes: BlockedChanges | None = None
+
+    @model_validator(mode="after")
+    def _a_dag(self) -> PromotionStrategy:
+        branches = [e.branch for e in self.environments]
+        if len(set(branches)) != len(branches):
+            raise ValueError("two environments have the same branch")
+        tiered = [b for t in self.tiers for b in t.environments]
+        if self.tiers:
+            if sorted(tiered) != sorted(branches):
+                missing = sorted(set(branches) - set(tiered))
+                extra = sorted(set(tiered) - set(branches))
+                twice = sorted({b for b in tiered if tiered.count(b) > 1})
+                parts = [f"not in a tier: {', '.join(missing)}"] if missing else []
+                parts += [f"unknown: {', '.join(extra)}"] if extra else []
+                parts += [f"in two tiers: {', '.join(twice)}"] if twice else []
+                raise ValueError("tiers must list every environment once; " + "; ".join(parts))
+            if any(e.depends_on is not None for e in self.environments):
+                raise ValueError("give tiers or dependsOn, not both")
+        names = {t.name for t in self.tiers}
+        if self.blocked_changes is not None and self.blocked_changes.from_tier not in names:
+            raise ValueError(
+                f"blockedChanges.fromTier names no tier ({', '.join(names) or 'none'})"
+            )
+        problems = check_dag(self.upstreams())
+        if problems:
+            raise ValueError("; ".join(problems))
+        return self
+
+    def upstreams(self) -> dict[str, list[Upstream]]:
+        """Each environment branch's upstream groups (the DAG, tiers expanded)."""
+        if self.tiers:
+            graph: dict[str, list[Upstream]] = {}
+            for before, tier in zip([None, *self.tiers], self.tiers, strict=False):
+                groups = [Upstream(tuple(before.environments), before.required())] if before else []
+                graph.update({branch: list(groups) for branch in tier.environments})
+            return graph
+        graph = {}
+        for index, env in enumerate(self.environments):
+            if env.depends_on is not None:
+                graph[env.branch] = (
+                    [Upstream(tuple(env.depends_on), len(env.depends_on))] if env.depends_on else []
+                )
+            else:
+                previous = self.environments[index - 1].branch if index else None
+                graph[env.branch] = [Upstream((previous,), 1)] if previous else []
+        return graph
+
+    def tier_of(self, env: Environment) -> Tier | None:
+        return next((t for t in self.tiers if env.branch in t.environments), None)
 
     def proposed_branch(self, env: Environment) -> str:
         return env.branch + self.proposed_branch_suffix

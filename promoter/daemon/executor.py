@@ -17,6 +17,8 @@ from promoter.daemon.reader import SnapshotReader
 from promoter.daemon.revert_writer import RevertWriter
 from promoter.engine.actions import (
     Action,
+    Announce,
+    ApproveChange,
     ApprovePullRequest,
     ClosePullRequest,
     CommentPullRequest,
@@ -25,6 +27,7 @@ from promoter.engine.actions import (
     OpenPullRequest,
     OpenRevert,
     PauseEnvironment,
+    PinEnvironment,
     RecordHealthy,
     RecordOverride,
     ReleaseHold,
@@ -33,7 +36,15 @@ from promoter.engine.actions import (
     SetCommitStatus,
     UpdatePullRequest,
 )
-from promoter.engine.ledger_state import EnvLedger, HealthyRecord, Hold, Override, Revert
+from promoter.engine.ledger_state import (
+    Announcement,
+    EnvLedger,
+    HealthyRecord,
+    Hold,
+    Override,
+    Pin,
+    Revert,
+)
 from promoter.engine.snapshot import EnvironmentSnapshot, Snapshot
 from promoter.errors import PermanentError, ScmConflict, ScmNotFound
 from promoter.git import GitMirror
@@ -141,6 +152,9 @@ class Executor:
                 | ReleaseHold()
                 | HoldDryCommit()
                 | ResumeEnvironment()
+                | PinEnvironment()
+                | ApproveChange()
+                | Announce()
                 | PauseEnvironment()
                 | RecordOverride()
             ):
@@ -219,6 +233,9 @@ class Executor:
         | ReleaseHold
         | HoldDryCommit
         | ResumeEnvironment
+        | PinEnvironment
+        | ApproveChange
+        | Announce
         | PauseEnvironment
         | RecordOverride,
     ) -> None:
@@ -260,6 +277,23 @@ class Executor:
                     lambda led: led.model_copy(update={"paused": None, "released_at": at}),
                 )
                 log.info("environment resumed", extra=fields)
+            case PinEnvironment():
+                pin = (
+                    Pin(dry_sha=action.dry_sha, reason=action.reason, since=action.since)
+                    if action.dry_sha is not None and action.since is not None
+                    else None
+                )
+                self._ledger(snapshot, env.branch, lambda led: led.model_copy(update={"pin": pin}))
+                log.warning("pin set" if pin else "pin lifted", extra=fields)
+                self._emit("pinned" if pin else "unpinned", snapshot, env.branch, action.reason)
+            case ApproveChange():
+                sha = action.dry_sha
+                self._ledger(snapshot, env.branch, lambda led: led.with_approved_change(sha))
+                log.warning("blocked change approved", extra={**fields, "sha": sha})
+            case Announce():
+                note = Announcement(dry_sha=action.dry_sha, at=action.at)
+                self._ledger(snapshot, env.branch, lambda led: led.with_announcement(note))
+                self._emit("announced", snapshot, env.branch, "upcoming change", action.dry_sha)
             case PauseEnvironment():
                 reason = action.reason
                 self._ledger(
@@ -347,8 +381,11 @@ class Executor:
             source="revert",
         )
         self._ledger(snapshot, env.branch, lambda led: led.with_revert(revert).with_hold(hold))
-        for later in snapshot.environments[index + 1 :]:
-            self._ledger(snapshot, later.branch, lambda led: led.with_hold(hold))
+        holders = action.hold_in or tuple(range(index, len(snapshot.environments)))
+        for position in holders:
+            if position != index:
+                later = snapshot.environments[position]
+                self._ledger(snapshot, later.branch, lambda led: led.with_hold(hold))
         REVERTS_TOTAL.labels(snapshot.strategy, env.branch, action.trigger).inc()
         log.warning(
             "revert opened",

@@ -99,6 +99,9 @@ class OpenRevert(Frozen):
     reason: str
     trigger: Literal["auto", "manual"]
     auto_merge: bool
+    hold_in: tuple[int, ...] = ()
+    """Environments that hold the bad dry SHA: this one and every one downstream of it
+    (empty: this one and every later one)."""
 
 
 class ReleaseHold(Frozen):
@@ -123,6 +126,33 @@ class ResumeEnvironment(Frozen):
 
     kind: Literal["resume"] = "resume"
     environment: int
+    at: datetime
+
+
+class PinEnvironment(Frozen):
+    """A person pins the environment to a dry commit (``pin``), or lifts the pin (None)."""
+
+    kind: Literal["pin"] = "pin"
+    environment: int
+    dry_sha: str | None
+    reason: str = ""
+    since: datetime | None = None
+
+
+class ApproveChange(Frozen):
+    """A person lets a blocked dry commit through this environment."""
+
+    kind: Literal["approve-change"] = "approve-change"
+    environment: int
+    dry_sha: str
+
+
+class Announce(Frozen):
+    """A change becomes eligible for a tier with a notice period: record it, say so."""
+
+    kind: Literal["announce"] = "announce"
+    environment: int
+    dry_sha: str
     at: datetime
 
 
@@ -176,6 +206,9 @@ Action = (
     | ReleaseHold
     | HoldDryCommit
     | ResumeEnvironment
+    | PinEnvironment
+    | ApproveChange
+    | Announce
     | PauseEnvironment
     | CommentPullRequest
     | ApprovePullRequest

@@ -14,6 +14,7 @@ import jmespath
 
 from promoter.config.gates import Approval, CommitMessage, GateSpec, Soak, Windows
 from promoter.engine.actions import GateVerdict
+from promoter.engine.dag import upstreams_of
 from promoter.engine.messages import has_trailer, record, trailers
 from promoter.engine.pr_text import short
 from promoter.engine.snapshot import Snapshot
@@ -29,31 +30,43 @@ def _at(when: datetime) -> str:
 
 
 def soak(spec: Soak, key: str, snapshot: Snapshot, index: int) -> GateVerdict | None:
-    """The previous environment has run this dry commit (or a newer one) healthy long enough."""
-    if index == 0:
+    """The environments before this one have run this dry commit (or a newer one) healthy
+    long enough: in a DAG, ``require`` of each group."""
+    groups = upstreams_of(snapshot, index)
+    if not groups:
         return None
-    env, previous = snapshot.environments[index], snapshot.environments[index - 1]
+    env = snapshot.environments[index]
     proposed = env.proposed.dry_sha if env.proposed is not None else None
     if proposed is None:
         return GateVerdict(name=key, phase=Phase.PENDING, reason="soak: no proposed commit")
-    since = min(
-        (
-            r.healthy_since
-            for r in previous.ledger.healthy
-            if snapshot.descends(r.dry_sha, proposed)
-        ),
+    since: datetime | None = None
+    for group in groups:
+        times = sorted(
+            t for u in group.indices if (t := _healthy_since(snapshot, u, proposed)) is not None
+        )
+        if len(times) < group.require:
+            names = ", ".join(snapshot.environments[u].branch for u in group.indices)
+            reason = f"soak: waiting for {names} to run {short(proposed)} healthy"
+            return GateVerdict(name=key, phase=Phase.PENDING, reason=reason)
+        group_since = times[group.require - 1]
+        since = group_since if since is None else max(since, group_since)
+    assert since is not None
+    before = ", ".join(snapshot.environments[u].branch for g in groups for u in g.indices)
+    ends = since + timedelta(seconds=spec.duration)
+    if snapshot.now >= ends:
+        reason = f"soak: {before} healthy on {short(proposed)} since {_at(since)}"
+        return GateVerdict(name=key, phase=Phase.SUCCESS, reason=reason)
+    reason = f"soak: {before} healthy since {_at(since)}; passes at {_at(ends)}"
+    return GateVerdict(name=key, phase=Phase.PENDING, reason=reason, changes_at=ends)
+
+
+def _healthy_since(snapshot: Snapshot, index: int, dry_sha: str) -> datetime | None:
+    """Since when environment ``index`` has run ``dry_sha`` (or a newer commit) healthy."""
+    ledger = snapshot.environments[index].ledger
+    return min(
+        (r.healthy_since for r in ledger.healthy if snapshot.descends(r.dry_sha, dry_sha)),
         default=None,
     )
-    needed = timedelta(seconds=spec.duration)
-    if since is None:
-        reason = f"soak: waiting for {previous.branch} to run {short(proposed)} healthy"
-        return GateVerdict(name=key, phase=Phase.PENDING, reason=reason)
-    ends = since + needed
-    if snapshot.now >= ends:
-        reason = f"soak: {previous.branch} healthy on {short(proposed)} since {_at(since)}"
-        return GateVerdict(name=key, phase=Phase.SUCCESS, reason=reason)
-    reason = f"soak: {previous.branch} healthy since {_at(since)}; passes at {_at(ends)}"
-    return GateVerdict(name=key, phase=Phase.PENDING, reason=reason, changes_at=ends)
 
 
 def window(spec: Windows, key: str, snapshot: Snapshot) -> GateVerdict:

@@ -28,6 +28,7 @@ from promoter.engine.actions import (
     UpdatePullRequest,
 )
 from promoter.engine.builtin import published_keys
+from promoter.engine.dag import and_downstream, upstreams_of
 from promoter.engine.gates import error_reason, evaluate, is_no_op, phase_of
 from promoter.engine.pr_text import short
 from promoter.engine.revert import judge_revert
@@ -114,12 +115,14 @@ def _judge(snapshot: Snapshot, index: int) -> _Outcome:
 
 
 def backwards_reason(snapshot: Snapshot, index: int, proposed_sha: str) -> str | None:
-    """Rule 2: why merging ``proposed_sha`` would move environment ``index`` or a later one back.
+    """Rule 2: why merging ``proposed_sha`` would move environment ``index`` or one
+    downstream of it (a later one, on a line) back.
 
     A later environment whose active dry SHA cannot be read is skipped: it is in
     error itself, and cannot be promoted until it is readable again.
     """
-    for later in snapshot.environments[index:]:
+    for position in and_downstream(snapshot, index):
+        later = snapshot.environments[position]
         active = later.active
         if active is None or active.dry_sha is None or active.metadata_error:
             continue
@@ -229,13 +232,17 @@ def _previous_environment_status(
 ) -> list[Action]:
     """Rule 4 published on the proposed commit, only when it differs from what is there."""
     verdict = next((gate for gate in gates if gate.name == PREVIOUS_ENVIRONMENT_KEY), None)
-    if index == 0 or verdict is None:
+    if not upstreams_of(snapshot, index) or verdict is None:
         return []
     description = _clip(verdict.reason)
     if verdict.phase is Phase.PENDING:
         # One steady text while pending, so the PR's check is not rewritten (an SCM
         # call each time) as the previous environment moves from step to step.
-        previous = snapshot.environments[index - 1].branch
+        previous = ", ".join(
+            snapshot.environments[u].branch
+            for group in upstreams_of(snapshot, index)
+            for u in group.indices
+        )
         running = short(proposed.dry_sha or "")
         description = _clip(f"waiting for {previous} to run {running} and pass its gates")
     return _publish(snapshot, index, proposed, PREVIOUS_ENVIRONMENT_KEY, verdict.phase, description)

@@ -2,8 +2,8 @@
 reading of an environment's position they share with ``decide``.
 
 A gate is any callable ``(snapshot, index) -> GateVerdict``. ``gates_for`` lists
-the gates of one environment: one per proposed status key, the previous
-environment for ``index > 0``, the configured built-in gates (``engine.builtin``),
+the gates of one environment: one per proposed status key, the environments it
+waits for (``engine.dag``), the configured built-in gates (``engine.builtin``),
 then ``BUILTIN_GATES`` (holds and pauses).
 """
 
@@ -15,7 +15,9 @@ from dataclasses import dataclass
 from promoter.config.gates import GateSpec
 from promoter.engine.actions import HOLD_KEY, PREVIOUS_ENVIRONMENT_KEY, GateVerdict
 from promoter.engine.builtin import PURE_KINDS, evaluate_builtin
+from promoter.engine.dag import single_upstream, upstreams_of
 from promoter.engine.pr_text import short, unique
+from promoter.engine.rollout import blocked_change, notice, pinned
 from promoter.engine.snapshot import CommitState, EnvironmentSnapshot, Snapshot
 from promoter.models import Phase
 
@@ -45,7 +47,7 @@ def paused(snapshot: Snapshot, index: int) -> GateVerdict | None:
     return GateVerdict(name=PAUSED_GATE, phase=Phase.FAILURE, reason=reason)
 
 
-BUILTIN_GATES: tuple[Gate, ...] = (hold, paused)
+BUILTIN_GATES: tuple[Gate, ...] = (hold, paused, pinned, blocked_change, notice)
 """Gates every environment passes through after its status gates (rule 5)."""
 
 
@@ -117,14 +119,50 @@ class ProposedStatus:
 
 
 def previous_environment(snapshot: Snapshot, index: int) -> GateVerdict:
-    """Rule 4: environment ``index - 1`` is on the proposed dry SHA or later, and healthy.
+    """Rule 4: the environments ``index`` waits for run the proposed dry SHA (or later) and
+    are healthy: the one before it on a line, ``require`` of each group in a DAG.
 
-    Failure when one of its active gates failed, pending while anything else is missing.
+    Failure when one of their active gates failed (in a DAG: when a group can no longer
+    reach its quorum), pending while anything else is missing.
     """
-    env, previous = snapshot.environments[index], snapshot.environments[index - 1]
+    single = single_upstream(snapshot, index)
+    if single is not None:
+        return _after(snapshot, index, single)
+    env = snapshot.environments[index]
     name = PREVIOUS_ENVIRONMENT_KEY
     proposed_sha = env.proposed.dry_sha if env.proposed is not None else None
-    at = effective_active_dry_sha(snapshot, index - 1)
+    if proposed_sha is None:
+        return GateVerdict(name=name, phase=Phase.PENDING, reason="no proposed commit")
+    parts: list[str] = []
+    failed_any = False
+    for group in upstreams_of(snapshot, index):
+        verdicts = {u: _after(snapshot, index, u) for u in group.indices}
+        ready = [u for u, v in verdicts.items() if v.phase is Phase.SUCCESS]
+        failed = [u for u, v in verdicts.items() if v.phase is Phase.FAILURE]
+        if len(ready) >= group.require:
+            continue
+        branches = ", ".join(snapshot.environments[u].branch for u in group.indices)
+        need = "all" if group.require == len(group.indices) else f"{group.require}"
+        parts.append(
+            f"waiting for {need} of {branches} to run {short(proposed_sha)} healthy"
+            f" ({len(ready)} so far)"
+        )
+        if len(group.indices) - len(failed) < group.require:
+            failed_any = True
+            parts.append("; ".join(verdicts[u].reason for u in failed))
+    if not parts:
+        reason = f"every environment before it runs {short(proposed_sha)} and is healthy"
+        return GateVerdict(name=name, phase=Phase.SUCCESS, reason=reason)
+    phase = Phase.FAILURE if failed_any else Phase.PENDING
+    return GateVerdict(name=name, phase=phase, reason="; ".join(parts))
+
+
+def _after(snapshot: Snapshot, index: int, upstream: int) -> GateVerdict:
+    """Environment ``upstream`` is on the proposed dry SHA of ``index`` or later, healthy."""
+    env, previous = snapshot.environments[index], snapshot.environments[upstream]
+    name = PREVIOUS_ENVIRONMENT_KEY
+    proposed_sha = env.proposed.dry_sha if env.proposed is not None else None
+    at = effective_active_dry_sha(snapshot, upstream)
     if previous.active is None or previous.active.dry_sha is None or at is None:
         reason = f"previous environment {previous.branch} has an error"
         return GateVerdict(name=name, phase=Phase.PENDING, reason=reason)
@@ -152,7 +190,7 @@ def gates_for(snapshot: Snapshot, index: int) -> tuple[Gate, ...]:
     """Every gate of environment ``index``, in the order their verdicts are shown."""
     env = snapshot.environments[index]
     gates: list[Gate] = [ProposedStatus(key) for key in unique(env.proposed_keys)]
-    if index > 0:
+    if upstreams_of(snapshot, index):
         gates.append(previous_environment)
     gates.extend(Configured(spec) for spec in env.gates if spec.kind in PURE_KINDS)
     gates.extend(BUILTIN_GATES)

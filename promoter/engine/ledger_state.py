@@ -60,6 +60,21 @@ class Override(Frozen):
     at: datetime
 
 
+class Pin(Frozen):
+    """A person keeps the environment on ``dry_sha``: nothing newer is promoted there."""
+
+    dry_sha: str
+    reason: str
+    since: datetime
+
+
+class Announcement(Frozen):
+    """A change was announced as coming to this environment (a tier's notice period)."""
+
+    dry_sha: str
+    at: datetime
+
+
 class EnvLedger(Frozen):
     """One environment's ledger; every field is history the promoter wrote to git."""
 
@@ -71,6 +86,10 @@ class EnvLedger(Frozen):
     released_at: datetime | None = None
     """When a person last released this environment: failures reported before it were
     seen and do not pause or revert it again."""
+    pin: Pin | None = None
+    approved_changes: tuple[str, ...] = ()
+    """Blocked dry commits a person let through (``promoter approve-change``)."""
+    announcements: tuple[Announcement, ...] = ()
 
     @property
     def last_healthy(self) -> HealthyRecord | None:
@@ -93,3 +112,18 @@ class EnvLedger(Frozen):
 
     def with_override(self, override: Override) -> EnvLedger:
         return self.model_copy(update={"overrides": (*self.overrides, override)[-MAX_HISTORY:]})
+
+    def with_approved_change(self, dry_sha: str) -> EnvLedger:
+        if dry_sha in self.approved_changes:
+            return self
+        approved = (*self.approved_changes, dry_sha)[-MAX_HISTORY:]
+        return self.model_copy(update={"approved_changes": approved})
+
+    def with_announcement(self, announcement: Announcement) -> EnvLedger:
+        if any(a.dry_sha == announcement.dry_sha for a in self.announcements):
+            return self
+        kept = (*self.announcements, announcement)[-MAX_HISTORY:]
+        return self.model_copy(update={"announcements": kept})
+
+    def announced(self, dry_sha: str) -> Announcement | None:
+        return next((a for a in self.announcements if a.dry_sha == dry_sha), None)

@@ -13,6 +13,7 @@ from collections.abc import Iterable, Sequence
 from typing import NamedTuple
 
 from promoter.engine.actions import PREVIOUS_ENVIRONMENT_KEY, PROMOTION_LABEL
+from promoter.engine.dag import upstreams_of
 from promoter.engine.snapshot import Snapshot
 from promoter.models import DryCommit
 
@@ -53,7 +54,7 @@ def labels(branch: str) -> tuple[str, ...]:
 def required_gates(snapshot: Snapshot, index: int) -> tuple[str, ...]:
     """The gates a promotion into environment ``index`` waits for, by key (no live state)."""
     keys = list(snapshot.environments[index].proposed_keys)
-    if index > 0:
+    if upstreams_of(snapshot, index):
         keys.append(PREVIOUS_ENVIRONMENT_KEY)
     return unique(keys)
 

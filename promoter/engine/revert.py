@@ -23,6 +23,7 @@ from promoter.engine.actions import (
     PauseEnvironment,
     ReleaseHold,
 )
+from promoter.engine.dag import and_downstream
 from promoter.engine.gates import error_reason
 from promoter.engine.ledger_state import HealthyRecord
 from promoter.engine.pr_text import short
@@ -79,6 +80,7 @@ def judge_revert(snapshot: Snapshot, index: int) -> RevertOutcome:
             f" {failure.updated_at:%Y-%m-%d %H:%M:%S} UTC",
             trigger="auto",
             auto_merge=env.auto_revert.auto_merge,
+            hold_in=and_downstream(snapshot, index),
         )
     )
     out.verdict = (
@@ -146,6 +148,7 @@ def manual_revert(
         reason=f"a person asked to revert {env.branch} to {short(restore.dry_sha)}",
         trigger="manual",
         auto_merge=auto_merge,
+        hold_in=and_downstream(snapshot, index),
     )
 
 

@@ -37,6 +37,24 @@ class AutoRevertPolicy(Frozen):
     auto_merge: bool = False
 
 
+class UpstreamGroup(Frozen):
+    """Environments (by index) of which ``require`` must run a change healthy first."""
+
+    indices: tuple[int, ...]
+    require: int
+
+
+class Rollout(Frozen):
+    """Where an environment stands in a staged rollout (docs/rollouts.md)."""
+
+    tier: str | None = None
+    tier_members: tuple[int, ...] = ()
+    max_parallel: int | None = None
+    notice_lead: float | None = None
+    block_trailer: str | None = None
+    """Dry commits with this trailer stop here until a person approves them."""
+
+
 class EnvironmentSnapshot(Frozen):
     """One environment: its configuration and the state of its two branches."""
 
@@ -72,6 +90,11 @@ class EnvironmentSnapshot(Frozen):
         "or when the SCM plugin cannot read them (see reviews_error).",
     )
     reviews_error: str | None = None
+    upstreams: tuple[UpstreamGroup, ...] | None = Field(
+        default=None,
+        description="What this environment waits for; None: the environment before it.",
+    )
+    rollout: Rollout = Field(default_factory=lambda: Rollout())
 
     @property
     def last_healthy(self) -> HealthyRecord | None:
