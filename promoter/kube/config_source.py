@@ -81,6 +81,9 @@ def _provider(obj: Obj, secrets: SecretFiles) -> ScmProvider:
     namespace, name = object_key(obj)[1:]
     spec = ScmProviderSpec.model_validate(obj.get("spec") or {})
     data: dict[str, Any] = {"name": config_name(namespace, name)}
+    kinds = [k for k in ("github", "gitlab", "local", "plugin") if getattr(spec, k) is not None]
+    if len(kinds) != 1:
+        raise ValueError("give exactly one of github, gitlab, local or plugin")
 
     def secret(key: str) -> dict[str, str]:
         if spec.secret_ref is None:
