@@ -59,11 +59,15 @@ def test_commit_status_objects_gate_promotions_and_are_mirrored_to_the_scm(
 
         local = replica.runtime.plugins["team.local"]
         gitops = replica.runtime.config.repository("team.gitops")
-        on_scm = {s.key: s.phase for s in local.inner.get_commit_statuses(repo=gitops, sha=proposed)}
+        on_scm = {
+            s.key: s.phase for s in local.inner.get_commit_statuses(repo=gitops, sha=proposed)
+        }
         assert on_scm.get("ci") is Phase.SUCCESS
         mirrored = wait_until(
-            lambda: cluster.status("commitstatuses", "dev-ci").get("mirroredPhase") == "success"
-            and cluster.status("commitstatuses", "dev-ci"),
+            lambda: (
+                cluster.status("commitstatuses", "dev-ci").get("mirroredPhase") == "success"
+                and cluster.status("commitstatuses", "dev-ci")
+            ),
             what="the object to say it was mirrored",
         )
         assert mirrored["observedGeneration"] == 2

@@ -69,7 +69,9 @@ def test_invalid_objects_get_ready_false_with_the_message_and_valid_ones_still_r
         assert "sha" in sha["message"]
 
         good = wait_until(
-            lambda: (c := ready(cluster, "promotionstrategies", "guestbook")) and c["status"] == "True",
+            lambda: (
+                (c := ready(cluster, "promotionstrategies", "guestbook")) and c["status"] == "True"
+            ),
             what="the valid strategy to be reconciled",
         )
         assert good
@@ -83,9 +85,11 @@ def test_invalid_objects_get_ready_false_with_the_message_and_valid_ones_still_r
             {"gitRepositoryRef": {"name": "gitops"}, "environments": [dev]},
         )
         fixed = wait_until(
-            lambda: (c := ready(cluster, "promotionstrategies", "twice"))
-            and c["status"] == "True"
-            and c,
+            lambda: (
+                (c := ready(cluster, "promotionstrategies", "twice"))
+                and c["status"] == "True"
+                and c
+            ),
             what="the fixed strategy to be ready",
         )
         assert fixed["observedGeneration"] == 2
