@@ -21,7 +21,23 @@ from urllib3.exceptions import HTTPError
 from promoter.errors import PromoterError
 from promoter.kube.resources import GROUP, VERSION
 
+_PLURALS = ("promotionstrategies", "gitrepositories", "scmproviders", "commitstatuses")
+
 Obj = dict[str, Any]
+
+PERMISSIONS = frozenset(
+    {(GROUP, plural, verb) for plural in _PLURALS for verb in ("list", "watch")}
+    | {(GROUP, f"{plural}/status", "patch") for plural in _PLURALS}
+    | {
+        (GROUP, "promotionstrategies", "patch"),  # the refreshedAt annotation
+        ("", "events", "create"),
+        ("", "secrets", "get"),
+        ("coordination.k8s.io", "leases", "get"),
+        ("coordination.k8s.io", "leases", "create"),
+        ("coordination.k8s.io", "leases", "update"),
+    }
+)
+"""(API group, resource, verb) of every call below: manifests/rbac.yaml grants exactly these."""
 
 
 class KubeError(PromoterError):

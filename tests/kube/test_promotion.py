@@ -3,6 +3,7 @@ is written once per change, never on an idle resync."""
 
 from __future__ import annotations
 
+import itertools
 import time
 from pathlib import Path
 from typing import Any
@@ -72,7 +73,7 @@ def test_the_status_is_written_once_per_change_and_not_on_an_idle_resync(tmp_pat
         wait_until(lambda: at(cluster, change), what="the change promoted")
         settle(cluster)
         written = cluster.fake.statuses[("promotionstrategies", "guestbook")]
-        for before, after in zip(written, written[1:], strict=False):
+        for before, after in itertools.pairwise(written):
             assert before != after, "a status was written twice unchanged"
         count = len(written)
         for _ in range(3):
