@@ -18,7 +18,7 @@ from kubernetes.client.exceptions import ApiException
 from kubernetes.watch.watch import iter_resp_lines
 from urllib3.exceptions import HTTPError
 
-from promoter.errors import PromoterError
+from promoter.errors import ConfigError, PromoterError
 from promoter.kube.resources import GROUP, VERSION
 
 _PLURALS = ("promotionstrategies", "gitrepositories", "scmproviders", "commitstatuses")
@@ -54,9 +54,14 @@ def api_client(*, kubeconfig: str | None = None, context: str | None = None) -> 
     try:
         k8s_config.load_incluster_config(client_configuration=configuration)
     except k8s_config.ConfigException:
-        k8s_config.load_kube_config(
-            config_file=kubeconfig, context=context, client_configuration=configuration
-        )
+        try:
+            k8s_config.load_kube_config(
+                config_file=kubeconfig, context=context, client_configuration=configuration
+            )
+        except (k8s_config.ConfigException, OSError) as exc:
+            raise ConfigError(
+                [f"not in a cluster and no usable kubeconfig ({kubeconfig or '~/.kube/config'})"]
+            ) from exc
     return k8s.ApiClient(configuration)
 
 

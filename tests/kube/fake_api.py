@@ -98,6 +98,8 @@ class FakeKube:
         self.watches = 0
         self.statuses: dict[tuple[str, str], list[Any]] = {}  # every status written, in order
         self.refused_holders: set[str] = set()  # Lease writes naming them fail (a partition)
+        self.broken = False  # every request fails with 500 while set
+        self.requests = 0
         self.app = Starlette(
             routes=[
                 Route(
@@ -185,6 +187,9 @@ class FakeKube:
     # --- HTTP -------------------------------------------------------------------------------
 
     async def handle(self, request: Request) -> Response:
+        self.requests += 1
+        if self.broken:
+            return JSONResponse(_status(500, "InternalError", "broken"), status_code=500)
         parts = request.url.path.strip("/").split("/")
         if parts[0] == "api":
             group, rest = "", parts[2:]

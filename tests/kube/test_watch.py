@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -67,17 +68,38 @@ def test_a_watch_resumes_from_its_resource_version_without_listing_again(tmp_pat
             watcher.stop()
 
 
-def test_a_watcher_backs_off_while_the_api_server_is_unreachable(tmp_path: Path) -> None:
-    from promoter.kube.api import Kube, loopback_client
-    from promoter.loopback import free_port
+def test_a_watcher_backs_off_while_the_api_server_fails_and_recovers_after(
+    tmp_path: Path,
+) -> None:
+    with fake_cluster(tmp_path) as cluster:
+        cluster.fake.broken = True
+        watcher = Watcher(
+            cluster.kube(), "promotionstrategies", NS, Seen(), initial_backoff=0.05, max_backoff=0.2
+        )
+        watcher.start()
+        try:
+            time.sleep(1.0)
+            attempts = cluster.fake.requests
+            # 0.05 + 0.1 + 0.2 + 0.2 + ... : about seven tries in a second, not hundreds
+            assert 3 <= attempts <= 10, attempts
+            assert not watcher.synced.is_set()
+            cluster.fake.broken = False
+            wait_until(watcher.synced.is_set, what="the list after the API server recovered")
+        finally:
+            watcher.stop()
 
-    seen = Seen()
-    kube = Kube(loopback_client(f"http://127.0.0.1:{free_port()}"))
-    watcher = Watcher(kube, "promotionstrategies", NS, seen, initial_backoff=0.05, max_backoff=0.2)
-    watcher.start()
-    try:
-        wait_until(lambda: watcher._stop.wait(0.8) or True)
-        assert not watcher.synced.is_set()
-        assert watcher._thread.is_alive()
-    finally:
-        watcher.stop()
+
+def test_bookmarks_move_the_resource_version_without_events(tmp_path: Path) -> None:
+    with fake_cluster(tmp_path) as cluster:
+        watcher = Watcher(cluster.kube(), "promotionstrategies", NS, Seen(), timeout=5)
+        watcher.start()
+        try:
+            wait_until(watcher.synced.is_set, what="the first list")
+            cluster.create(
+                "gitrepositories", "other", {"url": "/x", "scmProviderRef": {"name": "p"}}
+            )
+            latest = str(cluster.fake.rv)
+            wait_until(lambda: watcher.resource_version == latest, what="a bookmark")
+            assert watcher.cache == {}
+        finally:
+            watcher.stop()
