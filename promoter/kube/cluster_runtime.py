@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterable
 
 from promoter.config import Config
 from promoter.executor import Observer, Outcome
+from promoter.reconciler import StrategyView
 from promoter.runtime import Runtime
 from promoter.workers import Workers
 from scm_plugins.protocol import ScmPlugin
@@ -25,7 +26,7 @@ class ClusterRuntime(Runtime):
         observers: Iterable[Observer],
         leading: Callable[[], bool],
         forward: Callable[[list[str]], None],
-        reconciled: Callable[[str], None],
+        reconciled: Callable[[str, StrategyView | None], None],
     ) -> None:
         super().__init__(config, plugins=plugins, observers=observers)
         self._leading = leading
@@ -37,7 +38,7 @@ class ClusterRuntime(Runtime):
         try:
             return self.reconciler.reconcile(key)
         finally:
-            self._reconciled(key)
+            self._reconciled(key, self.reconciler.views.get(key))
 
     def enqueue(self, keys: Iterable[str]) -> None:
         keys = list(keys)

@@ -9,12 +9,10 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable
 from datetime import datetime
 
 from pydantic import ValidationError
 
-from promoter.config import Config
 from promoter.kube.config_source import config_name
 from promoter.kube.resources import COMMIT_STATUS_LABEL, CommitStatusSpec
 from promoter.models import CommitStatus, utcnow
@@ -111,10 +109,3 @@ def needs_mirror(obj: dict[str, object], phase: str) -> bool:
         status.get("observedGeneration") == meta.get("generation")
         and status.get("mirroredPhase") == phase
     )
-
-
-def repository_known(config: Config, repo: str) -> bool:
-    return any(r.name == repo for r in config.repositories)
-
-
-Mirror = Callable[[str, str, CommitStatus], None]

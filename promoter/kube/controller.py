@@ -18,7 +18,8 @@ from promoter.config import Config, ScmProvider
 from promoter.kube.api import Kube
 from promoter.kube.cluster_runtime import ClusterRuntime
 from promoter.kube.cluster_scm import ClusterScm
-from promoter.kube.commit_statuses import CommitStatusIndex, needs_mirror, parse
+from promoter.kube.commit_status_sync import CommitStatusSync
+from promoter.kube.commit_statuses import CommitStatusIndex
 from promoter.kube.config_source import (
     Assembled,
     ObjKey,
@@ -35,6 +36,7 @@ from promoter.kube.resources import REFRESH_ANNOTATION
 from promoter.kube.status import ready_status, strategy_status
 from promoter.kube.status_writer import StatusWriter
 from promoter.kube.watcher import Watcher
+from promoter.reconciler import StrategyView
 from scm_plugins.protocol import ScmPlugin
 from scm_plugins.registry import build_plugin
 
@@ -100,8 +102,14 @@ class Controller:
         self.assembled = Assembled(base)
         self.runtime = self._runtime(base)
         self._config_dirty = True
-        self._mirror_pending: set[tuple[str, str]] = set()
-        self._lock = threading.RLock()
+        self.commit_statuses = CommitStatusSync(
+            index=self.index,
+            writer=self.writer,
+            runtime=lambda: self.runtime,
+            leading=self.leading,
+            objects=self.watchers["commitstatuses"].snapshot,
+            wake=self._signal,
+        )
         self._wake = threading.Event()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="kube-controller", daemon=True)
@@ -157,11 +165,7 @@ class Controller:
             self._rebuild()
         if leading and not self.runtime.started:
             self.writer.forget()
-            with self._lock:
-                self._mirror_pending = {
-                    (o["metadata"]["namespace"], o["metadata"]["name"])
-                    for o in self.watchers["commitstatuses"].objects()
-                }
+            self.commit_statuses.mark_all()
             self.runtime.start()
             self._write_ready_statuses()
         elif not leading and self.runtime.started:
@@ -169,7 +173,7 @@ class Controller:
             old, self.runtime = self.runtime, self._runtime(self.assembled.config)
             old.close()
         if leading:
-            self._mirror_commit_statuses()
+            self.commit_statuses.mirror_pending()
 
     def _rebuild(self) -> None:
         objects: dict[ObjKey, Obj] = {}
@@ -196,6 +200,20 @@ class Controller:
                 self.runtime.start()
         if self.leading():
             self._write_ready_statuses()
+            if not changed:
+                self.runtime.queue.add_many(self._unobserved())
+
+    def _unobserved(self) -> list[str]:
+        """Valid strategies whose status is behind their spec (an edit that left the Config
+        as it was, e.g. a field set to its default): reconcile them to say so."""
+        keys = []
+        for obj in self.watchers["promotionstrategies"].objects():
+            meta = obj["metadata"]
+            key = config_name(meta["namespace"], meta["name"])
+            observed = (obj.get("status") or {}).get("observedGeneration")
+            if observed != meta.get("generation") and self.runtime.config.strategy(key):
+                keys.append(key)
+        return keys
 
     def _runtime(self, config: Config) -> ClusterRuntime:
         factory = self.settings.plugin_factory or (
@@ -221,7 +239,7 @@ class Controller:
     def _on_change(self, plural: str) -> Callable[[str, Obj, Obj | None], None]:
         def changed(kind: str, obj: Obj, before: Obj | None) -> None:
             if plural == "commitstatuses":
-                self._commit_status_changed(kind, obj)
+                self.commit_statuses.changed(kind, obj)
                 return
             spec_changed = kind != "MODIFIED" or _generation(obj) != _generation(before)
             if spec_changed:
@@ -235,43 +253,15 @@ class Controller:
 
         return changed
 
-    def _commit_status_changed(self, kind: str, obj: Obj) -> None:
-        meta = obj.get("metadata", {})
-        ident = (str(meta.get("namespace")), str(meta.get("name")))
-        if kind == "DELETED":
-            self.index.remove(*ident)
-            return
-        try:
-            repo, sha, status = parse(obj)
-        except ValueError:
-            with self._lock:
-                self._mirror_pending.add(ident)  # the leader writes Ready=False
-            self._wake.set()
-            return
-        self.index.put(obj, (repo, sha, status))
-        runtime = self.runtime
-        if not self.leading():
-            return  # the leader saw the same event
-        runtime.status_cache.put(repo, sha, status)
-        tracking = set(runtime.sha_index.strategies_for(sha))
-        if tracking:
-            runtime.wake(tracking)
-        else:
-            runtime.enqueue(runtime.strategies_of(repo))
-        with self._lock:
-            self._mirror_pending.add(ident)
-        self._wake.set()
-
     # --- writes (leader only) ------------------------------------------------------------
 
     def _strategy_object(self, key: str) -> Obj | None:
         return self.watchers["promotionstrategies"].cache.get(split_name(key))
 
-    def _reconciled(self, key: str) -> None:
+    def _reconciled(self, key: str, view: StrategyView | None) -> None:
         obj = self._strategy_object(key)
-        if obj is None or not self.leading():
+        if obj is None or view is None or not self.leading():
             return
-        view = self.runtime.reconciler.views.get(key)
         self.writer.write("promotionstrategies", obj, strategy_status(obj, view, None))
 
     def _write_ready_statuses(self) -> None:
@@ -289,46 +279,3 @@ class Controller:
                         self.writer.write(plural, obj, strategy_status(obj, None, problem))
                 else:
                     self.writer.write(plural, obj, ready_status(obj, problem))
-
-    def _mirror_commit_statuses(self) -> None:
-        with self._lock:
-            pending, self._mirror_pending = self._mirror_pending, set()
-        cache = self.watchers["commitstatuses"].cache
-        for ident in sorted(pending):
-            obj = cache.get(ident)
-            if obj is None:
-                continue
-            if not self.leading():
-                with self._lock:
-                    self._mirror_pending.update(pending)
-                return
-            self._mirror_one(obj)
-
-    def _mirror_one(self, obj: Obj) -> None:
-        try:
-            repo_name, sha, status = parse(obj)
-        except ValueError as exc:
-            self.writer.write("commitstatuses", obj, ready_status(obj, str(exc)))
-            return
-        config = self.runtime.config
-        repo = next((r for r in config.repositories if r.name == repo_name), None)
-        if repo is None:
-            problem = f"GitRepository {split_name(repo_name)[1]} is missing or invalid"
-            self.writer.write("commitstatuses", obj, ready_status(obj, problem))
-            return
-        if not needs_mirror(obj, status.phase.value):
-            return
-        try:
-            self.runtime.plugins[repo.scm_provider].set_commit_status(
-                repo=repo, sha=sha, status=status
-            )
-        except Exception as exc:
-            log.warning(
-                "commit status not mirrored",
-                extra={"sha": sha, "key": status.key, "error": str(exc)},
-            )
-            with self._lock:
-                self._mirror_pending.add((obj["metadata"]["namespace"], obj["metadata"]["name"]))
-            return
-        extra = {"mirroredPhase": status.phase.value}
-        self.writer.write("commitstatuses", obj, ready_status(obj, None, extra=extra))

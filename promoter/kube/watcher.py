@@ -63,6 +63,11 @@ class Watcher:
         with self._lock:
             return list(self.cache.values())
 
+    def snapshot(self) -> dict[tuple[str, str], Obj]:
+        """(namespace, name) -> object, copied under the lock."""
+        with self._lock:
+            return dict(self.cache)
+
     def start(self) -> None:
         self._thread.start()
 
