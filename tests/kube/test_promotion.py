@@ -82,3 +82,18 @@ def test_the_status_is_written_once_per_change_and_not_on_an_idle_resync(tmp_pat
             settle(cluster)
         assert len(cluster.fake.statuses[("promotionstrategies", "guestbook")]) == count
         assert replica.writer.skipped >= 3
+
+
+def test_an_edit_that_changes_nothing_still_moves_observed_generation(tmp_path: Path) -> None:
+    repo = GitOpsRepo.create(tmp_path, ENVS)
+    with fake_cluster(tmp_path) as cluster:
+        cluster.replica("a").start()
+        local_objects(cluster, repo.path)
+        first = git(repo.path, "rev-parse", "main")
+        wait_until(lambda: at(cluster, first), what="both environments at the first commit")
+        spec = cluster.fake.get("promotionstrategies", "team", "guestbook")["spec"]  # type: ignore[index]
+        cluster.patch_spec("promotionstrategies", "guestbook", {**spec, "dryBranch": "main"})
+        wait_until(
+            lambda: cluster.status("promotionstrategies", "guestbook")["observedGeneration"] == 2,
+            what="observedGeneration 2",
+        )
