@@ -2,8 +2,8 @@
 
 Every call goes through here, so that the client's exceptions are translated once
 (``KubeError`` with the HTTP status, the original as ``__cause__``) and patches use
-content types that custom resources accept (merge patch and JSON patch; the client
-would send a strategic merge patch for a dict, which the API server refuses for CRs).
+content types that custom resources accept (merge patch and JSON patch, named
+explicitly: a strategic merge patch, the client's default for a dict, is refused for CRs).
 """
 
 from __future__ import annotations
@@ -52,10 +52,12 @@ def api_client(*, kubeconfig: str | None = None, context: str | None = None) -> 
     """In-cluster credentials when running in a pod, else the kubeconfig file."""
     configuration = k8s.Configuration()
     try:
-        k8s_config.load_incluster_config(client_configuration=configuration)
+        k8s_config.load_incluster_config(  # type: ignore[no-untyped-call]
+            client_configuration=configuration
+        )
     except k8s_config.ConfigException:
         try:
-            k8s_config.load_kube_config(
+            k8s_config.load_kube_config(  # type: ignore[no-untyped-call]
                 config_file=kubeconfig, context=context, client_configuration=configuration
             )
         except (k8s_config.ConfigException, OSError) as exc:
@@ -117,18 +119,30 @@ class Kube:
             "_preload_content": False,
             "_request_timeout": (10, timeout + 10),
         }
-        args: tuple[str, ...]
         if namespace:
-            func, args = self.custom.list_namespaced_custom_object, (GROUP, VERSION, namespace)
-        else:
-            func, args = self.custom.list_cluster_custom_object, (GROUP, VERSION)
-        return self._call(f"watch {plural}", func, *args, plural, **kwargs)
+            return self._call(
+                f"watch {plural}",
+                self.custom.list_namespaced_custom_object,
+                GROUP,
+                VERSION,
+                namespace,
+                plural,
+                **kwargs,
+            )
+        return self._call(
+            f"watch {plural}",
+            self.custom.list_cluster_custom_object,
+            GROUP,
+            VERSION,
+            plural,
+            **kwargs,
+        )
 
     @staticmethod
     def events(response: Any) -> Iterator[Obj]:
         """The watch events (dicts) of an open response, until the server ends it."""
         try:
-            for line in iter_resp_lines(response):
+            for line in iter_resp_lines(response):  # type: ignore[no-untyped-call]
                 if line:
                     yield json.loads(line)
         except (HTTPError, OSError, ValueError, AttributeError) as exc:
@@ -139,26 +153,32 @@ class Kube:
 
     def patch_status(self, plural: str, namespace: str, name: str, status: Obj) -> Obj:
         """Replace ``.status`` wholesale through the status subresource (a JSON patch)."""
-        path = f"/apis/{GROUP}/{VERSION}/namespaces/{namespace}/{plural}/{name}/status"
         body = [{"op": "add", "path": "/status", "value": status}]
-        return self._patch(path, body, "application/json-patch+json")
+        result = self._call(
+            f"patch {plural}/{name}/status",
+            self.custom.patch_namespaced_custom_object_status,
+            GROUP,
+            VERSION,
+            namespace,
+            plural,
+            name,
+            body,
+            _content_type="application/json-patch+json",
+        )
+        return result  # type: ignore[no-any-return]
 
     def annotate(self, plural: str, namespace: str, name: str, annotations: dict[str, str]) -> Obj:
-        path = f"/apis/{GROUP}/{VERSION}/namespaces/{namespace}/{plural}/{name}"
-        body = {"metadata": {"annotations": annotations}}
-        return self._patch(path, body, "application/merge-patch+json")
-
-    def _patch(self, path: str, body: Any, content_type: str) -> Obj:
+        """Set annotations with a merge patch (the others stay)."""
         result = self._call(
-            f"patch {path}",
-            self.client.call_api,
-            path,
-            "PATCH",
-            header_params={"Content-Type": content_type, "Accept": "application/json"},
-            body=body,
-            response_type="object",
-            auth_settings=["BearerToken"],
-            _return_http_data_only=True,
+            f"annotate {plural}/{name}",
+            self.custom.patch_namespaced_custom_object,
+            GROUP,
+            VERSION,
+            namespace,
+            plural,
+            name,
+            {"metadata": {"annotations": annotations}},
+            _content_type="application/merge-patch+json",
         )
         return result  # type: ignore[no-any-return]
 
@@ -179,25 +199,29 @@ class Kube:
 
     def read_lease(self, namespace: str, name: str) -> k8s.V1Lease | None:
         try:
-            return self._call(
+            lease: k8s.V1Lease = self._call(
                 "read lease", self.coordination.read_namespaced_lease, name, namespace
             )
         except KubeError as exc:
             if exc.status == 404:
                 return None
             raise
+        return lease
 
     def create_lease(self, namespace: str, lease: k8s.V1Lease) -> k8s.V1Lease:
-        return self._call(
+        created: k8s.V1Lease = self._call(
             "create lease", self.coordination.create_namespaced_lease, namespace, lease
         )
+        return created
 
     def replace_lease(self, namespace: str, lease: k8s.V1Lease) -> k8s.V1Lease:
         """Replace with the lease's resourceVersion: KubeError 409 when someone wrote first."""
-        return self._call(
+        assert lease.metadata is not None
+        replaced: k8s.V1Lease = self._call(
             "replace lease",
             self.coordination.replace_namespaced_lease,
             lease.metadata.name,
             namespace,
             lease,
         )
+        return replaced

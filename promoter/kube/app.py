@@ -31,7 +31,9 @@ class ReplicaApp:
         if scope["type"] == "http" and path in ("/healthz", "/readyz"):
             await self._probe(path, send)
             return
-        await self.controller.runtime.app(scope, receive, send)
+        app = self.controller.runtime.app
+        assert app is not None
+        await app(scope, receive, send)
 
     async def _probe(self, path: str, send: Send) -> None:
         c = self.controller

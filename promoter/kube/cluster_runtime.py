@@ -9,11 +9,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 
+from starlette.types import ASGIApp
+
 from promoter.config import Config
-from promoter.executor import Observer, Outcome
-from promoter.reconciler import StrategyView
-from promoter.runtime import Runtime
-from promoter.workers import Workers
+from promoter.daemon import Observer, Outcome, Runtime, StrategyView, Workers
 from scm_plugins.protocol import ScmPlugin
 
 
@@ -33,6 +32,8 @@ class ClusterRuntime(Runtime):
         self._forward = forward
         self._reconciled = reconciled
         self.workers = Workers(self.queue, self._reconcile, count=config.daemon.workers)
+        self.app: ASGIApp | None = None
+        """The HTTP app around this runtime (API, webhooks); set by whoever serves it."""
 
     def _reconcile(self, key: str) -> Outcome:
         try:

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from promoter.config import Config, ScmProvider
+from promoter.daemon import StrategyView
 from promoter.kube.api import Kube
 from promoter.kube.cluster_runtime import ClusterRuntime
 from promoter.kube.cluster_scm import ClusterScm
@@ -36,7 +37,7 @@ from promoter.kube.resources import REFRESH_ANNOTATION
 from promoter.kube.status import ready_status, strategy_status
 from promoter.kube.status_writer import StatusWriter
 from promoter.kube.watcher import Watcher
-from promoter.reconciler import StrategyView
+from promoter.wiring import Daemon
 from scm_plugins.protocol import ScmPlugin
 from scm_plugins.registry import build_plugin
 
@@ -225,7 +226,7 @@ class Controller:
             )
             for p in config.scm_providers
         }
-        return ClusterRuntime(
+        runtime = ClusterRuntime(
             config,
             plugins=plugins,
             observers=[self.events],
@@ -233,6 +234,8 @@ class Controller:
             forward=self.forwarder.forward,
             reconciled=self._reconciled,
         )
+        runtime.app = Daemon(config, runtime=runtime).app
+        return runtime
 
     # --- watch events --------------------------------------------------------------------
 

@@ -2,7 +2,8 @@
 
 The OpenAPI schemas are pydantic's JSON Schemas made *structural*, as Kubernetes
 requires: references inlined, ``Optional`` as ``nullable``, durations as
-int-or-string, free-form maps as ``x-kubernetes-preserve-unknown-fields``.
+int-or-string, free-form maps and unions of different types as
+``x-kubernetes-preserve-unknown-fields`` (the models validate those when read).
 ``manifests/crds/`` holds the output; a test fails when it is stale.
 """
 
@@ -95,7 +96,7 @@ def structural(schema: dict[str, Any], defs: dict[str, Any]) -> dict[str, Any]:
         target = defs[schema["$ref"].rsplit("/", 1)[-1]]
         merged = {**target, **{k: v for k, v in schema.items() if k != "$ref"}}
         return structural(merged, defs)
-    variants = schema.get("anyOf")
+    variants = schema.get("anyOf") or schema.get("oneOf")
     if variants is not None:
         rest = [v for v in variants if v.get("type") != "null"]
         nullable = len(rest) < len(variants)
@@ -104,8 +105,13 @@ def structural(schema: dict[str, Any], defs: dict[str, Any]) -> dict[str, Any]:
             node = structural({**rest[0], **_outer(schema)}, defs)
         elif types == {"number", "string"}:  # a Duration: 30 or "30s"
             node = {"x-kubernetes-int-or-string": True, **_outer(schema)}
-        else:
-            raise ValueError(f"no structural form for {schema!r}")
+        elif types == {"object"}:  # a union of objects: every property, none required
+            fields: dict[str, Any] = {}
+            for variant in rest:
+                fields.update(structural(variant, defs).get("properties", {}))
+            node = {"type": "object", "properties": fields, **_outer(schema)}
+        else:  # e.g. a string or a list of strings: the models validate it
+            node = {"x-kubernetes-preserve-unknown-fields": True, **_outer(schema)}
         if nullable:
             node["nullable"] = True
         return node

@@ -14,7 +14,7 @@ from typing import Any
 
 from kubernetes import client as k8s
 
-from promoter.executor import ActionEvent
+from promoter.daemon import ActionEvent
 from promoter.kube.api import Kube, KubeError
 from promoter.kube.resources import API_VERSION
 

@@ -108,7 +108,7 @@ class LeaderElector:
             seen = (
                 spec.holder_identity or "",
                 str(spec.renew_time),
-                lease.metadata.resource_version,
+                str(lease.metadata.resource_version if lease.metadata else ""),
             )
             if seen != self._observed:
                 self._observed, self._observed_at = seen, now
@@ -167,7 +167,7 @@ class LeaderElector:
     def _release(self) -> None:
         try:
             lease = self.kube.read_lease(self.settings.namespace, self.settings.name)
-            if lease is None or (lease.spec and lease.spec.holder_identity != self.identity):
+            if lease is None or lease.spec is None or lease.spec.holder_identity != self.identity:
                 return
             lease.spec.holder_identity = None
             lease.spec.lease_duration_seconds = 1

@@ -12,8 +12,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, create_model
 
-from promoter.config import ExternalPlugin, LocalProvider, PromotionStrategy, Repository, Spec
-from promoter.durations import Duration
+from promoter.config import Duration, ExternalPlugin, LocalProvider, PromotionStrategy, Repository
+from promoter.config.base import Spec
 from promoter.models import Phase
 
 GROUP = "promoter.argoproj.io"

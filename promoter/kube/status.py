@@ -10,6 +10,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
+from promoter.daemon import StrategyView
 from promoter.engine.snapshot import CommitState as SnapshotCommit
 from promoter.engine.snapshot import EnvironmentSnapshot
 from promoter.kube.resources import (
@@ -22,7 +23,6 @@ from promoter.kube.resources import (
     PullRequestRef,
 )
 from promoter.models import Phase, utcnow
-from promoter.reconciler import StrategyView
 
 Obj = dict[str, Any]
 

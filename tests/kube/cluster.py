@@ -11,10 +11,10 @@ from pathlib import Path
 from typing import Any
 
 from promoter.config import Config, ScmProvider
+from promoter.http.loopback import ThreadServer, free_port
 from promoter.kube.api import Kube, loopback_client
 from promoter.kube.controller import Controller, KubeSettings
 from promoter.kube.leader import LeaseSettings
-from promoter.loopback import ThreadServer, free_port
 from scm_plugins.local import LocalScm
 from scm_plugins.protocol import ScmPlugin
 from tests.kube.fake_api import FakeKube

@@ -6,12 +6,11 @@ import time
 from pathlib import Path
 from typing import Any
 
+from promoter.cli.sandbox import GitOpsRepo, git
 from promoter.kube.resources import COMMIT_STATUS_LABEL
 from promoter.models import Phase
-from promoter.sandbox import git
 from tests.kube.cluster import Cluster, fake_cluster, local_objects, wait_until
 from tests.kube.test_promotion import ENVS, at, environments
-from tests.support import GitOpsRepo
 
 
 def gate(cluster: Cluster, name: str, sha: str, phase: str, *, labelled: bool = True) -> None:

@@ -10,11 +10,11 @@ from typing import Any
 
 import pytest
 
+from promoter.cli.hydrate import hydrate
+from promoter.cli.sandbox import commit_files, init_bare
 from promoter.config import Config
-from promoter.hydrate import hydrate
 from promoter.kube.app import ReplicaApp
 from promoter.kube.resources import REFRESH_ANNOTATION
-from promoter.sandbox import commit_files, init_bare
 from tests.kube.cluster import NS, Cluster, fake_cluster, wait_until
 from tests.webhooks.helpers import GITHUB_FIXTURES, TestClient
 from webhooks.verify import GitHubSignature

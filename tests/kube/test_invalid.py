@@ -5,9 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from promoter.cli.sandbox import GitOpsRepo
 from tests.kube.cluster import Cluster, fake_cluster, local_objects, wait_until
 from tests.kube.test_promotion import ENVS
-from tests.support import GitOpsRepo
 
 
 def ready(cluster: Cluster, plural: str, name: str) -> dict[str, Any] | None:

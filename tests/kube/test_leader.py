@@ -8,11 +8,10 @@ from pathlib import Path
 
 import pytest
 
+from promoter.cli.sandbox import GitOpsRepo, git
 from promoter.kube.cluster_scm import NotLeader
-from promoter.sandbox import git
 from tests.kube.cluster import FAST_LEASE, NS, fake_cluster, local_objects, wait_until
 from tests.kube.test_promotion import ENVS, at
-from tests.support import GitOpsRepo
 
 LEASE = FAST_LEASE["lease_duration"]
 RETRY = FAST_LEASE["retry_period"]

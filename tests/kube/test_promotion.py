@@ -8,9 +8,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from promoter.sandbox import git
+from promoter.cli.sandbox import GitOpsRepo, git
 from tests.kube.cluster import Cluster, fake_cluster, local_objects, wait_until
-from tests.support import GitOpsRepo
 
 ENVS = ["environment/dev", "environment/staging"]
 KEY = "team.guestbook"
