@@ -23,19 +23,39 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
     )
     group.add_argument("--namespace", help="watch this namespace (default: the pod's own)")
     group.add_argument("--all-namespaces", action="store_true", help="watch every namespace")
-    group.add_argument("--kubeconfig", help="outside a cluster: this kubeconfig file")
-    group.add_argument("--lease-name", default="promoter-leader")
+    group.add_argument(
+        "--kubeconfig", metavar="PATH", help="outside a cluster: this kubeconfig file"
+    )
+    group.add_argument("--lease-name", default="promoter-leader", help="the Lease to hold")
     group.add_argument("--lease-namespace", help="default: the watched namespace or the pod's")
-    group.add_argument("--lease-duration", type=float, default=15.0, metavar="SECONDS")
-    group.add_argument("--renew-deadline", type=float, default=10.0, metavar="SECONDS")
-    group.add_argument("--retry-period", type=float, default=2.0, metavar="SECONDS")
+    group.add_argument(
+        "--lease-duration",
+        type=float,
+        default=15.0,
+        metavar="SECONDS",
+        help="another replica takes over a Lease unrenewed this long",
+    )
+    group.add_argument(
+        "--renew-deadline",
+        type=float,
+        default=10.0,
+        metavar="SECONDS",
+        help="a leader that could not renew this long stops writing",
+    )
+    group.add_argument(
+        "--retry-period",
+        type=float,
+        default=2.0,
+        metavar="SECONDS",
+        help="how often the Lease is renewed or tried",
+    )
     group.add_argument("--identity", help="this replica's name in the Lease (default: POD_NAME)")
 
 
-def add_crds_command(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    s = sub.add_parser("crds", help="write the CustomResourceDefinitions generated from the models")
-    s.add_argument("--out", default="manifests/crds", help="directory (default: manifests/crds)")
-    s.set_defaults(func=cmd_crds)
+def crds_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--out", default="manifests/crds", metavar="PATH", help="the directory to write into"
+    )
 
 
 def cmd_crds(args: argparse.Namespace) -> int:
