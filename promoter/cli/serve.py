@@ -64,10 +64,10 @@ def run(args: argparse.Namespace) -> int:
     )
     config = config.model_copy(update={"daemon": daemon_settings})
     logs.setup(config.daemon.log_level, json_lines=not args.plain_logs)
-    if args.kubernetes:
-        return kube_cli.serve(args, config)
     previous = signal.signal(signal.SIGTERM, _terminated)
     try:
+        if args.kubernetes:
+            return kube_cli.serve(args, config)
         daemon = Daemon(config)
         uvicorn.run(
             daemon.app,
