@@ -70,9 +70,11 @@ class Daemon:
         plugins: dict[str, ScmPlugin] | None = None,
         observers: Iterable[Observer] = (),
         clock: Callable[[], datetime] = utcnow,
+        runtime: Runtime | None = None,
     ) -> None:
+        """``runtime``: one built already (Kubernetes mode's, which forwards when not leading)."""
         config.state_path().mkdir(parents=True, exist_ok=True)
-        self.runtime = Runtime(
+        self.runtime = runtime or Runtime(
             config,
             plugins=plugins if plugins is not None else build_plugins(config),
             observers=observers,

@@ -42,9 +42,12 @@ ALLOWED: dict[str, set[str]] = {
     | {"promoter.config", "promoter.engine", "promoter.state", "promoter.daemon"},
     "promoter.cli": BASE
     | {"promoter.config", "promoter.engine", "promoter.git", "promoter.state"}
-    | {"promoter.daemon", "promoter.http", "promoter.wiring"},
+    | {"promoter.daemon", "promoter.http", "promoter.wiring", "promoter.kube"},
     "promoter.wiring": BASE
     | {"promoter.config", "promoter.daemon", "promoter.http", "scm_plugins", "webhooks"},
+    "promoter.kube": BASE
+    | {"promoter.config", "promoter.engine", "promoter.state", "promoter.daemon"}
+    | {"promoter.http", "promoter.wiring", "scm_plugins"},
     "scm_plugins": BASE | {"promoter.config", "promoter.git"},
     "webhooks": BASE | {"promoter.config", "promoter.state"},
 }

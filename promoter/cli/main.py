@@ -17,6 +17,7 @@ from pathlib import Path
 from promoter.cli import remote, serve, status
 from promoter.cli.commands import PATH, Command, build_parser
 from promoter.errors import ConfigError, PromoterError
+from promoter.kube import cli as kube_cli
 
 EXIT_INVALID = 2
 DESCRIPTION = """\
@@ -187,6 +188,12 @@ COMMANDS: list[Command] = [
         cmd_hydrate,
     ),
     *remote.commands(),
+    Command(
+        "crds",
+        "write the Kubernetes CRDs generated from the models (docs/kubernetes.md)",
+        kube_cli.crds_arguments,
+        kube_cli.cmd_crds,
+    ),
     Command(
         "completion",
         "print a shell completion script (bash or zsh)",

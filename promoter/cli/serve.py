@@ -12,6 +12,9 @@ import signal
 from types import FrameType
 
 from promoter.cli.commands import PATH
+from promoter.config import Config
+from promoter.errors import ConfigError
+from promoter.kube import cli as kube_cli
 
 DESCRIPTION = """\
 Run the daemon: webhook receivers, the API, /healthz, /readyz and /metrics.
@@ -25,13 +28,18 @@ GRACE_SECONDS = 60
 
 
 def arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--config", required=True, metavar=PATH, help="the promoter.yaml to serve")
+    p.add_argument(
+        "--config",
+        metavar=PATH,
+        help="the promoter.yaml to serve (with --kubernetes: its daemon and webhooks only)",
+    )
     p.add_argument("--host", help="listen on this address instead of daemon.host")
     p.add_argument("--port", type=int, help="listen on this port instead of daemon.port")
     p.add_argument(
         "--state-dir", metavar=PATH, help="use this directory instead of daemon.stateDir"
     )
     p.add_argument("--plain-logs", action="store_true", help="key=value logs instead of JSON lines")
+    kube_cli.add_serve_arguments(p)
 
 
 def _terminated(signum: int, frame: FrameType | None) -> None:
@@ -47,7 +55,9 @@ def run(args: argparse.Namespace) -> int:
     from promoter.config.loader import load_config
     from promoter.wiring import Daemon
 
-    config = load_config(args.config, resolve_secrets=True)
+    if args.config is None and not args.kubernetes:
+        raise ConfigError(["serve needs --config (or --kubernetes)"])
+    config = load_config(args.config, resolve_secrets=True) if args.config else Config()
     overrides = {"state_dir": args.state_dir, "host": args.host, "port": args.port}
     daemon_settings = config.daemon.model_copy(
         update={k: v for k, v in overrides.items() if v is not None}
@@ -56,6 +66,8 @@ def run(args: argparse.Namespace) -> int:
     logs.setup(config.daemon.log_level, json_lines=not args.plain_logs)
     previous = signal.signal(signal.SIGTERM, _terminated)
     try:
+        if args.kubernetes:
+            return kube_cli.serve(args, config)
         daemon = Daemon(config)
         uvicorn.run(
             daemon.app,

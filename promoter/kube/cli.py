@@ -1,0 +1,111 @@
+"""``promoter serve --kubernetes`` and ``promoter crds``: the command-line side of cluster mode."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import socket
+from pathlib import Path
+
+from promoter.config import Config
+from promoter.errors import ConfigError
+
+NAMESPACE_FILE = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
+
+
+def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
+    """The flags of ``serve`` that only cluster mode reads."""
+    group = parser.add_argument_group("Kubernetes mode")
+    group.add_argument(
+        "--kubernetes",
+        action="store_true",
+        help="read strategies from custom resources; --config then gives daemon and webhooks",
+    )
+    group.add_argument("--namespace", help="watch this namespace (default: the pod's own)")
+    group.add_argument("--all-namespaces", action="store_true", help="watch every namespace")
+    group.add_argument(
+        "--kubeconfig", metavar="PATH", help="outside a cluster: this kubeconfig file"
+    )
+    group.add_argument("--lease-name", default="promoter-leader", help="the Lease to hold")
+    group.add_argument("--lease-namespace", help="default: the watched namespace or the pod's")
+    group.add_argument(
+        "--lease-duration",
+        type=float,
+        default=15.0,
+        metavar="SECONDS",
+        help="another replica takes over a Lease unrenewed this long",
+    )
+    group.add_argument(
+        "--renew-deadline",
+        type=float,
+        default=10.0,
+        metavar="SECONDS",
+        help="a leader that could not renew this long stops writing",
+    )
+    group.add_argument(
+        "--retry-period",
+        type=float,
+        default=2.0,
+        metavar="SECONDS",
+        help="how often the Lease is renewed or tried",
+    )
+    group.add_argument("--identity", help="this replica's name in the Lease (default: POD_NAME)")
+
+
+def crds_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--out", default="manifests/crds", metavar="PATH", help="the directory to write into"
+    )
+
+
+def cmd_crds(args: argparse.Namespace) -> int:
+    from promoter.kube.crds import write
+
+    for path in write(Path(args.out)):
+        print(path)
+    return 0
+
+
+def _own_namespace() -> str:
+    try:
+        return NAMESPACE_FILE.read_text(encoding="utf-8").strip() or "default"
+    except OSError:
+        return "default"
+
+
+def serve(args: argparse.Namespace, base: Config) -> int:
+    """Run one replica until SIGTERM."""
+    import uvicorn
+
+    from promoter.kube.api import Kube, api_client
+    from promoter.kube.app import ReplicaApp
+    from promoter.kube.controller import Controller, KubeSettings
+    from promoter.kube.leader import LeaseSettings
+
+    if base.scm_providers or base.repositories or base.promotion_strategies:
+        raise ConfigError(
+            [
+                "in Kubernetes mode scmProviders, repositories and promotionStrategies come from "
+                "custom resources; keep only daemon and webhooks in --config"
+            ]
+        )
+    namespace = None if args.all_namespaces else (args.namespace or _own_namespace())
+    identity = args.identity or os.environ.get("POD_NAME") or socket.gethostname()
+    lease = LeaseSettings(
+        namespace=args.lease_namespace or namespace or _own_namespace(),
+        name=args.lease_name,
+        lease_duration=args.lease_duration,
+        renew_deadline=args.renew_deadline,
+        retry_period=args.retry_period,
+    )
+    kube = Kube(api_client(kubeconfig=args.kubeconfig))
+    controller = Controller(kube, base, KubeSettings(namespace, lease, identity))
+    uvicorn.run(
+        ReplicaApp(controller),
+        host=base.daemon.host,
+        port=base.daemon.port,
+        log_config=None,
+        access_log=False,
+        timeout_graceful_shutdown=60,
+    )
+    return 0

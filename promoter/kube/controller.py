@@ -1,0 +1,284 @@
+"""Kubernetes mode wired together: watches -> Config -> Runtime, led by a Lease.
+
+One thread applies changes in order: a changed spec rebuilds the Config and swaps in a
+new Runtime; gaining the Lease starts the Runtime (workers, timers, a full resync);
+losing it stops the Runtime (the SCM plugins were fenced already, at the renew
+deadline). Status is written by the leader only, and only when it changed.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from promoter.config import Config, ScmProvider
+from promoter.daemon import StrategyView
+from promoter.kube.api import Kube
+from promoter.kube.cluster_runtime import ClusterRuntime
+from promoter.kube.cluster_scm import ClusterScm
+from promoter.kube.commit_status_sync import CommitStatusSync
+from promoter.kube.commit_statuses import CommitStatusIndex
+from promoter.kube.config_source import (
+    Assembled,
+    ObjKey,
+    SecretFiles,
+    assemble,
+    config_name,
+    object_key,
+    split_name,
+)
+from promoter.kube.events import EventRecorder
+from promoter.kube.leader import LeaderElector, LeaseSettings
+from promoter.kube.refresh import RefreshForwarder
+from promoter.kube.resources import REFRESH_ANNOTATION
+from promoter.kube.status import ready_status, strategy_status
+from promoter.kube.status_writer import StatusWriter
+from promoter.kube.watcher import Watcher
+from promoter.wiring import Daemon
+from scm_plugins.protocol import ScmPlugin
+from scm_plugins.registry import build_plugin
+
+log = logging.getLogger("promoter.kube.controller")
+
+Obj = dict[str, Any]
+KINDS = {
+    "promotionstrategies": "PromotionStrategy",
+    "gitrepositories": "GitRepository",
+    "scmproviders": "ScmProvider",
+    "commitstatuses": "CommitStatus",
+}
+
+
+@dataclass(frozen=True)
+class KubeSettings:
+    """Where to watch, who we are, and the Lease's timing."""
+
+    namespace: str | None
+    lease: LeaseSettings
+    identity: str
+    watch_timeout: int = 60
+    plugin_factory: Callable[[ScmProvider, str], ScmPlugin] | None = field(default=None)
+
+
+def _generation(obj: Obj | None) -> Any:
+    return (obj or {}).get("metadata", {}).get("generation")
+
+
+def _refreshed(obj: Obj | None) -> Any:
+    return ((obj or {}).get("metadata", {}).get("annotations") or {}).get(REFRESH_ANNOTATION)
+
+
+class Controller:
+    def __init__(self, kube: Kube, base: Config, settings: KubeSettings) -> None:
+        self.kube = kube
+        self.base = base
+        self.settings = settings
+        self.state_dir = base.state_path()
+        self.state_dir.mkdir(parents=True, exist_ok=True)
+        self.secrets = SecretFiles(self.state_dir / "secrets", kube.secret_data)
+        self.index = CommitStatusIndex()
+        self.writer = StatusWriter(kube)
+        self.forwarder = RefreshForwarder(kube)
+        self.events = EventRecorder(kube, self._strategy_object, instance=settings.identity)
+        self.elector = LeaderElector(
+            kube,
+            settings.lease,
+            settings.identity,
+            on_started=self._signal,
+            on_stopped=self._signal,
+        )
+        self.watchers = {
+            plural: Watcher(
+                kube,
+                plural,
+                settings.namespace,
+                self._on_change(plural),
+                timeout=settings.watch_timeout,
+            )
+            for plural in KINDS
+        }
+        self.assembled = Assembled(base)
+        self.runtime = self._runtime(base)
+        self._config_dirty = True
+        self.commit_statuses = CommitStatusSync(
+            index=self.index,
+            writer=self.writer,
+            runtime=lambda: self.runtime,
+            leading=self.leading,
+            objects=self.watchers["commitstatuses"].snapshot,
+            wake=self._signal,
+        )
+        self._wake = threading.Event()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="kube-controller", daemon=True)
+
+    # --- lifecycle ---------------------------------------------------------------------
+
+    def start(self) -> None:
+        for watcher in self.watchers.values():
+            watcher.start()
+        self.forwarder.start()
+        self._thread.start()
+        self.elector.start()
+
+    def stop(self, *, release: bool = True) -> None:
+        """Stop everything; ``release=False`` leaves the Lease to expire (a crash, in tests)."""
+        self.elector.stop(release=release)
+        self._stop.set()
+        self._wake.set()
+        self._thread.join(timeout=90)
+        for watcher in self.watchers.values():
+            watcher.stop()
+        self.forwarder.stop()
+        self.runtime.close()
+
+    def synced(self) -> bool:
+        return all(w.synced.is_set() for w in self.watchers.values())
+
+    def leading(self) -> bool:
+        return self.elector.is_leader()
+
+    def _signal(self) -> None:
+        self._wake.set()
+
+    # --- the one thread that applies changes ---------------------------------------------
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            self._wake.wait(timeout=1.0)
+            self._wake.clear()
+            if self._stop.is_set():
+                return
+            try:
+                self._step()
+            except Exception:
+                log.exception("controller step failed")
+
+    def _step(self) -> None:
+        if not self.synced():
+            return
+        leading = self.leading()
+        if self._config_dirty:
+            self._config_dirty = False
+            self._rebuild()
+        if leading and not self.runtime.started:
+            self.writer.forget()
+            self.commit_statuses.mark_all()
+            self.runtime.start()
+            self._write_ready_statuses()
+        elif not leading and self.runtime.started:
+            log.warning("stopping the reconcilers: not the leader")
+            old, self.runtime = self.runtime, self._runtime(self.assembled.config)
+            old.close()
+        if leading:
+            self.commit_statuses.mirror_pending()
+
+    def _rebuild(self) -> None:
+        objects: dict[ObjKey, Obj] = {}
+        for plural in ("promotionstrategies", "gitrepositories", "scmproviders"):
+            for obj in self.watchers[plural].objects():
+                obj = {**obj, "kind": KINDS[plural]}
+                objects[object_key(obj)] = obj
+        assembled = assemble(self.base, objects, self.secrets)
+        for key, problem in assembled.problems.items():
+            log.warning(
+                "invalid object left out",
+                extra={"object": f"{key[0]}/{key[1]}/{key[2]}", "error": problem},
+            )
+        changed = assembled.config != self.assembled.config
+        self.assembled = assembled
+        if changed:
+            log.info(
+                "configuration changed",
+                extra={"strategies": len(assembled.config.promotion_strategies)},
+            )
+            old, self.runtime = self.runtime, self._runtime(assembled.config)
+            old.close()
+            if self.leading():
+                self.runtime.start()
+        if self.leading():
+            self._write_ready_statuses()
+            if not changed:
+                self.runtime.queue.add_many(self._unobserved())
+
+    def _unobserved(self) -> list[str]:
+        """Valid strategies whose status is behind their spec (an edit that left the Config
+        as it was, e.g. a field set to its default): reconcile them to say so."""
+        keys = []
+        for obj in self.watchers["promotionstrategies"].objects():
+            meta = obj["metadata"]
+            key = config_name(meta["namespace"], meta["name"])
+            observed = (obj.get("status") or {}).get("observedGeneration")
+            if observed != meta.get("generation") and self.runtime.config.strategy(key):
+                keys.append(key)
+        return keys
+
+    def _runtime(self, config: Config) -> ClusterRuntime:
+        factory = self.settings.plugin_factory or (
+            lambda provider, state: build_plugin(provider, state_dir=state)
+        )
+        plugins: dict[str, ScmPlugin] = {
+            p.name: ClusterScm(
+                factory(p, str(self.state_dir)), is_leader=self.leading, statuses=self.index
+            )
+            for p in config.scm_providers
+        }
+        runtime = ClusterRuntime(
+            config,
+            plugins=plugins,
+            observers=[self.events],
+            leading=self.leading,
+            forward=self.forwarder.forward,
+            reconciled=self._reconciled,
+        )
+        runtime.app = Daemon(config, runtime=runtime).app
+        return runtime
+
+    # --- watch events --------------------------------------------------------------------
+
+    def _on_change(self, plural: str) -> Callable[[str, Obj, Obj | None], None]:
+        def changed(kind: str, obj: Obj, before: Obj | None) -> None:
+            if plural == "commitstatuses":
+                self.commit_statuses.changed(kind, obj)
+                return
+            spec_changed = kind != "MODIFIED" or _generation(obj) != _generation(before)
+            if spec_changed:
+                self._config_dirty = True
+                self._wake.set()
+            elif plural == "promotionstrategies" and _refreshed(obj) != _refreshed(before):
+                meta = obj["metadata"]
+                key = config_name(meta["namespace"], meta["name"])
+                if self.leading() and self.runtime.config.strategy(key) is not None:
+                    self.runtime.enqueue([key])
+
+        return changed
+
+    # --- writes (leader only) ------------------------------------------------------------
+
+    def _strategy_object(self, key: str) -> Obj | None:
+        return self.watchers["promotionstrategies"].cache.get(split_name(key))
+
+    def _reconciled(self, key: str, view: StrategyView | None) -> None:
+        obj = self._strategy_object(key)
+        if obj is None or view is None or not self.leading():
+            return
+        self.writer.write("promotionstrategies", obj, strategy_status(obj, view, None))
+
+    def _write_ready_statuses(self) -> None:
+        problems = self.assembled.problems
+        for plural, kind in KINDS.items():
+            if plural == "commitstatuses":
+                continue
+            for obj in self.watchers[plural].objects():
+                if not self.leading():
+                    return
+                meta = obj["metadata"]
+                problem = problems.get((kind, meta["namespace"], meta["name"]))
+                if plural == "promotionstrategies":
+                    if problem is not None:
+                        self.writer.write(plural, obj, strategy_status(obj, None, problem))
+                else:
+                    self.writer.write(plural, obj, ready_status(obj, problem))

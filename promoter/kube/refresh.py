@@ -1,0 +1,61 @@
+"""Hands webhooks to the leader: a replica that does not lead annotates the strategy.
+
+The annotation ``promoter.argoproj.io/refreshedAt`` (a timestamp) changes the object,
+the leader's watch sees it and reconciles. Patches run on a thread of their own, never
+in a request, and keys arriving together are written once.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from datetime import UTC, datetime
+
+from promoter.kube.api import Kube, KubeError
+from promoter.kube.config_source import split_name
+from promoter.kube.resources import REFRESH_ANNOTATION
+
+log = logging.getLogger("promoter.kube.refresh")
+
+
+class RefreshForwarder:
+    def __init__(self, kube: Kube) -> None:
+        self.kube = kube
+        self.forwarded = 0
+        self._pending: set[str] = set()
+        self._lock = threading.Lock()
+        self._wake = threading.Event()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="refresh-forwarder", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._wake.set()
+        self._thread.join(timeout=10)
+
+    def forward(self, keys: list[str]) -> None:
+        with self._lock:
+            self._pending.update(keys)
+        self._wake.set()
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            self._wake.wait()
+            self._wake.clear()
+            with self._lock:
+                keys, self._pending = sorted(self._pending), set()
+            for key in keys:
+                self._annotate(key)
+
+    def _annotate(self, key: str) -> None:
+        namespace, name = split_name(key)
+        stamp = datetime.now(UTC).isoformat(timespec="microseconds").replace("+00:00", "Z")
+        try:
+            self.kube.annotate("promotionstrategies", namespace, name, {REFRESH_ANNOTATION: stamp})
+            self.forwarded += 1
+            log.info("refresh forwarded to the leader", extra={"strategy": key})
+        except KubeError as exc:
+            log.warning("refresh not forwarded", extra={"strategy": key, "error": str(exc)})

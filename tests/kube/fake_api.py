@@ -1,0 +1,329 @@
+"""A small stateful Kubernetes API server for the tests, served over real HTTP.
+
+It keeps objects per resource with a global resourceVersion, bumps ``generation``
+on spec changes, honours the ``status`` subresource, optimistic concurrency on PUT,
+JSON and merge patches, and list + watch (resourceVersion, bookmarks, timeouts).
+``hold()`` keeps events from open watches; ``expire()`` compacts the history so that
+a watch resumed from before it gets ``410 Gone``, as a real API server's does.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import json
+import threading
+import time
+import uuid
+from collections import Counter
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.routing import Route
+
+Obj = dict[str, Any]
+Resource = tuple[str, str]  # (group, plural)
+KINDS = {
+    "promotionstrategies": "PromotionStrategy",
+    "gitrepositories": "GitRepository",
+    "scmproviders": "ScmProvider",
+    "commitstatuses": "CommitStatus",
+    "leases": "Lease",
+    "events": "Event",
+    "secrets": "Secret",
+}
+WITH_STATUS = {"promotionstrategies", "gitrepositories", "scmproviders", "commitstatuses"}
+
+
+def _status(code: int, reason: str, message: str) -> Obj:
+    return {
+        "kind": "Status",
+        "apiVersion": "v1",
+        "status": "Failure",
+        "code": code,
+        "reason": reason,
+        "message": message,
+    }
+
+
+def merge_patch(target: Any, patch: Any) -> Any:
+    """RFC 7386."""
+    if not isinstance(patch, dict):
+        return copy.deepcopy(patch)
+    out = dict(target) if isinstance(target, dict) else {}
+    for key, value in patch.items():
+        if value is None:
+            out.pop(key, None)
+        else:
+            out[key] = merge_patch(out.get(key), value)
+    return out
+
+
+def json_patch(target: Obj, ops: list[Obj]) -> Obj:
+    """RFC 6902: add, replace, remove, test (enough for the promoter)."""
+    doc = copy.deepcopy(target)
+    for op in ops:
+        parts = [p.replace("~1", "/").replace("~0", "~") for p in op["path"].split("/")[1:]]
+        parent: Any = doc
+        for part in parts[:-1]:
+            parent = parent[int(part)] if isinstance(parent, list) else parent[part]
+        last = parts[-1]
+        if op["op"] in ("add", "replace"):
+            if op["op"] == "replace" and last not in parent:
+                raise KeyError(op["path"])
+            parent[last] = copy.deepcopy(op["value"])
+        elif op["op"] == "remove":
+            del parent[last]
+        elif op["op"] == "test" and parent.get(last) != op["value"]:
+            raise ValueError(op["path"])
+    return doc
+
+
+class FakeKube:
+    """The state and the ASGI app (``.app``)."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.rv = 0
+        self.objects: dict[tuple[Resource, str, str], Obj] = {}
+        self.history: list[tuple[int, Resource, Obj]] = []
+        self.compacted = 0
+        self.held = False
+        self.epoch = 0  # bumped to end every open watch
+        self.writes: Counter[tuple[str, str, str]] = Counter()  # (plural, name, "status"|"main")
+        self.watches = 0
+        self.statuses: dict[tuple[str, str], list[Any]] = {}  # every status written, in order
+        self.refused_holders: set[str] = set()  # Lease writes naming them fail (a partition)
+        self.broken = False  # every request fails with 500 while set
+        self.requests = 0
+        self.app = Starlette(
+            routes=[
+                Route(
+                    "/{path:path}", self.handle, methods=["GET", "POST", "PUT", "PATCH", "DELETE"]
+                )
+            ]
+        )
+
+    # --- test helpers -------------------------------------------------------------------
+
+    def hold(self) -> None:
+        """Open watches stop receiving events (as if the connection hung)."""
+        self.held = True
+
+    def expire(self) -> None:
+        """Forget the history so far and end every watch: resuming from before gets 410."""
+        with self.lock:
+            self.compacted = self.rv
+            self.held = False
+            self.epoch += 1
+
+    def get(
+        self, plural: str, namespace: str, name: str, group: str = "promoter.argoproj.io"
+    ) -> Obj | None:
+        with self.lock:
+            found = self.objects.get(((group, plural), namespace, name))
+            return copy.deepcopy(found) if found else None
+
+    def items(self, plural: str) -> list[Obj]:
+        with self.lock:
+            return [copy.deepcopy(o) for (res, _, _), o in self.objects.items() if res[1] == plural]
+
+    # --- state changes ---------------------------------------------------------------------
+
+    def _bump(self, resource: Resource, kind: str, obj: Obj) -> None:
+        self.rv += 1
+        obj["metadata"]["resourceVersion"] = str(self.rv)
+        self.history.append((self.rv, resource, {"type": kind, "object": copy.deepcopy(obj)}))
+
+    def _create(self, resource: Resource, namespace: str, body: Obj) -> tuple[int, Obj]:
+        meta = body.setdefault("metadata", {})
+        name = meta.get("name") or (meta.get("generateName", "x-") + uuid.uuid4().hex[:5])
+        key = (resource, namespace, name)
+        if key in self.objects:
+            return 409, _status(409, "AlreadyExists", f"{resource[1]} {name!r} already exists")
+        meta.update(
+            name=name,
+            namespace=namespace,
+            uid=str(uuid.uuid4()),
+            generation=1,
+            creationTimestamp=datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        )
+        if resource[1] in WITH_STATUS:
+            body.pop("status", None)
+        self.objects[key] = body
+        self._bump(resource, "ADDED", body)
+        self.writes[(resource[1], name, "main")] += 1
+        return 201, body
+
+    def _write(self, resource: Resource, key: tuple[Resource, str, str], new: Obj, sub: str) -> Obj:
+        old = self.objects[key]
+        if resource[1] in WITH_STATUS:
+            if sub == "status":
+                new = {**old, "status": new.get("status")}
+            else:
+                new = {**new, "status": old.get("status")}
+                if new["status"] is None:
+                    new.pop("status")
+        meta = {**old["metadata"], **{k: v for k, v in new.get("metadata", {}).items()}}
+        for fixed in ("uid", "creationTimestamp", "namespace", "name", "generation"):
+            meta[fixed] = old["metadata"].get(fixed)
+        new["metadata"] = meta
+        spec_changed = {k: v for k, v in new.items() if k not in ("metadata", "status")} != {
+            k: v for k, v in old.items() if k not in ("metadata", "status")
+        }
+        if spec_changed:
+            meta["generation"] = int(old["metadata"].get("generation", 1)) + 1
+        self.objects[key] = new
+        self._bump(resource, "MODIFIED", new)
+        self.writes[(resource[1], key[2], sub or "main")] += 1
+        if sub == "status":
+            self.statuses.setdefault((resource[1], key[2]), []).append(copy.deepcopy(new["status"]))
+        return new
+
+    # --- HTTP -------------------------------------------------------------------------------
+
+    async def handle(self, request: Request) -> Response:
+        self.requests += 1
+        if self.broken:
+            return JSONResponse(_status(500, "InternalError", "broken"), status_code=500)
+        parts = request.url.path.strip("/").split("/")
+        if parts[0] == "api":
+            group, rest = "", parts[2:]
+        elif parts[0] == "apis" and len(parts) >= 3:
+            group, rest = parts[1], parts[3:]
+        else:
+            return JSONResponse(_status(404, "NotFound", "unknown path"), status_code=404)
+        namespace = ""
+        if rest and rest[0] == "namespaces" and len(rest) >= 3:
+            namespace, rest = rest[1], rest[2:]
+        plural = rest[0] if rest else ""
+        name = rest[1] if len(rest) > 1 else ""
+        sub = rest[2] if len(rest) > 2 else ""
+        resource = (group, plural)
+        if plural not in KINDS:
+            return JSONResponse(_status(404, "NotFound", f"no resource {plural}"), status_code=404)
+        if not name:
+            if request.method == "POST":
+                body = json.loads(await request.body())
+                with self.lock:
+                    code, out = self._create(resource, namespace, body)
+                return JSONResponse(out, status_code=code)
+            if request.query_params.get("watch") in ("true", "1", "True"):
+                return self._watch(request, resource, namespace)
+            return self._list(resource, namespace)
+        return await self._one(request, resource, namespace, name, sub)
+
+    def _list(self, resource: Resource, namespace: str) -> Response:
+        with self.lock:
+            items = [
+                copy.deepcopy(o)
+                for (res, ns, _), o in sorted(self.objects.items())
+                if res == resource and (not namespace or ns == namespace)
+            ]
+            rv = self.rv
+        kind = KINDS[resource[1]]
+        return JSONResponse(
+            {
+                "kind": f"{kind}List",
+                "apiVersion": "v1",
+                "metadata": {"resourceVersion": str(rv)},
+                "items": items,
+            }
+        )
+
+    async def _one(
+        self, request: Request, resource: Resource, namespace: str, name: str, sub: str
+    ) -> Response:
+        key = (resource, namespace, name)
+        raw = await request.body()
+        with self.lock:
+            old = self.objects.get(key)
+            if old is None:
+                return JSONResponse(
+                    _status(404, "NotFound", f"{resource[1]} {name!r} not found"), status_code=404
+                )
+            if request.method == "GET":
+                return JSONResponse(copy.deepcopy(old))
+            if request.method == "DELETE":
+                del self.objects[key]
+                self._bump(resource, "DELETED", copy.deepcopy(old))
+                return JSONResponse(old)
+            body = json.loads(raw)
+            holder = (
+                (body.get("spec") or {}).get("holderIdentity") if isinstance(body, dict) else None
+            )
+            if resource[1] == "leases" and holder in self.refused_holders:
+                return JSONResponse(
+                    _status(503, "ServiceUnavailable", "partitioned"), status_code=503
+                )
+            if request.method == "PUT":
+                sent = body.get("metadata", {}).get("resourceVersion")
+                if sent and sent != old["metadata"]["resourceVersion"]:
+                    return JSONResponse(
+                        _status(409, "Conflict", "the object has been modified"), status_code=409
+                    )
+                new = body
+            elif isinstance(body, list):  # a JSON patch; the client may label it otherwise
+                try:
+                    new = json_patch(old, body)
+                except (KeyError, ValueError, IndexError) as exc:
+                    return JSONResponse(_status(422, "Invalid", f"patch: {exc}"), status_code=422)
+            else:
+                new = merge_patch(old, body)
+            return JSONResponse(copy.deepcopy(self._write(resource, key, new, sub)))
+
+    def _watch(self, request: Request, resource: Resource, namespace: str) -> Response:
+        since = request.query_params.get("resourceVersion") or ""
+        timeout = float(request.query_params.get("timeoutSeconds") or 300)
+        bookmarks = request.query_params.get("allowWatchBookmarks") in ("true", "True", "1")
+
+        async def events() -> AsyncIterator[bytes]:
+            with self.lock:
+                self.watches += 1
+                epoch = self.epoch
+                if since in ("", "0"):
+                    cursor = self.rv
+                    initial = [
+                        {"type": "ADDED", "object": copy.deepcopy(o)}
+                        for (res, ns, _), o in sorted(self.objects.items())
+                        if res == resource and (not namespace or ns == namespace)
+                    ]
+                elif int(since) < self.compacted:
+                    gone = _status(
+                        410, "Expired", f"too old resource version: {since} ({self.compacted})"
+                    )
+                    initial, cursor = [{"type": "ERROR", "object": gone}], -1
+                else:
+                    initial, cursor = [], int(since)
+            for event in initial:
+                yield (json.dumps(event) + "\n").encode()
+            if cursor < 0:
+                return
+            deadline = time.monotonic() + timeout
+            last_bookmark = time.monotonic()
+            while time.monotonic() < deadline and self.epoch == epoch:
+                pending: list[Obj] = []
+                with self.lock:
+                    if not self.held:
+                        for rv, res, event in self.history:
+                            if rv > cursor and res == resource:
+                                ns = event["object"]["metadata"].get("namespace", "")
+                                if not namespace or ns == namespace:
+                                    pending.append(event)
+                        cursor = self.rv
+                for event in pending:
+                    yield (json.dumps(event) + "\n").encode()
+                if bookmarks and not self.held and time.monotonic() - last_bookmark > 0.5:
+                    last_bookmark = time.monotonic()
+                    mark = {
+                        "kind": KINDS[resource[1]],
+                        "metadata": {"resourceVersion": str(cursor)},
+                    }
+                    yield (json.dumps({"type": "BOOKMARK", "object": mark}) + "\n").encode()
+                await asyncio.sleep(0.02)
+
+        return StreamingResponse(events(), media_type="application/json")

@@ -1,0 +1,121 @@
+"""Every replica serves webhooks: a non-leader records the refresh on the strategy
+(annotation ``promoter.argoproj.io/refreshedAt``) and the leader's watch acts on it."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from promoter.cli.hydrate import hydrate
+from promoter.cli.sandbox import commit_files, init_bare
+from promoter.config import Config
+from promoter.kube.app import ReplicaApp
+from promoter.kube.resources import REFRESH_ANNOTATION
+from tests.kube.cluster import NS, Cluster, fake_cluster, wait_until
+from tests.webhooks.helpers import GITHUB_FIXTURES, TestClient
+from webhooks.verify import GitHubSignature
+
+SECRET = "kube-webhook-secret"
+PUSH = GITHUB_FIXTURES / "push" / "with-new-branch.payload.json"  # refs/heads/master
+
+
+def dev_dry(cluster: Cluster) -> str | None:
+    status = cluster.status("promotionstrategies", "hello-app")
+    envs = status.get("environments") or [{}]
+    return (envs[0].get("active") or {}).get("drySha")
+
+
+def github_objects(cluster: Cluster, repo: Path) -> None:
+    """A GitHub provider (its token from a Secret) for the genuine payload's repository."""
+    cluster.secret("github-token", {"token": "t0ken"})
+    cluster.create("scmproviders", "github", {"secretRef": {"name": "github-token"}, "github": {}})
+    cluster.create(
+        "gitrepositories",
+        "hello",
+        {"url": str(repo), "path": "Codertocat/Hello-World", "scmProviderRef": {"name": "github"}},
+    )
+    cluster.create(
+        "promotionstrategies",
+        "hello-app",
+        {
+            "gitRepositoryRef": {"name": "hello"},
+            "dryBranch": "master",
+            "environments": [{"branch": "environment/dev"}],
+        },
+    )
+
+
+def new_dry_commit(repo: Path, version: str) -> str:
+    sha = commit_files(repo, "master", {"app/values.yaml": f"v: {version}\n"}, f"v{version}")
+    hydrate(repo=repo, dry_ref="master", branches=["environment/dev"])
+    return sha
+
+
+def test_a_webhook_to_a_non_leader_reaches_the_leader_through_the_annotation(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("T_KUBE_GH_SECRET", SECRET)
+    base = Config.model_validate(
+        {"webhooks": {"github": {"secrets": [{"fromEnv": "T_KUBE_GH_SECRET"}]}}}
+    )
+    repo = init_bare(tmp_path / "hello.git", initial_branch="master")
+    first = new_dry_commit(repo, "1")
+    with fake_cluster(tmp_path) as cluster:
+        leader, follower = cluster.replica("a", base=base), cluster.replica("b", base=base)
+        leader.start()
+        wait_until(leader.leading, what="a to lead")
+        follower.start()
+        github_objects(cluster, repo)
+        wait_until(lambda: dev_dry(cluster) == first, what="dev at the first commit")
+        assert (repo / "refs" / "heads").exists()
+        assert leader.runtime.config.provider("team.github").github is not None
+        change = new_dry_commit(repo, "2")  # no poll for GitHub: only a webhook tells
+
+        body = PUSH.read_bytes()
+        client = TestClient(ReplicaApp(follower))
+        answer = client.post(
+            "/webhooks/github",
+            content=body,
+            headers={
+                "X-GitHub-Event": "push",
+                "X-GitHub-Delivery": str(uuid.uuid4()),
+                "Content-Type": "application/json",
+                "X-Hub-Signature-256": GitHubSignature.sign(SECRET, body),
+            },
+        )
+        assert answer.status_code == 202, answer.text
+        annotated = wait_until(
+            lambda: (
+                (cluster.fake.get("promotionstrategies", NS, "hello-app") or {})
+                .get("metadata", {})
+                .get("annotations", {})
+                .get(REFRESH_ANNOTATION)
+            ),
+            what="the refresh annotation",
+        )
+        assert annotated.endswith("Z")
+        wait_until(lambda: dev_dry(cluster) == change, what="the leader to promote the change")
+        assert follower.forwarder.forwarded == 1
+        assert not follower.runtime.started
+
+
+def test_readyz_is_ready_on_every_replica_and_says_which_one_leads(tmp_path: Path) -> None:
+    with fake_cluster(tmp_path) as cluster:
+        a, b = cluster.replica("a"), cluster.replica("b")
+        a.start()
+        wait_until(a.leading, what="a to lead")
+        b.start()
+        wait_until(b.synced, what="b to list everything")
+        answers: dict[str, Any] = {}
+        for name, replica in (("a", a), ("b", b)):
+            response = TestClient(ReplicaApp(replica)).get("/readyz")
+            assert response.status_code == 200
+            answers[name] = (
+                json.loads(response.text)["leader"],
+                response.headers["x-promoter-leader"],
+            )
+        assert answers == {"a": (True, "true"), "b": (False, "false")}

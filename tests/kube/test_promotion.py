@@ -1,0 +1,100 @@
+"""A PromotionStrategy created in the cluster promotes like promoter.yaml's, and its status
+is written once per change, never on an idle resync."""
+
+from __future__ import annotations
+
+import itertools
+import time
+from pathlib import Path
+from typing import Any
+
+from promoter.cli.sandbox import GitOpsRepo, git
+from tests.kube.cluster import Cluster, fake_cluster, local_objects, wait_until
+
+ENVS = ["environment/dev", "environment/staging"]
+KEY = "team.guestbook"
+
+
+def environments(cluster: Cluster) -> dict[str, dict[str, Any]]:
+    status = cluster.status("promotionstrategies", "guestbook")
+    return {e["branch"]: e for e in status.get("environments", [])}
+
+
+def at(cluster: Cluster, dry_sha: str) -> bool:
+    envs = environments(cluster)
+    return len(envs) == 2 and all(
+        e["active"].get("drySha") == dry_sha and e["state"] == "up-to-date" for e in envs.values()
+    )
+
+
+def ready(cluster: Cluster) -> dict[str, Any] | None:
+    status = cluster.status("promotionstrategies", "guestbook")
+    return next((c for c in status.get("conditions", []) if c["type"] == "Ready"), None)
+
+
+def settle(cluster: Cluster, seconds: float = 0.6) -> None:
+    """Wait until every replica's queue has been idle for ``seconds``."""
+    quiet_since = time.monotonic()
+    while time.monotonic() - quiet_since < seconds:
+        if not all(r.runtime.queue.idle() for r in cluster.replicas):
+            quiet_since = time.monotonic()
+        time.sleep(0.02)
+
+
+def test_a_strategy_created_in_the_cluster_promotes_through_the_local_scm(tmp_path: Path) -> None:
+    repo = GitOpsRepo.create(tmp_path, ENVS)
+    with fake_cluster(tmp_path) as cluster:
+        cluster.replica("a").start()
+        local_objects(cluster, repo.path)
+        first = git(repo.path, "rev-parse", "main")
+        wait_until(lambda: at(cluster, first), what="both environments at the first commit")
+        change = repo.change("1.1.0", "Bump guestbook", ENVS)
+        wait_until(lambda: at(cluster, change), what="the change promoted to staging")
+        for branch in ENVS:
+            assert len(git(repo.path, "rev-list", "--merges", branch).split()) == 1
+        status = cluster.status("promotionstrategies", "guestbook")
+        assert status["observedGeneration"] == 1
+        assert (ready(cluster) or {})["status"] == "True"
+        dev = environments(cluster)["environment/dev"]
+        assert dev["proposed"]["drySha"] == change
+        assert dev["active"]["commitStatus"]["phase"] == "success"
+        reasons = {e["reason"] for e in cluster.fake.items("events")}
+        assert {"PromotionOpened", "Promoted"} <= reasons
+
+
+def test_the_status_is_written_once_per_change_and_not_on_an_idle_resync(tmp_path: Path) -> None:
+    repo = GitOpsRepo.create(tmp_path, ENVS)
+    with fake_cluster(tmp_path) as cluster:
+        replica = cluster.replica("a")
+        replica.start()
+        local_objects(cluster, repo.path)
+        change = repo.change("1.1.0", "Bump guestbook", ENVS)
+        wait_until(lambda: at(cluster, change), what="the change promoted")
+        settle(cluster)
+        written = cluster.fake.statuses[("promotionstrategies", "guestbook")]
+        for before, after in itertools.pairwise(written):
+            assert before != after, "a status was written twice unchanged"
+        count = len(written)
+        for _ in range(3):
+            replica.runtime.scheduler.resync()
+            wait_until(lambda: not replica.runtime.queue.idle() or True)
+            settle(cluster)
+        idle = len(cluster.fake.statuses[("promotionstrategies", "guestbook")]) - count
+        print(f"status writes: {count} for the promotion, {idle} over 3 idle resyncs")
+        assert idle == 0
+        assert replica.writer.skipped >= 3
+
+
+def test_an_edit_that_changes_nothing_still_moves_observed_generation(tmp_path: Path) -> None:
+    repo = GitOpsRepo.create(tmp_path, ENVS)
+    with fake_cluster(tmp_path) as cluster:
+        cluster.replica("a").start()
+        local_objects(cluster, repo.path)
+        first = git(repo.path, "rev-parse", "main")
+        wait_until(lambda: at(cluster, first), what="both environments at the first commit")
+        spec = cluster.fake.get("promotionstrategies", "team", "guestbook")["spec"]  # type: ignore[index]
+        cluster.patch_spec("promotionstrategies", "guestbook", {**spec, "dryBranch": "main"})
+        wait_until(
+            lambda: cluster.status("promotionstrategies", "guestbook")["observedGeneration"] == 2,
+            what="observedGeneration 2",
+        )
