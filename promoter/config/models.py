@@ -234,8 +234,9 @@ class PromotionStrategy(Spec):
     @model_validator(mode="after")
     def _a_dag(self) -> PromotionStrategy:
         branches = [e.branch for e in self.environments]
-        if len(set(branches)) != len(branches):
-            raise ValueError("two environments have the same branch")
+        twice = sorted({b for b in branches if branches.count(b) > 1})
+        if twice:
+            raise ValueError(f"environment branch {twice[0]!r} appears twice")
         tiered = [b for t in self.tiers for b in t.environments]
         if self.tiers:
             if sorted(tiered) != sorted(branches):
