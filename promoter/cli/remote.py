@@ -123,6 +123,19 @@ def _approve(r: dict[str, Any]) -> str:
     return f"Approved PR #{r.get('approved')} for {r.get('environment')} as {r.get('user')}."
 
 
+def _pin(r: dict[str, Any]) -> str:
+    return f"Pinned {r.get('environment')} to {_short(r.get('pinned'))}: {r.get('reason')}."
+
+
+def _unpin(r: dict[str, Any]) -> str:
+    return f"Unpinned {r.get('unpinned')}: newer changes are promoted there again."
+
+
+def _approve_change(r: dict[str, Any]) -> str:
+    environments = _names(r.get("environments") or [])
+    return f"Let {_short(r.get('approved'))} through {environments}."
+
+
 def _generic(operation: str) -> Callable[[dict[str, Any]], str]:
     def sentence(r: dict[str, Any]) -> str:
         return f"{operation.capitalize()} done: " + ", ".join(f"{k} {v}" for k, v in r.items())
@@ -140,20 +153,29 @@ OPERATIONS: dict[str, tuple[str, Callable[[dict[str, Any]], str]]] = {
         "approve an environment's open PR (local SCM; GitHub/GitLab use their UI)",
         _approve,
     ),
+    "pin": ("keep an environment on a dry commit until unpinned", _pin),
+    "unpin": ("lift an environment's pin", _unpin),
+    "approve-change": ("let a blocked dry commit through (blockedChanges)", _approve_change),
 }
 
 
 def operation_arguments(name: str) -> Callable[[argparse.ArgumentParser], None]:
     def arguments(p: argparse.ArgumentParser) -> None:
         p.add_argument("strategy", help="the promotion strategy's name")
+        if name == "approve-change":
+            p.add_argument("dry_sha", metavar="DRY_SHA", help="the blocked dry commit")
+            add_client_arguments(p)
+            return
         p.add_argument("environment", help="its branch, or the branch's last part (dev)")
+        if name == "pin":
+            p.add_argument("dry_sha", metavar="DRY_SHA", help="the dry commit to stay on")
         if name == "revert":
             p.add_argument("--to", help="a dry SHA the ledger recorded as healthy")
         if name == "hold":
             p.add_argument("--dry-sha", help="the dry commit to hold (default: the proposed one)")
         if name == "release":
             p.add_argument("--dry-sha", help="the dry commit to release (default: every hold)")
-        if name in ("hold", "promote"):
+        if name in ("hold", "promote", "pin"):
             p.add_argument("--reason", required=True, help="why, kept in the ledger")
         if name == "approve":
             p.add_argument(
@@ -168,7 +190,7 @@ def operation_arguments(name: str) -> Callable[[argparse.ArgumentParser], None]:
 
 def operate(args: argparse.Namespace) -> int:
     body = {
-        "environment": args.environment,
+        "environment": getattr(args, "environment", "*"),
         "reason": getattr(args, "reason", None),
         "to": getattr(args, "to", None),
         "drySha": getattr(args, "dry_sha", None),

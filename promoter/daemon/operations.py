@@ -15,7 +15,13 @@ from typing import Any
 from promoter.config import PromotionStrategy, Repository
 from promoter.daemon.reconciler import Reconciler
 from promoter.engine import operations as rules
-from promoter.engine.actions import Action, HoldDryCommit, OpenPullRequest, ReleaseHold
+from promoter.engine.actions import (
+    Action,
+    ApproveChange,
+    HoldDryCommit,
+    OpenPullRequest,
+    ReleaseHold,
+)
 from promoter.engine.operations import Refusal
 from promoter.engine.snapshot import Snapshot
 from promoter.errors import PermanentError
@@ -162,3 +168,31 @@ class Operations:
         (action,) = actions
         assert action.kind == "approve"
         return {"approved": action.number, "environment": target.branch, "user": action.user}
+
+    def pin(self, strategy: str, environment: str, *, dry_sha: str, reason: str) -> dict[str, Any]:
+        target, actions = self._apply(
+            strategy,
+            environment,
+            lambda s, i: rules.pin(s, i, dry_sha=dry_sha, reason=reason, now=utcnow()),
+        )
+        (action,) = actions
+        assert action.kind == "pin"
+        return {"pinned": action.dry_sha, "environment": target.branch, "reason": reason}
+
+    def unpin(self, strategy: str, environment: str) -> dict[str, Any]:
+        target, _ = self._apply(strategy, environment, lambda s, i: rules.unpin(s, i))
+        return {"unpinned": target.branch}
+
+    def approve_change(self, strategy: str, *, dry_sha: str) -> dict[str, Any]:
+        """Let a blocked dry commit through (read through the strategy's first environment)."""
+        config = self.rec.config.strategy(strategy)
+        if config is None:
+            raise OperationError(f"no strategy named {strategy!r}", status=404)
+        first = config.environments[0].branch
+        target, actions = self._apply(
+            strategy, first, lambda s, i: rules.approve_change(s, dry_sha=dry_sha)
+        )
+        approved = [a for a in actions if isinstance(a, ApproveChange)]
+        branches = [target.snapshot.environments[a.environment].branch for a in approved]
+        sha = approved[0].dry_sha if approved else dry_sha
+        return {"approved": sha, "environments": branches}

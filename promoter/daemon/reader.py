@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from promoter.config import GateSpec, PromotionStrategy, Repository
+from promoter.engine.dag import shape_of
 from promoter.engine.ledger_state import EnvLedger
 from promoter.engine.snapshot import AutoRevertPolicy, CommitState, EnvironmentSnapshot, Snapshot
 from promoter.errors import MetadataMissing
@@ -75,7 +76,9 @@ class SnapshotReader:
 
     def read(self, strategy: PromotionStrategy, repo: Repository, mirror: GitMirror) -> Snapshot:
         envs: list[EnvironmentSnapshot] = []
-        for env in strategy.environments:
+        shapes = shape_of(strategy)
+        for position, env in enumerate(strategy.environments):
+            upstreams, rollout = shapes[position]
             proposed_branch = strategy.proposed_branch(env)
             active = self._commit(repo, mirror, env.branch)
             proposed = self._commit(repo, mirror, proposed_branch)
@@ -123,6 +126,8 @@ class SnapshotReader:
                     gates=gates,
                     reviews=reviews,
                     reviews_error=reviews_error,
+                    upstreams=upstreams,
+                    rollout=rollout,
                 )
             )
         return Snapshot(

@@ -153,4 +153,7 @@ def evaluate_builtin(gate: GateSpec, snapshot: Snapshot, index: int) -> GateVerd
 def published_keys(snapshot: Snapshot, index: int) -> frozenset[str]:
     """The keys of the gates the engine judges and publishes on the PR head."""
     env = snapshot.environments[index]
-    return frozenset(g.key for g in env.gates if g.kind in PURE_KINDS)
+    keys = {g.key for g in env.gates if g.kind in PURE_KINDS}
+    if env.rollout.notice_lead is not None:
+        keys.add("promoter/notice")
+    return frozenset(keys)

@@ -6,7 +6,8 @@ asks here instead: ``upstreams_of`` and ``downstream_of``.
 
 from __future__ import annotations
 
-from promoter.engine.snapshot import Snapshot, UpstreamGroup
+from promoter.config import PromotionStrategy
+from promoter.engine.snapshot import Rollout, Snapshot, UpstreamGroup
 
 
 def upstreams_of(snapshot: Snapshot, index: int) -> tuple[UpstreamGroup, ...]:
@@ -43,3 +44,37 @@ def single_upstream(snapshot: Snapshot, index: int) -> int | None:
     if len(groups) == 1 and len(groups[0].indices) == 1 and groups[0].require == 1:
         return groups[0].indices[0]
     return None
+
+
+def shape_of(strategy: PromotionStrategy) -> list[tuple[tuple[UpstreamGroup, ...] | None, Rollout]]:
+    """Each environment's upstream groups (None: the line default) and rollout settings,
+    in the order of ``strategy.environments``."""
+    index = {env.branch: i for i, env in enumerate(strategy.environments)}
+    graph = strategy.upstreams()
+    is_dag = bool(strategy.tiers) or any(e.depends_on is not None for e in strategy.environments)
+    blocked_from = None
+    if strategy.blocked_changes is not None:
+        names = [t.name for t in strategy.tiers]
+        blocked_from = names.index(strategy.blocked_changes.from_tier)
+    shapes = []
+    for env in strategy.environments:
+        groups = tuple(
+            UpstreamGroup(indices=tuple(index[b] for b in g.branches), require=g.require)
+            for g in graph[env.branch]
+        )
+        tier = strategy.tier_of(env)
+        rollout = Rollout()
+        if tier is not None:
+            position = strategy.tiers.index(tier)
+            blocked = blocked_from is not None and position >= blocked_from
+            rollout = Rollout(
+                tier=tier.name,
+                tier_members=tuple(index[b] for b in tier.environments),
+                max_parallel=tier.max_parallel,
+                notice_lead=tier.notice.lead if tier.notice else None,
+                block_trailer=strategy.blocked_changes.trailer
+                if blocked and strategy.blocked_changes
+                else None,
+            )
+        shapes.append((groups if is_dag else None, rollout))
+    return shapes

@@ -11,9 +11,6 @@ from dataclasses import dataclass, field
 
 from promoter.engine import pr_text
 from promoter.engine.actions import (
-    GATES_KEY,
-    HOLD_KEY,
-    PREVIOUS_ENVIRONMENT_KEY,
     Action,
     ClosePullRequest,
     Decision,
@@ -24,20 +21,24 @@ from promoter.engine.actions import (
     OpenPullRequest,
     RecordHealthy,
     RequeueAfter,
-    SetCommitStatus,
     UpdatePullRequest,
 )
-from promoter.engine.builtin import published_keys
-from promoter.engine.dag import and_downstream, upstreams_of
+from promoter.engine.dag import and_downstream
 from promoter.engine.gates import error_reason, evaluate, is_no_op, phase_of
 from promoter.engine.pr_text import short
+from promoter.engine.publish import (
+    RULE_KEYS,
+    announce,
+    builtin_statuses,
+    gates_status,
+    next_change,
+    previous_environment_status,
+    rule_status,
+)
 from promoter.engine.revert import judge_revert
+from promoter.engine.rollout import limit_parallel
 from promoter.engine.snapshot import CommitState, Snapshot
-from promoter.models import CommitStatus, Phase, PullRequest, PullRequestState
-
-STATUS_SOURCE = "promoter"
-MAX_DESCRIPTION = 140
-"""GitHub's limit for a commit status description."""
+from promoter.models import Phase, PullRequest, PullRequestState
 
 REQUEUE_OPENED = 0.0
 """A PR opened with every gate passing is merged on the very next pass."""
@@ -59,12 +60,16 @@ def decide(snapshot: Snapshot) -> Decision:
     actions: list[Action] = []
     verdicts: list[EnvironmentVerdict] = []
     requeues: list[float] = []
+    merging: dict[str, int] = {}  # merges decided in this pass, per tier
     for index, env in enumerate(snapshot.environments):
         revert = judge_revert(snapshot, index)
         if revert.verdict is not None:
             outcome = _Outcome(*revert.verdict)
         else:
             outcome = _judge(snapshot, index)
+            limited = limit_parallel(snapshot, index, outcome.actions, merging)
+            if limited is not None:
+                outcome.state, outcome.reason = EnvState.BLOCKED, limited
         actions.extend(revert.actions)
         if revert.requeue is not None:
             requeues.append(revert.requeue)
@@ -148,11 +153,13 @@ def _promote(snapshot: Snapshot, index: int, proposed: CommitState, active_sha: 
         outcome.actions.append(open_pull_request(snapshot, index, text))
     else:
         outcome.actions.extend(_update(index, pr, text))
-    outcome.actions.extend(_previous_environment_status(snapshot, index, proposed, gates))
-    outcome.actions.extend(_hold_status(snapshot, index, proposed, gates))
-    outcome.actions.extend(_builtin_statuses(snapshot, index, proposed, gates))
-    outcome.actions.extend(_gates_status(snapshot, index, proposed, gates))
-    outcome.requeue = _next_change(snapshot, gates)
+    outcome.actions.extend(previous_environment_status(snapshot, index, proposed, gates))
+    for key in RULE_KEYS:
+        outcome.actions.extend(rule_status(snapshot, index, proposed, gates, key))
+    outcome.actions.extend(builtin_statuses(snapshot, index, proposed, gates))
+    outcome.actions.extend(announce(snapshot, index, proposed, gates, pr))
+    outcome.actions.extend(gates_status(snapshot, index, proposed, gates))
+    outcome.requeue = next_change(snapshot, gates)
 
     waiting = [gate.reason for gate in gates if gate.phase is not Phase.SUCCESS]
     if waiting:
@@ -227,133 +234,6 @@ def _update(index: int, pr: PullRequest, text: pr_text.PullRequestText) -> list[
     ]
 
 
-def _previous_environment_status(
-    snapshot: Snapshot, index: int, proposed: CommitState, gates: tuple[GateVerdict, ...]
-) -> list[Action]:
-    """Rule 4 published on the proposed commit, only when it differs from what is there."""
-    verdict = next((gate for gate in gates if gate.name == PREVIOUS_ENVIRONMENT_KEY), None)
-    if not upstreams_of(snapshot, index) or verdict is None:
-        return []
-    description = _clip(verdict.reason)
-    if verdict.phase is Phase.PENDING:
-        # One steady text while pending, so the PR's check is not rewritten (an SCM
-        # call each time) as the previous environment moves from step to step.
-        previous = ", ".join(
-            snapshot.environments[u].branch
-            for group in upstreams_of(snapshot, index)
-            for u in group.indices
-        )
-        running = short(proposed.dry_sha or "")
-        description = _clip(f"waiting for {previous} to run {running} and pass its gates")
-    return _publish(snapshot, index, proposed, PREVIOUS_ENVIRONMENT_KEY, verdict.phase, description)
-
-
-def _hold_status(
-    snapshot: Snapshot, index: int, proposed: CommitState, gates: tuple[GateVerdict, ...]
-) -> list[Action]:
-    """A held dry SHA shows as a failing check on the PR; a lifted hold turns it green."""
-    verdict = next((gate for gate in gates if gate.name == HOLD_KEY), None)
-    existing = proposed.status(HOLD_KEY)
-    if verdict is None:
-        if existing is None or existing.phase is Phase.SUCCESS:
-            return []
-        phase, description = Phase.SUCCESS, "no hold on this commit"
-    else:
-        phase, description = verdict.phase, _clip(verdict.reason)
-    return _publish(snapshot, index, proposed, HOLD_KEY, phase, description)
-
-
-def _builtin_statuses(
-    snapshot: Snapshot, index: int, proposed: CommitState, gates: tuple[GateVerdict, ...]
-) -> list[Action]:
-    """Each configured built-in gate shows as its own check ``promoter/<name>`` on the PR."""
-    keys = published_keys(snapshot, index)
-    return [
-        action
-        for gate in gates
-        if gate.name in keys
-        for action in _publish(snapshot, index, proposed, gate.name, gate.phase, _clip(gate.reason))
-    ]
-
-
-def _next_change(snapshot: Snapshot, gates: tuple[GateVerdict, ...]) -> float | None:
-    """Seconds until the first gate that changes with time alone does (wake up then)."""
-    times = [g.changes_at for g in gates if g.changes_at is not None]
-    if not times:
-        return None
-    return max(0.0, (min(times) - snapshot.now).total_seconds())
-
-
-def _gates_status(
-    snapshot: Snapshot, index: int, proposed: CommitState, gates: tuple[GateVerdict, ...]
-) -> list[Action]:
-    """The summary check ``promoter/gates``: what the PR still waits for, in one line.
-
-    Written where the PR's own checks do not tell the whole story: an environment
-    merged by a person (the check to require in branch protection, so nobody merges
-    before the promoter's gates pass), or a gate with no check of its own that is not
-    passing (a pause, a built-in gate). Once on the head it is kept up to date.
-    A gate whose result folds in this very status (``snapshot.folded_keys``) is left
-    out of it, or each would wait for the other.
-    """
-    env = snapshot.environments[index]
-    shown = {*env.proposed_keys, *published_keys(snapshot, index)}
-    shown |= {PREVIOUS_ENVIRONMENT_KEY, HOLD_KEY}
-    unshown = [g for g in gates if g.phase is not Phase.SUCCESS and g.name not in shown]
-    if env.auto_merge and not unshown and proposed.status(GATES_KEY) is None:
-        return []
-    own = tuple(g for g in gates if g.name not in snapshot.folded_keys)
-    phase, description = _gates_summary(own, shown=shown, auto_merge=env.auto_merge)
-    return _publish(snapshot, index, proposed, GATES_KEY, phase, _clip(description))
-
-
-def _gates_summary(
-    gates: tuple[GateVerdict, ...], *, shown: set[str], auto_merge: bool
-) -> tuple[Phase, str]:
-    """The worst phase of ``gates`` and a steady one-line account of the ones not passing.
-
-    A gate with a check of its own on the PR (``shown``) is named; any other is
-    described by its reason, the only place the PR shows it.
-    """
-    failed = [g for g in gates if g.phase is Phase.FAILURE]
-    pending = [g for g in gates if g.phase is Phase.PENDING]
-    if not failed and not pending:
-        names = ", ".join(g.name for g in gates)
-        done = f"every gate passes: {names}" if gates else "no promoter gates to wait for"
-        return Phase.SUCCESS, done if auto_merge else f"{done}; waiting for a person to merge"
-
-    def words(verdicts: list[GateVerdict]) -> str:
-        return ", ".join(g.name if g.name in shown else g.reason for g in verdicts)
-
-    parts = [f"failed: {words(failed)}"] if failed else []
-    if pending:
-        parts.append(f"waiting for: {words(pending)}")
-    return (Phase.FAILURE if failed else Phase.PENDING), "; ".join(parts)
-
-
-def _publish(
-    snapshot: Snapshot,
-    index: int,
-    proposed: CommitState,
-    key: str,
-    phase: Phase,
-    description: str,
-) -> list[Action]:
-    """The promoter's status ``key`` on the proposed commit, unless it is there already."""
-    existing = proposed.status(key)
-    if existing is not None and existing.phase is phase and existing.description == description:
-        return []
-    status = CommitStatus(
-        key=key,
-        phase=phase,
-        description=description,
-        url=snapshot.status_url,
-        source=STATUS_SOURCE,
-        updated_at=snapshot.now,
-    )
-    return [SetCommitStatus(environment=index, sha=proposed.hydrated_sha, status=status)]
-
-
 def _close_if_open(
     snapshot: Snapshot, index: int, state: EnvState, reason: str, why: str
 ) -> _Outcome:
@@ -395,7 +275,3 @@ def _healthy(snapshot: Snapshot, index: int) -> list[Action]:
 def _open_pull_request(snapshot: Snapshot, index: int) -> PullRequest | None:
     pr = snapshot.environments[index].pull_request
     return pr if pr is not None and pr.state is PullRequestState.OPEN else None
-
-
-def _clip(text: str) -> str:
-    return text if len(text) <= MAX_DESCRIPTION else text[: MAX_DESCRIPTION - 1] + "…"

@@ -11,15 +11,18 @@ from datetime import datetime
 
 from promoter.engine.actions import (
     Action,
+    ApproveChange,
     ApprovePullRequest,
     CommentPullRequest,
     Frozen,
     HoldDryCommit,
     MergePullRequest,
+    PinEnvironment,
     RecordOverride,
     ReleaseHold,
     ResumeEnvironment,
 )
+from promoter.engine.dag import and_downstream
 from promoter.engine.decide import backwards_reason, open_pull_request
 from promoter.engine.gates import error_reason
 from promoter.engine.pr_text import for_environment, merge_message, short
@@ -85,7 +88,7 @@ def hold(
         return sha
     return [
         HoldDryCommit(environment=i, dry_sha=sha, reason=f"held by a person: {reason}", since=now)
-        for i in range(index, len(snapshot.environments))
+        for i in and_downstream(snapshot, index)
     ]
 
 
@@ -103,7 +106,7 @@ def release(
         shas = [h.dry_sha for h in env.ledger.holds]
     actions: list[Action] = [
         ReleaseHold(environment=i, dry_sha=sha, reason="released by a person")
-        for i in range(index, len(snapshot.environments))
+        for i in and_downstream(snapshot, index)
         for sha in shas
         if any(h.dry_sha == sha for h in snapshot.environments[i].ledger.holds)
     ]
@@ -180,3 +183,33 @@ def approve(snapshot: Snapshot, index: int, *, user: str) -> list[Action] | Refu
     if pr is None:
         return Refusal(reason=f"{env.branch} has no open pull request to approve")
     return [ApprovePullRequest(environment=index, number=pr.number, user=user.strip())]
+
+
+def pin(
+    snapshot: Snapshot, index: int, *, dry_sha: str, reason: str, now: datetime
+) -> list[Action] | Refusal:
+    """Keep environment ``index`` on ``dry_sha``: nothing else is promoted there."""
+    if not reason.strip():
+        return Refusal(reason="a pin needs a reason", status=422)
+    sha = full_dry_sha(snapshot, dry_sha)
+    if isinstance(sha, Refusal):
+        return sha
+    return [PinEnvironment(environment=index, dry_sha=sha, reason=reason, since=now)]
+
+
+def unpin(snapshot: Snapshot, index: int) -> list[Action] | Refusal:
+    env = snapshot.environments[index]
+    if env.ledger.pin is None:
+        return Refusal(reason=f"{env.branch} is not pinned")
+    return [PinEnvironment(environment=index, dry_sha=None)]
+
+
+def approve_change(snapshot: Snapshot, *, dry_sha: str) -> list[Action] | Refusal:
+    """Let a blocked dry commit through every environment that blocks it."""
+    sha = full_dry_sha(snapshot, dry_sha)
+    if isinstance(sha, Refusal):
+        return sha
+    blocking = [i for i, e in enumerate(snapshot.environments) if e.rollout.block_trailer]
+    if not blocking:
+        return Refusal(reason=f"{snapshot.strategy} blocks no changes (no blockedChanges)")
+    return [ApproveChange(environment=i, dry_sha=sha) for i in blocking]

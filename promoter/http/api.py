@@ -43,7 +43,16 @@ class StatusBody(BaseModel):
     url: str = Field(default="", max_length=2048)
 
 
-OPERATIONS = ("revert", "hold", "release", "promote", "approve")
+OPERATIONS = (
+    "revert",
+    "hold",
+    "release",
+    "promote",
+    "approve",
+    "pin",
+    "unpin",
+    "approve-change",
+)
 MAX_NAME = 255
 MAX_REASON = 1024
 """A reason goes into the ledger note, in git history for ever: a paragraph at most."""
@@ -232,6 +241,11 @@ class Api:
             "release": lambda: ops.release(name, body.environment, dry_sha=body.dry_sha),
             "promote": lambda: ops.promote(name, body.environment, reason=body.reason),
             "approve": lambda: ops.approve(name, body.environment, user=body.user),
+            "pin": lambda: ops.pin(
+                name, body.environment, dry_sha=body.dry_sha or "", reason=body.reason
+            ),
+            "unpin": lambda: ops.unpin(name, body.environment),
+            "approve-change": lambda: ops.approve_change(name, dry_sha=body.dry_sha or ""),
         }
         try:
             result = await run_in_threadpool(calls[operation])

@@ -47,6 +47,14 @@ class Operations(Protocol):
 
     def approve(self, strategy: str, environment: str, *, user: str) -> dict[str, Any]: ...
 
+    def pin(
+        self, strategy: str, environment: str, *, dry_sha: str, reason: str
+    ) -> dict[str, Any]: ...
+
+    def unpin(self, strategy: str, environment: str) -> dict[str, Any]: ...
+
+    def approve_change(self, strategy: str, *, dry_sha: str) -> dict[str, Any]: ...
+
 
 class Commands(Protocol):
     """Writes that reach the SCM or the queue."""

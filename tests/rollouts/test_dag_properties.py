@@ -1,0 +1,195 @@
+"""The DAG rules over random graphs and histories: never backwards along any path, no
+environment gets a change its upstreams have not run healthy, tiers' limits hold, pins hold."""
+
+from __future__ import annotations
+
+import itertools
+from datetime import timedelta
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from promoter.engine import MergePullRequest, decide
+from promoter.engine.dag import and_downstream
+from promoter.engine.ledger_state import EnvLedger, HealthyRecord, Pin
+from promoter.engine.rollout import in_flight
+from promoter.engine.snapshot import (
+    CommitState,
+    EnvironmentSnapshot,
+    Rollout,
+    Snapshot,
+    UpstreamGroup,
+)
+from promoter.models import CommitStatus, Phase, PullRequest, PullRequestState
+from tests.engine.strategies import NOW, dry, hydrated
+
+HISTORY = 6
+
+
+@st.composite
+def dags(draw: st.DrawFn) -> Snapshot:
+    count = draw(st.integers(min_value=2, max_value=7))
+    tiers = draw(st.booleans())
+    environments = []
+    tier_of: list[int] = []
+    if tiers:  # consecutive slices of the environments are tiers
+        cuts = sorted(draw(st.sets(st.integers(1, count - 1), max_size=3)))
+        bounds = [0, *cuts, count]
+        for t, (a, b) in enumerate(itertools.pairwise(bounds)):
+            tier_of += [t] * (b - a)
+    limits = {t: draw(st.none() | st.integers(1, 2)) for t in set(tier_of)}
+    for index in range(count):
+        name = f"environment/e{index}"
+        if tiers:
+            members = tuple(i for i in range(count) if tier_of[i] == tier_of[index] - 1)
+            groups = (
+                (UpstreamGroup(indices=members, require=draw(st.integers(1, len(members)))),)
+                if members
+                else ()
+            )
+            same = tuple(i for i in range(count) if tier_of[i] == tier_of[index])
+            rollout = Rollout(
+                tier=f"t{tier_of[index]}",
+                tier_members=same,
+                max_parallel=limits[tier_of[index]],
+            )
+        else:
+            earlier = list(range(index))
+            chosen = draw(st.sets(st.sampled_from(earlier), max_size=3)) if earlier else set()
+            groups = (
+                (UpstreamGroup(indices=tuple(sorted(chosen)), require=len(chosen)),)
+                if chosen
+                else ()
+            )
+            rollout = Rollout()
+        active = draw(st.integers(0, HISTORY - 1))
+        proposed = draw(st.integers(0, HISTORY - 1))
+        healthy_on_active = draw(st.booleans())
+        active_state = CommitState(
+            hydrated_sha=hydrated(name, active),
+            tree_sha=f"tree-{name}-{active}",
+            dry_sha=dry(active),
+            statuses=(
+                CommitStatus(
+                    key="health",
+                    phase=Phase.SUCCESS if healthy_on_active else Phase.PENDING,
+                    updated_at=NOW - timedelta(hours=1),
+                ),
+            ),
+        )
+        proposed_state = CommitState(
+            hydrated_sha=hydrated(f"{name}-next", proposed),
+            tree_sha=f"tree-{name}-next-{proposed}",
+            dry_sha=dry(proposed),
+            statuses=(CommitStatus(key="ci", phase=Phase.SUCCESS, updated_at=NOW),),
+        )
+        healthy = (
+            (
+                HealthyRecord(
+                    dry_sha=dry(active),
+                    hydrated_sha=active_state.hydrated_sha,
+                    healthy_since=NOW - timedelta(hours=1),
+                ),
+            )
+            if healthy_on_active
+            else ()
+        )
+        pin = None
+        if draw(st.integers(0, 4)) == 0:
+            pin = Pin(dry_sha=dry(draw(st.integers(0, HISTORY - 1))), reason="freeze", since=NOW)
+        pr = PullRequest(
+            id=f"pr-{index}",
+            number=index + 1,
+            head_branch=f"{name}-next",
+            base_branch=name,
+            head_sha=proposed_state.hydrated_sha,
+            state=PullRequestState.OPEN,
+        )
+        environments.append(
+            EnvironmentSnapshot(
+                branch=name,
+                proposed_branch=f"{name}-next",
+                auto_merge=True,
+                active_keys=("health",),
+                proposed_keys=("ci",),
+                active=active_state,
+                proposed=proposed_state,
+                pull_request=pr,
+                ledger=EnvLedger(healthy=healthy, pin=pin),
+                upstreams=groups,
+                rollout=rollout,
+            )
+        )
+    ancestry = frozenset((dry(i), dry(j)) for i in range(HISTORY) for j in range(i + 1, HISTORY))
+    return Snapshot(
+        strategy="dag",
+        repository="repo",
+        dry_branch="main",
+        environments=tuple(environments),
+        ancestry=ancestry,
+        now=NOW,
+    )
+
+
+def merges(snapshot: Snapshot) -> list[MergePullRequest]:
+    return [
+        a
+        for a in decide(snapshot).actions
+        if isinstance(a, MergePullRequest) and a.purpose == "promotion"
+    ]
+
+
+@settings(max_examples=300, deadline=None)
+@given(dags())
+def test_a_merge_never_moves_any_environment_downstream_backwards(snapshot: Snapshot) -> None:
+    for merge in merges(snapshot):
+        for position in and_downstream(snapshot, merge.environment):
+            active = snapshot.environments[position].active
+            assert active is not None and active.dry_sha is not None
+            assert snapshot.descends(merge.dry_sha, active.dry_sha)
+
+
+@settings(max_examples=300, deadline=None)
+@given(dags())
+def test_no_environment_gets_a_change_its_upstreams_have_not_run_healthy(
+    snapshot: Snapshot,
+) -> None:
+    for merge in merges(snapshot):
+        for group in snapshot.environments[merge.environment].upstreams or ():
+            ready = 0
+            for u in group.indices:
+                up = snapshot.environments[u]
+                assert up.active is not None and up.active.dry_sha is not None
+                status = up.active.status("health")
+                healthy = status is not None and status.phase is Phase.SUCCESS
+                if snapshot.descends(up.active.dry_sha, merge.dry_sha) and healthy:
+                    ready += 1
+            assert ready >= group.require
+
+
+@settings(max_examples=300, deadline=None)
+@given(dags())
+def test_a_tier_never_promotes_more_than_its_max_parallel_at_once(snapshot: Snapshot) -> None:
+    merged = merges(snapshot)
+    for tier in {e.rollout.tier for e in snapshot.environments if e.rollout.max_parallel}:
+        members = [i for i, e in enumerate(snapshot.environments) if e.rollout.tier == tier]
+        limit = snapshot.environments[members[0]].rollout.max_parallel
+        assert limit is not None
+        for merge in merged:
+            if merge.environment not in members:
+                continue
+            busy = sum(
+                1
+                for m in members
+                if m != merge.environment and in_flight(snapshot, m, merge.dry_sha)
+            )
+            decided = sum(1 for other in merged if other.environment in members)
+            assert busy + decided <= limit
+
+
+@settings(max_examples=300, deadline=None)
+@given(dags())
+def test_a_pin_is_never_overtaken(snapshot: Snapshot) -> None:
+    for merge in merges(snapshot):
+        pin = snapshot.environments[merge.environment].ledger.pin
+        assert pin is None or pin.dry_sha == merge.dry_sha
