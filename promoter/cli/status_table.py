@@ -24,13 +24,45 @@ def _gates_line(env: dict[str, Any]) -> str | None:
     return "    gates: " + ", ".join(parts)
 
 
+def _name(branch: str) -> str:
+    return branch.rsplit("/", 1)[-1]
+
+
+def rollout_lines(strategy: dict[str, Any]) -> list[str]:
+    """The rollout of a strategy that is not a line, drawn in text."""
+    rollout = strategy.get("rollout")
+    if not rollout:
+        return []
+    if "tiers" in rollout:
+        waves = []
+        for tier in rollout["tiers"]:
+            members = ", ".join(_name(b) for b in tier["environments"])
+            notes = []
+            if tier["require"] < len(tier["environments"]):
+                notes.append(f"{tier['require']} of {len(tier['environments'])} go on")
+            if tier.get("maxParallel"):
+                notes.append(f"{tier['maxParallel']} at once")
+            if tier.get("noticeLead"):
+                notes.append(f"notice {tier['noticeLead']:g}s")
+            text = members if len(tier["environments"]) == 1 else "{" + members + "}"
+            waves.append(text + (f" ({'; '.join(notes)})" if notes else ""))
+        return [f"{strategy['name']}: " + " -> ".join(waves)]
+    lines = [f"{strategy['name']}:"]
+    for branch, groups in rollout["dependsOn"].items():
+        ups = " and ".join(", ".join(_name(b) for b in g) for g in groups) or "(first)"
+        lines.append(f"  {_name(branch)} <- {ups}")
+    return lines
+
+
 def render(strategies: Iterable[dict[str, Any]]) -> str:
     """A plain-text table from the API's strategy details; under an environment with gates
     to pass, a line with each gate's verdict and when time alone will change it."""
     header = ("STRATEGY", "ENVIRONMENT", "ACTIVE", "PROPOSED", "PR", "STATE", "REASON")
     rows: list[tuple[str, ...]] = []
     notes: dict[int, str] = {}
+    shapes: list[str] = []
     for strategy in strategies:
+        shapes.extend(rollout_lines(strategy))
         if strategy.get("error"):
             rows.append((strategy["name"], "-", "-", "-", "-", "error", strategy["error"]))
         for env in strategy["environments"]:
@@ -64,4 +96,6 @@ def render(strategies: Iterable[dict[str, Any]]) -> str:
         lines.append("  ".join([*cells, row[-1]]).rstrip())
         if number in notes:
             lines.append(notes[number])
+    if shapes:
+        lines += ["", "ROLLOUT", *shapes]
     return "\n".join(lines)

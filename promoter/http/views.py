@@ -93,6 +93,7 @@ def strategy_json(strategy: PromotionStrategy, view: StrategyView | None) -> dic
         "dryBranch": strategy.dry_branch,
         "reconciledAt": view.reconciled_at.isoformat() if view else None,
         "error": view.error if view else None,
+        "rollout": rollout_json(strategy),
         "environments": [],
     }
     if view is None or view.snapshot is None:
@@ -125,3 +126,29 @@ def strategy_summary(strategy: PromotionStrategy, view: StrategyView | None) -> 
             for e in detail["environments"]
         ],
     }
+
+
+def rollout_json(strategy: PromotionStrategy) -> dict[str, Any] | None:
+    """The shape of the rollout when it is not a line: tiers, or what each environment
+    depends on."""
+    if strategy.tiers:
+        return {
+            "tiers": [
+                {
+                    "name": t.name,
+                    "environments": list(t.environments),
+                    "require": t.required(),
+                    "maxParallel": t.max_parallel,
+                    "noticeLead": t.notice.lead if t.notice else None,
+                }
+                for t in strategy.tiers
+            ]
+        }
+    if any(e.depends_on is not None for e in strategy.environments):
+        return {
+            "dependsOn": {
+                branch: [list(g.branches) for g in groups]
+                for branch, groups in strategy.upstreams().items()
+            }
+        }
+    return None

@@ -16,6 +16,7 @@ import pytest
 BENCH = Path(__file__).resolve().parents[2] / "bench"
 
 TINY = {
+    "dag_reconcile": ["--environments", "8", "--width", "3", "--rounds", "1"],
     "plugin_overhead": ["--calls", "20"],
     "promotion_latency": ["--promotions", "3"],
     "resync_scale": ["--size", "4", "--repos", "1"],
@@ -23,6 +24,7 @@ TINY = {
     "webhook_throughput": ["--duration", "0.3", "--rounds", "1", "--warmup", "0.1"],
 }
 FIGURE = {
+    "dag_reconcile": "cold_ms",
     "plugin_overhead": "overhead_ms",
     "promotion_latency": "p99_ms",
     "resync_scale": "runs",

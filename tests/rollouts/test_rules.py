@@ -1,0 +1,174 @@
+"""Pins, blocked changes, notice periods and dependsOn, rule by rule."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+import pytest
+
+from promoter.config import PromotionStrategy
+from promoter.engine import MergePullRequest, SetCommitStatus, decide
+from promoter.engine.actions import Announce, CommentPullRequest
+from promoter.engine.ledger_state import Announcement, EnvLedger, Pin
+from promoter.engine.snapshot import Rollout, Snapshot
+from promoter.models import DryCommit, Phase
+from tests.engine.strategies import NOW, Env, build, dry
+
+GREEN = {"ci": "success"}
+
+
+def prod(**changes: Any) -> Snapshot:
+    """dev on 3 healthy; prod on 1 with 3 proposed, ci green, its PR open."""
+    snapshot = build(
+        Env(
+            "dev",
+            active=3,
+            proposed=3,
+            active_keys=("health",),
+            active_statuses={"health": "success"},
+        ),
+        Env(
+            "prod",
+            active=1,
+            proposed=3,
+            proposed_keys=("ci",),
+            proposed_statuses=GREEN,
+            pr="current",
+        ),
+    )
+    envs = list(snapshot.environments)
+    envs[1] = envs[1].model_copy(update=changes)
+    return snapshot.model_copy(update={"environments": tuple(envs)})
+
+
+def merged(snapshot: Snapshot) -> bool:
+    return any(isinstance(a, MergePullRequest) for a in decide(snapshot).actions)
+
+
+def statuses(snapshot: Snapshot) -> dict[str, SetCommitStatus]:
+    return {a.status.key: a for a in decide(snapshot).actions if isinstance(a, SetCommitStatus)}
+
+
+def test_a_pinned_environment_keeps_its_commit_and_says_why_on_the_pr() -> None:
+    pinned = prod(ledger=EnvLedger(pin=Pin(dry_sha=dry(1), reason="audit week", since=NOW)))
+    assert not merged(pinned)
+    check = statuses(pinned)["promoter/pin"].status
+    assert check.phase is Phase.FAILURE and "pinned to" in check.description
+    assert "audit week" in decide(pinned).environments[1].reason
+    assert merged(prod())
+
+
+def test_a_blocked_change_waits_for_a_person_and_then_goes() -> None:
+    commit = DryCommit(
+        sha=dry(3), subject="Bump", author="ada", body="Bump\n\nPromote-Block: migrate values first"
+    )
+    blocked = prod(changelog=(commit,), rollout=Rollout(tier="prod", block_trailer="Promote-Block"))
+    assert not merged(blocked)
+    reason = decide(blocked).environments[1].reason
+    assert "migrate values first" in reason and "approve-change" in reason
+    approved = blocked.model_copy(
+        update={
+            "environments": (
+                blocked.environments[0],
+                blocked.environments[1].model_copy(
+                    update={"ledger": EnvLedger(approved_changes=(dry(3),))}
+                ),
+            )
+        }
+    )
+    assert merged(approved)
+
+
+def test_a_notice_period_announces_once_then_merges_after_the_lead() -> None:
+    lead = 3600.0
+    fresh = prod(rollout=Rollout(tier="prod", notice_lead=lead))
+    decision = decide(fresh)
+    assert not merged(fresh)
+    announced = [a for a in decision.actions if isinstance(a, Announce)]
+    comments = [a for a in decision.actions if isinstance(a, CommentPullRequest)]
+    assert len(announced) == 1 and announced[0].at == NOW
+    assert "Upcoming change" in comments[0].body
+    later = prod(
+        rollout=Rollout(tier="prod", notice_lead=lead),
+        ledger=EnvLedger(
+            announcements=(Announcement(dry_sha=dry(3), at=NOW - timedelta(minutes=10)),)
+        ),
+    )
+    assert not merged(later)
+    assert not any(isinstance(a, Announce) for a in decide(later).actions)
+    check = statuses(later)["promoter/notice"].status
+    assert check.phase is Phase.PENDING and "merges at" in check.description
+    done = prod(
+        rollout=Rollout(tier="prod", notice_lead=lead),
+        ledger=EnvLedger(
+            announcements=(Announcement(dry_sha=dry(3), at=NOW - timedelta(hours=2)),)
+        ),
+    )
+    assert merged(done)
+
+
+def strategy(**spec: Any) -> PromotionStrategy:
+    base = {"name": "s", "repository": "r", "environments": [{"branch": f"e/{n}"} for n in "abcd"]}
+    return PromotionStrategy.model_validate({**base, **spec})
+
+
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        (
+            {"environments": [{"branch": "e/a"}, {"branch": "e/b", "dependsOn": ["e/zz"]}]},
+            "not an environment",
+        ),
+        (
+            {
+                "environments": [
+                    {"branch": "e/a", "dependsOn": ["e/b"]},
+                    {"branch": "e/b", "dependsOn": ["e/a"]},
+                ]
+            },
+            "cycle: e/a -> e/b -> e/a",
+        ),
+        ({"tiers": [{"name": "one", "environments": ["e/a", "e/b"]}]}, "not in a tier: e/c, e/d"),
+        (
+            {
+                "tiers": [
+                    {"name": "x", "environments": ["e/a", "e/b", "e/c", "e/d"], "require": "150%"}
+                ]
+            },
+            "percentage",
+        ),
+        (
+            {
+                "tiers": [{"name": "x", "environments": ["e/a", "e/b", "e/c", "e/d"]}],
+                "blockedChanges": {"fromTier": "y"},
+            },
+            "fromTier names no tier",
+        ),
+    ],
+)
+def test_a_rollout_that_cannot_work_is_refused_at_load_time(
+    spec: dict[str, Any], message: str
+) -> None:
+    with pytest.raises(ValueError, match=message):
+        strategy(**spec)
+
+
+def test_tiers_expand_to_upstream_groups_with_their_quorum() -> None:
+    s = strategy(
+        tiers=[
+            {"name": "qa", "environments": ["e/a"]},
+            {"name": "bronze", "environments": ["e/b", "e/c"], "require": "50%"},
+            {"name": "gold", "environments": ["e/d"]},
+        ]
+    )
+    graph = s.upstreams()
+    assert graph["e/a"] == []
+    assert [(g.branches, g.require) for g in graph["e/b"]] == [(("e/a",), 1)]
+    assert [(g.branches, g.require) for g in graph["e/d"]] == [(("e/b", "e/c"), 1)]
+
+
+def test_without_depends_on_the_list_is_a_line() -> None:
+    graph = strategy().upstreams()
+    assert [g.branches for g in graph["e/c"]] == [("e/b",)]
+    assert graph["e/a"] == []
