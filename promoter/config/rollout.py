@@ -67,6 +67,9 @@ class BlockedChanges(Spec):
     them with ``promoter approve-change``."""
 
     trailer: str = "Promote-Block"
+    label: str | None = Field(
+        default=None, description="A label on a promotion PR that blocks it the same way."
+    )
     from_tier: str = Field(description="The first tier the blocked change may not enter.")
 
 

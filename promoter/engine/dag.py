@@ -75,6 +75,9 @@ def shape_of(strategy: PromotionStrategy) -> list[tuple[tuple[UpstreamGroup, ...
                 block_trailer=strategy.blocked_changes.trailer
                 if blocked and strategy.blocked_changes
                 else None,
+                block_label=strategy.blocked_changes.label
+                if blocked and strategy.blocked_changes
+                else None,
             )
         shapes.append((groups if is_dag else None, rollout))
     return shapes

@@ -35,6 +35,15 @@ def blocked_change(snapshot: Snapshot, index: int) -> GateVerdict | None:
     if trailer is None:
         return None
     blocked = []
+    label, pr, proposed = env.rollout.block_label, env.pull_request, env.proposed
+    if (
+        label is not None
+        and pr is not None
+        and label in pr.labels
+        and proposed is not None
+        and proposed.dry_sha not in env.ledger.approved_changes
+    ):
+        blocked.append(f"PR #{pr.number} (label {label})")
     for commit in env.changelog:
         found = trailers(commit.body)
         if has_trailer(found, trailer) and commit.sha not in env.ledger.approved_changes:

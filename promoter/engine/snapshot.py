@@ -53,6 +53,8 @@ class Rollout(Frozen):
     notice_lead: float | None = None
     block_trailer: str | None = None
     """Dry commits with this trailer stop here until a person approves them."""
+    block_label: str | None = None
+    """A promotion PR with this label stops here until a person approves its change."""
 
 
 class EnvironmentSnapshot(Frozen):

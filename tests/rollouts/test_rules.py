@@ -172,3 +172,21 @@ def test_without_depends_on_the_list_is_a_line() -> None:
     graph = strategy().upstreams()
     assert [g.branches for g in graph["e/c"]] == [("e/b",)]
     assert graph["e/a"] == []
+
+
+def test_a_blocking_label_on_the_pr_stops_it_until_its_change_is_approved() -> None:
+    snapshot = prod(
+        rollout=Rollout(tier="prod", block_trailer="Promote-Block", block_label="hold-it")
+    )
+    pr = snapshot.environments[1].pull_request
+    assert pr is not None and merged(snapshot)
+    labelled = snapshot.environments[1].model_copy(
+        update={"pull_request": pr.model_copy(update={"labels": ("hold-it",)})}
+    )
+    blocked = snapshot.model_copy(update={"environments": (snapshot.environments[0], labelled)})
+    assert not merged(blocked)
+    assert "label hold-it" in decide(blocked).environments[1].reason
+    let_through = labelled.model_copy(update={"ledger": EnvLedger(approved_changes=(dry(3),))})
+    assert merged(
+        blocked.model_copy(update={"environments": (snapshot.environments[0], let_through)})
+    )
