@@ -55,6 +55,9 @@ class CommitStatus(Model):
     url: str = ""
     source: str = ""
     updated_at: datetime = Field(default_factory=utcnow, alias="updatedAt")
+    revision: int | None = None
+    """The SCM's own order of this status's reports when it has one (GitLab: the pipeline
+    id); compared before ``updated_at``, whose precision differs between hooks and reads."""
 
 
 class PullRequestState(StrEnum):

@@ -103,6 +103,7 @@ class Daemon:
             status_cache=rt.status_cache,
             sha_index=rt.sha_index,
             state_dir=Path(rt.state_dir),
+            pr_cache=rt.pr_cache,
         )
         rt.on_stop(mounted)
         return list(mounted.routes)

@@ -21,6 +21,7 @@ from pathlib import Path
 from starlette.routing import BaseRoute, Route
 
 from promoter.config import Config
+from promoter.state.pulls import PullRequestCache
 from promoter.state.statuses import StatusCache
 from promoter.state.tracking import ShaIndex
 from webhooks.deliveries import FILE_NAME, MIN_RETENTION, DeliveryLog
@@ -32,6 +33,7 @@ from webhooks.events import (
     PullRequestChange,
     Push,
     RepoIdentity,
+    StatusBatch,
     StatusChange,
 )
 from webhooks.forgejo import Forgejo
@@ -58,6 +60,7 @@ __all__ = [
     "Receiver",
     "RepoIdentity",
     "SignedDelivery",
+    "StatusBatch",
     "StatusChange",
     "StrategyIndex",
     "WebhookRoutes",
@@ -104,6 +107,7 @@ def build_routes(
     status_cache: StatusCache,
     sha_index: ShaIndex,
     state_dir: Path,
+    pr_cache: PullRequestCache | None = None,
 ) -> WebhookRoutes:
     """The webhook routes, ready to mount; resolves the secrets and opens the delivery log."""
     hooks = config.webhooks
@@ -131,6 +135,7 @@ def build_routes(
         status_cache=status_cache,
         enqueue=enqueue,
         wake=wake,
+        pr_cache=pr_cache,
     )
     receivers = [
         Receiver(p, dispatcher=dispatcher, deliveries=deliveries, max_body=hooks.max_body_bytes)

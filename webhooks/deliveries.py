@@ -61,6 +61,8 @@ class DeliveryLog:
         self.retention = retention
         self._prune_every = prune_every
         self._flush_every = flush_every
+        self._pruned = 0
+        """Rows pruned from SQLite since the last ``prune()`` (under ``_db_lock``)."""
         self._batch = batch
         self._memory_limit = memory_limit
         self._clock = clock
@@ -131,12 +133,16 @@ class DeliveryLog:
         self._write_batch()
 
     def prune(self) -> int:
-        """Forget deliveries older than the retention; the number deleted from SQLite."""
+        """Forget deliveries older than the retention; the number deleted from SQLite since
+        the last call (the writer thread may have pruned some of them itself)."""
         self._write_batch(prune_when_due=False)
         now = self._clock()
         with self._lock:
             self._prune_memory(now)
-        return self._prune_db(now)
+        self._prune_db(now)
+        with self._db_lock:
+            pruned, self._pruned = self._pruned, 0
+        return pruned
 
     def __len__(self) -> int:
         """Ids stored, after writing what is pending (and pruning, when due)."""
@@ -235,4 +241,5 @@ class DeliveryLog:
             cursor = self._db.execute(
                 "DELETE FROM deliveries WHERE received_at < ?", (now - self.retention,)
             )
+            self._pruned += max(cursor.rowcount, 0)
             return cursor.rowcount

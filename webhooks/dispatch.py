@@ -10,9 +10,18 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from promoter.models import CommitStatus
+from promoter.state.pulls import PullRequestCache
 from promoter.state.statuses import StatusCache
 from promoter.state.tracking import ShaIndex
-from webhooks.events import Event, Ignored, Ping, PullRequestChange, Push, StatusChange
+from webhooks.events import (
+    Event,
+    Ignored,
+    Ping,
+    PullRequestChange,
+    Push,
+    StatusBatch,
+    StatusChange,
+)
 from webhooks.index import StrategyIndex
 
 Enqueue = Callable[[Iterable[str]], None]
@@ -40,9 +49,12 @@ class Dispatcher:
         status_cache: StatusCache,
         enqueue: Enqueue,
         wake: Enqueue | None = None,
+        pr_cache: PullRequestCache | None = None,
     ) -> None:
         """``enqueue`` wakes strategies whose git refs may have moved; ``wake`` (default:
-        ``enqueue``) those that only need to read a status of a commit they know."""
+        ``enqueue``) those that only need to read a status of a commit they know.
+        ``pr_cache`` forgets a pull request a webhook says was merged, closed or changed."""
+        self._pr_cache = pr_cache
         self._index = index
         self._shas = sha_index
         self._cache = status_cache
@@ -60,9 +72,10 @@ class Dispatcher:
         enqueue = self._enqueue
         if isinstance(event, Push):
             keys = self._push(event, repos)
-        elif isinstance(event, StatusChange):
+        elif isinstance(event, StatusChange | StatusBatch):
             tracking = self._shas.strategies_for(event.sha)
-            keys = self._status(event, repos, tracking)
+            changes = event.changes if isinstance(event, StatusBatch) else (event,)
+            keys = frozenset().union(*(self._status(c, repos, tracking) for c in changes))
             if tracking:  # a commit they have read: no ref moved
                 enqueue = self._wake
         else:
@@ -95,6 +108,7 @@ class Dispatcher:
                 url=event.url,
                 source=event.source,
                 updated_at=event.updated_at,
+                revision=event.revision,
             )
             self._cache.put(repo, event.sha, status)
             mine = self._index.strategies(repo)
@@ -108,6 +122,10 @@ class Dispatcher:
         tracking = self._shas.strategies_for(event.head_sha) if event.head_sha else set()
         keys: set[str] = set()
         for repo in repos:
+            if self._pr_cache is not None:
+                # What the promoter knew of this PR may be wrong now (a person merged or
+                # closed it, its head moved): the next reconcile reads it from the SCM.
+                self._pr_cache.forget((repo, event.head_branch, event.base_branch))
             keys |= self._index.for_pull_request(repo, event.head_branch, event.base_branch)
             keys |= tracking & self._index.strategies(repo)
         return frozenset(keys) or None

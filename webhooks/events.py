@@ -57,6 +57,17 @@ class StatusChange:
     url: str
     source: str
     updated_at: datetime
+    revision: int | None = None
+    """The SCM's order of reports for this key (GitLab's pipeline id), when it has one."""
+
+
+@dataclass(frozen=True, slots=True)
+class StatusBatch:
+    """Several gate results for one SHA at once (a GitLab pipeline and its jobs)."""
+
+    repo: RepoIdentity
+    sha: str
+    changes: tuple[StatusChange, ...]
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,4 +96,4 @@ class Ignored:
     reason: str
 
 
-Event = Push | StatusChange | PullRequestChange | Ping | Ignored
+Event = Push | StatusChange | StatusBatch | PullRequestChange | Ping | Ignored

@@ -1,7 +1,8 @@
 """GitLab deliveries: token or signature, delivery ids, and events normalised to webhooks.events.
 
 Handled: Push Hook (branches, ``refs/notes/*``), Merge Request Hook (open, update,
-merge, close, reopen, and approvals), Pipeline Hook. System hooks are read by
+merge, close, reopen, and approvals), Pipeline Hook (the pipeline, its jobs, and the
+commit statuses GitLab reports through external pipelines). System hooks are read by
 ``object_kind``. Anything else is Ignored.
 """
 
@@ -12,7 +13,15 @@ from collections.abc import Mapping, Sequence
 
 from promoter.models import Phase, PullRequestState
 from webhooks import payload as p
-from webhooks.events import Event, Ignored, PullRequestChange, Push, RepoIdentity, StatusChange
+from webhooks.events import (
+    Event,
+    Ignored,
+    PullRequestChange,
+    Push,
+    RepoIdentity,
+    StatusBatch,
+    StatusChange,
+)
 from webhooks.verify import GitLabToken, SignedDelivery
 
 EVENT_LABELS = {
@@ -62,9 +71,6 @@ _PIPELINE_PHASES = {
 """Everything else (created, waiting_for_resource, preparing, pending, running, scheduled,
 manual: a blocking manual job...) is pending: never success for a status the promoter does
 not know. The same mapping as the GitLab plugin's, so a webhook and a fresh read agree."""
-_IGNORED_PIPELINE_SOURCES = frozenset({"external", "parent_pipeline"})
-"""External pipelines only hold commit statuses (the promoter's own among them) and child
-pipelines are summed up in their parent: neither is "the pipeline" of a SHA."""
 _URL_FIELDS = ("git_http_url", "git_ssh_url", "web_url", "http_url", "ssh_url", "url")
 
 
@@ -170,19 +176,64 @@ def _merge_request(data: p.JsonObject) -> Event:
     )
 
 
-def _pipeline(data: p.JsonObject) -> StatusChange | Ignored:
+def _pipeline(data: p.JsonObject) -> StatusBatch | Ignored:
+    """A pipeline and its jobs, as gate results for the pipeline's commit.
+
+    A CI pipeline reports the pipeline gate (the repository's pipeline key) and one status
+    per job (``builds[]``, by job name). An *external* pipeline is how GitLab reports
+    commit statuses set through its API (Argo CD, other CI systems, ``curl``): its
+    ``builds[]`` are those statuses, by name, and there is no pipeline gate. A child
+    pipeline is summed up in its parent. Reports are ordered by the pipeline's id.
+    """
     attrs = p.obj(data, "object_attributes")
-    if p.opt_text(attrs, "source", limit=64) in _IGNORED_PIPELINE_SOURCES:
-        return Ignored("external or child pipeline")
-    status = p.text(attrs, "status")[:64]
+    source = p.opt_text(attrs, "source", limit=64)
+    if source == "parent_pipeline":
+        return Ignored("child pipeline")
+    repo, sha = _repo(data), p.sha(attrs, "sha")
     number = p.opt_int(attrs, "id")
-    return StatusChange(
-        repo=_repo(data),
-        sha=p.sha(attrs, "sha"),
-        key=None,
-        phase=_PIPELINE_PHASES.get(status, Phase.PENDING),
-        description=f"pipeline #{number} {status}" if number is not None else f"pipeline {status}",
-        url=p.opt_text(attrs, "url", limit=p.MAX_URL),
-        source="gitlab/pipeline",
-        updated_at=p.timestamp(attrs.get("finished_at"), attrs.get("created_at")),
-    )
+    url = p.opt_text(attrs, "url", limit=p.MAX_URL)
+    at = p.timestamp(attrs.get("finished_at"), attrs.get("created_at"))
+    changes: list[StatusChange] = []
+    if source != "external":
+        status = p.text(attrs, "status")[:64]
+        changes.append(
+            StatusChange(
+                repo=repo,
+                sha=sha,
+                key=None,
+                phase=_PIPELINE_PHASES.get(status, Phase.PENDING),
+                description=f"pipeline #{number} {status}"
+                if number is not None
+                else f"pipeline {status}",
+                url=url,
+                source="gitlab/pipeline",
+                updated_at=at,
+                revision=number,
+            )
+        )
+    builds = data.get("builds")
+    for build in builds if isinstance(builds, list) else []:
+        if not isinstance(build, dict):
+            continue
+        name = p.opt_text(build, "name", limit=255)
+        status = p.opt_text(build, "status", limit=64)
+        if not name or not status:
+            continue
+        changes.append(
+            StatusChange(
+                repo=repo,
+                sha=sha,
+                key=name,
+                phase=_PIPELINE_PHASES.get(status, Phase.PENDING),
+                description=f"{status} (pipeline #{number})" if number is not None else status,
+                url=url,
+                source="gitlab/status" if source == "external" else "gitlab/job",
+                updated_at=p.timestamp(
+                    build.get("finished_at"), build.get("started_at"), build.get("created_at")
+                ),
+                revision=number,
+            )
+        )
+    if not changes:
+        return Ignored("an external pipeline with no statuses")
+    return StatusBatch(repo=repo, sha=sha, changes=tuple(changes))

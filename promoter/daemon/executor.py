@@ -13,7 +13,9 @@ from dataclasses import dataclass, field
 from typing import assert_never
 
 from promoter.config import Repository
+from promoter.daemon.merges import Merger, UnconfirmedMerges, count_settled
 from promoter.daemon.reader import SnapshotReader
+from promoter.daemon.records import LedgerAction, record_of
 from promoter.daemon.revert_writer import RevertWriter
 from promoter.engine.actions import (
     Action,
@@ -37,19 +39,14 @@ from promoter.engine.actions import (
     UpdatePullRequest,
 )
 from promoter.engine.ledger_state import (
-    Announcement,
     EnvLedger,
-    HealthyRecord,
     Hold,
-    Override,
-    Pin,
     Revert,
 )
 from promoter.engine.snapshot import EnvironmentSnapshot, Snapshot
 from promoter.errors import PermanentError, ScmConflict, ScmNotFound
 from promoter.git import GitMirror
-from promoter.metrics import HOLDS, PROMOTIONS_TOTAL, REVERTS_TOTAL
-from promoter.models import Phase
+from promoter.metrics import HOLDS, REVERTS_TOTAL
 from promoter.state import GitLedger, PullRequestCache, StatusCache
 from scm_plugins.protocol import Approvals, ScmPlugin
 
@@ -92,6 +89,8 @@ class Executor:
     ledger: GitLedger
     observers: list[Observer]
     on_merged: Callable[[Repository], None]
+    unconfirmed: UnconfirmedMerges = field(default_factory=UnconfirmedMerges)
+    """Merges whose answer was lost (shared by every reconcile of the daemon)."""
 
     def run(
         self,
@@ -101,6 +100,7 @@ class Executor:
         actions: tuple[Action, ...],
     ) -> Outcome:
         self._mirror = mirror
+        count_settled(snapshot, mirror, self.unconfirmed)
         outcome = Outcome()
         refused: ScmConflict | ScmNotFound | None = None
         for action in actions:
@@ -206,6 +206,14 @@ class Executor:
                 log.info("pull request updated", extra={**fields, "pr": action.number})
                 self._emit("updated", snapshot, env.branch, action.title, pr=action.number)
             case ClosePullRequest():
+                current = self.plugin.find_open_pull_request(
+                    repo=repo, head=env.proposed_branch, base=env.branch
+                )
+                if current is None or current.number != action.number:
+                    # A person merged or closed it meanwhile: leave it alone.
+                    self.pr_cache.put(key, current)
+                    log.info("pull request no longer open, left alone", extra=fields)
+                    return
                 self.plugin.close_pull_request(
                     repo=repo, number=action.number, comment=action.comment
                 )
@@ -226,122 +234,28 @@ class Executor:
         log.info("pull request approved", extra={**fields, "user": action.user})
         self._emit("approved", snapshot, env.branch, f"approved by {action.user}", pr=action.number)
 
-    def _record(
-        self,
-        snapshot: Snapshot,
-        action: RecordHealthy
-        | ReleaseHold
-        | HoldDryCommit
-        | ResumeEnvironment
-        | PinEnvironment
-        | ApproveChange
-        | Announce
-        | PauseEnvironment
-        | RecordOverride,
-    ) -> None:
+    def _record(self, snapshot: Snapshot, action: LedgerAction) -> None:
         """A ledger write; healthy records may reach git a moment later."""
         env = snapshot.environments[action.environment]
-        fields = {"strategy": snapshot.strategy, "environment": env.branch}
-        match action:
-            case RecordHealthy():
-                record = HealthyRecord(
-                    dry_sha=action.dry_sha,
-                    hydrated_sha=action.hydrated_sha,
-                    healthy_since=action.since,
-                )
-                self._ledger(
-                    snapshot, env.branch, lambda led: led.with_healthy(record), durable=False
-                )
-                log.info("environment healthy", extra={**fields, "sha": action.dry_sha})
-                self._emit("healthy", snapshot, env.branch, "healthy", action.dry_sha)
-            case ReleaseHold():
-                sha = action.dry_sha
-                self._ledger(snapshot, env.branch, lambda led: led.without_holds(sha))
-                log.info("hold released", extra={**fields, "sha": sha})
-                self._emit("released", snapshot, env.branch, action.reason, sha)
-            case HoldDryCommit():
-                hold = Hold(
-                    dry_sha=action.dry_sha,
-                    reason=action.reason,
-                    since=action.since,
-                    source="manual",
-                )
-                self._ledger(snapshot, env.branch, lambda led: led.with_hold(hold))
-                log.warning("hold set", extra={**fields, "sha": action.dry_sha})
-                self._emit("held", snapshot, env.branch, action.reason, action.dry_sha)
-            case ResumeEnvironment():
-                at = action.at
-                self._ledger(
-                    snapshot,
-                    env.branch,
-                    lambda led: led.model_copy(update={"paused": None, "released_at": at}),
-                )
-                log.info("environment resumed", extra=fields)
-            case PinEnvironment():
-                pin = (
-                    Pin(dry_sha=action.dry_sha, reason=action.reason, since=action.since)
-                    if action.dry_sha is not None and action.since is not None
-                    else None
-                )
-                self._ledger(snapshot, env.branch, lambda led: led.model_copy(update={"pin": pin}))
-                log.warning("pin set" if pin else "pin lifted", extra=fields)
-                self._emit("pinned" if pin else "unpinned", snapshot, env.branch, action.reason)
-            case ApproveChange():
-                sha = action.dry_sha
-                self._ledger(snapshot, env.branch, lambda led: led.with_approved_change(sha))
-                log.warning("blocked change approved", extra={**fields, "sha": sha})
-            case Announce():
-                note = Announcement(dry_sha=action.dry_sha, at=action.at)
-                self._ledger(snapshot, env.branch, lambda led: led.with_announcement(note))
-                self._emit("announced", snapshot, env.branch, "upcoming change", action.dry_sha)
-            case PauseEnvironment():
-                reason = action.reason
-                self._ledger(
-                    snapshot, env.branch, lambda led: led.model_copy(update={"paused": reason})
-                )
-                log.warning("environment paused", extra={**fields, "reason": reason})
-                self._emit("paused", snapshot, env.branch, reason)
-            case RecordOverride():
-                override = Override(dry_sha=action.dry_sha, reason=action.reason, at=action.at)
-                self._ledger(snapshot, env.branch, lambda led: led.with_override(override))
-            case _:
-                assert_never(action)
+        record = record_of(action)
+        self._ledger(snapshot, env.branch, record.change, durable=record.durable)
+        if record.message:
+            fields = {"strategy": snapshot.strategy, "environment": env.branch}
+            log.log(record.level, record.message, extra={**fields, "sha": record.sha})
+        if record.event:
+            self._emit(record.event, snapshot, env.branch, record.text, record.sha)
 
     def _merge(
         self, snapshot: Snapshot, repo: Repository, action: MergePullRequest, outcome: Outcome
     ) -> None:
         env = snapshot.environments[action.environment]
-        fields = {"strategy": snapshot.strategy, "environment": env.branch, "pr": action.number}
-        statuses = self.reader.gates(repo, action.expected_head_sha, action.required_keys)
-        stale = [
-            k
-            for k in action.required_keys
-            if statuses.get(k) is None or statuses[k].phase is not Phase.SUCCESS
-        ]
-        if stale:
-            log.info("merge deferred: gates changed", extra={**fields, "gates": stale})
-            outcome.requeue(0.0)
-            return
-        try:
-            merge_sha = self.plugin.merge_pull_request(
-                repo=repo,
-                number=action.number,
-                expected_head_sha=action.expected_head_sha,
-                message=action.message,
-            )
-        except ScmConflict:
-            self.on_merged(repo)
-            raise
-        self.pr_cache.put(_pr_key(repo, env, action), None)
-        # A commit made just now has no status yet: statuses posted later arrive by webhook
-        # or the API and merge into this entry, so the next read needs no SCM call.
-        self.status_cache.store(repo.name, merge_sha, [])
-        if action.purpose != "revert":
-            PROMOTIONS_TOTAL.labels(snapshot.strategy, env.branch).inc()
-        log.info(
-            "pull request merged",
-            extra={**fields, "sha": action.dry_sha, "merge": merge_sha, "purpose": action.purpose},
+        merger = Merger(
+            self.plugin, self.reader.gates, self.pr_cache, self.unconfirmed, self.on_merged
         )
+        merge_sha = merger.merge(snapshot, repo, action, _pr_key(repo, env, action))
+        outcome.requeue(0.0)
+        if merge_sha is None:
+            return
         self._emit(
             "reverted" if action.purpose == "revert" else "merged",
             snapshot,
@@ -350,9 +264,7 @@ class Executor:
             action.dry_sha,
             action.number,
         )
-        self.on_merged(repo)
         outcome.merged.append(env.branch)
-        outcome.requeue(0.0)
 
     def _revert(
         self, snapshot: Snapshot, repo: Repository, action: OpenRevert, outcome: Outcome

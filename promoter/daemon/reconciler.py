@@ -17,6 +17,7 @@ from datetime import datetime
 
 from promoter.config import Config, Repository
 from promoter.daemon.executor import Executor, Observer, Outcome
+from promoter.daemon.merges import UnconfirmedMerges
 from promoter.daemon.probes import Probes
 from promoter.daemon.reader import SnapshotReader
 from promoter.engine import decide
@@ -58,6 +59,7 @@ class Reconciler:
     clock: Callable[[], datetime] = utcnow
     """What the engine is told the time is (a test may move it)."""
     probes: Probes = field(default_factory=Probes)
+    unconfirmed: UnconfirmedMerges = field(default_factory=UnconfirmedMerges)
     views: dict[str, StrategyView] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _key_locks: dict[str, threading.Lock] = field(default_factory=dict)
@@ -82,6 +84,7 @@ class Reconciler:
             self.ledger,
             self.observers,
             lambda r: self.mirrors.invalidate(r.name),
+            self.unconfirmed,
         )
 
     def reconcile(self, key: str) -> Outcome:

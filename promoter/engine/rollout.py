@@ -77,15 +77,14 @@ def notice(snapshot: Snapshot, index: int) -> GateVerdict | None:
     return GateVerdict(name=NOTICE_KEY, phase=Phase.PENDING, reason=reason, changes_at=due)
 
 
-def in_flight(snapshot: Snapshot, index: int, dry_sha: str) -> bool:
-    """Environment ``index`` runs ``dry_sha`` (or later) and is not yet recorded healthy."""
+def in_flight(snapshot: Snapshot, index: int) -> bool:
+    """Environment ``index`` was promoted since it was last recorded healthy: it runs a
+    change that has not proven itself yet (whichever change that is)."""
     env = snapshot.environments[index]
-    if env.active is None or env.active.dry_sha is None:
-        return False
-    if not snapshot.descends(env.active.dry_sha, dry_sha):
-        return False
     last = env.last_healthy
-    return last is None or last.hydrated_sha != env.active.hydrated_sha
+    return (
+        env.active is not None and last is not None and last.hydrated_sha != env.active.hydrated_sha
+    )
 
 
 def over_parallel_limit(snapshot: Snapshot, index: int, merging: dict[str, int]) -> str | None:
@@ -99,7 +98,7 @@ def over_parallel_limit(snapshot: Snapshot, index: int, merging: dict[str, int])
     if tier is None or limit is None or proposed is None:
         return None
     busy = sum(
-        1 for m in env.rollout.tier_members if m != index and in_flight(snapshot, m, proposed)
+        1 for m in env.rollout.tier_members if m != index and in_flight(snapshot, m)
     ) + merging.get(tier, 0)
     if busy < limit:
         return None

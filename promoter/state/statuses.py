@@ -1,8 +1,10 @@
 """An in-memory cache of commit statuses per (repository, SHA), fed by reads and webhooks.
 
 A full read from the SCM makes an entry *complete*; webhook events merge single
-statuses into it (newest ``updated_at`` wins) so that the next reconcile sees them
-without an SCM read. Entries older than the TTL are not trusted. Thread-safe.
+statuses into it so that the next reconcile sees them without an SCM read. The newer
+report wins: by the SCM's own order (``revision``) when both have one, a later arrival
+when that is equal, else by ``updated_at``. Entries older than the TTL are not trusted.
+Thread-safe.
 """
 
 from __future__ import annotations
@@ -14,6 +16,13 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from promoter.models import CommitStatus
+
+
+def newer(old: CommitStatus, new: CommitStatus) -> bool:
+    """Whether ``old`` is strictly newer than ``new`` (``new`` arrived later)."""
+    if old.revision is not None and new.revision is not None:
+        return old.revision > new.revision
+    return old.updated_at > new.updated_at
 
 
 @dataclass
@@ -48,7 +57,7 @@ class StatusCache:
             fresh = {s.key: s for s in statuses}
             for key, old in entry.statuses.items():
                 new = fresh.get(key)
-                if new is None or old.updated_at > new.updated_at:
+                if new is None or newer(old, new):
                     fresh[key] = old
             entry.statuses = fresh
             entry.complete = True
@@ -59,7 +68,7 @@ class StatusCache:
         with self._lock:
             entry = self._entry(repo, sha)
             old = entry.statuses.get(status.key)
-            if old is None or status.updated_at >= old.updated_at:
+            if old is None or not newer(old, status):
                 entry.statuses[status.key] = status
 
     def clear(self) -> None:

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import json
 import time
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 
 from promoter.errors import ConfigError
-from promoter.models import Phase
+from promoter.models import CommitStatus, Phase
 from tests.webhooks.helpers import (
     GITLAB_SIGNING_SECRET,
     GITLAB_TOKEN,
@@ -66,9 +67,61 @@ def test_a_pipeline_is_cached_under_the_repositorys_gate_key(hooks: Hooks) -> No
     )
 
     hooks.cache.store("gitlab-test", PIPELINE_SHA, [])
-    [status] = hooks.cache.get("gitlab-test", PIPELINE_SHA) or []
+    statuses = {s.key: s for s in hooks.cache.get("gitlab-test", PIPELINE_SHA) or []}
+    status = statuses["ci"]
     assert (status.key, status.phase, status.source) == ("ci", Phase.SUCCESS, "gitlab/pipeline")
+    assert status.revision == 31  # the pipeline's id orders its reports
     assert hooks.enqueued.keys == {"gitlab-test-app"}
+
+
+def test_each_job_of_a_pipeline_is_a_gate_under_its_name(hooks: Hooks) -> None:
+    hooks.gitlab("Pipeline Hook", gitlab_fixture("go-gitlab/pipeline.json"))
+    hooks.cache.store("gitlab-test", PIPELINE_SHA, [])
+    jobs = {
+        s.key: s.phase for s in hooks.cache.get("gitlab-test", PIPELINE_SHA) or [] if s.key != "ci"
+    }
+    assert jobs == {
+        "production": Phase.SUCCESS,  # skipped counts as passed, like the pipeline
+        "test-image": Phase.SUCCESS,
+        "test-build": Phase.SUCCESS,
+        "build-image": Phase.SUCCESS,
+        "staging": Phase.PENDING,
+    }
+
+
+def test_statuses_set_through_the_api_arrive_as_an_external_pipeline(hooks: Hooks) -> None:
+    hook = gitlab_fixture("go-gitlab/pipeline.json")
+    hook["object_attributes"]["source"] = "external"
+    hook["builds"] = [
+        {**hook["builds"][0], "name": "argocd/health", "status": "failed", "stage": "external"},
+        {**hook["builds"][0], "name": "lint", "status": "success", "stage": "external"},
+    ]
+    assert hooks.gitlab("Pipeline Hook", hook).json() == {"result": "accepted"}
+    hooks.cache.store("gitlab-test", PIPELINE_SHA, [])
+    found = {s.key: (s.phase, s.source) for s in hooks.cache.get("gitlab-test", PIPELINE_SHA) or []}
+    assert found == {
+        "argocd/health": (Phase.FAILURE, "gitlab/status"),
+        "lint": (Phase.SUCCESS, "gitlab/status"),
+    }  # no pipeline gate: an external pipeline is not "the pipeline" of the commit
+
+
+def test_a_pipeline_back_to_running_is_not_hidden_by_an_older_success(hooks: Hooks) -> None:
+    hook = gitlab_fixture("go-gitlab/pipeline.json")
+    hooks.gitlab("Pipeline Hook", hook)
+    # A REST read since then saw it succeed, with a millisecond timestamp far "newer"
+    # than the hook's second-precision (and, while running, creation) time.
+    read = CommitStatus(
+        key="ci",
+        phase=Phase.SUCCESS,
+        updated_at=datetime(2030, 1, 1, tzinfo=UTC),
+        revision=31,
+    )
+    hooks.cache.store("gitlab-test", PIPELINE_SHA, [read])
+    again = json.loads(json.dumps(hook))
+    again["object_attributes"].update(status="running", finished_at=None)
+    hooks.gitlab("Pipeline Hook", again)
+    statuses = {s.key: s for s in hooks.cache.get("gitlab-test", PIPELINE_SHA) or []}
+    assert statuses["ci"].phase is Phase.PENDING
 
 
 @pytest.mark.parametrize(
@@ -94,7 +147,8 @@ def test_pipeline_statuses_map_to_phases(hooks: Hooks, status: str, phase: str) 
     hooks.gitlab("Pipeline Hook", pipeline)
 
     hooks.cache.store("gitlab-test", PIPELINE_SHA, [])
-    assert [s.phase.value for s in hooks.cache.get("gitlab-test", PIPELINE_SHA) or []] == [phase]
+    cached = hooks.cache.get("gitlab-test", PIPELINE_SHA) or []
+    assert [s.phase.value for s in cached if s.key == "ci"] == [phase]
 
 
 @pytest.mark.parametrize("source", ["external", "parent_pipeline"])
@@ -107,7 +161,10 @@ def test_external_and_child_pipelines_never_set_the_pipeline_gate(
     hooks.gitlab("Pipeline Hook", pipeline)
 
     hooks.cache.store("gitlab-test", PIPELINE_SHA, [])
-    assert hooks.cache.get("gitlab-test", PIPELINE_SHA) == []
+    cached = hooks.cache.get("gitlab-test", PIPELINE_SHA) or []
+    assert "ci" not in {s.key for s in cached}
+    if source == "parent_pipeline":  # summed up in its parent: nothing from it
+        assert cached == []
 
 
 def test_a_pipeline_of_a_gitlab_com_project_uses_the_default_gate_key(hooks: Hooks) -> None:
@@ -117,7 +174,8 @@ def test_a_pipeline_of_a_gitlab_com_project_uses_the_default_gate_key(hooks: Hoo
     hooks.gitlab("Pipeline Hook", pipeline)
 
     hooks.cache.store("hello-gl", PIPELINE_SHA, [])
-    assert [s.key for s in hooks.cache.get("hello-gl", PIPELINE_SHA) or []] == ["pipeline"]
+    cached = hooks.cache.get("hello-gl", PIPELINE_SHA) or []
+    assert [s.key for s in cached if s.source == "gitlab/pipeline"] == ["pipeline"]
     assert hooks.enqueued.keys == {"gl-app"}
 
 

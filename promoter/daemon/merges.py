@@ -1,0 +1,141 @@
+"""Carrying out a merge: re-read the gates, merge with the head guard, and never lose
+track of a merge whose answer was lost.
+
+A merge the SCM answered with a 5xx (or a dropped connection) may have happened. It is
+remembered as *unconfirmed*: the next reconcile reads everything fresh (the PR and the
+mirror are forgotten first), and when the active branch contains the merged head the
+merge is counted then, once. Nothing is closed or commented on meanwhile, because the
+pull request is re-read before that (see ``Executor``).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from promoter.config import Repository
+from promoter.engine.actions import MergePullRequest
+from promoter.engine.snapshot import Snapshot
+from promoter.errors import ScmConflict, ScmUnavailable
+from promoter.git import GitMirror
+from promoter.metrics import PROMOTIONS_TOTAL
+from promoter.models import CommitStatus, Phase
+from promoter.state import PullRequestCache
+from scm_plugins.protocol import ScmPlugin
+
+log = logging.getLogger("promoter.actions")
+
+PrKey = tuple[str, str, str]
+
+
+@dataclass(frozen=True)
+class Unconfirmed:
+    head_sha: str
+    dry_sha: str
+    purpose: str
+    number: int
+
+
+@dataclass
+class UnconfirmedMerges:
+    """Merges whose answer was lost, by (strategy, environment branch). Thread-safe."""
+
+    _entries: dict[tuple[str, str], Unconfirmed] = field(default_factory=dict)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def remember(self, strategy: str, branch: str, merge: Unconfirmed) -> None:
+        with self._lock:
+            self._entries[(strategy, branch)] = merge
+
+    def settle(self, snapshot: Snapshot, mirror: GitMirror) -> list[tuple[str, Unconfirmed]]:
+        """The remembered merges of ``snapshot`` that the active branches now contain."""
+        done = []
+        with self._lock:
+            for env in snapshot.environments:
+                merge = self._entries.get((snapshot.strategy, env.branch))
+                if merge is None or env.active is None:
+                    continue
+                if mirror.is_ancestor(merge.head_sha, env.active.hydrated_sha):
+                    del self._entries[(snapshot.strategy, env.branch)]
+                    done.append((env.branch, merge))
+        return done
+
+    def forget(self, strategy: str, branch: str) -> None:
+        with self._lock:
+            self._entries.pop((strategy, branch), None)
+
+
+def count_settled(snapshot: Snapshot, mirror: GitMirror, merges: UnconfirmedMerges) -> None:
+    """Count the merges whose answer was lost, now that git shows they happened."""
+    for branch, merge in merges.settle(snapshot, mirror):
+        if merge.purpose != "revert":
+            PROMOTIONS_TOTAL.labels(snapshot.strategy, branch).inc()
+        log.info(
+            "merge found done",
+            extra={
+                "strategy": snapshot.strategy,
+                "environment": branch,
+                "pr": merge.number,
+                "sha": merge.dry_sha,
+            },
+        )
+
+
+@dataclass
+class Merger:
+    plugin: ScmPlugin
+    gates: Callable[[Repository, str, tuple[str, ...]], dict[str, CommitStatus]]
+    pr_cache: PullRequestCache
+    unconfirmed: UnconfirmedMerges
+    on_merged: Callable[[Repository], None]
+
+    def merge(
+        self, snapshot: Snapshot, repo: Repository, action: MergePullRequest, key: PrKey
+    ) -> str | None:
+        """The merge commit, or None when the gates changed since the decision."""
+        env = snapshot.environments[action.environment]
+        fields = {"strategy": snapshot.strategy, "environment": env.branch, "pr": action.number}
+        statuses = self.gates(repo, action.expected_head_sha, action.required_keys)
+        stale = [
+            k
+            for k in action.required_keys
+            if getattr(statuses.get(k), "phase", None) is not Phase.SUCCESS
+        ]
+        if stale:
+            log.info("merge deferred: gates changed", extra={**fields, "gates": stale})
+            return None
+        try:
+            merge_sha = self.plugin.merge_pull_request(
+                repo=repo,
+                number=action.number,
+                expected_head_sha=action.expected_head_sha,
+                message=action.message,
+            )
+        except ScmConflict:
+            self.on_merged(repo)
+            raise
+        except ScmUnavailable:
+            # The merge may have happened: read everything afresh before anything else.
+            self.unconfirmed.remember(
+                snapshot.strategy,
+                env.branch,
+                Unconfirmed(
+                    action.expected_head_sha, action.dry_sha, action.purpose, action.number
+                ),
+            )
+            self.pr_cache.forget(key)
+            self.on_merged(repo)
+            log.warning("merge answer lost, will re-read", extra=fields)
+            raise
+        self.unconfirmed.forget(snapshot.strategy, env.branch)
+        self.pr_cache.put(key, None)
+        if action.purpose != "revert":
+            PROMOTIONS_TOTAL.labels(snapshot.strategy, env.branch).inc()
+        log.info(
+            "pull request merged",
+            extra={**fields, "sha": action.dry_sha, "merge": merge_sha, "purpose": action.purpose},
+        )
+        self.on_merged(repo)
+        return merge_sha
