@@ -46,7 +46,9 @@ class LocalGit:
         return status, out
 
 
-def merged_tree(git: LocalGit, base: str, head: str, *, merge_base: str | None = None) -> str | None:
+def merged_tree(
+    git: LocalGit, base: str, head: str, *, merge_base: str | None = None
+) -> str | None:
     """The tree of a three-way merge of ``head`` into ``base``; None when it conflicts.
 
     With ``merge_base`` (a cherry-pick), the merge is of two stand-in commits whose only
@@ -150,4 +152,3 @@ def _patch_ids(git: LocalGit, *log_args: str) -> dict[str, str]:
     ids = git("patch-id", "--stable", stdin=patches)
     pairs = (line.split() for line in ids.splitlines())
     return {commit: patch for patch, commit in (p for p in pairs if len(p) == 2)}
-

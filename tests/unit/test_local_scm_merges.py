@@ -32,7 +32,9 @@ def repository(path: Path) -> Repository:
 
 def merge(scm: LocalScm, path: Path) -> str:
     repo = repository(path)
-    pr = scm.open_pull_request(repo=repo, head="env-next", base="env", title="t", body="", labels=())
+    pr = scm.open_pull_request(
+        repo=repo, head="env-next", base="env", title="t", body="", labels=()
+    )
     head = git(path, "rev-parse", "env-next")
     return scm.merge_pull_request(repo=repo, number=pr.number, expected_head_sha=head, message="m")
 
