@@ -1,4 +1,4 @@
-"""Rule 6's "always mergeable": an "ours" merge of the active branch onto -next, only on conflict."""
+"""Rule 6, always mergeable: an "ours" merge of the active branch onto -next, on conflict only."""
 
 from __future__ import annotations
 
