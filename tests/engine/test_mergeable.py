@@ -88,9 +88,7 @@ def test_once_merged_in_the_proposed_branch_needs_no_second_ours_merge(
     assert fixes(snapshot.model_copy(update={"environments": tuple(envs)})) == []
 
 
-def test_a_reverted_environment_with_a_new_proposal_gets_its_next_branch_merged_with_ours() -> (
-    None
-):
+def test_a_reverted_environment_with_a_new_proposal_gets_its_next_branch_merged_with_ours() -> None:
     snapshot = with_conflicts(
         build(
             Env("dev", active=3, proposed=3),
