@@ -55,13 +55,12 @@ class Lineage:
 
         ``proposed_tip`` (for an active commit) is where a squash or rebase is looked for.
         """
-        refs = mirror.refs()
         key = (
             mirror.name,
             sha,
             proposed_tip or "",
-            refs.get(NOTES_REF, ""),
-            refs.get(LINEAGE_REF, ""),
+            mirror.branch_sha(NOTES_REF) or "",
+            mirror.branch_sha(LINEAGE_REF) or "",
         )
         found = self._cache.get(key)
         if found is None:
@@ -121,7 +120,7 @@ class Lineage:
         mirror: GitMirror, sha: str, metadata: HydratorMetadata, *, via: str, how: str
     ) -> None:
         text = json.dumps({"drySha": metadata.dry_sha, "via": via, "how": how}) + "\n"
-        before = mirror.refs().get(LINEAGE_REF)
+        before = mirror.branch_sha(LINEAGE_REF)
         try:
             mirror.write_note(LINEAGE_REF, sha, text)
             mirror.push([f"{LINEAGE_REF}:{LINEAGE_REF}"], leases={LINEAGE_REF: before})
