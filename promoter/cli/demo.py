@@ -1,5 +1,7 @@
 """``promoter demo``: a sandbox repository, the daemon on the local SCM, and one change
-moving dev -> staging -> prod as its gates turn green, told in plain lines.
+moving dev -> staging -> prod as its gates turn green, told in plain lines; then a bad
+change reverted in staging, and its fix going through (the local SCM merges three-way,
+so the promoter first makes the fix's promotion mergeable again after the revert).
 
 The demo plays the parts a real set-up has elsewhere: the hydrator (``promoter
 hydrate``), CI (the proposed gate ``ci``) and the health checker (the active gate
@@ -48,6 +50,7 @@ EVENT_LINES = {
     "reverted": "revert PR #{pr} merged: {env} back on dry {sha}",
     "released": "hold on {sha} released: {message}",
     "paused": "auto-promotion paused: {message}",
+    "mergeable": "{message}, keeping the proposed tree (the promotion conflicted)",
 }
 """One plain progress line per kind of action the daemon carries out."""
 
@@ -253,10 +256,15 @@ def run_demo(*, scripted: bool, port: int = 0, workdir: str | None = None) -> in
         say("")
         say(status_table.render([view]))
         say("")
-        say(
-            f"staging was reverted to {short(change)} by PR; prod never ran the bad change"
-            f" (total {time.monotonic() - started:.1f}s)"
+        say(f"staging was reverted to {short(change)} by PR; prod never ran the bad change")
+        fix = demo.gitops.change(
+            "1.2.1", "Fix guestbook 1.2.0", values="image: guestbook:1.2.1\nreplicas: 3\n"
         )
+        say(f"\nAct 3: new dry commit {short(fix)}: Fix guestbook 1.2.0")
+        final = demo.drive(client, fix)
+        say("")
+        say(status_table.render([final]))
+        say(f"\nprod runs the fix {short(fix)} (total {time.monotonic() - started:.1f}s)")
         if not scripted:
             say(f"\nThe daemon keeps running at {demo.url} (Ctrl-C to stop). Try:")
             say(f"  open {demo.url}/strategies/{STRATEGY} in a browser (the status page)")

@@ -4,12 +4,18 @@ It copies the dry tree (or one folder of it per environment) and adds a
 ``hydrator.metadata`` file and note, with plumbing only: no checkout, refs moved in one
 ``update-ref --stdin`` transaction. Like Argo CD's source hydrator, it makes no commit
 when the rendered manifests did not change; it only moves the note to the new dry SHA.
+
+``metadata`` picks what it writes: ``file`` (the file and the same JSON as the note),
+``argocd`` (Argo CD's formats: the root file without empty fields, the note
+``{"drySha": ...}``) or ``note`` (the note ``{"drySha": ...}`` and no file at all).
 """
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 from urllib.parse import urlsplit
 
 from promoter.errors import GitError, PermanentError
@@ -18,6 +24,7 @@ from promoter.git.metadata import METADATA_FILE, NOTES_REF, render_metadata
 from promoter.git.runner import run_git
 
 _ZERO = "0" * 40
+MetadataStyle = Literal["file", "argocd", "note"]
 
 
 class HydrateError(PermanentError):
@@ -68,6 +75,7 @@ def hydrate(
     source_dir: str | None = None,
     push_to: str | None = None,
     repo_url: str | None = None,
+    metadata: MetadataStyle = "file",
 ) -> dict[str, HydrateResult]:
     """Render the dry commit ``dry_ref`` of ``repo`` onto ``<branch><suffix>`` for each branch.
 
@@ -99,7 +107,7 @@ def hydrate(
         configured = git("config", "--get", "remote.origin.url", ok=(0, 1)).strip()
         repo_url = configured or str(Path(repo).absolute())
     repo_url = public_url(repo_url)
-    results = _render(git, dry_ref, branches, suffix, source_dir, repo_url)
+    results = _render(git, dry_ref, branches, suffix, source_dir, repo_url, metadata)
     if push_to is not None:
         refs = [f"refs/heads/{r.proposed_branch}" for r in results.values()]
         refs += [f"refs/heads/{r.branch}" for r in results.values() if r.created]
@@ -121,6 +129,7 @@ def _render(
     suffix: str,
     source_dir: str | None,
     repo_url: str,
+    style: MetadataStyle = "file",
 ) -> dict[str, HydrateResult]:
     bad = [b for b in branches if not b or any(c.isspace() for c in b + suffix)]
     if bad or not suffix:
@@ -140,8 +149,13 @@ def _render(
         subject=subject,
         body=body.strip(),
     )
-    blob = git("hash-object", "-w", "--stdin", stdin=text).strip()
-    metadata_record = f"100644 blob {blob}\t{METADATA_FILE}"
+    if style == "argocd":  # Go's encoder: two-space indent, empty fields left out
+        fields = {k: v for k, v in json.loads(text).items() if v}
+        text = json.dumps(fields, indent=2, ensure_ascii=False) + "\n"
+    file_blob = git("hash-object", "-w", "--stdin", stdin=text).strip()
+    note = text if style == "file" else json.dumps({"drySha": dry}, separators=(",", ":"))
+    blob = git("hash-object", "-w", "--stdin", stdin=note).strip()
+    metadata_records = [] if style == "note" else [f"100644 blob {file_blob}\t{METADATA_FILE}"]
     tips = dict(
         line.split(" ", 1)[::-1]
         for line in git(
@@ -157,7 +171,8 @@ def _render(
         if tip is not None and git.records(f"{tip}^{{tree}}") == records:
             sha, noop = tip, True
         else:
-            tree = git("mktree", "-z", stdin="".join(f"{r}\0" for r in [*records, metadata_record]))
+            entries = [*records, *metadata_records]
+            tree = git("mktree", "-z", stdin="".join(f"{r}\0" for r in entries))
             parent = tip or tips.get(f"refs/heads/{branch}")
             message = f"hydrate {dry[:12]}: {subject}\n\nRendered from {dry} for {branch}.\n"
             parents = ["-p", parent] if parent else []

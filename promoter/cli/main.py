@@ -101,6 +101,12 @@ def hydrate_arguments(p: argparse.ArgumentParser) -> None:
         help="render this folder of the dry tree per environment, e.g. 'envs/{env}' "
         "({env} is the branch's last part; default: the whole tree)",
     )
+    p.add_argument(
+        "--metadata",
+        choices=["file", "argocd", "note"],
+        default="file",
+        help="what names the dry commit: file and note, Argo CD's formats, or the note only",
+    )
 
 
 def cmd_hydrate(args: argparse.Namespace) -> int:
@@ -112,6 +118,7 @@ def cmd_hydrate(args: argparse.Namespace) -> int:
         branches=args.branch,
         suffix=args.suffix,
         source_dir=args.source_dir,
+        metadata=args.metadata,
     )
     for branch, result in results.items():
         what = "note only (no change)" if result.noop else "new commit"

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
-from promoter.cli.hydrate import hydrate
+from promoter.cli.hydrate import MetadataStyle, hydrate
 from promoter.git.identity import identity_env
 from promoter.git.runner import run_git
 
@@ -79,12 +79,19 @@ class GitOpsRepo:
     """
 
     path: Path
+    metadata: MetadataStyle = "file"
+    """What the hydrator writes (``promoter.cli.hydrate``): file and note, Argo CD's, note only."""
 
     @classmethod
     def create(
-        cls, root: Path, environments: list[str] | None = None, *, values: str | None = None
+        cls,
+        root: Path,
+        environments: list[str] | None = None,
+        *,
+        values: str | None = None,
+        metadata: MetadataStyle = "file",
     ) -> GitOpsRepo:
-        repo = cls(init_bare(root / "gitops.git"))
+        repo = cls(init_bare(root / "gitops.git"), metadata)
         repo.change("1.0.0", "Add guestbook 1.0.0", environments, values=values)
         return repo
 
@@ -99,7 +106,12 @@ class GitOpsRepo:
         """Commit a new dry version of the guestbook and hydrate it; the dry SHA."""
         content = values if values is not None else f"image: guestbook:{version}\n"
         sha = commit_files(self.path, "main", {VALUES: content}, message)
-        hydrate(repo=self.path, dry_ref="main", branches=environments or ENVIRONMENTS)
+        hydrate(
+            repo=self.path,
+            dry_ref="main",
+            branches=environments or ENVIRONMENTS,
+            metadata=self.metadata,
+        )
         return sha
 
     def tip(self, branch: str) -> str:

@@ -80,6 +80,13 @@ class GitLabProvider(Spec):
 class LocalProvider(Spec):
     """The embedded SCM: pull requests and statuses in the state dir, merges in local git."""
 
+    merge_method: Literal["merge", "squash", "rebase"] = Field(
+        default="merge",
+        description="How a pull request is merged, as GitHub and GitLab offer it: a merge "
+        "commit, one squashed commit, or the head's commits rebased onto the base. Every "
+        "method is a three-way merge, refused as not mergeable when it conflicts.",
+    )
+
 
 class ExternalPlugin(Spec):
     """An out-of-process plugin speaking ``promoter.scm/v1`` (docs/plugin-protocol.md)."""

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import assert_never
 
 from promoter.config import Repository
+from promoter.daemon.mergeable import merge_active_into_proposed
 from promoter.daemon.merges import Merger, UnconfirmedMerges, count_settled
 from promoter.daemon.reader import SnapshotReader
 from promoter.daemon.records import LedgerAction, record_of
@@ -25,6 +26,7 @@ from promoter.engine.actions import (
     ClosePullRequest,
     CommentPullRequest,
     HoldDryCommit,
+    MergeActiveIntoProposed,
     MergePullRequest,
     OpenPullRequest,
     OpenRevert,
@@ -147,6 +149,13 @@ class Executor:
                 self._merge(snapshot, repo, action, outcome)
             case OpenRevert():
                 self._revert(snapshot, repo, action, outcome)
+            case MergeActiveIntoProposed():
+                sha = merge_active_into_proposed(self._mirror, action, strategy=snapshot.strategy)
+                if sha is not None:
+                    what = f"{action.active_branch} merged into {action.proposed_branch}"
+                    self._emit("mergeable", snapshot, action.active_branch, what, sha)
+                self.on_merged(repo)  # the proposed branch moved, or someone else moved it
+                outcome.requeue(0.0)
             case (
                 RecordHealthy()
                 | ReleaseHold()

@@ -9,7 +9,7 @@ from __future__ import annotations
 import itertools
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 
 from promoter.config import GateSpec, PromotionStrategy, Repository
@@ -18,6 +18,8 @@ from promoter.engine.ledger_state import EnvLedger
 from promoter.engine.snapshot import AutoRevertPolicy, CommitState, EnvironmentSnapshot, Snapshot
 from promoter.errors import MetadataMissing
 from promoter.git import GitMirror
+from promoter.git.caches import remember
+from promoter.git.lineage import Lineage
 from promoter.models import CommitStatus, DryCommit, PullRequest, Review, utcnow
 from promoter.state.ledger import GitLedger
 from promoter.state.pulls import MISSING, PullRequestCache
@@ -36,6 +38,9 @@ class SnapshotReader:
     status_url: str = ""
     clock: Callable[[], datetime] = utcnow
     """The snapshot's ``now``: the engine's only clock (a test may move it)."""
+    lineage: Lineage = field(default_factory=Lineage)
+    """Dry SHAs of commits that merges made (``promoter.git.lineage``)."""
+    conflicts: MergeConflicts = field(default_factory=lambda: MergeConflicts())
 
     def statuses(self, repo: Repository, sha: str, *, fresh: bool = False) -> list[CommitStatus]:
         """A SHA's statuses from the cache when complete and fresh, else from the SCM."""
@@ -56,14 +61,18 @@ class SnapshotReader:
             self.status_cache.put(repo.name, sha, status)
         return {s.key: s for s in found if s.key in keys}
 
-    def _commit(self, repo: Repository, mirror: GitMirror, branch: str) -> CommitState | None:
+    def _commit(
+        self, repo: Repository, mirror: GitMirror, branch: str, proposed: str | None = None
+    ) -> CommitState | None:
+        """A branch tip; an active one (``proposed``: its proposed branch) may be a merge's."""
         sha = mirror.branch_sha(branch)
         if sha is None:
             return None
         dry_sha: str | None = None
         error: str | None = None
+        tip = mirror.branch_sha(proposed) if proposed else None
         try:
-            dry_sha = mirror.metadata(sha).dry_sha
+            dry_sha = self.lineage.metadata(mirror, sha, proposed_tip=tip).dry_sha
         except MetadataMissing as exc:
             error = str(exc)
         return CommitState(
@@ -80,7 +89,7 @@ class SnapshotReader:
         for position, env in enumerate(strategy.environments):
             upstreams, rollout = shapes[position]
             proposed_branch = strategy.proposed_branch(env)
-            active = self._commit(repo, mirror, env.branch)
+            active = self._commit(repo, mirror, env.branch, proposed_branch)
             proposed = self._commit(repo, mirror, proposed_branch)
             error = None if active is not None else f"branch {env.branch} does not exist"
             pull_request = None
@@ -122,6 +131,7 @@ class SnapshotReader:
                         repo, mirror, env.branch, active, ledger
                     ),
                     proposed_in_active=_contains(mirror, active, proposed),
+                    merge_conflicts=self.conflicts.check(mirror, active, proposed),
                     error=error,
                     gates=gates,
                     reviews=reviews,
@@ -223,3 +233,27 @@ def _contains(mirror: GitMirror, active: CommitState | None, proposed: CommitSta
     if active is None or proposed is None or active.hydrated_sha == proposed.hydrated_sha:
         return False
     return mirror.is_ancestor(proposed.hydrated_sha, active.hydrated_sha)
+
+
+@dataclass
+class MergeConflicts:
+    """Whether a three-way merge of an active tip into a proposed tip conflicts, cached."""
+
+    _known: dict[tuple[str, str, str], bool] = field(default_factory=dict)
+
+    def check(
+        self, mirror: GitMirror, active: CommitState | None, proposed: CommitState | None
+    ) -> bool:
+        if active is None or proposed is None or active.tree_sha == proposed.tree_sha:
+            return False
+        key = (mirror.name, active.hydrated_sha, proposed.hydrated_sha)
+        known = self._known.get(key)
+        if known is None:
+            if mirror.is_ancestor(active.hydrated_sha, proposed.hydrated_sha) or (
+                mirror.is_ancestor(proposed.hydrated_sha, active.hydrated_sha)
+            ):
+                known = False  # a fast-forward, or nothing to merge
+            else:
+                known = not mirror.merge_tree(proposed.hydrated_sha, active.hydrated_sha)[0]
+            remember(self._known, key, known, 4096)
+        return known

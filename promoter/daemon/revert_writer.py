@@ -15,8 +15,10 @@ from promoter.config import Repository
 from promoter.engine.actions import REVERT_LABEL, OpenRevert
 from promoter.engine.pr_text import short
 from promoter.engine.snapshot import EnvironmentSnapshot
+from promoter.errors import MetadataMissing
 from promoter.git import NOTES_REF, GitMirror, render_metadata
-from promoter.models import PullRequest
+from promoter.git.lineage import mirror_metadata
+from promoter.models import HydratorMetadata, PullRequest
 from scm_plugins.protocol import ScmPlugin
 
 
@@ -88,7 +90,9 @@ class RevertWriter:
             f"{action.reason}. Restores the tree of {short(action.restore.hydrated_sha)}.\n"
         )
         commit = mirror.commit_tree(tree, [env.active.hydrated_sha], message)
-        healthy = mirror.metadata(action.restore.hydrated_sha)
+        healthy = mirror_metadata(mirror, action.restore.hydrated_sha)
+        if isinstance(healthy, MetadataMissing):  # a merge's commit: no text to copy
+            healthy = HydratorMetadata(dry_sha=action.restore.dry_sha)
         note = json.loads(
             render_metadata(
                 dry_sha=action.restore.dry_sha,

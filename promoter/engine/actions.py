@@ -190,6 +190,23 @@ class RecordOverride(Frozen):
     at: datetime
 
 
+class MergeActiveIntoProposed(Frozen):
+    """Rule 6: make a conflicting promotion mergeable again (after a revert, a hotfix, a squash).
+
+    An "ours" merge of the active branch onto the proposed branch: a commit whose parents
+    are ``proposed_sha`` then ``active_sha`` and whose tree is ``tree_sha``, the proposed
+    tree (the proposed tree wins), pushed with a lease on ``proposed_sha``.
+    """
+
+    kind: Literal["mergeable"] = "mergeable"
+    environment: int
+    proposed_branch: str
+    proposed_sha: str
+    active_branch: str
+    active_sha: str
+    tree_sha: str
+
+
 class RequeueAfter(Frozen):
     kind: Literal["requeue"] = "requeue"
     seconds: float
@@ -213,6 +230,7 @@ Action = (
     | CommentPullRequest
     | ApprovePullRequest
     | RecordOverride
+    | MergeActiveIntoProposed
     | RequeueAfter
 )
 

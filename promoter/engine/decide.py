@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from promoter.engine import pr_text
+from promoter.engine import mergeable, pr_text
 from promoter.engine.actions import (
     Action,
     ClosePullRequest,
@@ -25,6 +25,7 @@ from promoter.engine.actions import (
 )
 from promoter.engine.dag import and_downstream
 from promoter.engine.gates import error_reason, evaluate, is_no_op, phase_of
+from promoter.engine.mergeable import REQUEUE_MERGEABLE, keep_mergeable
 from promoter.engine.pr_text import short
 from promoter.engine.publish import (
     RULE_KEYS,
@@ -116,6 +117,11 @@ def _judge(snapshot: Snapshot, index: int) -> _Outcome:
             f" {env.branch}'s history; waiting for a newer dry commit"
         )
         return _close_if_open(snapshot, index, EnvState.BLOCKED, why, why)
+    fix = keep_mergeable(snapshot, index)
+    if fix is not None:
+        return _Outcome(
+            EnvState.BLOCKED, mergeable.reason(fix), actions=[fix], requeue=REQUEUE_MERGEABLE
+        )
     return _promote(snapshot, index, env.proposed, active_sha)
 
 

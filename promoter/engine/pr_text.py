@@ -117,6 +117,16 @@ def merge_message(*, strategy: str, branch: str, dry_sha: str, number: int) -> s
     return f"Promote {short(dry_sha)} to {branch} (#{number})\n\nMerged by promoter for {strategy}."
 
 
+def revert_merge_message(
+    *, strategy: str, branch: str, restored_dry_sha: str, bad_dry_sha: str, number: int
+) -> str:
+    """The merge message of a revert PR: a revert, never titled as a promotion."""
+    return (
+        f"Revert {branch} to {short(restored_dry_sha)} (#{number})\n\n"
+        f"Merged by promoter for {strategy}: reverts {short(bad_dry_sha)}.\n"
+    )
+
+
 def closing_comment(reason: str) -> str:
     """The comment left on a PR the promoter closes; ``reason`` is a plain sentence."""
     return f"{reason[:1].upper()}{reason[1:]}. The promoter closed this pull request."

@@ -182,10 +182,11 @@ def _revert_in_flight(
                 number=pr.number,
                 expected_head_sha=latest.revert_sha,
                 dry_sha=latest.restored_dry_sha,
-                message=pr_text.merge_message(
+                message=pr_text.revert_merge_message(
                     strategy=snapshot.strategy,
                     branch=env.branch,
-                    dry_sha=latest.restored_dry_sha,
+                    restored_dry_sha=latest.restored_dry_sha,
+                    bad_dry_sha=latest.bad_dry_sha,
                     number=pr.number,
                 ),
                 purpose="revert",

@@ -82,6 +82,11 @@ class EnvironmentSnapshot(Frozen):
         description="The proposed hydrated commit is already in the active branch's history "
         "(e.g. merged, then reverted): an SCM refuses a PR for it.",
     )
+    merge_conflicts: bool = Field(
+        default=False,
+        description="A three-way merge of the active branch into the proposed branch "
+        "conflicts: an SCM would refuse the promotion PR as not mergeable.",
+    )
     error: str | None = Field(default=None, description="Reading this environment failed.")
     gates: tuple[GateSpec, ...] = Field(
         default=(), description="Built-in gates configured on this environment (rule 5)."

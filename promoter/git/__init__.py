@@ -1,4 +1,5 @@
-"""Git for the promoter: the bare mirror per repository, hydrator metadata, running git.
+"""Git for the promoter: the bare mirror per repository, hydrator metadata and the lineage
+of commits that merges made, running git.
 
 Every git process goes through ``run_git``; reads of objects go through the mirror's
 persistent ``cat-file``.
@@ -11,6 +12,7 @@ from promoter.git.identity import (
     redact,
     strip_credentials,
 )
+from promoter.git.lineage import LINEAGE_REF, Lineage
 from promoter.git.metadata import (
     METADATA_FILE,
     NOTES_REF,
@@ -25,9 +27,11 @@ from promoter.git.runner import git_error, run_git
 __all__ = [
     "FALLBACK_EMAIL",
     "FALLBACK_NAME",
+    "LINEAGE_REF",
     "METADATA_FILE",
     "NOTES_REF",
     "GitMirror",
+    "Lineage",
     "PushRejected",
     "find_note",
     "git_error",

@@ -183,6 +183,38 @@ class BareRepository:
         with self._lock:
             return self._run(["hash-object", "-w", "--stdin"], stdin=data)[1].strip()
 
+    def merge_tree(self, ours: str, theirs: str) -> tuple[bool, str]:
+        """A three-way merge of two commits, written as a tree only: ``(clean, tree)``.
+
+        ``git merge-tree --write-tree``: no working tree, no ref moves; the tree of a
+        conflicting merge holds conflict markers and is only good for telling it apart.
+        """
+        args = ["merge-tree", "--write-tree", "--no-messages", ours, theirs]
+        with self._lock:
+            status, out, _ = self._run(args, ok=(0, 1))
+        return status == 0, out.split("\n", 1)[0].strip()
+
+    def commit_parents(self, sha: str) -> tuple[str, list[str]] | None:
+        """The tree and parents of commit ``sha``, or None when the mirror lacks it."""
+        with self._lock:
+            data = self._data(sha)
+        if data is None:
+            return None
+        tree, parents = "", []
+        for line in data.split(b"\n\n", 1)[0].splitlines():
+            if line.startswith(b"tree "):
+                tree = line[5:].decode()
+            elif line.startswith(b"parent "):
+                parents.append(line[7:].decode())
+        return (tree, parents) if tree else None
+
+    def tree_history(self, tip: str, limit: int) -> list[tuple[str, str]]:
+        """``(commit, tree)`` of the newest ``limit`` commits reachable from ``tip``."""
+        args = ["log", "--format=%H %T", f"-n{limit}", "--end-of-options", tip, "--"]
+        with self._lock:
+            out = self._run(args)[1]
+        return [(c, t) for c, _, t in (ln.partition(" ") for ln in out.splitlines()) if t]
+
     def commit_time(self, sha: str) -> datetime | None:
         """When ``sha`` was committed (its committer date), or None for an unknown commit."""
         with self._lock:

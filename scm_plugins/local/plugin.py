@@ -1,10 +1,10 @@
-"""The embedded SCM: pull requests and statuses in SQLite, merges as real git merge commits.
+"""The embedded SCM: pull requests and statuses in SQLite, merges as real git merges.
 
-The repository is a local path (bare or not). A merge is a two-parent commit whose
-tree is the PR head's tree, written with ``git commit-tree`` and moved onto the base
-branch with ``git update-ref NEW OLD`` (compare-and-swap), so a merge whose head or
-base moved meanwhile is refused, never half-done. Every call is counted through
-``ScmCalls`` like a remote SCM's.
+The repository is a local path (bare or not). A merge is a three-way merge, refused
+when it conflicts, made by the provider's ``mergeMethod`` (``scm_plugins.local.merging``)
+and moved onto the base branch with ``git update-ref NEW OLD`` (compare-and-swap), so a
+merge whose head or base moved meanwhile is refused, never half-done. Every call is
+counted through ``ScmCalls`` like a remote SCM's.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from promoter.git.identity import identity_env, noninteractive_env
 from promoter.git.runner import run_git
 from promoter.models import CommitStatus, PullRequest, PullRequestState, Review
 from scm_plugins.calls import ScmCalls
+from scm_plugins.local import merging
 from scm_plugins.local.store import LocalStore
 
 
@@ -52,6 +53,8 @@ class LocalScm:
         self._locks: dict[str, threading.Lock] = {}
         self._locks_guard = threading.Lock()
         self._env = {**os.environ, **identity_env(), **noninteractive_env()}
+        local = provider.local
+        self._merge_method: merging.MergeMethod = local.merge_method if local else "merge"
 
     # --- git -------------------------------------------------------------------------
 
@@ -184,7 +187,7 @@ class LocalScm:
         ):
             row = self._open_row(repo, number)
             tips = self._tips(repo, row["head"], row["base"])
-            head_tip, tree = tips.get(row["head"], (None, ""))
+            head_tip, _ = tips.get(row["head"], (None, ""))
             if head_tip != expected_head_sha:
                 raise ScmConflict(
                     f"head of pull request {number} moved: expected "
@@ -193,8 +196,13 @@ class LocalScm:
             if row["base"] not in tips:
                 raise ScmNotFound(f"base branch {row['base']} is gone")
             base_tip = tips[row["base"]][0]
-            merge_sha = self._git(
-                repo, "commit-tree", tree, "-p", base_tip, "-p", head_tip, "-m", message
+            merge_sha = merging.merge(
+                merging.LocalGit(repository_path(repo), self._env),
+                method=self._merge_method,
+                base=base_tip,
+                head=head_tip,
+                message=message,
+                number=number,
             )
             try:
                 self._git(repo, "update-ref", f"refs/heads/{row['base']}", merge_sha, base_tip)

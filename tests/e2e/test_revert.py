@@ -133,6 +133,33 @@ def test_a_descendant_of_the_bad_change_lifts_the_hold_and_promotes(harness: Har
     assert h.env(PROD)["holds"] == [] and h.env(STAGING)["holds"] == []
 
 
+def test_after_a_revert_in_staging_a_fix_goes_through_staging_and_prod_by_real_merges(
+    harness: Harness,
+) -> None:
+    h, good, path = harness, harness.good, harness.gitops.path  # type: ignore[attr-defined]
+    bad = h.gitops.change("1.2.0", "Bump guestbook to 1.2.0")
+    reverted(h, bad)
+    revert_merge = h.gitops.tip(STAGING)
+    subject = git(path, "log", "-1", "--format=%s", revert_merge)
+    assert subject.startswith(f"Revert {STAGING} to {good[:7]} (#")
+    h.status(revert_merge, "health")
+    fix = h.gitops.change("1.2.1", "Fix guestbook 1.2.0")
+    hydrated = h.gitops.tip(f"{STAGING}-next")
+    h.promote(fix, ENVIRONMENTS)
+    # The hydrator's commit conflicted with the revert: the promoter merged staging into
+    # staging-next with the proposed tree, and the promotion merged that for real.
+    ours = git(path, "rev-list", "--merges", "-n1", f"{hydrated}..{STAGING}-next")
+    assert git(path, "rev-list", "--parents", "-n1", ours).split()[1:] == [hydrated, revert_merge]
+    assert git(path, "rev-parse", f"{ours}^{{tree}}") == git(
+        path, "rev-parse", f"{hydrated}^{{tree}}"
+    )
+    promotion = h.gitops.tip(STAGING)
+    assert git(path, "rev-list", "--parents", "-n1", promotion).split()[1:] == [revert_merge, ours]
+    assert git(path, "show", f"{promotion}:apps/guestbook/values.yaml") == "image: guestbook:1.2.1"
+    assert h.active(PROD) == fix and h.env(PROD)["holds"] == []
+    assert h.active(STAGING) == fix and h.env(STAGING)["holds"] == []
+
+
 def test_the_ledger_is_rebuilt_from_git_after_the_state_dir_is_lost(
     harness: Harness, tmp_path: Path
 ) -> None:

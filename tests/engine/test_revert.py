@@ -195,6 +195,24 @@ def test_an_open_revert_pr_with_auto_merge_is_merged_on_its_own_head_only() -> N
     assert kinds(moved, MergePullRequest) == []
 
 
+def test_a_revert_merge_is_titled_as_a_revert_not_as_a_promotion() -> None:
+    record = revert_of("environment/staging", 5, 3)
+    pr = PullRequest(
+        id="99",
+        number=99,
+        head_branch=record.branch,
+        base_branch="environment/staging",
+        head_sha=record.revert_sha,
+        state=PullRequestState.OPEN,
+    )
+    snapshot = edit(staging(reverts=(record,)), 1, revert_pull_request=pr)
+    [merge] = kinds(snapshot, MergePullRequest)
+    title, _, body = merge.message.partition("\n\n")
+    assert title == f"Revert environment/staging to {dry(3)[:7]} (#99)"
+    assert not title.startswith("Promote")
+    assert f"reverts {dry(5)[:7]}" in body
+
+
 def test_a_manual_revert_names_a_healthy_commit_or_says_why_not() -> None:
     snapshot = staging()
     action = manual_revert(snapshot, 1, to=dry(3)[:8], auto_merge=False)
