@@ -6,7 +6,8 @@ exceptions are translated by the plugin's ``translate`` function into
 counted in ``promoter_scm_calls_total{provider,operation,outcome}``. Every error that
 leaves a call, with its causes, is scrubbed of every secret the process knows
 (``promoter.redaction``): an SCM that echoes a token back in an error body cannot put it
-into the API, ``/readyz`` or a log line, whichever plugin made the call.
+into the API, ``/readyz`` or a log line, whichever plugin made the call. A rate limit
+pauses every call of the instance (its credential) for its ``retry_after``.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from promoter.errors import (
 )
 from promoter.metrics import SCM_CALLS_TOTAL, SCM_RATE_LIMIT_REMAINING
 from promoter.redaction import KNOWN
+from scm_plugins.limiter import CredentialPause
 
 log = logging.getLogger("promoter.scm")
 
@@ -52,16 +54,27 @@ class ScmCalls:
     def __init__(self, provider: str, translate: Translator) -> None:
         self.provider = provider
         self._translate = translate
+        self.pause = CredentialPause()
+        """Shared by every call of this instance: its credential's rate-limit pause."""
 
     @contextmanager
     def call(self, operation: str, **fields: object) -> Iterator[None]:
         started = time.perf_counter()
         error: BaseException | None = None
+        waiting = self.pause.remaining()
+        if waiting > 0:
+            SCM_CALLS_TOTAL.labels(self.provider, operation, "paused").inc()
+            raise ScmRateLimited(
+                f"{self.provider} calls wait {waiting:.1f} s more after a rate limit",
+                retry_after=waiting,
+            )
         try:
             yield
         except ScmError as exc:
             error = exc
             KNOWN.scrub_exception(exc)
+            if isinstance(exc, ScmRateLimited):
+                self.pause.pause(exc.retry_after)
             raise
         except Exception as exc:
             KNOWN.scrub_exception(exc)
@@ -71,6 +84,8 @@ class ScmCalls:
                 raise
             error = translated
             KNOWN.scrub_exception(translated)
+            if isinstance(translated, ScmRateLimited):
+                self.pause.pause(translated.retry_after)
             raise translated from exc
         finally:
             outcome = _outcome(error)

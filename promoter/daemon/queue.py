@@ -4,7 +4,9 @@
 - A key is never handed to two workers: a key added while it is being processed
   is marked dirty and queued again when its worker calls ``done``.
 - ``add_after`` delays a key (requeue-after, retry-after); an earlier add wins.
-- ``backoff`` gives capped exponential delays per key, reset by ``forget``.
+- ``backoff`` gives capped exponential delays per key, reset by ``forget``. A retry
+  scheduled ``firm`` (after a failure) is not cut short by a ``soft`` add (the periodic
+  resync); any other add (a webhook, a person) still runs the key at once.
 Thread-safe; ``add`` never blocks on work, so the event loop may call it.
 """
 
@@ -40,6 +42,7 @@ class WorkQueue:
         self._due: dict[str, float] = {}
         self._failures: dict[str, int] = {}
         self._not_before: dict[str, float] = {}
+        self._firm: dict[str, float] = {}
         self._seq = itertools.count()
         self._shutdown = False
         self._clock = clock
@@ -52,20 +55,28 @@ class WorkQueue:
         with self._cond:
             self._add_locked(key)
 
-    def add_many(self, keys: Iterable[str]) -> None:
+    def add_many(self, keys: Iterable[str], *, soft: bool = False) -> None:
+        """Queue ``keys``; ``soft`` adds leave a key alone while its firm retry is pending."""
         with self._cond:
+            now = self._clock()
             for key in keys:
+                if soft and self._firm.get(key, 0.0) > now:
+                    continue
                 self._add_locked(key)
 
-    def add_after(self, key: str, delay: float) -> None:
-        """Queue ``key`` no earlier than ``delay`` seconds from now."""
+    def add_after(self, key: str, delay: float, *, firm: bool = False) -> None:
+        """Queue ``key`` no earlier than ``delay`` seconds from now; a ``firm`` retry is not
+        brought forward by a soft add."""
         if delay <= 0:
             self.add(key)
             return
         with self._cond:
             if self._shutdown or key in self._queued:
                 return
-            self._schedule_locked(key, self._clock() + delay)
+            due = self._clock() + delay
+            if firm:
+                self._firm[key] = due
+            self._schedule_locked(key, due)
 
     def not_before(self, key: str, delay: float) -> None:
         """Hand ``key`` out no earlier than ``delay`` from now, however often it is added."""
@@ -120,6 +131,7 @@ class WorkQueue:
                 if self._ready:
                     key = self._ready.pop(0)
                     self._queued.discard(key)
+                    self._firm.pop(key, None)
                     self._processing.add(key)
                     QUEUE_DEPTH.set(len(self._ready))
                     return key

@@ -61,7 +61,8 @@ class Scheduler:
         self._before_resync()
         for repo in self.config.repositories:
             self.mirrors.invalidate(repo.name)
-        self.queue.add_many(s.name for s in self.config.promotion_strategies)
+        # Soft: a strategy backing off after failures keeps its retry time.
+        self.queue.add_many((s.name for s in self.config.promotion_strategies), soft=True)
 
     def poll(self, repo: Repository) -> None:
         try:

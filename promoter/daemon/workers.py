@@ -75,17 +75,17 @@ class Workers:
         except TemporaryError as exc:
             delay = max(self.queue.backoff(key), exc.delay or 0.0)
             log.info("retrying", extra={"strategy": key, "delay": delay, "error": str(exc)})
-            self.queue.add_after(key, delay)
+            self.queue.add_after(key, delay, firm=True)
             return
         except PermanentError as exc:
             delay = self.queue.backoff(key)
             log.error("reconcile error", extra={"strategy": key, "delay": delay, "error": str(exc)})
-            self.queue.add_after(key, delay)
+            self.queue.add_after(key, delay, firm=True)
             return
         except Exception:
             delay = self.queue.backoff(key)
             log.exception("reconcile crashed", extra={"strategy": key, "delay": delay})
-            self.queue.add_after(key, delay)
+            self.queue.add_after(key, delay, firm=True)
             return
         self.queue.forget(key)
         if outcome.requeue_after is not None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import hmac
 import ipaddress
 import json
+import math
 from html import escape
 from typing import Any
 
@@ -20,7 +21,7 @@ from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import Route
 
 from promoter.daemon.operations import OperationError
-from promoter.errors import ConfigError, GitError, ScmError
+from promoter.errors import ConfigError, GitError, ScmError, ScmRateLimited, ScmUnavailable
 from promoter.http.body import MAX_BODY, BodyTooLarge, read_body
 from promoter.http.ports import Commands, Views
 from promoter.http.status_page import render
@@ -28,6 +29,22 @@ from promoter.http.views import strategy_json, strategy_summary
 from promoter.metrics import REGISTRY
 from promoter.models import SHA_RE, CommitStatus, Phase
 from promoter.redaction import scrub
+
+
+def scm_problem(what: str, exc: ScmError) -> JSONResponse:
+    """An SCM error as the API answers it: 429 or 503 with ``Retry-After`` when the SCM
+    asked to wait or is down for now, else 502."""
+    status = 502
+    headers: dict[str, str] = {}
+    if isinstance(exc, ScmRateLimited):
+        status = 429
+        headers["Retry-After"] = str(max(1, math.ceil(exc.retry_after)))
+    elif isinstance(exc, ScmUnavailable):
+        status = 503
+        headers["Retry-After"] = str(max(1, math.ceil(exc.delay or 1)))
+    response = problem(status, f"{what}: {exc}")
+    response.headers.update(headers)
+    return response
 
 
 def problem(status: int, message: str, **extra: Any) -> JSONResponse:
@@ -208,7 +225,7 @@ class Api:
         except LookupError:
             return problem(404, f"no repository named {name!r}")
         except ScmError as exc:
-            return problem(502, f"the SCM refused the status: {exc}")
+            return scm_problem("the SCM refused the status", exc)
         return JSONResponse(
             {
                 "repository": name,
@@ -251,7 +268,9 @@ class Api:
             result = await run_in_threadpool(calls[operation])
         except OperationError as exc:
             return problem(exc.status, str(exc))
-        except (ScmError, GitError) as exc:
+        except ScmError as exc:
+            return scm_problem(f"{operation} failed", exc)
+        except GitError as exc:
             return problem(502, f"{operation} failed: {exc}")
         self.commands.enqueue([name])
         return JSONResponse(result)

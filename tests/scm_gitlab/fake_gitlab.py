@@ -33,6 +33,7 @@ import re
 import subprocess
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -109,6 +110,9 @@ class FakeGitLab:
         self.answered: list[tuple[float, str, str, int]] = []
         """(monotonic time, method, path with query, status) of every answer, in order."""
         self.rate_limit_remaining = 2000
+        self.on_status: Callable[[FakeProject, str], None] | None = None
+        """Called after a commit status is set: how GitLab sends the Pipeline Hook of the
+        commit's external pipeline (the test delivers it to the daemon)."""
         self._faults: list[_Fault] = []
         self.ids = itertools.count(1000)
         self._lock = threading.RLock()

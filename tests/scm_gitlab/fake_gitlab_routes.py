@@ -254,6 +254,8 @@ def create_status(
     else:
         entry = fake.new_status(project, sha, name, state, False, params)
     _attach_to_pipeline(fake, project, sha)
+    if fake.on_status is not None:
+        fake.on_status(project, sha)
     return json_answer(201, entry)
 
 

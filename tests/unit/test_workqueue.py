@@ -146,3 +146,19 @@ def test_add_after_with_no_delay_is_a_plain_add(delay: float) -> None:
     q = WorkQueue()
     q.add_after("a", delay)
     assert q.get(0) == "a"
+
+
+def test_a_resync_does_not_cut_a_failure_backoff_short_but_a_webhook_does() -> None:
+    now = [0.0]
+    queue = WorkQueue(clock=lambda: now[0])
+    queue.add_after("app", 30.0, firm=True)  # a failed reconcile's retry
+    queue.add_many(["app"], soft=True)  # the periodic resync
+    assert queue.get(timeout=0) is None
+    queue.add_many(["app"])  # a webhook: something changed, look now
+    assert queue.get(timeout=0) == "app"
+
+
+def test_a_soft_add_runs_a_key_that_is_not_backing_off() -> None:
+    queue = WorkQueue()
+    queue.add_many(["app"], soft=True)
+    assert queue.get(timeout=0) == "app"
