@@ -76,6 +76,18 @@ class GitLabProvider(Spec):
             raise ValueError(refusal(self.url, "url"))
         return self
 
+    @field_validator("ca_bundle")
+    @classmethod
+    def _ca_bundle(cls, value: str | None) -> str | None:
+        if value is not None:
+            path = Path(value).expanduser()
+            if not path.is_file():
+                raise ValueError(f"caBundle {value} is not a file")
+            head = path.read_bytes()[:4096]
+            if b"-----BEGIN CERTIFICATE-----" not in head:
+                raise ValueError(f"caBundle {value} holds no PEM certificate")
+        return value
+
 
 class LocalProvider(Spec):
     """The embedded SCM: pull requests and statuses in the state dir, merges in local git."""

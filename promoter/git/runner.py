@@ -18,6 +18,15 @@ from promoter.errors import GitError
 from promoter.git.identity import noninteractive_env, redact
 from promoter.git.stale_lock import clear_stale_lock
 
+REFUSED_CREDENTIALS = (
+    "could not read Username",
+    "could not read Password",
+    "Authentication failed",
+    "HTTP Basic: Access denied",
+    "403",
+)
+"""What git prints when a remote refuses the credentials it was given (or asked for some)."""
+
 GitResult = tuple[int, str, str]
 """``(exit status, stdout, stderr)``."""
 
@@ -29,6 +38,11 @@ def git_error(
     secrets = list(secrets)
     clean = redact(stderr.strip(), secrets)
     where = f" {what}" if what else ""
+    if any(sign in clean for sign in REFUSED_CREDENTIALS):
+        clean = (
+            "the SCM refused the git credentials: the token was refused, has expired, or may"
+            f" not read this repository (git said: {clean.splitlines()[-1]})"
+        )
     error = GitError(f"git {args[0]}{where} failed (exit {status}): {clean or 'no message'}")
     error.__cause__ = GitCommandError(["git", *(redact(a, secrets) for a in args)], status, clean)
     return error

@@ -76,7 +76,7 @@ def test_a_custom_ca_bundle_is_used_to_verify_the_instance(
 ) -> None:
     monkeypatch.setenv(TOKEN_ENV, TOKEN)
     bundle = tmp_path / "corp-ca.pem"
-    bundle.write_text("not parsed by the stub\n")
+    bundle.write_text("-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n")
     provider = gitlab_provider("https://git.corp.example", caBundle=str(bundle))
     plugin = GitLabScm(provider=provider, state_dir=str(tmp_path))
     repo = Repository(name="app", url="https://git.corp.example/g/app.git", scm_provider="gl")

@@ -46,7 +46,7 @@ def test_no_log_line_url_or_error_of_a_busy_session_carries_the_token(
     plugin.set_commit_status(
         repo=repo, sha=pr.head_sha, status=CommitStatus(key="k", phase=Phase.PENDING)
     )
-    for code in (401, 404, 409, 422, 429, 500):
+    for code in (401, 404, 409, 422, 500):
         fake.fail_next("GET", r"/merge_requests$", code, body={"message": f"echo {TOKEN}"})
         attempt(lambda: plugin.find_open_pull_request(repo=repo, head=HEAD, base=BASE))
     attempt(
@@ -57,8 +57,12 @@ def test_no_log_line_url_or_error_of_a_busy_session_carries_the_token(
     with responses.RequestsMock() as mock:
         mock.add(responses.GET, re.compile(".*"), body=requests.ConnectionError(f"boom {TOKEN}"))
         attempt(lambda: plugin.get_commit_statuses(repo=repo, sha=pr.head_sha))
+    # Last: a rate limit pauses every later call on the token.
+    fake.fail_next("GET", r"/merge_requests$", 429, body={"message": f"echo {TOKEN}"})
+    attempt(lambda: plugin.find_open_pull_request(repo=repo, head=HEAD, base=BASE))
+    attempt(lambda: plugin.find_open_pull_request(repo=repo, head=HEAD, base=BASE))
 
-    assert len(errors) == 8
+    assert len(errors) == 9
     for error in errors:
         shown = "".join(traceback.format_exception(error))
         assert TOKEN not in shown, shown
