@@ -9,6 +9,7 @@ repository. The API calls of a whole dev → staging → prod promotion are coun
 from __future__ import annotations
 
 import json
+import time
 import uuid
 from collections.abc import Iterator
 from functools import partial
@@ -341,3 +342,50 @@ def test_an_idle_daemon_spends_no_rate_limit(
         runtime.reconciler.reconcile("guestbook")
     assert scm_calls() > counted  # it did ask GitHub...
     assert fake.charged() == charged  # ...and every answer was 304 Not Modified
+
+
+@pytest.mark.parametrize("ci", [False], indirect=True)
+def test_a_person_merging_the_prod_pr_gets_no_comment_and_no_patch_afterwards(
+    ci: GitHubCI, fake: FakeGitHub, gitops: GitOpsRepo
+) -> None:
+    import requests
+
+    change = gitops.change("3.0.0", "Bump guestbook to 3.0.0")
+    for branch in ENVIRONMENTS[:2]:
+        env = wait_pr(ci.client, branch)
+        ci.check_run(env["proposed"]["hydratedSha"], "ci", "success")
+        wait_for(partial(promoted, ci.client, branch, change), what=f"{branch} promoted")
+        ci.status(gitops.tip(branch), "health")
+    prod = wait_pr(ci.client, "environment/prod")
+    ci.check_run(prod["proposed"]["hydratedSha"], "ci", "success")
+    wait_for(
+        lambda: env_view(ci.client, "environment/prod")["state"] == "ready",
+        what="prod to wait for a person",
+    )
+    number = prod["pullRequest"]["number"]
+    merged = requests.put(  # a person presses "Merge" in GitHub's UI
+        f"{fake.base_url}/repos/{FULL_NAME}/pulls/{number}/merge",
+        headers={"Authorization": f"token {TOKEN}"},
+        json={"sha": prod["proposed"]["hydratedSha"]},
+        timeout=5,
+    )
+    assert merged.status_code == 200, merged.text
+    mark = len(fake.calls)
+    payload = json.loads((HOOKS / "pull_request/closed.payload.json").read_text())
+    stored = fake.pull(FULL_NAME, number)
+    payload["pull_request"].update(
+        {k: stored[k] for k in ("number", "id", "head", "base", "merged", "state")}
+    )
+    payload["number"] = number
+    ci.deliver("pull_request", payload)
+    wait_for(partial(promoted, ci.client, "environment/prod", change), what="prod runs it")
+    wait_for(lambda: ci.client.runtime.queue.idle(), what="an idle queue")  # type: ignore[attr-defined]
+    time.sleep(0.3)
+    touched = [
+        (c.method, c.path)
+        for c in fake.calls[mark:]
+        if c.method in ("PATCH", "POST")
+        and (f"/pulls/{number}" in c.path or f"/issues/{number}/" in c.path)
+    ]
+    assert touched == []
+    assert fake.comments_of(FULL_NAME, number) == []
