@@ -51,7 +51,7 @@ TARGET = 6.0
 PLUGINS = ("local", "github", "gitlab")
 STRATEGY = "guestbook"
 TIMEOUT = 30.0
-FIXTURES = common.ROOT.parent / "shared" / "fixtures"
+FIXTURES = common.ROOT / "tests" / "fixtures"
 
 
 # --- the call log --------------------------------------------------------------------

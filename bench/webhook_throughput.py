@@ -32,7 +32,7 @@ from typing import Any
 from promoter.http.loopback import free_port
 
 ROOT = Path(__file__).resolve().parents[1]
-FIXTURES = ROOT.parent / "shared" / "fixtures" / "github" / "webhooks" / "api.github.com"
+FIXTURES = ROOT / "tests" / "fixtures" / "github" / "webhooks" / "api.github.com"
 SECRET = "bench-webhook-secret"
 SECRET_ENV = "PROMOTER_BENCH_WEBHOOK_SECRET"
 PAYLOADS = [("push", "push/with-new-branch.payload.json"), ("status", "status/payload.json")]

@@ -10,6 +10,7 @@ import pytest
 from hypothesis import HealthCheck, settings
 
 from promoter.redaction import KNOWN
+from tests.fixture_paths import FIXTURES
 
 settings.register_profile(
     "default", deadline=None, suppress_health_check=[HealthCheck.too_slow], max_examples=200
@@ -17,14 +18,12 @@ settings.register_profile(
 settings.register_profile("ci", parent=settings.get_profile("default"), max_examples=200)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
 
-SHARED_FIXTURES = Path(__file__).resolve().parents[1].parent / "shared" / "fixtures"
 
 
 @pytest.fixture(scope="session")
-def shared_fixtures() -> Path:
-    """``../shared/fixtures``: genuine GitHub and GitLab payloads (must exist beside the repo)."""
-    assert SHARED_FIXTURES.is_dir(), f"genuine fixtures not found at {SHARED_FIXTURES}"
-    return SHARED_FIXTURES
+def genuine_fixtures() -> Path:
+    """``tests/fixtures``: genuine third-party payloads, each with its provenance and licence."""
+    return FIXTURES
 
 
 @pytest.fixture(autouse=True, scope="session")

@@ -69,8 +69,8 @@ daemon: {{stateDir: {state}, resyncInterval: {RESYNC}s, workers: 2}}
 
 
 @pytest.fixture
-def fake(shared_fixtures: Path, gitops: GitOpsRepo) -> Iterator[FakeGitHub]:
-    with FakeGitHub(Genuine(shared_fixtures), tokens=(TOKEN,)) as github:
+def fake(genuine_fixtures: Path, gitops: GitOpsRepo) -> Iterator[FakeGitHub]:
+    with FakeGitHub(Genuine(genuine_fixtures), tokens=(TOKEN,)) as github:
         github.add_repository(FULL_NAME, gitops.path)
         yield github
 

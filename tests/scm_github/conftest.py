@@ -38,8 +38,8 @@ def scm_calls(**labels: str) -> float:
 
 
 @pytest.fixture(scope="session")
-def genuine(shared_fixtures: Path) -> Genuine:
-    return Genuine(shared_fixtures)
+def genuine(genuine_fixtures: Path) -> Genuine:
+    return Genuine(genuine_fixtures)
 
 
 @pytest.fixture(scope="session")

@@ -1,4 +1,4 @@
-"""Genuine GitHub REST bodies (``../shared/fixtures/github/rest``) for the fake and the tests.
+"""Genuine GitHub REST bodies (``tests/fixtures/github/rest``) for the fake and the tests.
 
 ``openapi(name)`` is one of GitHub's OpenAPI examples; ``replay(name)`` the exchanges
 of a PyGithub recording (status, lower-case headers, parsed body). Both are fresh
@@ -28,8 +28,8 @@ class Exchange:
 
 
 class Genuine:
-    def __init__(self, shared_fixtures: Path) -> None:
-        self.root = shared_fixtures / "github" / "rest"
+    def __init__(self, genuine_fixtures: Path) -> None:
+        self.root = genuine_fixtures / "github" / "rest"
 
     def openapi(self, name: str) -> Any:
         """``openapi/<name>.json``, e.g. ``pulls.merge.409``."""

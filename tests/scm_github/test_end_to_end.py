@@ -28,6 +28,8 @@ from webhooks.verify import GitHubSignature
 
 from .conftest import TOKEN, TOKEN_ENV, scm_calls
 from .fake_github import Call, FakeGitHub
+from tests.fixture_paths import GITHUB_WEBHOOKS
+
 from .genuine import Genuine
 
 FULL_NAME = "acme/gitops"
@@ -36,9 +38,7 @@ PUBLIC_URL = "https://promoter.example.invalid"
 FIRST_ENVIRONMENT_CALLS = (4, 6)
 LATER_ENVIRONMENT_CALLS = (6, 8)
 """Charged calls from opening a promotion PR to its merge, as docs/github.md states them."""
-HOOKS = (
-    Path(__file__).resolve().parents[2].parent / "shared/fixtures/github/webhooks/api.github.com"
-)
+HOOKS = GITHUB_WEBHOOKS
 
 
 def config_text(repo: Path, state: Path, *, prod_auto_merge: bool = True) -> str:

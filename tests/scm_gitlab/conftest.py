@@ -75,8 +75,8 @@ def bare_repo(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def fake(shared_fixtures: Path, bare_repo: Path) -> Iterator[FakeGitLab]:
-    gitlab = FakeGitLab(fixtures=shared_fixtures, token=TOKEN)
+def fake(genuine_fixtures: Path, bare_repo: Path) -> Iterator[FakeGitLab]:
+    gitlab = FakeGitLab(fixtures=genuine_fixtures, token=TOKEN)
     gitlab.add_project(PROJECT, git_dir=bare_repo, project_id=4242)
     with gitlab:
         yield gitlab

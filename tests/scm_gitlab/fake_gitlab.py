@@ -3,7 +3,7 @@
 It answers the endpoints the GitLab plugin uses, through ``responses``: merge
 requests (list, create, get, update, merge, notes), commit statuses (list,
 create) and pipelines (list). Bodies start from the genuine GitLab payloads in
-``../shared/fixtures/gitlab/rest`` with the fake's values filled in. Each
+``tests/fixtures/gitlab/rest`` with the fake's values filled in. Each
 project is a bare git repository: an MR's head is its source branch, and a
 merge is a real merge commit (the source's tree, parents target + source)
 moved onto the target with ``update-ref`` guarded by the old value.
@@ -18,7 +18,7 @@ status" for pending -> pending; statuses on a SHA with no pipeline create an
 
 Usage::
 
-    fake = FakeGitLab(fixtures=shared_fixtures, token="glpat-...")
+    fake = FakeGitLab(fixtures=genuine_fixtures, token="glpat-...")
     fake.add_project("group/app", git_dir=bare_repo, project_id=42)
     with fake:            # activates a responses.RequestsMock for the fake's URL
         ...

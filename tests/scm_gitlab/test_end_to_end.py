@@ -132,15 +132,15 @@ class Harness:
 
 @pytest.fixture
 def harness(
-    tmp_path: Path, shared_fixtures: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, genuine_fixtures: Path, monkeypatch: pytest.MonkeyPatch
 ) -> Iterator[Harness]:
     monkeypatch.setenv(TOKEN_ENV, TOKEN)
     monkeypatch.setenv(HOOK_ENV, HOOK_TOKEN)
     gitops = GitOpsRepo.create(tmp_path)
-    fake = FakeGitLab(fixtures=shared_fixtures, token=TOKEN)
+    fake = FakeGitLab(fixtures=genuine_fixtures, token=TOKEN)
     fake.add_project(PROJECT, git_dir=gitops.path, project_id=PROJECT_ID)
     hook = json.loads(
-        (shared_fixtures / "gitlab" / "webhooks" / "go-gitlab" / "pipeline.json").read_text()
+        (genuine_fixtures / "gitlab" / "webhooks" / "go-gitlab" / "pipeline.json").read_text()
     )
     with fake:
         daemon = Daemon(parse_config(config_text(gitops.path, tmp_path / "state", fake.url)))

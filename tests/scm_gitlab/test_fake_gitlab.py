@@ -20,10 +20,10 @@ def open_mr(title: str = "Promote") -> requests.Response:
 
 
 def test_merge_request_bodies_carry_every_field_of_the_genuine_answer(
-    fake: FakeGitLab, shared_fixtures: Path
+    fake: FakeGitLab, genuine_fixtures: Path
 ) -> None:
     genuine = json.loads(
-        (shared_fixtures / "gitlab/rest/go-gitlab/get_merge_request.json").read_text()
+        (genuine_fixtures / "gitlab/rest/go-gitlab/get_merge_request.json").read_text()
     )
     created = open_mr()
     assert created.status_code == 201

@@ -1,4 +1,4 @@
-"""The plugin reads GitLab's genuine REST bodies (``../shared/fixtures/gitlab/rest``) right.
+"""The plugin reads GitLab's genuine REST bodies (``tests/fixtures/gitlab/rest``) right.
 
 Each test stubs one exchange with ``responses`` using a body copied from GitLab or
 from a client library's captures, so the parsing is checked against real shapes
@@ -27,8 +27,8 @@ URL = "https://gitlab.com"
 API = f"{URL}/api/v4/projects/278964"
 
 
-def genuine(shared_fixtures: Path, name: str) -> Any:
-    return json.loads((shared_fixtures / "gitlab" / "rest" / name).read_text(encoding="utf-8"))
+def genuine(genuine_fixtures: Path, name: str) -> Any:
+    return json.loads((genuine_fixtures / "gitlab" / "rest" / name).read_text(encoding="utf-8"))
 
 
 @pytest.fixture
@@ -59,12 +59,12 @@ def mock() -> Iterator[responses.RequestsMock]:
 
 
 def test_a_captured_gitlab_com_merge_request_reads_as_an_open_draft_pull_request(
-    shared_fixtures: Path,
+    genuine_fixtures: Path,
     gitlab_com: GitLabScm,
     repo: Repository,
     mock: responses.RequestsMock,
 ) -> None:
-    body = genuine(shared_fixtures, "go-gitlab/get_merge_request.json")
+    body = genuine(genuine_fixtures, "go-gitlab/get_merge_request.json")
     mock.add(responses.GET, f"{API}/merge_requests", json=[body])
     pr = gitlab_com.find_open_pull_request(repo=repo, head="delete-designs-v2", base="master")
     assert pr is not None
@@ -81,35 +81,35 @@ def test_a_captured_gitlab_com_merge_request_reads_as_an_open_draft_pull_request
     assert pr.merge_sha is None
 
 
-def test_a_listed_merge_request_marked_work_in_progress_is_a_draft(shared_fixtures: Path) -> None:
-    listed = genuine(shared_fixtures, "go-gitlab/get_merge_requests.json")
+def test_a_listed_merge_request_marked_work_in_progress_is_a_draft(genuine_fixtures: Path) -> None:
+    listed = genuine(genuine_fixtures, "go-gitlab/get_merge_requests.json")
     drafts = {mr["iid"]: to_pull_request(mr).draft for mr in listed}
     assert drafts == {mr["iid"]: bool(mr.get("draft") or mr["work_in_progress"]) for mr in listed}
     assert drafts[15442] is True
 
 
 def test_the_lowest_iid_wins_when_gitlab_lists_several_open_merge_requests(
-    shared_fixtures: Path, gitlab_com: GitLabScm, repo: Repository, mock: responses.RequestsMock
+    genuine_fixtures: Path, gitlab_com: GitLabScm, repo: Repository, mock: responses.RequestsMock
 ) -> None:
-    listed = genuine(shared_fixtures, "go-gitlab/get_merge_requests.json")
+    listed = genuine(genuine_fixtures, "go-gitlab/get_merge_requests.json")
     mock.add(responses.GET, f"{API}/merge_requests", json=listed)
     pr = gitlab_com.find_open_pull_request(repo=repo, head="any", base="master")
     assert pr is not None and pr.number == min(mr["iid"] for mr in listed)
 
 
 def test_the_merged_merge_request_from_python_gitlabs_tests_reads_as_merged(
-    shared_fixtures: Path,
+    genuine_fixtures: Path,
 ) -> None:
     pr = to_pull_request(
-        genuine(shared_fixtures, "python-gitlab/test_merge_requests.mr_content.json")
+        genuine(genuine_fixtures, "python-gitlab/test_merge_requests.mr_content.json")
     )
     assert (pr.number, pr.state, pr.title) == (1, PullRequestState.MERGED, "test1")
 
 
 def test_a_merge_refused_on_the_captured_draft_says_it_is_a_draft(
-    shared_fixtures: Path, gitlab_com: GitLabScm, repo: Repository, mock: responses.RequestsMock
+    genuine_fixtures: Path, gitlab_com: GitLabScm, repo: Repository, mock: responses.RequestsMock
 ) -> None:
-    body = genuine(shared_fixtures, "go-gitlab/get_merge_request.json")
+    body = genuine(genuine_fixtures, "go-gitlab/get_merge_request.json")
     mock.add(
         responses.PUT,
         f"{API}/merge_requests/14656/merge",
@@ -130,10 +130,10 @@ def test_a_merge_refused_on_the_captured_draft_says_it_is_a_draft(
 
 
 def test_the_documented_statuses_and_pipeline_become_gates(
-    shared_fixtures: Path, gitlab_com: GitLabScm, repo: Repository, mock: responses.RequestsMock
+    genuine_fixtures: Path, gitlab_com: GitLabScm, repo: Repository, mock: responses.RequestsMock
 ) -> None:
-    statuses = genuine(shared_fixtures, "drone-go-scm/statuses.json")
-    pipeline = genuine(shared_fixtures, "python-gitlab/test_pipelines.pipeline_content.json")
+    statuses = genuine(genuine_fixtures, "drone-go-scm/statuses.json")
+    pipeline = genuine(genuine_fixtures, "python-gitlab/test_pipelines.pipeline_content.json")
     sha = statuses[0]["sha"]
     mock.add(
         responses.GET, re.compile(rf"{API}/repository/commits/{sha}/statuses.*"), json=statuses
@@ -152,11 +152,11 @@ def test_the_documented_statuses_and_pipeline_become_gates(
 
 
 def test_a_status_write_accepts_gitlabs_documented_answer(
-    shared_fixtures: Path, gitlab_com: GitLabScm, repo: Repository, mock: responses.RequestsMock
+    genuine_fixtures: Path, gitlab_com: GitLabScm, repo: Repository, mock: responses.RequestsMock
 ) -> None:
     from promoter.models import CommitStatus
 
-    answer = genuine(shared_fixtures, "drone-go-scm/status.json")
+    answer = genuine(genuine_fixtures, "drone-go-scm/status.json")
     mock.add(responses.POST, f"{API}/statuses/{answer['sha']}", status=201, json=answer)
     gitlab_com.set_commit_status(
         repo=repo, sha=answer["sha"], status=CommitStatus(key="default", phase=Phase.PENDING)

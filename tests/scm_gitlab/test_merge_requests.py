@@ -128,7 +128,7 @@ def test_a_merge_whose_head_moved_is_refused_and_the_target_stays(
 
 @pytest.mark.parametrize("refusal", [405, 422])
 def test_a_draft_merge_request_is_never_merged_and_the_error_says_so(
-    shared_fixtures: Path,
+    genuine_fixtures: Path,
     bare_repo: Path,
     provider: ScmProvider,
     repo: Repository,

@@ -56,10 +56,10 @@ def test_a_project_is_addressed_by_its_url_encoded_path_otherwise(
 
 
 def test_a_self_managed_instance_under_a_relative_url_root_finds_the_project(
-    shared_fixtures: Path, bare_repo: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+    genuine_fixtures: Path, bare_repo: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     monkeypatch.setenv(TOKEN_ENV, TOKEN)
-    fake = FakeGitLab(fixtures=shared_fixtures, url="https://git.corp.example/gitlab", token=TOKEN)
+    fake = FakeGitLab(fixtures=genuine_fixtures, url="https://git.corp.example/gitlab", token=TOKEN)
     fake.add_project(PROJECT, git_dir=bare_repo)
     repo = Repository(name="app", url=f"{fake.url}/{PROJECT}.git", scm_provider="gl")
     with fake:

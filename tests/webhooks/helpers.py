@@ -24,13 +24,13 @@ with warnings.catch_warnings():
     from starlette.testclient import TestClient
 
 from promoter.config import Config
+from tests.fixture_paths import FIXTURES, GITHUB_WEBHOOKS
 from promoter.state.statuses import StatusCache
 from promoter.state.tracking import ShaIndex
 from webhooks import WebhookRoutes, build_routes
 from webhooks.verify import GitHubSignature, SignedDelivery
 
-FIXTURES = Path(__file__).resolve().parents[2].parent / "shared" / "fixtures"
-GITHUB_FIXTURES = FIXTURES / "github" / "webhooks" / "api.github.com"
+GITHUB_FIXTURES = GITHUB_WEBHOOKS
 GITLAB_FIXTURES = FIXTURES / "gitlab" / "webhooks"
 
 GITHUB_SECRET = "gh-test-secret \u00e9"  # non-ASCII on purpose: the HMAC key is its UTF-8
