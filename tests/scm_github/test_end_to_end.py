@@ -23,13 +23,12 @@ from promoter.cli.sandbox import git
 from promoter.config.loader import parse_config
 from promoter.daemon import Runtime
 from promoter.wiring import Daemon
+from tests.fixture_paths import GITHUB_WEBHOOKS
 from tests.support import ENVIRONMENTS, GitOpsRepo, wait_for
 from webhooks.verify import GitHubSignature
 
 from .conftest import TOKEN, TOKEN_ENV, scm_calls
 from .fake_github import Call, FakeGitHub
-from tests.fixture_paths import GITHUB_WEBHOOKS
-
 from .genuine import Genuine
 
 FULL_NAME = "acme/gitops"

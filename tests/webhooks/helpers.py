@@ -24,9 +24,9 @@ with warnings.catch_warnings():
     from starlette.testclient import TestClient
 
 from promoter.config import Config
-from tests.fixture_paths import FIXTURES, GITHUB_WEBHOOKS
 from promoter.state.statuses import StatusCache
 from promoter.state.tracking import ShaIndex
+from tests.fixture_paths import FIXTURES, GITHUB_WEBHOOKS
 from webhooks import WebhookRoutes, build_routes
 from webhooks.verify import GitHubSignature, SignedDelivery
 
