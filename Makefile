@@ -3,6 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+RUNTIME := $(VENV)/.installed-runtime
 
 .PHONY: demo test test-slow bench clean
 
@@ -12,9 +13,14 @@ $(BIN)/python:
 
 $(STAMP): pyproject.toml | $(BIN)/python
 	$(BIN)/pip install --quiet -e '.[test]'
-	touch $(STAMP)
+	touch $(STAMP) $(RUNTIME)
 
-demo: $(STAMP)
+# The demo needs the package alone, not the test extras.
+$(RUNTIME): pyproject.toml | $(BIN)/python
+	$(BIN)/pip install --quiet -e .
+	touch $(RUNTIME)
+
+demo: $(RUNTIME)
 	$(BIN)/promoter demo $(ARGS)
 
 test: $(STAMP)

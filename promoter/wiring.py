@@ -6,7 +6,8 @@ below it knows neither.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+import os
+from collections.abc import Callable, Iterable, Iterator
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -16,12 +17,14 @@ from starlette.routing import BaseRoute
 
 import webhooks
 from promoter.config import Config
+from promoter.config.loader import load_config
 from promoter.daemon import Observer, Runtime
 from promoter.errors import ConfigError
 from promoter.http import Api, build_app, is_loopback
 from promoter.models import utcnow
 from scm_plugins.protocol import ScmPlugin
 from scm_plugins.registry import build_plugin
+from scm_plugins.registry import preflight as plugins_preflight
 from scm_plugins.unavailable import UnavailableScm
 
 
@@ -37,6 +40,38 @@ def print_plugin_protocol_schema() -> int:
     from scm_plugins.external.cli import print_protocol_schema
 
     return print_protocol_schema()
+
+
+def preflight(config: Config) -> Iterator[tuple[tuple[str | int, ...], str]]:
+    """What ``serve`` needs beyond a valid file and its secrets: what each provider's plugin
+    checks (local repositories that exist, plugin executables that are found)."""
+    yield from plugins_preflight(config)
+
+
+def load_checked(path: str | Path) -> Config:
+    """The config as ``serve`` loads it and ``validate`` checks it: valid, every secret read,
+    and ``preflight`` passed; ConfigError with every problem at its file:line otherwise."""
+    return load_config(path, resolve_secrets=True, checks=preflight)
+
+
+def with_state_dir(config: Config) -> Config:
+    """The config with its state directory resolved once, at start (relative to the current
+    directory), created and writable, so that no relative path reaches git later.
+
+    ConfigError saying what and where when it cannot be created or written.
+    """
+    path = config.state_path().absolute()
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        probe = path / f".promoter-write-test-{os.getpid()}"
+        probe.write_bytes(b"")
+        probe.unlink()
+    except OSError as exc:
+        raise ConfigError(
+            [f"daemon.stateDir: cannot use {path} as the state directory: {exc.strerror or exc}"]
+        ) from exc
+    daemon = config.daemon.model_copy(update={"state_dir": str(path)})
+    return config.model_copy(update={"daemon": daemon})
 
 
 def build_plugins(config: Config, *, lenient: bool = False) -> dict[str, ScmPlugin]:
@@ -73,7 +108,7 @@ class Daemon:
         runtime: Runtime | None = None,
     ) -> None:
         """``runtime``: one built already (Kubernetes mode's, which forwards when not leading)."""
-        config.state_path().mkdir(parents=True, exist_ok=True)
+        config = with_state_dir(config)
         self.runtime = runtime or Runtime(
             config,
             plugins=plugins if plugins is not None else build_plugins(config),

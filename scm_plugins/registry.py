@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import importlib
+from collections.abc import Iterator
 from importlib.metadata import entry_points
 
-from promoter.config import ScmProvider
+from promoter.config import Config, ScmProvider
 from promoter.errors import ConfigError
 from scm_plugins.protocol import PluginFactory, ScmPlugin
 
@@ -34,3 +35,34 @@ def factory(kind: str) -> PluginFactory:
 def build_plugin(provider: ScmProvider, *, state_dir: str) -> ScmPlugin:
     """A plugin instance for one configured provider."""
     return factory(provider.kind)(provider=provider, state_dir=state_dir)
+
+
+YamlPath = tuple[str | int, ...]
+
+
+def preflight(config: Config) -> Iterator[tuple[YamlPath, str]]:
+    """What serving needs beyond a valid file, each problem at its path in promoter.yaml.
+
+    Each provider's plugin is asked through its optional static method
+    ``preflight(*, provider, repositories)``, which yields ``(repository name or None,
+    problem)`` without starting anything: the local SCM checks that its repositories
+    exist and are git repositories, an external plugin that its executable is found.
+    ``promoter validate`` and ``promoter serve`` both run it, so they agree.
+    """
+    for i, provider in enumerate(config.scm_providers):
+        try:
+            plugin_class = factory(provider.kind)
+        except ConfigError as exc:
+            for problem in exc.problems:
+                yield ("scmProviders", i, provider.kind), problem
+            continue
+        check = getattr(plugin_class, "preflight", None)
+        if check is None:
+            continue
+        served = {r.name: j for j, r in enumerate(config.repositories)}
+        repositories = [r for r in config.repositories if r.scm_provider == provider.name]
+        for repo_name, problem in check(provider=provider, repositories=repositories):
+            if repo_name is None:
+                yield ("scmProviders", i, provider.kind), problem
+            else:
+                yield ("repositories", served[repo_name], "url"), problem

@@ -19,7 +19,6 @@ settings.register_profile("ci", parent=settings.get_profile("default"), max_exam
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
 
 
-
 @pytest.fixture(scope="session")
 def genuine_fixtures() -> Path:
     """``tests/fixtures``: genuine third-party payloads, each with its provenance and licence."""

@@ -11,6 +11,7 @@ hydrate``), CI (the proposed gate ``ci``) and the health checker (the active gat
 from __future__ import annotations
 
 import logging
+import shutil
 import sys
 import tempfile
 import time
@@ -214,11 +215,21 @@ class Demo:
 
 
 def run_demo(*, scripted: bool, port: int = 0, workdir: str | None = None) -> int:
+    """The demo in ``workdir``, else in a temporary directory removed when it ends
+    (after --scripted, a failure or Ctrl-C alike)."""
+    base = Path(workdir) if workdir else Path(tempfile.mkdtemp(prefix="promoter-demo-"))
+    try:
+        base.mkdir(parents=True, exist_ok=True)
+        return _run(base.resolve(), scripted=scripted, port=port)
+    finally:
+        if workdir is None:
+            shutil.rmtree(base, ignore_errors=True)
+
+
+def _run(base: Path, *, scripted: bool, port: int) -> int:
     started = time.monotonic()
     logs.setup("error", json_lines=False)
-    base = Path(workdir) if workdir else Path(tempfile.mkdtemp(prefix="promoter-demo-"))
-    base.mkdir(parents=True, exist_ok=True)
-    demo = Demo(base.resolve(), port)
+    demo = Demo(base, port)
     demo.seed()
     _runtime, server = demo.start()
     client = ApiClient(demo.url)

@@ -54,7 +54,12 @@ class _Plumbing:
 
     def __init__(self, repo: Path) -> None:
         self._repo = repo
-        git_dir = run_git(["rev-parse", "--absolute-git-dir"], cwd=repo)[1].strip()
+        if not repo.is_dir():
+            raise HydrateError(f"no repository at {repo}: the directory does not exist")
+        status, out, _ = run_git(["rev-parse", "--absolute-git-dir"], cwd=repo, ok=range(256))
+        if status != 0:
+            raise HydrateError(f"{repo} is not a git repository")
+        git_dir = out.strip()
         self._env = identity_env(git_dir=Path(git_dir))
 
     def __call__(self, *args: str, stdin: str | None = None, ok: tuple[int, ...] = (0,)) -> str:
@@ -80,8 +85,9 @@ def hydrate(
     """Render the dry commit ``dry_ref`` of ``repo`` onto ``<branch><suffix>`` for each branch.
 
     ``repo`` is a local repository, bare or not; nothing is checked out. The rendered
-    tree is the dry commit's tree, or its folder ``source_dir.format(env=...)`` where
-    ``env`` is the last path component of the branch (``environment/dev`` -> ``dev``),
+    tree is the dry commit's tree, or its folder ``source_dir`` with its placeholders
+    filled in (``PLACEHOLDERS``: ``{env}`` is the last path component of the branch,
+    ``environment/dev`` -> ``dev``; ``{branch}`` the whole branch),
     plus ``hydrator.metadata`` (``drySha``, ``repoURL``, ``author``, ``date``,
     ``subject``, ``body``) at the root; the same JSON is the note under
     ``refs/notes/hydrator.metadata``. ``repo_url`` defaults to ``remote.origin.url``,
@@ -99,7 +105,8 @@ def hydrate(
     clone, fetch ``+refs/heads/*:refs/heads/*`` and ``refs/notes/*`` first, or the push
     will be refused as a non-fast-forward.
 
-    Raises ``HydrateError`` for an unknown ``dry_ref`` or a missing source folder, and
+    Raises ``HydrateError`` for a missing repository, an unknown ``dry_ref``, an unknown
+    placeholder or a missing source folder, and
     ``GitError`` when git fails (a ref moved meanwhile, the push was rejected).
     """
     git = _Plumbing(Path(repo))
@@ -134,6 +141,7 @@ def _render(
     bad = [b for b in branches if not b or any(c.isspace() for c in b + suffix)]
     if bad or not suffix:
         raise HydrateError(f"invalid branch names or suffix: {bad or [suffix]}")
+    folders = {branch: source_folder(source_dir, branch) for branch in branches}
     try:
         dry = git("rev-parse", "--verify", "--end-of-options", f"{dry_ref}^{{commit}}").strip()
     except GitError:
@@ -166,7 +174,7 @@ def _render(
     transaction: list[str] = []
     for branch in dict.fromkeys(branches):
         proposed = f"{branch}{suffix}"
-        records = git.records(_source_tree(git, dry, branch, source_dir))
+        records = git.records(_source_tree(git, dry, branch, folders[branch]))
         tip = tips.get(f"refs/heads/{proposed}")
         if tip is not None and git.records(f"{tip}^{{tree}}") == records:
             sha, noop = tip, True
@@ -192,12 +200,35 @@ def _render(
     return results
 
 
-def _source_tree(git: _Plumbing, dry: str, branch: str, source_dir: str | None) -> str:
-    """The tree to render for ``branch``: the dry tree, or its environment's folder."""
+PLACEHOLDERS = {
+    "env": "the branch's last part: environment/dev gives dev",
+    "branch": "the whole branch: environment/dev",
+}
+"""What ``source_dir`` may name in braces, e.g. ``envs/{env}``."""
+
+
+def source_folder(source_dir: str | None, branch: str) -> str | None:
+    """``source_dir`` for ``branch``, its placeholders filled in; None for the whole tree."""
     if source_dir is None:
-        return f"{dry}^{{tree}}"
-    folder = source_dir.format(env=branch.rsplit("/", 1)[-1]).strip("/")
-    if folder in ("", "."):
+        return None
+    values = {"env": branch.rsplit("/", 1)[-1], "branch": branch}
+    try:
+        return source_dir.format_map(values).strip("/")
+    except KeyError as exc:
+        known = ", ".join(f"{{{name}}}" for name in PLACEHOLDERS)
+        raise HydrateError(
+            f"unknown placeholder {{{exc.args[0]}}} in the source folder {source_dir!r}; "
+            f"use {known}"
+        ) from None
+    except (ValueError, IndexError):
+        raise HydrateError(
+            f"the source folder {source_dir!r} has a stray brace; write {{{{ or }}}} for a brace"
+        ) from None
+
+
+def _source_tree(git: _Plumbing, dry: str, branch: str, folder: str | None) -> str:
+    """The tree to render for ``branch``: the dry tree, or its environment's folder."""
+    if folder is None or folder in ("", "."):
         return f"{dry}^{{tree}}"
     try:  # "<rev>:<path>^{tree}" would read "^{tree}" as part of the path
         tree = git("rev-parse", "--verify", "--end-of-options", f"{dry}:{folder}").strip()

@@ -33,13 +33,20 @@ Start with "promoter demo", then "promoter validate promoter.yaml" and
 
 def validate_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("file", metavar=PATH, help="the promoter.yaml to check")
+    p.add_argument(
+        "--offline",
+        action="store_true",
+        help="check the file only: no secret read, "
+        "no repository or plugin looked for (what serve also checks)",
+    )
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    from promoter.config.loader import load_config
+    from promoter.config.loader import config_warnings, load_config
+    from promoter.wiring import load_checked
 
     try:
-        config = load_config(args.file)
+        config = load_config(args.file) if args.offline else load_checked(args.file)
     except ConfigError as exc:
         for problem in exc.problems:
             print(problem, file=sys.stderr)
@@ -49,6 +56,8 @@ def cmd_validate(args: argparse.Namespace) -> int:
         f"{args.file}: ok ({len(config.promotion_strategies)} strategies, "
         f"{len(config.repositories)} repositories)"
     )
+    for warning in config_warnings(config):
+        print(f"{args.file}: warning: {warning}", file=sys.stderr)
     return 0
 
 
@@ -99,7 +108,7 @@ def hydrate_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--source-dir",
         help="render this folder of the dry tree per environment, e.g. 'envs/{env}' "
-        "({env} is the branch's last part; default: the whole tree)",
+        "({env} is the branch's last part, {branch} the whole branch; default: the whole tree)",
     )
     p.add_argument(
         "--metadata",
@@ -107,6 +116,7 @@ def hydrate_arguments(p: argparse.ArgumentParser) -> None:
         default="file",
         help="what names the dry commit: file and note, Argo CD's formats, or the note only",
     )
+    p.add_argument("--push", metavar="REMOTE", help="then push them and the notes atomically")
 
 
 def cmd_hydrate(args: argparse.Namespace) -> int:
@@ -119,10 +129,13 @@ def cmd_hydrate(args: argparse.Namespace) -> int:
         suffix=args.suffix,
         source_dir=args.source_dir,
         metadata=args.metadata,
+        push_to=args.push,
     )
     for branch, result in results.items():
         what = "note only (no change)" if result.noop else "new commit"
         print(f"{branch}{args.suffix}: {result.sha[:7]} <- dry {result.dry_sha[:7]} ({what})")
+    if args.push:
+        print(f"pushed to {args.push}")
     return 0
 
 

@@ -8,6 +8,7 @@ signal after its shutdown, and the process would end "killed by SIGTERM").
 from __future__ import annotations
 
 import argparse
+import logging
 import signal
 from types import FrameType
 
@@ -52,18 +53,20 @@ def run(args: argparse.Namespace) -> int:
     import uvicorn
 
     from promoter import logs
-    from promoter.config.loader import load_config
-    from promoter.wiring import Daemon
+    from promoter.config.loader import config_warnings
+    from promoter.wiring import Daemon, load_checked
 
     if args.config is None and not args.kubernetes:
         raise ConfigError(["serve needs --config (or --kubernetes)"])
-    config = load_config(args.config, resolve_secrets=True) if args.config else Config()
+    config = load_checked(args.config) if args.config else Config()
     overrides = {"state_dir": args.state_dir, "host": args.host, "port": args.port}
     daemon_settings = config.daemon.model_copy(
         update={k: v for k, v in overrides.items() if v is not None}
     )
     config = config.model_copy(update={"daemon": daemon_settings})
     logs.setup(config.daemon.log_level, json_lines=not args.plain_logs)
+    for warning in [] if args.kubernetes else config_warnings(config):
+        logging.getLogger("promoter.serve").warning("config warning", extra={"warning": warning})
     previous = signal.signal(signal.SIGTERM, _terminated)
     try:
         if args.kubernetes:

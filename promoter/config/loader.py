@@ -2,36 +2,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import ValidationError
 
 from promoter.config.models import Config
 from promoter.config.secret_refs import unresolvable
 from promoter.config.transport import insecure_repositories
+from promoter.config.yaml_tree import Location, Path_, YamlProblem, load_tree
 from promoter.errors import ConfigError
-
-Location = tuple[int, int]
-Path_ = tuple[str | int, ...]
-
-
-def _construct(node: yaml.Node, path: Path_, marks: dict[Path_, Location]) -> Any:
-    """Plain Python data from a YAML node, recording each value's position by path."""
-    marks[path] = (node.start_mark.line + 1, node.start_mark.column + 1)
-    if isinstance(node, yaml.MappingNode):
-        out: dict[Any, Any] = {}
-        for key_node, value_node in node.value:
-            key = yaml.safe_load(yaml.serialize(key_node))
-            marks[(*path, key)] = (key_node.start_mark.line + 1, key_node.start_mark.column + 1)
-            out[key] = _construct(value_node, (*path, key), marks)
-            marks[(*path, key)] = (key_node.start_mark.line + 1, key_node.start_mark.column + 1)
-        return out
-    if isinstance(node, yaml.SequenceNode):
-        return [_construct(item, (*path, i), marks) for i, item in enumerate(node.value)]
-    return yaml.safe_load(yaml.serialize(node))
 
 
 def _where(loc: Iterable[str | int], marks: dict[Path_, Location]) -> tuple[str, Location | None]:
@@ -93,6 +74,7 @@ def _references(data: dict[str, Any], marks: dict[Path_, Location], source: str)
             )
         branches: set[str] = set()
         envs = strategy.get("environments")
+        proposed = _proposed_branches(strategy)
         for j, env in enumerate(envs if isinstance(envs, list) else []):
             branch = env.get("branch") if isinstance(env, dict) else None
             if isinstance(branch, str):
@@ -100,6 +82,12 @@ def _references(data: dict[str, Any], marks: dict[Path_, Location], source: str)
                     report(
                         ("promotionStrategies", i, "environments", j, "branch"),
                         f"environment branch {branch!r} appears twice",
+                    )
+                if branch in proposed:
+                    report(
+                        ("promotionStrategies", i, "environments", j, "branch"),
+                        f"environment branch {branch!r} is the proposed branch of environment "
+                        f"{proposed[branch]!r}: the hydrator writes there",
                     )
                 if branch == strategy.get("dryBranch", "main"):
                     report(
@@ -110,22 +98,47 @@ def _references(data: dict[str, Any], marks: dict[Path_, Location], source: str)
     return problems
 
 
+Checks = Callable[[Config], Iterable[tuple[Path_, str]]]
+"""More checks of a valid config, each problem at a path of the file (see ``wiring.preflight``)."""
+
+
+def config_warnings(config: Config) -> list[str]:
+    """What is valid but most likely a mistake (``validate`` prints it, ``serve`` logs it)."""
+    if not config.promotion_strategies:
+        return ["no promotionStrategies: there is nothing to promote (is this the right file?)"]
+    return []
+
+
+def _proposed_branches(strategy: dict[str, Any]) -> dict[str, str]:
+    """``<branch><suffix> -> branch`` for each environment of a strategy (raw YAML data)."""
+    suffix = strategy.get("proposedBranchSuffix", "-next")
+    envs = strategy.get("environments")
+    if not isinstance(suffix, str) or not suffix or not isinstance(envs, list):
+        return {}
+    branches = [e.get("branch") for e in envs if isinstance(e, dict)]
+    return {f"{b}{suffix}": b for b in branches if isinstance(b, str)}
+
+
 def parse_config(
-    text: str, *, source: str = "promoter.yaml", resolve_secrets: bool = False
+    text: str,
+    *,
+    source: str = "promoter.yaml",
+    resolve_secrets: bool = False,
+    checks: Checks | None = None,
 ) -> Config:
     """A Config from YAML text; ConfigError lists every problem as ``file:line:col: path: msg``.
 
     With ``resolve_secrets``, every secret is read too, and one that is missing, unreadable,
-    empty or only whitespace is a problem at the line of its reference.
+    empty or only whitespace is a problem at the line of its reference. ``checks`` run
+    last, on a config with no other problem.
     """
     try:
-        node = yaml.compose(text, Loader=yaml.SafeLoader)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        at = f"{source}:{mark.line + 1}:{mark.column + 1}" if mark else source
-        raise ConfigError([f"{at}: not valid YAML: {getattr(exc, 'problem', exc)}"]) from exc
-    marks: dict[Path_, Location] = {}
-    data = _construct(node, (), marks) if node is not None else {}
+        data, marks = load_tree(text)
+    except YamlProblem as exc:
+        line, column = exc.where
+        raise ConfigError([f"{source}:{line}:{column}: {exc.message}"]) from exc
+    if data is None:
+        data = {}
     if not isinstance(data, dict):
         raise ConfigError([f"{source}:1:1: the file must be a mapping of sections"])
     problems: list[str] = []
@@ -139,8 +152,14 @@ def parse_config(
             message = error["msg"].removeprefix("Value error, ")
             problems.append(f"{at}: {dotted}: {message}")
     problems.extend(_references(data, marks, source))
-    if config is not None and resolve_secrets and not problems:
+    valid = config is not None and not problems
+    if config is not None and resolve_secrets and valid:
         for loc, message in unresolvable(config):
+            dotted, pos = _where(loc, marks)
+            at = f"{source}:{pos[0]}:{pos[1]}" if pos else source
+            problems.append(f"{at}: {dotted}: {message}")
+    if config is not None and checks is not None and valid:
+        for loc, message in checks(config):
             dotted, pos = _where(loc, marks)
             at = f"{source}:{pos[0]}:{pos[1]}" if pos else source
             problems.append(f"{at}: {dotted}: {message}")
@@ -149,7 +168,9 @@ def parse_config(
     return config
 
 
-def load_config(path: str | Path, *, resolve_secrets: bool = False) -> Config:
+def load_config(
+    path: str | Path, *, resolve_secrets: bool = False, checks: Checks | None = None
+) -> Config:
     """Read and validate a config file; relative stateDir and local paths stay as written.
 
     ``resolve_secrets`` reads every secret as well (what ``serve`` needs; ``status`` does not).
@@ -159,7 +180,7 @@ def load_config(path: str | Path, *, resolve_secrets: bool = False) -> Config:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise ConfigError([f"{path}: cannot read: {exc.strerror}"]) from exc
-    return parse_config(text, source=str(path), resolve_secrets=resolve_secrets)
+    return parse_config(text, source=str(path), resolve_secrets=resolve_secrets, checks=checks)
 
 
 def json_schema() -> dict[str, Any]:

@@ -48,7 +48,7 @@ class Runtime:
         self.state_dir = config.state_path()
         self.state_dir.mkdir(parents=True, exist_ok=True)
         self.plugins = plugins
-        self.mirrors = MirrorPool(root=self.state_dir / "mirrors", credentials=self._credentials)
+        self.mirrors = MirrorPool(root=self.state_dir, credentials=self._credentials)
         self.status_cache = StatusCache(ttl=config.daemon.status_cache_ttl)
         self.sha_index = ShaIndex()
         self.pr_cache = PullRequestCache(max_age=config.daemon.resync_interval)

@@ -65,14 +65,20 @@ class Scheduler:
         self.queue.add_many((s.name for s in self.config.promotion_strategies), soft=True)
 
     def poll(self, repo: Repository) -> None:
+        """Refresh the mirror; wake its strategies when a ref moved, or when the repository
+        became unreachable or reachable again, so that each strategy shows it (its
+        reconcile fails on the same mirror, with the reason) rather than only /readyz."""
         try:
             moved = self.mirrors.poll(repo)
         except Exception as exc:
+            newly = repo.name not in self.unreachable
             self.unreachable[repo.name] = str(exc)
             log.warning("poll failed", extra={"repository": repo.name, "error": str(exc)})
+            if newly:
+                self.queue.add_many(strategies_of(self.config, repo.name))
             return
-        self.unreachable.pop(repo.name, None)
-        if moved:
+        recovered = self.unreachable.pop(repo.name, None) is not None
+        if moved or recovered:
             self.queue.add_many(strategies_of(self.config, repo.name))
 
     def start(self) -> None:

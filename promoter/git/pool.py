@@ -27,6 +27,8 @@ class _Freshness:
 
 
 class MirrorPool:
+    """The mirrors of one state directory ``root``: ``<root>/mirrors/<name>.git``."""
+
     def __init__(
         self,
         *,
@@ -35,7 +37,7 @@ class MirrorPool:
         max_age: float = 1.0,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        self.root = root
+        self.root = root.absolute()
         self._credentials = credentials
         self.max_age = max_age
         self._clock = clock

@@ -97,8 +97,9 @@ def strategy_json(strategy: PromotionStrategy, view: StrategyView | None) -> dic
         "environments": [],
     }
     if view is None or view.snapshot is None:
+        state, reason = ("error", view.error) if view and view.error else ("unknown", "")
         out["environments"] = [
-            {"branch": e.branch, "state": "unknown", "reason": "not reconciled yet"}
+            {"branch": e.branch, "state": state, "reason": reason or "not reconciled yet"}
             for e in strategy.environments
         ]
         return out
@@ -106,6 +107,9 @@ def strategy_json(strategy: PromotionStrategy, view: StrategyView | None) -> dic
     out["environments"] = [
         _environment(env, verdicts.get(env.branch)) for env in view.snapshot.environments
     ]
+    if view.error:  # the last reconcile failed: what is shown is older than the failure
+        for env in out["environments"]:
+            env["state"], env["reason"] = "error", f"last reconcile failed: {view.error}"
     return out
 
 

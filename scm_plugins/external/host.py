@@ -19,16 +19,17 @@ from __future__ import annotations
 
 import logging
 import os
+import shutil
 import threading
 import time
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
 
 from promoter.config import Repository, ScmProvider
-from promoter.errors import ScmError, ScmUnavailable
+from promoter.errors import ConfigError, ScmError, ScmUnavailable
 from promoter.models import CommitStatus, PullRequest
 from scm_plugins.calls import ScmCalls
 from scm_plugins.external import messages as m
@@ -58,6 +59,21 @@ def _translate(exc: BaseException) -> ScmError | None:
 
 class ExternalScm:
     """The ``plugin`` SCM kind: one long-lived plugin process per configured provider."""
+
+    @staticmethod
+    def preflight(
+        *, provider: ScmProvider, repositories: Iterable[Repository]
+    ) -> Iterator[tuple[str | None, str]]:
+        """The plugin's executable is found (``registry.preflight``); nothing is started."""
+        assert provider.plugin is not None
+        try:
+            argv = command_line(provider.plugin, environ=os.environ)
+        except ConfigError as exc:
+            for problem in exc.problems:
+                yield None, problem
+            return
+        if shutil.which(argv[0]) is None:
+            yield None, f"the plugin command {argv[0]} is not an executable file"
 
     def __init__(
         self,

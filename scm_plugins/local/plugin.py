@@ -14,7 +14,7 @@ import os
 import sqlite3
 import subprocess
 import threading
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Iterable, Iterator, Mapping
 from pathlib import Path
 
 from promoter.config import Repository, ScmProvider
@@ -45,6 +45,18 @@ class LocalScm:
     """The ``local`` SCM plugin."""
 
     name = "local"
+
+    @staticmethod
+    def preflight(
+        *, provider: ScmProvider, repositories: Iterable[Repository]
+    ) -> Iterator[tuple[str | None, str]]:
+        """Each repository is a local git repository (``registry.preflight``)."""
+        for repo in repositories:
+            path = repository_path(repo).absolute()
+            if not path.is_dir():
+                yield repo.name, f"no repository at {path}: the directory does not exist"
+            elif not ((path / "HEAD").is_file() or (path / ".git").exists()):
+                yield repo.name, f"{path} is not a git repository"
 
     def __init__(self, *, provider: ScmProvider, state_dir: str) -> None:
         self.provider = provider
