@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
+from string import Formatter
 from typing import Literal
 from urllib.parse import urlsplit
 
@@ -211,19 +212,20 @@ def source_folder(source_dir: str | None, branch: str) -> str | None:
     """``source_dir`` for ``branch``, its placeholders filled in; None for the whole tree."""
     if source_dir is None:
         return None
-    values = {"env": branch.rsplit("/", 1)[-1], "branch": branch}
     try:
-        return source_dir.format_map(values).strip("/")
-    except KeyError as exc:
-        known = ", ".join(f"{{{name}}}" for name in PLACEHOLDERS)
-        raise HydrateError(
-            f"unknown placeholder {{{exc.args[0]}}} in the source folder {source_dir!r}; "
-            f"use {known}"
-        ) from None
-    except (ValueError, IndexError):
+        names = [name for _, name, _, _ in Formatter().parse(source_dir) if name is not None]
+    except ValueError:
         raise HydrateError(
             f"the source folder {source_dir!r} has a stray brace; write {{{{ or }}}} for a brace"
         ) from None
+    for name in names:
+        if name not in PLACEHOLDERS:
+            known = ", ".join(f"{{{known}}}" for known in PLACEHOLDERS)
+            raise HydrateError(
+                f"unknown placeholder {{{name}}} in the source folder {source_dir!r}; use {known}"
+            )
+    values = {"env": branch.rsplit("/", 1)[-1], "branch": branch}
+    return source_dir.format_map(values).strip("/")
 
 
 def _source_tree(git: _Plumbing, dry: str, branch: str, folder: str | None) -> str:
