@@ -18,6 +18,11 @@ def _kinds(annotation: Any) -> set[Any]:
     return {origin if origin is not None else annotation}
 
 
+YAML = "yaml"
+"""The validation context key the loader sets: the data was written by a person in YAML
+(other callers, e.g. Kubernetes objects, pass None for absent optional sections)."""
+
+
 class Spec(BaseModel):
     """Base of configuration models: camelCase keys, unknown keys refused."""
 
@@ -31,7 +36,7 @@ class Spec(BaseModel):
         """``local:`` or ``daemon:`` with nothing after is an empty section (YAML reads it as
         null); ``port: true`` is refused rather than read as 1, ``autoMerge: 1`` as true."""
         field = cls.model_fields.get(info.field_name or "")
-        if field is None:
+        if field is None or not (info.context or {}).get(YAML):
             return value
         kinds = _kinds(field.annotation)
         if value is None:

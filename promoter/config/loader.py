@@ -8,6 +8,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from promoter.config.base import YAML
 from promoter.config.models import Config
 from promoter.config.secret_refs import unresolvable
 from promoter.config.transport import insecure_repositories
@@ -144,7 +145,7 @@ def parse_config(
     problems: list[str] = []
     config: Config | None = None
     try:
-        config = Config.model_validate(data)
+        config = Config.model_validate(data, context={YAML: True})
     except ValidationError as exc:
         for error in exc.errors():
             dotted, pos = _where(error["loc"], marks)
