@@ -152,17 +152,17 @@ class GitLabSide:
 
 
 def start(
-    tmp_path: Path, shared_fixtures: Path, monkeypatch: pytest.MonkeyPatch, **kw: Any
+    tmp_path: Path, genuine_fixtures: Path, monkeypatch: pytest.MonkeyPatch, **kw: Any
 ) -> Iterator[tuple[TestClient, GitLabSide, Any]]:
     monkeypatch.setenv(TOKEN_ENV, TOKEN)
     monkeypatch.setenv(HOOK_ENV, HOOK_TOKEN)
     gitops = GitOpsRepo.create(tmp_path)
-    fake = FakeGitLab(fixtures=shared_fixtures, token=TOKEN)
+    fake = FakeGitLab(fixtures=genuine_fixtures, token=TOKEN)
     fake.add_project(PROJECT, git_dir=gitops.path, project_id=PROJECT_ID)
     template = json.loads(
-        (shared_fixtures / "gitlab" / "webhooks" / "go-gitlab" / "pipeline.json").read_text()
+        (genuine_fixtures / "gitlab" / "webhooks" / "go-gitlab" / "pipeline.json").read_text()
     )
-    side = GitLabSide(fake, gitops, template, shared_fixtures)
+    side = GitLabSide(fake, gitops, template, genuine_fixtures)
     fake.on_status = side.on_status
     with fake:
         daemon = Daemon(parse_config(config(gitops.path, tmp_path / "state", fake.url, **kw)))
@@ -186,9 +186,9 @@ def dry(client: TestClient, branch: str) -> str | None:
 
 @pytest.fixture
 def gitlab(
-    tmp_path: Path, shared_fixtures: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, genuine_fixtures: Path, monkeypatch: pytest.MonkeyPatch
 ) -> Iterator[tuple[TestClient, GitLabSide, Any]]:
-    yield from start(tmp_path, shared_fixtures, monkeypatch)
+    yield from start(tmp_path, genuine_fixtures, monkeypatch)
 
 
 def open_mr(side: GitLabSide, branch: str) -> dict[str, Any]:
@@ -235,9 +235,9 @@ def test_a_ci_job_used_as_a_gate_merges_within_a_second(gitlab: Any) -> None:
 
 @pytest.fixture
 def manual(
-    tmp_path: Path, shared_fixtures: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, genuine_fixtures: Path, monkeypatch: pytest.MonkeyPatch
 ) -> Iterator[tuple[TestClient, GitLabSide, Any]]:
-    yield from start(tmp_path, shared_fixtures, monkeypatch, auto_merge=False)
+    yield from start(tmp_path, genuine_fixtures, monkeypatch, auto_merge=False)
 
 
 def test_a_person_merging_the_mr_by_hand_gets_no_comment_and_no_close(manual: Any) -> None:
