@@ -68,7 +68,7 @@ def build_app(
     routes: list[BaseRoute] = [
         Route("/", _index(dashboard)),
         Route("/dashboard/{name}", dashboard.strategy),
-        Route("/events", EventStream(api.views)),
+        Route("/events", EventStream(api.views).endpoint),
         Mount("/static", StaticFiles(directory=STATIC), name="static"),
         *api.routes(),
         *extra_routes,

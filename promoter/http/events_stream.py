@@ -50,7 +50,7 @@ class EventStream:
         self.interval = interval
         self.lifetime = lifetime
 
-    async def __call__(self, request: Request) -> StreamingResponse:
+    async def endpoint(self, request: Request) -> StreamingResponse:
         last_id = request.headers.get("last-event-id", "")
         return StreamingResponse(
             self._events(request, last_id),
