@@ -14,8 +14,8 @@ from pydantic import AfterValidator, Field, field_validator, model_validator
 from promoter.config.base import Spec
 from promoter.config.durations import Duration
 from promoter.config.gates import GateSpec, merge_gates, unique_keys
-from promoter.config.rollout import BlockedChanges, Tier, Upstream, check_dag
 from promoter.config.notifications import Notifications
+from promoter.config.rollout import BlockedChanges, Tier, Upstream, check_dag
 from promoter.config.secrets import SecretRef
 from promoter.config.transport import insecure, refusal
 

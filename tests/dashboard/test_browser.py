@@ -29,9 +29,7 @@ DRIVER = "/usr/bin/chromedriver"
 
 
 @pytest.fixture
-def served(
-    gitops: GitOpsRepo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> Iterator[str]:
+def served(gitops: GitOpsRepo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
     monkeypatch.setenv("PROMOTER_DASHBOARD_TEST_TOKEN", TOKEN)
     port = free_port()
     config = local_config(
