@@ -163,7 +163,7 @@ def _column(env: dict[str, Any], commits: dict[str, DryCommit], now: datetime) -
 def _history(branch: str, entries: list[Any]) -> str:
     items = "".join(
         f'<li class="{e.kind}"><time datetime="{e.at.isoformat()}">'
-        f"{e.at:%Y-%m-%d %H:%M}</time> {h.badge(e.kind)} <code>{h.short(e.dry_sha)}</code> "
+        f"{e.at:%Y-%m-%d %H:%M:%S}</time> {h.badge(e.kind)} <code>{h.short(e.dry_sha)}</code> "
         f"{escape(e.text)} <span class=muted>({duration(e.seconds)})</span></li>"
         for e in entries
     )

@@ -27,8 +27,13 @@ def timeline(ledger: EnvLedger, *, now: datetime) -> list[Entry]:
     entries: list[Entry] = []
     healthy = sorted(ledger.healthy, key=lambda h: h.healthy_since)
     for index, record in enumerate(healthy):
-        later = [h for h in healthy[index + 1 :] if h.dry_sha != record.dry_sha]
-        until = later[0].healthy_since if later else now
+        ends = [h.healthy_since for h in healthy[index + 1 :] if h.dry_sha != record.dry_sha]
+        ends += [
+            r.opened_at
+            for r in ledger.reverts
+            if r.opened_at > record.healthy_since and r.bad_dry_sha != record.dry_sha
+        ]
+        until = min(ends) if ends else now
         entries.append(
             Entry(
                 record.healthy_since,
