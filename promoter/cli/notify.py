@@ -53,6 +53,8 @@ COMMANDS = [
         "outbound notifications: send a test event to each sink",
         arguments,
         run,
-        description=__doc__ or "",
+        description="Send one test notification to each configured sink, now: directly,\n"
+        "not through the daemon's queue, so each receiver's answer is shown.\n"
+        "Exit 1 when any sink did not answer 2xx.",
     )
 ]
