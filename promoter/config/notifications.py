@@ -19,6 +19,9 @@ EVENTS = (
     "hold",
     "release",
     "pause",
+    "pin",
+    "unpin",
+    "upcoming",
 )
 """What a sink can subscribe to (``events: []`` means all of them)."""
 
@@ -31,6 +34,9 @@ EventName = Literal[
     "hold",
     "release",
     "pause",
+    "pin",
+    "unpin",
+    "upcoming",
 ]
 
 

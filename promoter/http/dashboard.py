@@ -139,6 +139,12 @@ def _column(env: dict[str, Any], commits: dict[str, DryCommit], now: datetime) -
             f"<dt>hold</dt><dd class=hold><code>{h.short(hold['drySha'])}</code> "
             f"{escape(hold['reason'])} ({escape(hold['source'])})</dd>"
         )
+    pin = env.get("pin")
+    if pin:
+        rows.append(
+            f"<dt>pinned</dt><dd class=pin><code>{h.short(pin['drySha'])}</code> "
+            f"{escape(str(pin['reason']))}</dd>"
+        )
     if env.get("paused"):
         rows.append(f"<dt>paused</dt><dd class=paused>{escape(str(env['paused']))}</dd>")
     rows.append("</dl>")

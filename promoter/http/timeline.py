@@ -16,7 +16,7 @@ from promoter.engine.ledger_state import EnvLedger
 class Entry:
     at: datetime
     kind: str
-    """healthy | revert | hold | override"""
+    """healthy | revert | hold | pin | override"""
     dry_sha: str
     text: str
     seconds: float | None
@@ -63,6 +63,17 @@ def timeline(ledger: EnvLedger, *, now: datetime) -> list[Entry]:
                 hold.dry_sha,
                 f"held ({hold.source}): {hold.reason}",
                 (now - hold.since).total_seconds(),
+            )
+        )
+    if ledger.pin is not None:
+        pin = ledger.pin
+        entries.append(
+            Entry(
+                pin.since,
+                "pin",
+                pin.dry_sha,
+                f"pinned: {pin.reason}",
+                (now - pin.since).total_seconds(),
             )
         )
     for override in ledger.overrides:

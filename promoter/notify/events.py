@@ -17,6 +17,9 @@ KINDS = {
     "held": "hold",
     "released": "release",
     "paused": "pause",
+    "pinned": "pin",
+    "unpinned": "unpin",
+    "announced": "upcoming",
 }
 """The executor's event kinds that are notifications, and their names."""
 

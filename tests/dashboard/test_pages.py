@@ -75,3 +75,19 @@ def test_dora_figures_are_in_the_api_and_in_metrics(client: TestClient) -> None:
     metrics = client.get("/metrics").text
     assert "# TYPE promoter_dora_lead_time_seconds histogram" in metrics
     assert 'promoter_dora_deployments_total{environment="environment/prod"' in metrics
+
+
+def test_a_pin_shows_in_its_column_and_in_the_history(client: TestClient) -> None:
+    prod = client.get("/api/v1/strategies/guestbook").json()["environments"][2]
+    dry = prod["active"]["drySha"]
+    response = client.post(
+        "/api/v1/strategies/guestbook/pin",
+        json={"environment": "environment/prod", "drySha": dry, "reason": "freeze <week>"},
+    )
+    assert response.status_code < 300, response.text
+    html = wait_for(
+        lambda: "pinned" in (text := client.get("/dashboard/guestbook").text) and text,
+        what="the pin on the dashboard",
+    )
+    assert f"<dt>pinned</dt><dd class=pin><code>{dry[:8]}</code> freeze &lt;week&gt;" in html
+    assert "pinned: freeze &lt;week&gt;" in html

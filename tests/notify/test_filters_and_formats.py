@@ -45,9 +45,17 @@ def test_a_sink_gets_only_the_events_strategies_and_environments_it_names(
 
 def test_holds_pauses_and_reverts_merged_are_named_for_people(tmp_path: Path) -> None:
     n = notifier(tmp_path)
-    for kind in ("held", "paused", "released", "reverted", "opened"):
+    for kind in ("held", "paused", "released", "reverted", "opened", "pinned", "announced"):
         n(event(kind))
-    assert events_queued(n) == ["hold", "pause", "release", "revert.merged", "promotion.opened"]
+    assert events_queued(n) == [
+        "hold",
+        "pause",
+        "release",
+        "revert.merged",
+        "promotion.opened",
+        "pin",
+        "upcoming",
+    ]
 
 
 def test_a_promotion_open_longer_than_the_threshold_is_reported_blocked_once(
