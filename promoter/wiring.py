@@ -87,7 +87,7 @@ class Daemon:
     ) -> None:
         """``runtime``: one built already (Kubernetes mode's, which forwards when not leading)."""
         config.state_path().mkdir(parents=True, exist_ok=True)
-        self.notifier = notifier_for(config)
+        self.notifier = notifier_for(config) if runtime is None else None
         extra = [self.notifier] if self.notifier else []
         self.runtime = runtime or Runtime(
             config,
