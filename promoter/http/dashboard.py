@@ -10,6 +10,7 @@ from datetime import UTC, datetime
 from html import escape
 from typing import Any
 
+from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import HTMLResponse
 
@@ -37,6 +38,10 @@ class Dashboard:
         self.views = views
 
     async def index(self, request: Request) -> HTMLResponse:
+        """Every strategy (read in the thread pool: the dry history is a git call)."""
+        return await run_in_threadpool(self._index)
+
+    def _index(self) -> HTMLResponse:
         now = datetime.now(UTC)
         rows = []
         for strategy in self.views.strategies():
@@ -64,7 +69,10 @@ class Dashboard:
         return HTMLResponse(h.page("strategies", body))
 
     async def strategy(self, request: Request) -> HTMLResponse:
-        name = request.path_params["name"]
+        """One strategy (read in the thread pool: the dry history is a git call)."""
+        return await run_in_threadpool(self._strategy, request.path_params["name"])
+
+    def _strategy(self, name: str) -> HTMLResponse:
         strategy = self.views.strategy(name)
         if strategy is None:
             body = f"<h1>Not found</h1><p>No strategy named {escape(name)!r}.</p>"
