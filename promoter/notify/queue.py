@@ -1,7 +1,8 @@
 """The deliveries not yet made, one JSON file each in ``<state>/notifications/queue``.
 
 Written atomically (temporary file, then rename) before anyone is told it is queued,
-deleted once the receiver answered 2xx, so a restart loses nothing. Bounded: when
+deleted once the receiver answered 2xx, so a restart loses nothing (and tries every
+delivery again at once, oldest first). Bounded: when
 full, the oldest delivery is dropped (and logged). Thread-safe.
 """
 
@@ -46,7 +47,8 @@ class DeliveryQueue:
                 log.warning("unreadable delivery set aside", extra={"file": path.name})
                 path.rename(path.with_suffix(".bad"))
                 continue
-            self._items[item.id] = item
+            # A restart tries everything again at once, oldest first.
+            self._items[item.id] = Delivery(**{**asdict(item), "next_at": 0.0})
         start = max((d.seq for d in self._items.values()), default=0) + 1
         self._seq = itertools.count(start)
 

@@ -111,7 +111,7 @@ def test_the_dashboard_shows_a_promotion_live_and_holds_need_the_token(
     browser.execute_script("window.notReloaded = true")
 
     gitops.change("1.1.0", "Bump guestbook to 1.1.0")
-    pr = wait_for(lambda: (e := dev(served))["pullRequest"] and e, what="a dev PR")
+    pr = wait_for(lambda: (e := dev(served)).get("pullRequest") and e, what="a dev PR")
     WebDriverWait(browser, 15).until(
         lambda b: "Bump guestbook to 1.1.0" in text_of(b, f'[id="env-{DEV}"] .proposed')
     )

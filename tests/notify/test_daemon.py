@@ -39,7 +39,7 @@ def test_a_promotion_in_the_daemon_sends_opened_then_merged(
             ][0]
             return env
 
-        pr = wait_for(lambda: (e := dev())["pullRequest"] and e, what="a dev PR")
+        pr = wait_for(lambda: (e := dev()).get("pullRequest") and e, what="a dev PR")
         sha = pr["proposed"]["hydratedSha"]  # type: ignore[index]
         client.post(
             f"/api/v1/repositories/gitops/commits/{sha}/statuses",
