@@ -39,7 +39,9 @@ def test_the_strategy_page_shows_environments_as_columns_with_commits_and_gates(
 ) -> None:
     gitops.change("1.1.0", "Bump guestbook to 1.1.0")
     wait_for(
-        lambda: client.get("/api/v1/strategies/guestbook").json()["environments"][0].get("pullRequest"),
+        lambda: (
+            client.get("/api/v1/strategies/guestbook").json()["environments"][0].get("pullRequest")
+        ),
         what="a dev PR",
     )
     html = client.get("/dashboard/guestbook").text
