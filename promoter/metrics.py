@@ -71,6 +71,12 @@ HOLDS = Gauge(
     ["strategy", "environment"],
     registry=REGISTRY,
 )
+NOTIFICATIONS_TOTAL = Counter(
+    "promoter_notifications_total",
+    "Notification delivery attempts by outcome (delivered, retried, dropped).",
+    ["sink", "outcome"],
+    registry=REGISTRY,
+)
 
 
 def sample(name: str, labels: dict[str, str] | None = None) -> float:

@@ -22,6 +22,7 @@ from promoter.daemon import Observer, Runtime
 from promoter.errors import ConfigError
 from promoter.http import Api, build_app, is_loopback
 from promoter.models import utcnow
+from promoter.notify import Notifier
 from scm_plugins.protocol import ScmPlugin
 from scm_plugins.registry import build_plugin
 from scm_plugins.registry import preflight as plugins_preflight
@@ -95,6 +96,18 @@ def build_plugins(config: Config, *, lenient: bool = False) -> dict[str, ScmPlug
     return plugins
 
 
+def notifier_for(config: Config) -> Notifier | None:
+    """The notifier of ``notifications:``, or None when it names no sink."""
+    if not config.notifications.sinks:
+        return None
+    d = config.daemon
+    return Notifier(
+        config.notifications,
+        state_dir=config.state_path(),
+        public_url=d.public_url or f"http://{d.host}:{d.port}",
+    )
+
+
 class Daemon:
     """A runtime with its plugins and webhook receivers, served by one starlette ``app``."""
 
@@ -109,10 +122,12 @@ class Daemon:
     ) -> None:
         """``runtime``: one built already (Kubernetes mode's, which forwards when not leading)."""
         config = with_state_dir(config)
+        self.notifier = notifier_for(config) if runtime is None else None
+        extra = [self.notifier] if self.notifier else []
         self.runtime = runtime or Runtime(
             config,
             plugins=plugins if plugins is not None else build_plugins(config),
-            observers=observers,
+            observers=[*observers, *extra],
             clock=clock,
         )
         token = config.daemon.api_token
@@ -125,9 +140,19 @@ class Daemon:
         self.app: Starlette = build_app(
             api,
             extra_routes=self._webhook_routes(),
-            start=self.runtime.start,
-            stop=self.runtime.stop,
+            start=self._start,
+            stop=self._stop,
         )
+
+    def _start(self) -> None:
+        if self.notifier is not None:
+            self.notifier.start()
+        self.runtime.start()
+
+    def _stop(self) -> None:
+        self.runtime.stop()
+        if self.notifier is not None:
+            self.notifier.close()
 
     def _webhook_routes(self) -> list[BaseRoute]:
         rt = self.runtime

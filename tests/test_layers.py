@@ -42,9 +42,12 @@ ALLOWED: dict[str, set[str]] = {
     | {"promoter.config", "promoter.engine", "promoter.state", "promoter.daemon"},
     "promoter.cli": BASE
     | {"promoter.config", "promoter.engine", "promoter.git", "promoter.state"}
-    | {"promoter.daemon", "promoter.http", "promoter.wiring", "promoter.kube"},
+    | {"promoter.daemon", "promoter.http", "promoter.wiring", "promoter.kube"}
+    | {"promoter.notify"},
+    "promoter.notify": BASE | {"promoter.config", "promoter.daemon"},
     "promoter.wiring": BASE
-    | {"promoter.config", "promoter.daemon", "promoter.http", "scm_plugins", "webhooks"},
+    | {"promoter.config", "promoter.daemon", "promoter.http", "promoter.notify"}
+    | {"scm_plugins", "webhooks"},
     "promoter.kube": BASE
     | {"promoter.config", "promoter.engine", "promoter.state", "promoter.daemon"}
     | {"promoter.http", "promoter.wiring", "scm_plugins"},

@@ -102,6 +102,7 @@ class Demo:
         )
         server = ThreadServer(runtime.app, self.port, name="promoter-demo-server").start(20)
         say(f"daemon up at {self.url} (local SCM, no tokens)")
+        say(f"dashboard: {self.url}/dashboard/{STRATEGY} (live; open it in a browser)")
         return runtime, server
 
     def set_once(
@@ -278,7 +279,7 @@ def _run(base: Path, *, scripted: bool, port: int) -> int:
         say(f"\nprod runs the fix {short(fix)} (total {time.monotonic() - started:.1f}s)")
         if not scripted:
             say(f"\nThe daemon keeps running at {demo.url} (Ctrl-C to stop). Try:")
-            say(f"  open {demo.url}/strategies/{STRATEGY} in a browser (the status page)")
+            say(f"  open {demo.url}/dashboard/{STRATEGY} in a browser (the dashboard)")
             say(f"  promoter status --url {demo.url}")
             say(f"  curl {demo.url}/api/v1/strategies/{STRATEGY}")
             say(f"  config: {demo.base / 'promoter.yaml'}")

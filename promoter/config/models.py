@@ -14,6 +14,7 @@ from pydantic import AfterValidator, Field, field_validator, model_validator
 from promoter.config.base import Spec
 from promoter.config.durations import Duration
 from promoter.config.gates import GateSpec, merge_gates, unique_keys
+from promoter.config.notifications import Notifications
 from promoter.config.rollout import BlockedChanges, Tier, Upstream, check_dag
 from promoter.config.secrets import SecretRef
 from promoter.config.transport import insecure, refusal
@@ -382,6 +383,7 @@ class Config(Spec):
     promotion_strategies: list[PromotionStrategy] = Field(default_factory=list)
     webhooks: Webhooks = Field(default_factory=Webhooks)
     daemon: Daemon = Field(default_factory=Daemon)
+    notifications: Notifications = Field(default_factory=Notifications)
 
     def provider(self, name: str) -> ScmProvider:
         return next(p for p in self.scm_providers if p.name == name)

@@ -22,7 +22,7 @@ from promoter.daemon.reconciler import Reconciler, StrategyView
 from promoter.daemon.scheduler import Scheduler, strategies_of
 from promoter.daemon.workers import Workers
 from promoter.git.pool import MirrorPool
-from promoter.models import CommitStatus, utcnow
+from promoter.models import CommitStatus, DryCommit, utcnow
 from promoter.state.ledger import GitLedger
 from promoter.state.pulls import PullRequestCache
 from promoter.state.statuses import StatusCache
@@ -136,6 +136,13 @@ class Runtime:
         unreachable = self.unreachable()
         ready = self.started and len(unreachable) < max(1, len(self.config.repositories))
         return ready, unreachable
+
+    def dry_history(self, name: str, *, limit: int) -> list[DryCommit]:
+        strategy = self.config.strategy(name)
+        if strategy is None:
+            return []
+        mirror = self.mirrors.get(self.config.repository(strategy.repository))
+        return mirror.log(None, strategy.dry_branch, limit=limit)
 
     def post_status(self, repo_name: str, sha: str, status: CommitStatus) -> list[str]:
         """Set a commit status through the repository's SCM and wake who tracks ``sha``.

@@ -13,7 +13,7 @@ import math
 from html import escape
 from typing import Any
 
-from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
@@ -23,6 +23,7 @@ from starlette.routing import Route
 from promoter.daemon.operations import OperationError
 from promoter.errors import ConfigError, GitError, ScmError, ScmRateLimited, ScmUnavailable
 from promoter.http.body import MAX_BODY, BodyTooLarge, read_body
+from promoter.http.dora_view import DoraCollector, dora_json, strategy_dora
 from promoter.http.ports import Commands, Views
 from promoter.http.status_page import render
 from promoter.http.views import strategy_json, strategy_summary
@@ -139,6 +140,7 @@ class Api:
             Route("/metrics", self.metrics),
             Route("/api/v1/strategies", self.list_strategies),
             Route("/api/v1/strategies/{name}", self.get_strategy),
+            Route("/api/v1/strategies/{name}/dora", self.get_dora),
             Route("/strategies/{name}", self.status_page),
             Route(
                 "/api/v1/repositories/{repo}/commits/{sha}/statuses",
@@ -172,7 +174,18 @@ class Api:
         )
 
     async def metrics(self, request: Request) -> Response:
-        return Response(generate_latest(REGISTRY), media_type=CONTENT_TYPE_LATEST)
+        dora = CollectorRegistry()
+        dora.register(DoraCollector(self.views))
+        text = generate_latest(REGISTRY) + await run_in_threadpool(generate_latest, dora)
+        return Response(text, media_type=CONTENT_TYPE_LATEST)
+
+    async def get_dora(self, request: Request) -> Response:
+        """DORA figures per environment over the last 30 days."""
+        name = request.path_params["name"]
+        if self.views.strategy(name) is None:
+            return problem(404, f"no strategy named {name!r}")
+        figures = await run_in_threadpool(strategy_dora, self.views, name)
+        return JSONResponse(dora_json(name, figures))
 
     async def list_strategies(self, request: Request) -> Response:
         return JSONResponse(

@@ -7,24 +7,42 @@ never on the event loop.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from pathlib import Path
 
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
-from starlette.responses import JSONResponse
-from starlette.routing import BaseRoute, Route
+from starlette.responses import JSONResponse, Response
+from starlette.routing import BaseRoute, Mount, Route
+from starlette.staticfiles import StaticFiles
 
 from promoter.http.api import Api
+from promoter.http.dashboard import Dashboard, wants_html
+from promoter.http.events_stream import EventStream
+
+STATIC = Path(__file__).parent / "static"
 
 
-async def _index(request: Request) -> JSONResponse:
+def _index(dashboard: Dashboard) -> Callable[[Request], Awaitable[Response]]:
+    async def index(request: Request) -> Response:
+        """The dashboard for browsers; a small JSON index for API clients."""
+        if wants_html(request):
+            return await dashboard.index(request)
+        return _json_index()
+
+    return index
+
+
+def _json_index() -> JSONResponse:
     return JSONResponse(
         {
             "name": "promoter",
             "strategies": "/api/v1/strategies",
             "metrics": "/metrics",
             "health": "/healthz",
+            "dashboard": "/",
+            "events": "/events",
         }
     )
 
@@ -46,5 +64,13 @@ def build_app(
         finally:
             await run_in_threadpool(stop)
 
-    routes: list[BaseRoute] = [Route("/", _index), *api.routes(), *extra_routes]
+    dashboard = Dashboard(api.views)
+    routes: list[BaseRoute] = [
+        Route("/", _index(dashboard)),
+        Route("/dashboard/{name}", dashboard.strategy),
+        Route("/events", EventStream(api.views).endpoint),
+        Mount("/static", StaticFiles(directory=STATIC), name="static"),
+        *api.routes(),
+        *extra_routes,
+    ]
     return Starlette(routes=routes, lifespan=lifespan)

@@ -10,7 +10,7 @@ from typing import Any, Protocol
 
 from promoter.config import PromotionStrategy
 from promoter.daemon.reconciler import StrategyView
-from promoter.models import CommitStatus
+from promoter.models import CommitStatus, DryCommit
 
 
 class Views(Protocol):
@@ -28,6 +28,10 @@ class Views(Protocol):
     def has_repository(self, name: str) -> bool: ...
 
     def readiness(self) -> tuple[bool, dict[str, str]]: ...
+
+    def dry_history(self, name: str, *, limit: int) -> list[DryCommit]:
+        """The newest ``limit`` commits of the strategy's dry branch (newest first)."""
+        ...
 
 
 class Operations(Protocol):

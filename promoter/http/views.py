@@ -48,6 +48,13 @@ def _revert(revert: Revert, env: EnvironmentSnapshot) -> dict[str, Any]:
     }
 
 
+def _pin(env: EnvironmentSnapshot) -> dict[str, str] | None:
+    pin = env.ledger.pin
+    if pin is None:
+        return None
+    return {"drySha": pin.dry_sha, "reason": pin.reason, "since": pin.since.isoformat()}
+
+
 def _environment(env: EnvironmentSnapshot, verdict: EnvironmentVerdict | None) -> dict[str, Any]:
     pr = env.pull_request
     return {
@@ -80,6 +87,7 @@ def _environment(env: EnvironmentSnapshot, verdict: EnvironmentVerdict | None) -
         ],
         "reverts": [_revert(r, env) for r in env.ledger.reverts[-5:]],
         "paused": env.ledger.paused,
+        "pin": _pin(env),
         "overrides": [o.model_dump(mode="json") for o in env.ledger.overrides[-5:]],
         "error": env.error,
     }

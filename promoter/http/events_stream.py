@@ -1,0 +1,77 @@
+"""Server-sent events for the dashboard: ``GET /events`` says when a strategy changed.
+
+The stream compares each strategy's JSON view (its reconcile time left out) every
+``interval`` seconds and sends ``event: change`` with the strategy's name when it
+differs. Every stream ends after ``lifetime`` seconds (browsers reconnect by
+themselves), so a daemon shutting down never waits on an open tab; the event id is a
+digest of every view, and a reconnect whose ``Last-Event-ID`` differs is told at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import time
+from collections.abc import AsyncIterator
+
+from starlette.requests import Request
+from starlette.responses import StreamingResponse
+
+from promoter.http.ports import Views
+from promoter.http.views import strategy_json
+
+
+def fingerprints(views: Views) -> dict[str, str]:
+    """A digest of each strategy's view, without the time it was last reconciled."""
+    out: dict[str, str] = {}
+    for strategy in views.strategies():
+        detail = strategy_json(strategy, views.view(strategy.name))
+        detail.pop("reconciledAt", None)
+        text = json.dumps(detail, sort_keys=True, default=str)
+        out[strategy.name] = hashlib.sha256(text.encode()).hexdigest()[:16]
+    return out
+
+
+def _digest(prints: dict[str, str]) -> str:
+    text = json.dumps(prints, sort_keys=True)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def _event(names: list[str], event_id: str) -> str:
+    return f"id: {event_id}\nevent: change\ndata: {json.dumps({'strategies': names})}\n\n"
+
+
+class EventStream:
+    """The ``/events`` endpoint over ``views``."""
+
+    def __init__(self, views: Views, *, interval: float = 0.5, lifetime: float = 10.0) -> None:
+        self.views = views
+        self.interval = interval
+        self.lifetime = lifetime
+
+    async def endpoint(self, request: Request) -> StreamingResponse:
+        last_id = request.headers.get("last-event-id", "")
+        return StreamingResponse(
+            self._events(request, last_id),
+            media_type="text/event-stream",
+            headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
+        )
+
+    async def _events(self, request: Request, last_id: str) -> AsyncIterator[str]:
+        seen = fingerprints(self.views)
+        yield "retry: 500\n\n"
+        if last_id and last_id != _digest(seen):
+            yield _event(sorted(seen), _digest(seen))
+        else:
+            yield f"id: {_digest(seen)}\n\n"
+        deadline = time.monotonic() + self.lifetime
+        while time.monotonic() < deadline:
+            await asyncio.sleep(self.interval)
+            if await request.is_disconnected():
+                return
+            now = fingerprints(self.views)
+            changed = sorted(name for name, value in now.items() if seen.get(name) != value)
+            seen = now
+            if changed:
+                yield _event(changed, _digest(now))
