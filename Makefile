@@ -24,6 +24,7 @@ demo: $(RUNTIME)
 	$(BIN)/promoter demo $(ARGS)
 
 test: $(STAMP)
+	bash .ci/browser
 	$(BIN)/ruff check promoter scm_plugins webhooks tests bench
 	$(BIN)/mypy
 	$(BIN)/pytest -m "not slow" $(PYTEST_ARGS)
