@@ -90,6 +90,7 @@ class Dashboard:
         ]
         if detail.get("error"):
             parts.append(f"<p>{h.badge('error')} {escape(str(detail['error']))}</p>")
+        parts.append(_rollout(detail))
         parts.append('<div class="columns">')
         parts.extend(_column(env, commits, now) for env in detail["environments"])
         parts.append("</div><h2>History</h2>")
@@ -185,3 +186,42 @@ def _history(branch: str, entries: list[Any]) -> str:
         f'<section class="history" aria-label="history of {escape(branch)}">'
         f"<h3>{escape(branch)}</h3><ol>{items or '<li>nothing yet</li>'}</ol></section>"
     )
+
+
+def _rollout(detail: dict[str, Any]) -> str:
+    """The rollout's shape when it is not a line: its waves (tiers) or what each
+    environment waits for, each environment with its state."""
+    rollout = detail.get("rollout")
+    if not rollout:
+        return ""
+    states = {e["branch"]: str(e.get("state") or "unknown") for e in detail["environments"]}
+
+    def member(branch: str) -> str:
+        return f"{escape(branch.rsplit('/', 1)[-1])} {h.badge(states.get(branch, 'unknown'))}"
+
+    if "tiers" in rollout:
+        waves = []
+        for tier in rollout["tiers"]:
+            notes = [f"{tier['require']} of {len(tier['environments'])} go on"]
+            if tier.get("maxParallel"):
+                notes.append(f"{tier['maxParallel']} at once")
+            members = ", ".join(member(b) for b in tier["environments"])
+            waves.append(
+                f"<li><strong>{escape(tier['name'])}</strong> "
+                f'<span class="muted">({escape("; ".join(notes))})</span>: {members}</li>'
+            )
+        return (
+            '<h2>Rollout</h2><ol class="waves" aria-label="tiers, in order">'
+            + "".join(waves)
+            + "</ol>"
+        )
+    rows = "".join(
+        f"<li>{member(branch)} waits for "
+        + (
+            " and ".join(", ".join(escape(b.rsplit("/", 1)[-1]) for b in g) for g in groups)
+            or "nothing"
+        )
+        + "</li>"
+        for branch, groups in rollout["dependsOn"].items()
+    )
+    return f'<h2>Rollout</h2><ul class="waves">{rows}</ul>'

@@ -129,3 +129,23 @@ def test_status_draws_the_waves(fleet: tuple[TestClient, GitOpsRepo]) -> None:
     text = render([view])
     assert "fleet: qa -> {bronze-1, bronze-2} -> {silver-1, silver-2, silver-3} (2 at once)" in text
     assert text.rstrip().endswith("-> gold")
+
+
+def test_the_dashboard_draws_the_waves_with_each_environments_state(
+    fleet: tuple[TestClient, GitOpsRepo],
+) -> None:
+    client, _ = fleet
+    page = client.get("/dashboard/fleet", headers={"Accept": "text/html"})
+    assert page.status_code == 200
+    text = page.text
+    assert "<h2>Rollout</h2>" in text
+    waves = text[
+        text.index('<ol class="waves"') : text.index("</ol>", text.index('<ol class="waves"'))
+    ]
+    assert [w for w in ("qa", "bronze", "silver", "gold") if f"<strong>{w}</strong>" in waves] == [
+        "qa",
+        "bronze",
+        "silver",
+        "gold",
+    ]
+    assert "2 at once" in waves and "bronze-1" in waves and "up-to-date" in waves
