@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from functools import cache
-from typing import Literal
+from typing import Any, Literal
 
 from hypothesis import strategies as st
 
@@ -298,3 +298,28 @@ def _mergeable(draw: st.DrawFn, env: Env, previous: Env) -> Env:
         active_metadata_error=None,
         proposed_metadata_error=None,
     )
+
+
+def dev_then_prod(**prod: Any) -> Snapshot:
+    """dev runs 3 healthy; prod on 1 with 3 proposed, ci green, its PR open; ``prod``
+    changes prod's environment snapshot (gates, ledger, rollout, ...)."""
+    snapshot = build(
+        Env(
+            "dev",
+            active=3,
+            proposed=3,
+            active_keys=("health",),
+            active_statuses={"health": "success"},
+        ),
+        Env(
+            "prod",
+            active=1,
+            proposed=3,
+            proposed_keys=("ci",),
+            proposed_statuses={"ci": "success"},
+            pr="current",
+        ),
+    )
+    envs = list(snapshot.environments)
+    envs[1] = envs[1].model_copy(update=prod)
+    return snapshot.model_copy(update={"environments": tuple(envs)})

@@ -13,35 +13,13 @@ from promoter.engine import EnvState, MergePullRequest, RequeueAfter, SetCommitS
 from promoter.engine.ledger_state import EnvLedger, HealthyRecord
 from promoter.engine.snapshot import Snapshot
 from promoter.models import DryCommit, Phase, Review
-from tests.engine.strategies import NOW, Env, build, dry, hydrated
+from tests.engine.strategies import NOW, dev_then_prod, dry, hydrated
 
 GREEN = {"ci": "success"}
 
 
 def gate(**spec: Any) -> GateSpec:
     return GateSpec.model_validate(spec)
-
-
-def two_envs(**prod: Any) -> Snapshot:
-    """dev runs 3 healthy; prod on 1 with 3 proposed, ci green, its PR open."""
-    return build(
-        Env(
-            "dev",
-            active=3,
-            proposed=3,
-            active_keys=("health",),
-            active_statuses={"health": "success"},
-        ),
-        Env(
-            "prod",
-            active=1,
-            proposed=3,
-            proposed_keys=("ci",),
-            proposed_statuses=GREEN,
-            pr="current",
-            **prod,
-        ),
-    )
 
 
 def with_env(snapshot: Snapshot, index: int, **changes: Any) -> Snapshot:
@@ -71,7 +49,9 @@ def merges(snapshot: Snapshot) -> list[MergePullRequest]:
 
 def test_a_soak_waits_until_the_previous_environment_ran_the_change_long_enough() -> None:
     soak = gate(soak={"duration": "30m"})
-    snapshot = with_env(healthy_since(two_envs(), 0, NOW - timedelta(minutes=10)), 1, gates=(soak,))
+    snapshot = with_env(
+        healthy_since(dev_then_prod(), 0, NOW - timedelta(minutes=10)), 1, gates=(soak,)
+    )
     decision = decide(snapshot)
     found = verdict(snapshot, 1, "promoter/soak")
     assert found.phase is Phase.PENDING
@@ -88,13 +68,15 @@ def test_a_soak_waits_until_the_previous_environment_ran_the_change_long_enough(
 
 def test_a_soak_that_has_run_its_time_lets_the_change_merge() -> None:
     soak = gate(soak={"duration": "30m"})
-    snapshot = with_env(healthy_since(two_envs(), 0, NOW - timedelta(minutes=31)), 1, gates=(soak,))
+    snapshot = with_env(
+        healthy_since(dev_then_prod(), 0, NOW - timedelta(minutes=31)), 1, gates=(soak,)
+    )
     assert verdict(snapshot, 1, "promoter/soak").phase is Phase.SUCCESS
     assert len(merges(snapshot)) == 1
 
 
 def test_a_soak_with_no_healthy_record_waits_with_a_reason() -> None:
-    snapshot = with_env(two_envs(), 1, gates=(gate(soak={"duration": "5m"}),))
+    snapshot = with_env(dev_then_prod(), 1, gates=(gate(soak={"duration": "5m"}),))
     found = verdict(snapshot, 1, "promoter/soak")
     assert found.phase is Phase.PENDING
     assert "waiting for environment/dev to run" in found.reason
@@ -107,7 +89,7 @@ def test_a_soak_with_no_healthy_record_waits_with_a_reason() -> None:
 def test_a_soak_never_passes_early(healthy_for: int, duration: int) -> None:
     soak = gate(soak={"duration": duration})
     since = NOW - timedelta(seconds=healthy_for)
-    snapshot = with_env(healthy_since(two_envs(), 0, since), 1, gates=(soak,))
+    snapshot = with_env(healthy_since(dev_then_prod(), 0, since), 1, gates=(soak,))
     found = verdict(snapshot, 1, "promoter/soak")
     assert (found.phase is Phase.SUCCESS) == (healthy_for >= duration)
     assert bool(merges(snapshot)) == (healthy_for >= duration)
@@ -119,7 +101,7 @@ def test_a_soak_never_passes_early(healthy_for: int, duration: int) -> None:
 def test_a_closed_window_holds_the_merge_and_wakes_the_strategy_when_it_opens() -> None:
     # NOW is Wed 2024-05-01 12:00 UTC; the window opens at 13:00 UTC.
     window = gate(window={"allow": [{"cron": "0 13 * * *", "duration": "1h"}]})
-    snapshot = with_env(two_envs(), 1, gates=(window,))
+    snapshot = with_env(dev_then_prod(), 1, gates=(window,))
     decision = decide(snapshot)
     assert merges(snapshot) == []
     assert decision.environments[1].state is EnvState.BLOCKED
@@ -137,7 +119,7 @@ def test_a_closed_window_never_merges(hour: int, length: int, deny: bool) -> Non
     windows: dict[str, Any] = {"allow": [{"cron": f"0 {hour} * * *", "duration": length * 60}]}
     if deny:
         windows = {"deny": [{"cron": f"0 {hour} * * *", "duration": length * 60}]}
-    snapshot = with_env(two_envs(), 1, gates=(gate(window=windows),))
+    snapshot = with_env(dev_then_prod(), 1, gates=(gate(window=windows),))
     is_open = verdict(snapshot, 1, "promoter/window").phase is Phase.SUCCESS
     assert bool(merges(snapshot)) == is_open
 
@@ -151,12 +133,12 @@ def approved(snapshot: Snapshot, *reviews: Review, **spec: Any) -> Snapshot:
 
 def test_an_approval_gate_waits_for_enough_distinct_approvers() -> None:
     one = Review(user="ada", approved=True)
-    snapshot = approved(two_envs(), one, one, count=2)
+    snapshot = approved(dev_then_prod(), one, one, count=2)
     found = verdict(snapshot, 1, "promoter/approval")
     assert found.phase is Phase.PENDING
     assert "waiting for 2 approvals (1 so far)" in found.reason
     assert merges(snapshot) == []
-    two = approved(two_envs(), one, Review(user="grace", approved=True), count=2)
+    two = approved(dev_then_prod(), one, Review(user="grace", approved=True), count=2)
     assert verdict(two, 1, "promoter/approval").phase is Phase.SUCCESS
     assert len(merges(two)) == 1
 
@@ -165,41 +147,45 @@ def test_only_named_users_or_team_members_count() -> None:
     outsider = Review(user="mallory", approved=True)
     member = Review(user="grace", approved=True, teams=("acme/sre",))
     assert (
-        verdict(approved(two_envs(), outsider, users=["ada"]), 1, "promoter/approval").phase
+        verdict(approved(dev_then_prod(), outsider, users=["ada"]), 1, "promoter/approval").phase
         is Phase.PENDING
     )
     assert (
-        verdict(approved(two_envs(), member, teams=["acme/sre"]), 1, "promoter/approval").phase
+        verdict(approved(dev_then_prod(), member, teams=["acme/sre"]), 1, "promoter/approval").phase
         is Phase.SUCCESS
     )
     assert (
-        verdict(approved(two_envs(), outsider, teams=["acme/sre"]), 1, "promoter/approval").phase
+        verdict(
+            approved(dev_then_prod(), outsider, teams=["acme/sre"]), 1, "promoter/approval"
+        ).phase
         is Phase.PENDING
     )
 
 
 def test_a_later_request_for_changes_withdraws_an_approval() -> None:
     snapshot = approved(
-        two_envs(), Review(user="ada", approved=True), Review(user="ada", approved=False)
+        dev_then_prod(), Review(user="ada", approved=True), Review(user="ada", approved=False)
     )
     assert verdict(snapshot, 1, "promoter/approval").phase is Phase.PENDING
 
 
 def test_with_reset_on_push_an_approval_of_an_older_head_does_not_count() -> None:
     old = Review(user="ada", approved=True, commit_sha="0" * 40)
-    snapshot = approved(two_envs(), old, reset_on_push=True)
+    snapshot = approved(dev_then_prod(), old, reset_on_push=True)
     assert verdict(snapshot, 1, "promoter/approval").phase is Phase.PENDING
     head = snapshot.environments[1].pull_request
     assert head is not None
     current = Review(user="ada", approved=True, commit_sha=head.head_sha)
     assert (
-        verdict(approved(two_envs(), current, reset_on_push=True), 1, "promoter/approval").phase
+        verdict(
+            approved(dev_then_prod(), current, reset_on_push=True), 1, "promoter/approval"
+        ).phase
         is Phase.SUCCESS
     )
 
 
 def test_the_approving_label_approves_by_itself() -> None:
-    snapshot = approved(two_envs(), label="lgtm")
+    snapshot = approved(dev_then_prod(), label="lgtm")
     pr = snapshot.environments[1].pull_request
     assert pr is not None
     labelled = with_env(snapshot, 1, pull_request=pr.model_copy(update={"labels": ("lgtm",)}))
@@ -208,7 +194,7 @@ def test_the_approving_label_approves_by_itself() -> None:
 
 def test_an_scm_that_cannot_read_reviews_says_so() -> None:
     snapshot = with_env(
-        two_envs(),
+        dev_then_prod(),
         1,
         gates=(gate(approval={}),),
         reviews=None,
@@ -225,7 +211,7 @@ def with_messages(spec: dict[str, Any], *bodies: str) -> Snapshot:
         DryCommit(sha=dry(3 - i), subject=f"change {i}", author="ada", body=body)
         for i, body in enumerate(bodies)
     )
-    return with_env(two_envs(), 1, gates=(gate(commitMessage=spec),), changelog=changelog)
+    return with_env(dev_then_prod(), 1, gates=(gate(commitMessage=spec),), changelog=changelog)
 
 
 def test_a_blocking_trailer_on_any_promoted_commit_fails_the_gate() -> None:

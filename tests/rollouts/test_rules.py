@@ -13,33 +13,9 @@ from promoter.engine.actions import Announce, CommentPullRequest
 from promoter.engine.ledger_state import Announcement, EnvLedger, Pin
 from promoter.engine.snapshot import Rollout, Snapshot
 from promoter.models import DryCommit, Phase
-from tests.engine.strategies import NOW, Env, build, dry
+from tests.engine.strategies import NOW, dev_then_prod, dry
 
 GREEN = {"ci": "success"}
-
-
-def prod(**changes: Any) -> Snapshot:
-    """dev on 3 healthy; prod on 1 with 3 proposed, ci green, its PR open."""
-    snapshot = build(
-        Env(
-            "dev",
-            active=3,
-            proposed=3,
-            active_keys=("health",),
-            active_statuses={"health": "success"},
-        ),
-        Env(
-            "prod",
-            active=1,
-            proposed=3,
-            proposed_keys=("ci",),
-            proposed_statuses=GREEN,
-            pr="current",
-        ),
-    )
-    envs = list(snapshot.environments)
-    envs[1] = envs[1].model_copy(update=changes)
-    return snapshot.model_copy(update={"environments": tuple(envs)})
 
 
 def merged(snapshot: Snapshot) -> bool:
@@ -51,19 +27,23 @@ def statuses(snapshot: Snapshot) -> dict[str, SetCommitStatus]:
 
 
 def test_a_pinned_environment_keeps_its_commit_and_says_why_on_the_pr() -> None:
-    pinned = prod(ledger=EnvLedger(pin=Pin(dry_sha=dry(1), reason="audit week", since=NOW)))
+    pinned = dev_then_prod(
+        ledger=EnvLedger(pin=Pin(dry_sha=dry(1), reason="audit week", since=NOW))
+    )
     assert not merged(pinned)
     check = statuses(pinned)["promoter/pin"].status
     assert check.phase is Phase.FAILURE and "pinned to" in check.description
     assert "audit week" in decide(pinned).environments[1].reason
-    assert merged(prod())
+    assert merged(dev_then_prod())
 
 
 def test_a_blocked_change_waits_for_a_person_and_then_goes() -> None:
     commit = DryCommit(
         sha=dry(3), subject="Bump", author="ada", body="Bump\n\nPromote-Block: migrate values first"
     )
-    blocked = prod(changelog=(commit,), rollout=Rollout(tier="prod", block_trailer="Promote-Block"))
+    blocked = dev_then_prod(
+        changelog=(commit,), rollout=Rollout(tier="prod", block_trailer="Promote-Block")
+    )
     assert not merged(blocked)
     reason = decide(blocked).environments[1].reason
     assert "migrate values first" in reason and "approve-change" in reason
@@ -82,14 +62,14 @@ def test_a_blocked_change_waits_for_a_person_and_then_goes() -> None:
 
 def test_a_notice_period_announces_once_then_merges_after_the_lead() -> None:
     lead = 3600.0
-    fresh = prod(rollout=Rollout(tier="prod", notice_lead=lead))
+    fresh = dev_then_prod(rollout=Rollout(tier="prod", notice_lead=lead))
     decision = decide(fresh)
     assert not merged(fresh)
     announced = [a for a in decision.actions if isinstance(a, Announce)]
     comments = [a for a in decision.actions if isinstance(a, CommentPullRequest)]
     assert len(announced) == 1 and announced[0].at == NOW
     assert "Upcoming change" in comments[0].body
-    later = prod(
+    later = dev_then_prod(
         rollout=Rollout(tier="prod", notice_lead=lead),
         ledger=EnvLedger(
             announcements=(Announcement(dry_sha=dry(3), at=NOW - timedelta(minutes=10)),)
@@ -99,7 +79,7 @@ def test_a_notice_period_announces_once_then_merges_after_the_lead() -> None:
     assert not any(isinstance(a, Announce) for a in decide(later).actions)
     check = statuses(later)["promoter/notice"].status
     assert check.phase is Phase.PENDING and "merges at" in check.description
-    done = prod(
+    done = dev_then_prod(
         rollout=Rollout(tier="prod", notice_lead=lead),
         ledger=EnvLedger(
             announcements=(Announcement(dry_sha=dry(3), at=NOW - timedelta(hours=2)),)
@@ -175,7 +155,7 @@ def test_without_depends_on_the_list_is_a_line() -> None:
 
 
 def test_a_blocking_label_on_the_pr_stops_it_until_its_change_is_approved() -> None:
-    snapshot = prod(
+    snapshot = dev_then_prod(
         rollout=Rollout(tier="prod", block_trailer="Promote-Block", block_label="hold-it")
     )
     pr = snapshot.environments[1].pull_request

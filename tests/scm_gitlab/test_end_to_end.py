@@ -30,7 +30,10 @@ HOOK_ENV = "PROMOTER_TEST_GITLAB_HOOK_TOKEN"
 PROJECT_ID = 4242
 
 
-def config_text(gitops: Path, state: Path, url: str) -> str:
+def config_text(
+    gitops: Path, state: Path, url: str, *, gate: str = "pipeline", dev: str = ""
+) -> str:
+    """The e2e configuration: ``gate`` is the proposed gate, ``dev`` more settings of dev."""
     return f"""
 scmProviders:
   - name: gitlab
@@ -46,9 +49,9 @@ promotionStrategies:
   - name: guestbook
     repository: gitops
     activeCommitStatuses: [{{key: health}}]
-    proposedCommitStatuses: [{{key: pipeline}}]
+    proposedCommitStatuses: [{{key: {gate}}}]
     environments:
-      - {{branch: environment/dev}}
+      - {{branch: environment/dev{dev}}}
       - {{branch: environment/staging}}
       - {{branch: environment/prod}}
 webhooks:

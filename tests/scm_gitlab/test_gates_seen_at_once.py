@@ -26,40 +26,15 @@ from tests.scm_gitlab.fake_gitlab import FakeGitLab, FakeProject
 from tests.scm_gitlab.fake_gitlab_routes import merge_mr
 from tests.support import ENVIRONMENTS, GitOpsRepo, wait_for
 
-from .test_end_to_end import HOOK_ENV, HOOK_TOKEN, PROJECT_ID
+from .test_end_to_end import HOOK_ENV, HOOK_TOKEN, PROJECT_ID, config_text
 
 DEV = "environment/dev"
 
 
 def config(gitops: Path, state: Path, url: str, auto_merge: bool = True) -> str:
-    return f"""
-scmProviders:
-  - name: gitlab
-    gitlab: {{url: "{url}", token: {{fromEnv: {TOKEN_ENV}}}}}
-repositories:
-  - name: gitops
-    url: {gitops}
-    path: {PROJECT}
-    projectId: {PROJECT_ID}
-    scmProvider: gitlab
-    pollInterval: 0.1s
-promotionStrategies:
-  - name: guestbook
-    repository: gitops
-    activeCommitStatuses: [{{key: health}}]
-    proposedCommitStatuses: [{{key: lint}}]
-    environments:
-      - {{branch: environment/dev, autoMerge: {str(auto_merge).lower()}}}
-      - {{branch: environment/staging}}
-      - {{branch: environment/prod}}
-webhooks:
-  gitlab:
-    tokens: [{{fromEnv: {HOOK_ENV}}}]
-daemon:
-  stateDir: {state}
-  workers: 2
-  resyncInterval: 5m
-"""
+    """The end-to-end configuration, with the CI job (or status) ``lint`` as dev's gate."""
+    dev = "" if auto_merge else ", autoMerge: false"
+    return config_text(gitops, state, url, gate="lint", dev=dev)
 
 
 class GitLabSide:
