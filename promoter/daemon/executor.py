@@ -111,6 +111,13 @@ class Executor:
                 continue
             env = snapshot.environments[action.environment]
             key = _pr_key(repo, env, action)
+            if isinstance(action, RecordOverride) and env.branch not in outcome.merged:
+                # A break-glass promotion is recorded only when its merge happened.
+                log.warning(
+                    "override not recorded: the merge did not happen",
+                    extra={"strategy": snapshot.strategy, "environment": env.branch},
+                )
+                continue
             try:
                 self._one(snapshot, repo, action, outcome)
             except (ScmConflict, ScmNotFound) as exc:
@@ -301,12 +308,17 @@ class Executor:
             since=snapshot.now,
             source="revert",
         )
-        self._ledger(snapshot, env.branch, lambda led: led.with_revert(revert).with_hold(hold))
         holders = action.hold_in or tuple(range(index, len(snapshot.environments)))
-        for position in holders:
-            if position != index:
-                later = snapshot.environments[position]
-                self._ledger(snapshot, later.branch, lambda led: led.with_hold(hold))
+        changes: dict[str, Callable[[EnvLedger], EnvLedger]] = {
+            snapshot.environments[p].branch: lambda led: led.with_hold(hold)
+            for p in holders
+            if p != index
+        }
+        changes[env.branch] = lambda led: led.with_revert(revert).with_hold(hold)
+        # One notes commit, one push: a kill leaves the revert with all its holds, or none.
+        written = self.ledger.update_many(self._mirror, snapshot.strategy, changes)
+        for branch, ledger in written.items():
+            HOLDS.labels(snapshot.strategy, branch).set(len(ledger.holds))
         REVERTS_TOTAL.labels(snapshot.strategy, env.branch, action.trigger).inc()
         log.warning(
             "revert opened",

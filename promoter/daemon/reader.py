@@ -21,7 +21,7 @@ from promoter.git import GitMirror
 from promoter.git.caches import remember
 from promoter.git.lineage import Lineage
 from promoter.models import CommitStatus, DryCommit, PullRequest, Review, utcnow
-from promoter.state.ledger import GitLedger
+from promoter.state.ledger import GitLedger, LedgerUnreadable
 from promoter.state.pulls import MISSING, PullRequestCache
 from promoter.state.statuses import StatusCache
 from scm_plugins.protocol import Reviews, ScmPlugin
@@ -100,7 +100,8 @@ class SnapshotReader:
                 )
                 if proposed.dry_sha and proposed.dry_sha != active.dry_sha:
                     changelog = tuple(self._changelog(mirror, active.dry_sha, proposed.dry_sha))
-            ledger = self.ledger.read(mirror, strategy.name, env.branch)
+            ledger, ledger_error = self._ledger(mirror, strategy.name, env.branch)
+            error = error or ledger_error
             gates = tuple(strategy.gates_of(env))
             reviews, reviews_error = self._reviews(repo, gates, pull_request)
             envs.append(
@@ -150,6 +151,15 @@ class SnapshotReader:
             folded_keys=frozenset(getattr(self.plugin, "folded_gate_keys", ())),
             now=self.clock(),
         )
+
+    def _ledger(
+        self, mirror: GitMirror, strategy: str, branch: str
+    ) -> tuple[EnvLedger, str | None]:
+        """The environment's ledger; an unreadable one blocks it (fail closed), with why."""
+        try:
+            return self.ledger.read(mirror, strategy, branch), None
+        except LedgerUnreadable as exc:
+            return EnvLedger(), f"the ledger of {branch} cannot be read: {exc}"
 
     def _reviews(
         self, repo: Repository, gates: tuple[GateSpec, ...], pr: PullRequest | None

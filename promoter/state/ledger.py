@@ -11,6 +11,13 @@ durable change (hold, revert, pause, override) flushes at once and returns only 
 pushed; healthy records are flushed by a timer, at most once a second, and at
 shutdown. A crash loses at most that second of healthy records, which the next
 reconcile records again (with a later ``healthySince``: a longer soak, never shorter).
+``update_many`` writes changes to several environments (a revert and the holds it
+implies) as one notes commit and one push: a crash leaves all of them or none.
+
+A note that cannot be parsed is never read as an empty ledger: reading it raises
+``LedgerUnreadable`` (the reader blocks that environment with the reason) and no
+write replaces it, so a hold is never lost to a damaged note; a person repairs or
+removes the note with git.
 
 Concurrency: flushes hold the mirror's lock; a push rejected because the notes ref
 moved is retried on top of a fresh fetch, re-applying the pending changes to what
@@ -22,11 +29,11 @@ from __future__ import annotations
 import hashlib
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from promoter.engine.ledger_state import EnvLedger
-from promoter.errors import GitError
+from promoter.errors import GitError, PermanentError
 from promoter.git import GitMirror, PushRejected
 
 LEDGER_REF = "refs/notes/promoter.ledger"
@@ -35,6 +42,10 @@ ATTEMPTS = 4
 log = logging.getLogger("promoter.ledger")
 
 Change = Callable[[EnvLedger], EnvLedger]
+
+
+class LedgerUnreadable(PermanentError):
+    """A ledger note exists but cannot be parsed: fail closed, never overwrite it."""
 
 
 def key_object(strategy: str, environment: str) -> tuple[bytes, str]:
@@ -93,6 +104,21 @@ class GitLedger:
                 self.flush(mirror)
             return new
 
+    def update_many(
+        self, mirror: GitMirror, strategy: str, changes: Mapping[str, Change]
+    ) -> dict[str, EnvLedger]:
+        """Apply one change per environment and push them together, in one notes commit.
+
+        Either every change reaches the remote or none does (the push is one ref update).
+        """
+        with mirror.lock:
+            found = {
+                environment: self.update(mirror, strategy, environment, change, durable=False)
+                for environment, change in changes.items()
+            }
+            self.flush(mirror)
+        return found
+
     def flush(self, mirror: GitMirror) -> None:
         """Write and push every pending change of one repository."""
         with mirror.lock:
@@ -129,9 +155,12 @@ class GitLedger:
             return EnvLedger()
         try:
             return EnvLedger.model_validate_json(text)
-        except ValueError:
-            log.error("ledger note unreadable, starting afresh", extra={"key": sha})
-            return EnvLedger()
+        except ValueError as exc:
+            log.error("ledger note unreadable", extra={"key": sha, "ref": LEDGER_REF})
+            raise LedgerUnreadable(
+                f"the ledger note {sha[:12]} under {LEDGER_REF} cannot be parsed; it is kept"
+                " as it is: repair or remove it with git notes"
+            ) from exc
 
     def _write(self, mirror: GitMirror, pending: _Pending) -> None:
         for _ in range(ATTEMPTS):
