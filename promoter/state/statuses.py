@@ -3,7 +3,9 @@
 A full read from the SCM makes an entry *complete*; webhook events merge single
 statuses into it so that the next reconcile sees them without an SCM read. The newer
 report wins: by the SCM's own order (``revision``) when both have one, a later arrival
-when that is equal, else by ``updated_at``. Entries older than the TTL are not trusted.
+when that is equal, else by ``updated_at`` compared at whole seconds (the SCMs'
+resolution: on a tie the later arrival wins, so a status someone else wrote just after
+the promoter's own write replaces it). Entries older than the TTL are not trusted.
 Thread-safe.
 """
 
@@ -14,6 +16,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from datetime import datetime
 
 from promoter.models import CommitStatus
 
@@ -22,7 +25,12 @@ def newer(old: CommitStatus, new: CommitStatus) -> bool:
     """Whether ``old`` is strictly newer than ``new`` (``new`` arrived later)."""
     if old.revision is not None and new.revision is not None:
         return old.revision > new.revision
-    return old.updated_at > new.updated_at
+    return _second(old.updated_at) > _second(new.updated_at)
+
+
+def _second(at: datetime) -> datetime:
+    """``at`` at the SCMs' resolution: statuses read back carry whole seconds."""
+    return at.replace(microsecond=0)
 
 
 @dataclass

@@ -5,14 +5,13 @@ nothing changed. Check runs count by name, latest run wins: success, neutral and
 skipped are success; queued, in progress (and waiting, requested, pending) are
 pending; any other conclusion is failure. Statuses: error and failure are failure.
 The promoter's own gates are written as commit statuses, or as check runs
-(``statusChecks: checkRuns``, App only); a write identical to the last one this
-process made for the same SHA and key is skipped.
+(``statusChecks: checkRuns``, App only). Every write asked for is sent: the engine
+decides a write by comparing with what GitHub shows, so a status someone else
+overwrote (a forged ``success``) is corrected, never skipped as already written.
 """
 
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
 from collections.abc import Collection, Iterable
 from datetime import datetime
 from typing import Any, Literal
@@ -24,7 +23,6 @@ from scm_plugins.github.api import RepoApi
 PER_PAGE = 100
 MAX_PAGES = 10
 DESCRIPTION_LIMIT = 140
-WRITTEN_ENTRIES = 4096
 
 SOURCE_STATUS = "github/status"  # the same sources, urls and descriptions as webhooks/github.py
 SOURCE_CHECK_RUN = "github/check_run"
@@ -86,8 +84,6 @@ class Statuses:
     def __init__(self, api: RepoApi, *, mode: Literal["statuses", "checkRuns"]) -> None:
         self._api = api
         self._mode = mode
-        self._written: OrderedDict[tuple[str, str, str], tuple[str, str, str]] = OrderedDict()
-        self._lock = threading.Lock()
 
     def get(
         self, *, repo: Repository, sha: str, keys: Collection[str] | None = None
@@ -129,11 +125,6 @@ class Statuses:
         return items
 
     def set(self, *, repo: Repository, sha: str, status: CommitStatus) -> None:
-        key = (repo.full_path, sha, status.key)
-        value = (status.phase.value, status.description, status.url)
-        with self._lock:
-            if self._written.get(key) == value:
-                return
         if self._mode == "checkRuns":
             self._api.call(
                 repo,
@@ -147,11 +138,6 @@ class Statuses:
             self._api.call(
                 repo, "create_status", "POST", f"/statuses/{sha}", body=_status(status), sha=sha
             )
-        with self._lock:
-            self._written[key] = value
-            self._written.move_to_end(key)
-            while len(self._written) > WRITTEN_ENTRIES:
-                self._written.popitem(last=False)
 
 
 def _short(text: str) -> str:

@@ -388,3 +388,29 @@ def test_a_person_merging_the_prod_pr_gets_no_comment_and_no_patch_afterwards(
     ]
     assert touched == []
     assert fake.comments_of(FULL_NAME, number) == []
+
+
+@pytest.mark.parametrize("ci", [False], indirect=True)
+def test_a_forged_success_on_the_promoters_summary_check_is_corrected(
+    ci: GitHubCI, fake: FakeGitHub, gitops: GitOpsRepo
+) -> None:
+    change = gitops.change("2.1.0", "Bump guestbook to 2.1.0")
+    for branch in ENVIRONMENTS[:2]:
+        env = wait_pr(ci.client, branch)
+        ci.check_run(env["proposed"]["hydratedSha"], "ci", "success")
+        wait_for(partial(promoted, ci.client, branch, change), what=f"{branch} promoted")
+        ci.status(gitops.tip(branch), "health")
+    head = wait_pr(ci.client, "environment/prod")["proposed"]["hydratedSha"]
+
+    def summary() -> str | None:
+        statuses = fake.repositories[FULL_NAME].statuses.get(head, [])
+        return next((s["state"] for s in statuses if s["context"] == "promoter/gates"), None)
+
+    wait_for(lambda: summary() == "pending", what="the summary check")
+    ci.status(head, "promoter/gates", "success")  # someone else writes it, GitHub tells us
+    wait_for(lambda: summary() == "pending", what="the forged success corrected")
+    assert [s["state"] for s in fake.repositories[FULL_NAME].statuses[head][:3]] == [
+        "pending",
+        "success",
+        "pending",
+    ]

@@ -145,17 +145,16 @@ def test_the_promoter_writes_its_gates_as_commit_statuses_by_default(
     assert (read.key, read.phase) == (status.key, Phase.PENDING)
 
 
-def test_writing_the_same_gate_twice_sends_it_once(
+def test_a_gate_someone_else_overwrote_is_written_again(
     plugin: GitHubScm, repo: Repository, fake: FakeGitHub, sha: str
 ) -> None:
-    status = CommitStatus(key="promoter/previous-environment", phase=Phase.SUCCESS)
+    status = CommitStatus(key="promoter/gates", phase=Phase.PENDING, description="waiting: ci")
     plugin.set_commit_status(repo=repo, sha=sha, status=status)
+    fake.post_status(FULL_NAME, sha, "promoter/gates", "success")  # forged by someone else
+    assert phases(plugin, repo, sha) == {"promoter/gates": Phase.SUCCESS}
     plugin.set_commit_status(repo=repo, sha=sha, status=status)
-    assert len(fake.repositories[FULL_NAME].statuses[sha]) == 1
-    plugin.set_commit_status(
-        repo=repo, sha=sha, status=status.model_copy(update={"phase": Phase.FAILURE})
-    )
-    assert len(fake.repositories[FULL_NAME].statuses[sha]) == 2
+    assert phases(plugin, repo, sha) == {"promoter/gates": Phase.PENDING}
+    assert len(fake.repositories[FULL_NAME].statuses[sha]) == 3
 
 
 def test_with_check_runs_configured_the_promoter_writes_check_runs(
