@@ -74,6 +74,8 @@ Observer = Callable[[ActionEvent], None]
 class Outcome:
     requeue_after: float | None = None
     merged: list[str] = field(default_factory=list)
+    written: list[SetCommitStatus] = field(default_factory=list)
+    """Statuses written: the view served shows them at once, not after the next read."""
 
     def requeue(self, seconds: float) -> None:
         self.requeue_after = (
@@ -144,6 +146,7 @@ class Executor:
                 outcome.requeue(action.seconds)
             case SetCommitStatus():
                 self._status(snapshot, repo, action)
+                outcome.written.append(action)
             case OpenPullRequest() | UpdatePullRequest() | ClosePullRequest():
                 self._pull_request(snapshot, repo, action)
                 outcome.requeue(0.0)

@@ -125,6 +125,7 @@ class Reconciler:
         finally:
             RECONCILE_DURATION.observe(time.perf_counter() - started)
         RECONCILE_TOTAL.labels("success").inc()
+        snapshot = with_written(snapshot, outcome)
         self._remember(key, StrategyView(snapshot, decision, None, utcnow()))
         log.debug(
             "reconciled",
@@ -180,6 +181,24 @@ class Reconciler:
             if keep_last and old is not None:
                 view = StrategyView(old.snapshot, old.decision, view.error, view.reconciled_at)
             self.views[key] = view
+
+
+def with_written(snapshot: Snapshot, outcome: Outcome) -> Snapshot:
+    """The snapshot as the promoter's own status writes left it (what the view shows)."""
+    if not outcome.written:
+        return snapshot
+    envs = []
+    for env in snapshot.environments:
+        commits = {}
+        for name in ("active", "proposed"):
+            commit = getattr(env, name)
+            mine = [w.status for w in outcome.written if commit and w.sha == commit.hydrated_sha]
+            if commit is not None and mine:
+                keys = {s.key for s in mine}
+                kept = tuple(s for s in commit.statuses if s.key not in keys)
+                commits[name] = commit.model_copy(update={"statuses": (*kept, *mine)})
+        envs.append(env.model_copy(update=commits) if commits else env)
+    return snapshot.model_copy(update={"environments": tuple(envs)})
 
 
 def _tracked_shas(snapshot: Snapshot) -> set[str]:
