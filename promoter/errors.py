@@ -31,6 +31,10 @@ class ConfigError(PermanentError):
         self.problems = problems
 
 
+class CommitNotFound(PermanentError):
+    """A SHA (or a prefix of one) names no commit of the repository, or several."""
+
+
 class GitError(TemporaryError):
     """A git command failed (unreachable remote, lock held, ...)."""
 
@@ -48,7 +52,18 @@ class ScmNotFound(ScmError, PermanentError):
 
 
 class ScmConflict(ScmError, TemporaryError):
-    """The SCM refused because the state moved (head SHA changed, not mergeable yet)."""
+    """The SCM refused the change as asked.
+
+    Temporary (``lasting=False``): the state moved or is still being computed (head
+    SHA changed, base modified, mergeability not known yet); read again and retry soon.
+    Lasting (``lasting=True``): a merge conflict, branch protection, a missing
+    permission; retrying soon fails the same way, so the retry backs off to the cap
+    (a webhook or a push still wakes it at once) and the reason is shown.
+    """
+
+    def __init__(self, message: str, *, delay: float | None = None, lasting: bool = False) -> None:
+        super().__init__(message, delay=delay)
+        self.lasting = lasting
 
 
 class ScmRateLimited(ScmError, TemporaryError):

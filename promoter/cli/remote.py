@@ -39,7 +39,7 @@ def _client(args: argparse.Namespace) -> ApiClient:
 
 def set_status_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("repository", help="the repository's name in promoter.yaml")
-    p.add_argument("sha", help="the full 40-character commit SHA")
+    p.add_argument("sha", help="the commit SHA, or a prefix naming one commit")
     p.add_argument("key", help="the gate's key, e.g. ci or health")
     p.add_argument("phase", choices=["pending", "success", "failure"], help="the gate's result")
     p.add_argument("--description", default="", help="one line shown beside the status")

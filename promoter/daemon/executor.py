@@ -95,6 +95,8 @@ class Executor:
     on_merged: Callable[[Repository], None]
     unconfirmed: UnconfirmedMerges = field(default_factory=UnconfirmedMerges)
     """Merges whose answer was lost (shared by every reconcile of the daemon)."""
+    failed_environment: str | None = field(default=None, init=False)
+    """The environment whose action failed in the last run, for the view to show it there."""
 
     def run(
         self,
@@ -105,6 +107,7 @@ class Executor:
     ) -> Outcome:
         self._mirror = mirror
         count_settled(snapshot, mirror, self.unconfirmed)
+        self.failed_environment = None
         outcome = Outcome()
         refused: ScmConflict | ScmNotFound | None = None
         for action in actions:
@@ -123,6 +126,7 @@ class Executor:
             try:
                 self._one(snapshot, repo, action, outcome)
             except (ScmConflict, ScmNotFound) as exc:
+                self.failed_environment = self.failed_environment or env.branch
                 # What we knew about the PR was wrong: forget it and read again.
                 self.pr_cache.forget(key)
                 log.info(
@@ -135,6 +139,9 @@ class Executor:
                     },
                 )
                 refused = refused or exc
+            except Exception:
+                self.failed_environment = env.branch
+                raise
         if refused is not None:
             raise refused  # the queue retries with its backoff: quick once, slower if it repeats
         return outcome

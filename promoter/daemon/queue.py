@@ -7,6 +7,8 @@
 - ``backoff`` gives capped exponential delays per key, reset by ``forget``. A retry
   scheduled ``firm`` (after a failure) is not cut short by a ``soft`` add (the periodic
   resync); any other add (a webhook, a person) still runs the key at once.
+- ``park`` sets a key aside after a permanent error: plain adds (the resync) drop it
+  until an add with ``unpark=True`` (a webhook, a moved ref, a configuration change).
 Thread-safe; ``add`` never blocks on work, so the event loop may call it.
 """
 
@@ -43,6 +45,7 @@ class WorkQueue:
         self._failures: dict[str, int] = {}
         self._not_before: dict[str, float] = {}
         self._firm: dict[str, float] = {}
+        self._parked: dict[str, str] = {}
         self._seq = itertools.count()
         self._shutdown = False
         self._clock = clock
@@ -51,18 +54,33 @@ class WorkQueue:
 
     # --- producers -------------------------------------------------------------------
 
-    def add(self, key: str) -> None:
+    def add(self, key: str, *, unpark: bool = False) -> None:
         with self._cond:
+            if unpark:
+                self._parked.pop(key, None)
             self._add_locked(key)
 
-    def add_many(self, keys: Iterable[str], *, soft: bool = False) -> None:
-        """Queue ``keys``; ``soft`` adds leave a key alone while its firm retry is pending."""
+    def add_many(self, keys: Iterable[str], *, soft: bool = False, unpark: bool = False) -> None:
+        """Queue ``keys``; ``soft`` adds leave a key alone while its firm retry is pending;
+        ``unpark`` adds (a change: a webhook, a moved ref) run parked keys again."""
         with self._cond:
             now = self._clock()
             for key in keys:
+                if unpark:
+                    self._parked.pop(key, None)
                 if soft and self._firm.get(key, 0.0) > now:
                     continue
                 self._add_locked(key)
+
+    def park(self, key: str, reason: str) -> None:
+        """Set ``key`` aside: adds without ``unpark`` drop it (a permanent error)."""
+        with self._cond:
+            self._parked[key] = reason
+
+    def parked(self) -> dict[str, str]:
+        """The keys set aside, with why."""
+        with self._cond:
+            return dict(self._parked)
 
     def add_after(self, key: str, delay: float, *, firm: bool = False) -> None:
         """Queue ``key`` no earlier than ``delay`` seconds from now; a ``firm`` retry is not
@@ -96,7 +114,7 @@ class WorkQueue:
         self._cond.notify()
 
     def _add_locked(self, key: str, *, from_delay: bool = False) -> None:
-        if self._shutdown:
+        if self._shutdown or key in self._parked:
             return
         hold = self._not_before.get(key)
         if hold is not None:

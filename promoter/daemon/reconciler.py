@@ -21,7 +21,7 @@ from promoter.daemon.merges import UnconfirmedMerges
 from promoter.daemon.probes import Probes
 from promoter.daemon.reader import SnapshotReader
 from promoter.engine import decide
-from promoter.engine.actions import Decision
+from promoter.engine.actions import Decision, EnvState
 from promoter.engine.snapshot import Snapshot
 from promoter.git.pool import MirrorPool
 from promoter.metrics import RECONCILE_DURATION, RECONCILE_TOTAL
@@ -103,6 +103,8 @@ class Reconciler:
         executor = self.executor(plugin, reader)
         started = time.perf_counter()
         reconcile_id = uuid.uuid4().hex[:12]
+        snapshot: Snapshot | None = None
+        decision: Decision | None = None
         try:
             mirror = self.mirrors.fresh(repo)
             snapshot = reader.read(strategy, repo, mirror)
@@ -115,12 +117,12 @@ class Reconciler:
             if probed.next_in is not None:
                 outcome.requeue(probed.next_in)
         except Exception as exc:
+            # Logged once, by the worker that decides the retry; shown here in the view.
             RECONCILE_TOTAL.labels("error").inc()
-            self._remember(key, StrategyView(None, None, str(exc), utcnow()), keep_last=True)
-            log.warning(
-                "reconcile failed",
-                extra={"strategy": key, "reconcile_id": reconcile_id, "error": str(exc)},
-            )
+            with self._lock:
+                last = self.views.get(key)
+            failed = executor.failed_environment if decision is not None else None
+            self._remember(key, failed_view(last, snapshot, decision, str(exc), failed))
             raise
         finally:
             RECONCILE_DURATION.observe(time.perf_counter() - started)
@@ -175,12 +177,32 @@ class Reconciler:
     def _status_url(self, key: str) -> str:
         return f"{self.status_url.rstrip('/')}/strategies/{key}" if self.status_url else ""
 
-    def _remember(self, key: str, view: StrategyView, *, keep_last: bool = False) -> None:
+    def _remember(self, key: str, view: StrategyView) -> None:
         with self._lock:
-            old = self.views.get(key)
-            if keep_last and old is not None:
-                view = StrategyView(old.snapshot, old.decision, view.error, view.reconciled_at)
             self.views[key] = view
+
+
+def failed_view(
+    last: StrategyView | None,
+    snapshot: Snapshot | None,
+    decision: Decision | None,
+    error: str,
+    environment: str | None,
+) -> StrategyView:
+    """What a failed reconcile shows: the error as the reason of the environment it
+    happened in (every environment when it happened before deciding), never the
+    verdicts of an earlier reconcile as if they still held."""
+    snapshot = snapshot or (last.snapshot if last else None)
+    decision = decision or (last.decision if last else None)
+    if decision is not None:
+        verdicts = tuple(
+            v.model_copy(update={"state": EnvState.ERROR, "reason": error})
+            if environment is None or v.branch == environment
+            else v
+            for v in decision.environments
+        )
+        decision = decision.model_copy(update={"environments": verdicts})
+    return StrategyView(snapshot, decision, error, utcnow())
 
 
 def with_written(snapshot: Snapshot, outcome: Outcome) -> Snapshot:

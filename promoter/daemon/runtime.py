@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable
+from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
@@ -21,6 +22,7 @@ from promoter.daemon.queue import WorkQueue
 from promoter.daemon.reconciler import Reconciler, StrategyView
 from promoter.daemon.scheduler import Scheduler, strategies_of
 from promoter.daemon.workers import Workers
+from promoter.errors import CommitNotFound
 from promoter.git.pool import MirrorPool
 from promoter.models import CommitStatus, DryCommit, utcnow
 from promoter.state.ledger import GitLedger
@@ -30,6 +32,8 @@ from promoter.state.tracking import ShaIndex
 from scm_plugins.protocol import ScmPlugin
 
 log = logging.getLogger("promoter.runtime")
+
+PARKED = "parked until its configuration or a webhook changes"
 
 LEDGER_FLUSH_INTERVAL = 1.0
 """Healthy records are pushed to the ledger in git at most this long after they happen."""
@@ -95,12 +99,17 @@ class Runtime:
             strategy = self.config.strategy(key)
             if strategy is not None:
                 self.mirrors.invalidate(strategy.repository)
-        self.queue.add_many(keys)
+        self.queue.add_many(keys, unpark=True)
 
     def wake(self, keys: Iterable[str]) -> None:
         """Wake these strategies for a new status of a commit they track: no ref moved,
         so their mirrors are trusted for their freshness window."""
-        self.queue.add_many(list(keys))
+        self.queue.add_many(list(keys), unpark=True)
+
+    def parked(self) -> dict[str, str]:
+        """Strategies set aside after a permanent error, with the error: a webhook, a
+        moved ref or a configuration change tries them again."""
+        return self.queue.parked()
 
     def _forget_cached_reads(self) -> None:
         """A resync reads statuses and pull requests from the SCM again (conditional reads
@@ -126,7 +135,11 @@ class Runtime:
         return self.config.strategy(name)
 
     def view(self, name: str) -> StrategyView | None:
-        return self.reconciler.view(name)
+        view = self.reconciler.view(name)
+        reason = self.queue.parked().get(name)
+        if view is None or reason is None:
+            return view
+        return replace(view, error=f"{PARKED}: {reason}")
 
     def has_repository(self, name: str) -> bool:
         return any(r.name == name for r in self.config.repositories)
@@ -143,6 +156,24 @@ class Runtime:
             return []
         mirror = self.mirrors.get(self.config.repository(strategy.repository))
         return mirror.log(None, strategy.dry_branch, limit=limit)
+
+    def resolve_commit(self, repo_name: str, sha: str) -> str:
+        """The full SHA of commit ``sha`` (full, or a prefix naming one commit) of a repository.
+
+        ``LookupError`` for an unknown repository, ``CommitNotFound`` when ``sha`` names
+        no commit or several (the mirror is refreshed first: the commit may be new).
+        """
+        repo = next((r for r in self.config.repositories if r.name == repo_name), None)
+        if repo is None:
+            raise LookupError(f"no repository named {repo_name!r}")
+        if len(sha) == 40:
+            return sha
+        full = self.mirrors.fresh(repo).resolve_commit(sha.lower())
+        if full is None:
+            raise CommitNotFound(
+                f"{sha} names no single commit of {repo_name}; give more characters of the SHA"
+            )
+        return full
 
     def post_status(self, repo_name: str, sha: str, status: CommitStatus) -> list[str]:
         """Set a commit status through the repository's SCM and wake who tracks ``sha``.

@@ -78,8 +78,8 @@ class Scheduler:
                 self.queue.add_many(strategies_of(self.config, repo.name))
             return
         recovered = self.unreachable.pop(repo.name, None) is not None
-        if moved or recovered:
-            self.queue.add_many(strategies_of(self.config, repo.name))
+        if moved or recovered:  # a change: strategies parked after a permanent error run again
+            self.queue.add_many(strategies_of(self.config, repo.name), unpark=True)
 
     def start(self) -> None:
         self._add(self.resync, self.config.daemon.resync_interval, "resync")

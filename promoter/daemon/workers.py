@@ -1,8 +1,13 @@
 """Worker threads: take a key from the queue, reconcile it, schedule its retry or requeue.
 
-Errors decide the retry: ``ScmRateLimited`` waits its ``retry_after`` (no add can
-jump it), other temporary errors back off exponentially (capped), and anything
-else is logged and retried with the same backoff so that nothing is lost.
+Errors decide the retry, and each failure is logged once, here: ``ScmRateLimited``
+waits its ``retry_after`` (no add can jump it); a lasting refusal (``ScmConflict``
+with ``lasting``: a conflict, branch protection) waits the cap; other temporary
+errors back off exponentially (capped). A permanent error (``PermanentError``: bad
+credentials, a missing permission) parks the strategy: it is not retried until a
+webhook, a moved ref or a configuration change wakes it (``WorkQueue.park``). A
+``ScmNotFound`` means what the promoter knew was wrong: it is read again, with backoff,
+as is an unexpected crash, so that nothing is lost.
 """
 
 from __future__ import annotations
@@ -14,7 +19,13 @@ from collections.abc import Callable
 
 from promoter.daemon.executor import Outcome
 from promoter.daemon.queue import ShutDown, WorkQueue
-from promoter.errors import PermanentError, ScmRateLimited, TemporaryError
+from promoter.errors import (
+    PermanentError,
+    ScmConflict,
+    ScmNotFound,
+    ScmRateLimited,
+    TemporaryError,
+)
 
 log = logging.getLogger("promoter.workers")
 
@@ -74,13 +85,26 @@ class Workers:
             return
         except TemporaryError as exc:
             delay = max(self.queue.backoff(key), exc.delay or 0.0)
-            log.info("retrying", extra={"strategy": key, "delay": delay, "error": str(exc)})
+            if isinstance(exc, ScmConflict) and exc.lasting:
+                delay = max(delay, self.queue.max_delay)
+            log.warning(
+                "reconcile failed", extra={"strategy": key, "delay": delay, "error": str(exc)}
+            )
             self.queue.add_after(key, delay, firm=True)
             return
         except PermanentError as exc:
-            delay = self.queue.backoff(key)
-            log.error("reconcile error", extra={"strategy": key, "delay": delay, "error": str(exc)})
-            self.queue.add_after(key, delay, firm=True)
+            if isinstance(exc, ScmNotFound):
+                delay = self.queue.backoff(key)
+                log.warning(
+                    "reconcile failed", extra={"strategy": key, "delay": delay, "error": str(exc)}
+                )
+                self.queue.add_after(key, delay, firm=True)
+                return
+            self.queue.park(key, str(exc))
+            log.error(
+                "reconcile failed",
+                extra={"strategy": key, "parked": True, "error": str(exc)},
+            )
             return
         except Exception:
             delay = self.queue.backoff(key)

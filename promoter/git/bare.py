@@ -215,6 +215,16 @@ class BareRepository:
             out = self._run(args)[1]
         return [(c, t) for c, _, t in (ln.partition(" ") for ln in out.splitlines()) if t]
 
+    def resolve_commit(self, prefix: str) -> str | None:
+        """The full SHA of the one commit ``prefix`` names; None if no commit or several do."""
+        if not re.fullmatch(r"[0-9a-f]{4,40}", prefix):
+            return None
+        with self.lock:
+            code, out, _ = self._run(
+                ["rev-parse", "--verify", "--quiet", f"{prefix}^{{commit}}"], ok=(0, 1, 128)
+            )
+        return out.strip() if code == 0 and out.strip() else None
+
     def commit_time(self, sha: str) -> datetime | None:
         """When ``sha`` was committed (its committer date), or None for an unknown commit."""
         with self._lock:

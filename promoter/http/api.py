@@ -10,6 +10,7 @@ import hmac
 import ipaddress
 import json
 import math
+import re
 from html import escape
 from typing import Any
 
@@ -21,14 +22,21 @@ from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import Route
 
 from promoter.daemon.operations import OperationError
-from promoter.errors import ConfigError, GitError, ScmError, ScmRateLimited, ScmUnavailable
+from promoter.errors import (
+    CommitNotFound,
+    ConfigError,
+    GitError,
+    ScmError,
+    ScmRateLimited,
+    ScmUnavailable,
+)
 from promoter.http.body import MAX_BODY, BodyTooLarge, read_body
 from promoter.http.dora_view import DoraCollector, dora_json, strategy_dora
 from promoter.http.ports import Commands, Views
 from promoter.http.status_page import render
 from promoter.http.views import strategy_json, strategy_summary
 from promoter.metrics import REGISTRY
-from promoter.models import SHA_RE, CommitStatus, Phase
+from promoter.models import CommitStatus, Phase
 from promoter.redaction import scrub
 
 
@@ -51,6 +59,10 @@ def scm_problem(what: str, exc: ScmError) -> JSONResponse:
 def problem(status: int, message: str, **extra: Any) -> JSONResponse:
     """An error answer; its message never carries a secret the process knows."""
     return JSONResponse({"error": scrub(message), **extra}, status_code=status)
+
+
+SHORT_SHA_RE = re.compile(r"^[0-9a-f]{4,40}$")
+"""A commit SHA, or a prefix of one that the daemon resolves in the repository."""
 
 
 class StatusBody(BaseModel):
@@ -170,7 +182,8 @@ class Api:
     async def readyz(self, request: Request) -> Response:
         ready, unreachable = self.views.readiness()
         return JSONResponse(
-            {"ready": ready, "unreachable": unreachable}, status_code=200 if ready else 503
+            {"ready": ready, "unreachable": unreachable, "parked": self.views.parked()},
+            status_code=200 if ready else 503,
         )
 
     async def metrics(self, request: Request) -> Response:
@@ -218,8 +231,8 @@ class Api:
         name, sha = request.path_params["repo"], request.path_params["sha"].lower()
         if not self.views.has_repository(name):
             return problem(404, f"no repository named {name!r}")
-        if not SHA_RE.match(sha):
-            return problem(422, "sha must be a full 40-character hexadecimal commit SHA")
+        if not SHORT_SHA_RE.match(sha):
+            return problem(422, "sha must be a hexadecimal commit SHA (4 to 40 characters)")
         try:
             body = StatusBody.model_validate(json.loads(await read_body(request) or b"null"))
         except BodyTooLarge:
@@ -234,7 +247,10 @@ class Api:
             source="api",
         )
         try:
+            sha = await run_in_threadpool(self.commands.resolve_commit, name, sha)
             keys = await run_in_threadpool(self.commands.post_status, name, sha, status)
+        except CommitNotFound as exc:
+            return problem(422, str(exc))
         except LookupError:
             return problem(404, f"no repository named {name!r}")
         except ScmError as exc:

@@ -33,6 +33,8 @@ class Views(Protocol):
         """The newest ``limit`` commits of the strategy's dry branch (newest first)."""
         ...
 
+    def parked(self) -> dict[str, str]: ...
+
 
 class Operations(Protocol):
     """Manual operations on one environment (``OperationError`` when refused)."""
@@ -65,6 +67,8 @@ class Commands(Protocol):
 
     @property
     def operations(self) -> Operations: ...
+
+    def resolve_commit(self, repo_name: str, sha: str) -> str: ...
 
     def post_status(self, repo_name: str, sha: str, status: CommitStatus) -> list[str]: ...
 

@@ -84,6 +84,24 @@ def _clamp(seconds: float) -> float:
     return min(max(seconds, 1.0), MAX_WAIT)
 
 
+TEMPORARY_WORDS = ("was modified", "try again", "in progress", "being computed", "not yet")
+"""GitHub's words for a refusal because the state moved or is still computed."""
+
+
+def lasting_refusal(status: int, message: str) -> bool:
+    """Whether a 405/409/422 refusal will repeat as long as nothing changes.
+
+    GitHub answers 405 for a merge it will not do: not mergeable (a conflict), a branch
+    protection rule (required checks or reviews, merge method not allowed); those last.
+    "Base/Head branch was modified. Review and try the merge again." (405 or 409) is
+    the state moving, and a 422 is a request that may pass once GitHub catches up.
+    """
+    lower = message.lower()
+    if any(word in lower for word in TEMPORARY_WORDS):
+        return False
+    return status == 405
+
+
 def from_status(status: int, message: str, headers: Mapping[str, str]) -> ScmError:
     """The ScmError for one GitHub answer."""
     text = f"GitHub answered {status}: {message}"
@@ -101,7 +119,7 @@ def from_status(status: int, message: str, headers: Mapping[str, str]) -> ScmErr
     if status in (404, 410):
         return ScmNotFound(text)
     if status in (405, 409, 422):
-        return ScmConflict(text)
+        return ScmConflict(text, lasting=lasting_refusal(status, message))
     if status >= 500:
         return ScmUnavailable(text)
     return ScmError(text)

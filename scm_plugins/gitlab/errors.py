@@ -88,6 +88,23 @@ def _gitlab_message(exc: GitlabError) -> str:
     return str(message) or type(exc).__name__
 
 
+TEMPORARY_WORDS = ("does not match head", "checking", "unchecked", "try again", "locked")
+"""GitLab's words for a refusal because the head moved or mergeability is computed."""
+
+
+def lasting_refusal(code: int, message: str) -> bool:
+    """Whether a refused merge will repeat as long as nothing changes.
+
+    406 "Branch cannot be merged" is a conflict and 405 a merge GitLab will not do
+    (draft, unresolved discussions, a failed pipeline or missing approvals): both
+    last. 409 "SHA does not match HEAD of source branch" is the head moving, and a
+    merge status still being checked is temporary.
+    """
+    if any(word in message.lower() for word in TEMPORARY_WORDS):
+        return False
+    return code in (405, 406)
+
+
 def translate(exc: BaseException, *, secret: str = "") -> ScmError | None:
     """The ``ScmError`` for a python-gitlab or requests exception; None for anything else."""
     scrub(exc, secret)
@@ -102,7 +119,7 @@ def translate(exc: BaseException, *, secret: str = "") -> ScmError | None:
         if code == 404:
             return ScmNotFound(said)
         if code in CONFLICT_CODES:
-            return ScmConflict(said)
+            return ScmConflict(said, lasting=lasting_refusal(code, said))
         if code is None or code == 408 or code >= 500:
             return ScmUnavailable(said)
         return ScmError(said)

@@ -143,15 +143,20 @@ class MergeRequests:
         pr = self.get(project, number=number)
         if pr.state is PullRequestState.MERGED and pr.head_sha == expected and pr.merge_sha:
             return pr.merge_sha
+        lasting = True
         if pr.state is not PullRequestState.OPEN:
             reason = f"it is {pr.state.value}"
         elif pr.draft:
             reason = "it is a draft; the promoter never merges drafts"
         elif pr.head_sha != expected:
             reason = f"its head moved to {pr.head_sha}, expected {expected}"
+            lasting = False
         else:
-            reason = f"GitLab refused it for now ({refused})"
-        raise ScmConflict(f"merge request !{number} not merged: {reason}") from refused
+            reason = f"GitLab refused it ({refused})"
+            lasting = refused.lasting
+        raise ScmConflict(
+            f"merge request !{number} not merged: {reason}", lasting=lasting
+        ) from refused
 
     def close(self, project: Project, *, number: int, comment: str) -> None:
         if comment:

@@ -22,7 +22,7 @@ from promoter.errors import (
 )
 from promoter.metrics import sample
 from scm_plugins.github import GitHubScm
-from scm_plugins.github.errors import GitHubHTTPError, retry_after, translate
+from scm_plugins.github.errors import GitHubHTTPError, from_status, retry_after, translate
 
 from .conftest import scm_calls
 from .fake_github import FakeGitHub
@@ -165,3 +165,22 @@ def test_the_rate_limit_gauge_follows_github_headers(
     with pytest.raises(ScmRateLimited):
         plugin.find_open_pull_request(repo=repo, head="x", base="environment/dev")
     assert sample("promoter_scm_rate_limit_remaining", {"provider": "github"}) == 0
+
+
+@pytest.mark.parametrize(
+    ("status", "message", "lasting"),
+    [
+        (405, "Pull Request is not mergeable", True),
+        (405, "At least 1 approving review is required by reviewers with write access.", True),
+        (405, 'Required status check "ci" is expected.', True),
+        (405, "Base branch was modified. Review and try the merge again.", False),
+        (409, "Head branch was modified. Review and try the merge again.", False),
+        (422, "Validation Failed", False),
+    ],
+)
+def test_a_refused_merge_tells_a_lasting_refusal_from_a_temporary_one(
+    status: int, message: str, lasting: bool
+) -> None:
+    error = from_status(status, message, {})
+    assert isinstance(error, ScmConflict)
+    assert error.lasting is lasting

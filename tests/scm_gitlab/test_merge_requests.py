@@ -155,7 +155,7 @@ def test_every_refusal_code_of_any_gitlab_version_is_a_conflict(
 ) -> None:
     pr = open_mr(plugin, repo)
     fake.fail_next("PUT", r"/merge$", code, body={"message": "Branch cannot be merged"})
-    with pytest.raises(ScmConflict, match="refused it for now"):
+    with pytest.raises(ScmConflict, match="GitLab refused it"):
         plugin.merge_pull_request(
             repo=repo, number=pr.number, expected_head_sha=pr.head_sha, message="m"
         )
@@ -220,3 +220,23 @@ def test_a_comment_is_a_note_on_the_merge_request(
     pr = open_mr(plugin, repo)
     plugin.comment_pull_request(repo=repo, number=pr.number, body="Blocked: ci is failing")
     assert [n["body"] for n in fake.projects[PROJECT].notes] == ["Blocked: ci is failing"]
+
+
+@pytest.mark.parametrize(
+    ("code", "message", "lasting"),
+    [
+        (406, "Branch cannot be merged", True),
+        (405, "405 Method Not Allowed", True),
+        (409, "SHA does not match HEAD of source branch: 0123abc", False),
+    ],
+)
+def test_a_refused_merge_tells_a_lasting_refusal_from_a_temporary_one(
+    plugin: GitLabScm, repo: Repository, fake: FakeGitLab, code: int, message: str, lasting: bool
+) -> None:
+    pr = open_mr(plugin, repo)
+    fake.fail_next("PUT", r"/merge$", code, body={"message": message})
+    with pytest.raises(ScmConflict) as refused:
+        plugin.merge_pull_request(
+            repo=repo, number=pr.number, expected_head_sha=pr.head_sha, message="m"
+        )
+    assert refused.value.lasting is lasting
