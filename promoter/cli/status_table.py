@@ -55,16 +55,26 @@ def rollout_lines(strategy: dict[str, Any]) -> list[str]:
 
 
 def render(strategies: Iterable[dict[str, Any]]) -> str:
-    """A plain-text table from the API's strategy details; under an environment with gates
-    to pass, a line with each gate's verdict and when time alone will change it."""
-    header = ("STRATEGY", "ENVIRONMENT", "ACTIVE", "PROPOSED", "PR", "STATE", "REASON")
+    """A plain-text table from the API's strategy details (ACTIVE and PROPOSED are dry
+    commits; PROPOSED COMMIT is the hydrated commit the PR's statuses go on); under an
+    environment with gates to pass, a line with each gate's verdict and when time alone will change it."""
+    header = (
+        "STRATEGY",
+        "ENVIRONMENT",
+        "ACTIVE",
+        "PROPOSED",
+        "PROPOSED COMMIT",
+        "PR",
+        "STATE",
+        "REASON",
+    )
     rows: list[tuple[str, ...]] = []
     notes: dict[int, str] = {}
     shapes: list[str] = []
     for strategy in strategies:
         shapes.extend(rollout_lines(strategy))
         if strategy.get("error"):
-            rows.append((strategy["name"], "-", "-", "-", "-", "error", strategy["error"]))
+            rows.append((strategy["name"], "-", "-", "-", "-", "-", "error", strategy["error"]))
         for env in strategy["environments"]:
             pr = env.get("pullRequest")
             healthy = env.get("lastHealthy")
@@ -84,6 +94,8 @@ def render(strategies: Iterable[dict[str, Any]]) -> str:
                     env["branch"],
                     _short((env.get("active") or {}).get("drySha")),
                     _short((env.get("proposed") or {}).get("drySha")),
+                    # the hydrated commit: where a person sets the statuses the PR waits for
+                    _short((env.get("proposed") or {}).get("hydratedSha")),
                     f"#{pr['number']}" if pr else "-",
                     env.get("state", "unknown"),
                     reason.strip(),

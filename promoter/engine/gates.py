@@ -109,7 +109,9 @@ class ProposedStatus:
         if proposed is None or proposed.dry_sha is None:
             return GateVerdict(name=self.key, phase=Phase.PENDING, reason="no proposed commit")
         phase = phase_of(proposed, self.key)
-        on = short(proposed.dry_sha)
+        # The status goes on the hydrated commit (the PR head): name it, then the dry one.
+        branch = snapshot.environments[index].proposed_branch
+        on = f"{short(proposed.hydrated_sha)} ({branch}, dry {short(proposed.dry_sha)})"
         reason = {
             Phase.SUCCESS: f"{self.key} passed on {on}",
             Phase.FAILURE: f"{self.key} failed on {on}",

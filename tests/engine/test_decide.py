@@ -173,9 +173,9 @@ def test_a_proposed_commit_unknown_to_the_history_never_gets_a_pull_request() ->
 @pytest.mark.parametrize(
     ("statuses", "phase", "reason"),
     [
-        ({}, Phase.PENDING, "waiting for ci on {p}"),
-        ({"ci": "pending"}, Phase.PENDING, "waiting for ci on {p}"),
-        ({"ci": "failure"}, Phase.FAILURE, "ci failed on {p}"),
+        ({}, Phase.PENDING, "waiting for ci on {h} (environment/dev-next, dry {p})"),
+        ({"ci": "pending"}, Phase.PENDING, "waiting for ci on {h} (environment/dev-next, dry {p})"),
+        ({"ci": "failure"}, Phase.FAILURE, "ci failed on {h} (environment/dev-next, dry {p})"),
     ],
 )
 def test_a_proposed_gate_that_is_not_success_blocks_the_merge(
@@ -184,7 +184,8 @@ def test_a_proposed_gate_that_is_not_success_blocks_the_merge(
     decision = decide(build(promotable(proposed_statuses=statuses)))
     verdict = decision.environments[0]
     assert verdict.state is EnvState.BLOCKED
-    assert verdict.reason == reason.format(p=short(3))
+    proposed = hydrated("environment/dev-next", 3)[:7]
+    assert verdict.reason == reason.format(p=short(3), h=proposed)
     assert [(g.name, g.phase) for g in verdict.gates] == [("ci", phase)]
     assert actions(decision, MergePullRequest) == []
 
