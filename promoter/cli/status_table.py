@@ -57,7 +57,8 @@ def rollout_lines(strategy: dict[str, Any]) -> list[str]:
 def render(strategies: Iterable[dict[str, Any]]) -> str:
     """A plain-text table from the API's strategy details (ACTIVE and PROPOSED are dry
     commits; PROPOSED COMMIT is the hydrated commit the PR's statuses go on); under an
-    environment with gates to pass, a line with each gate's verdict and when time alone will change it."""
+    environment with gates to pass, a line with each gate's verdict and when time alone
+    will change it."""
     header = (
         "STRATEGY",
         "ENVIRONMENT",
