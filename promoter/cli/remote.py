@@ -119,6 +119,13 @@ def _promote(r: dict[str, Any]) -> str:
     return f"Promoted {_short(r.get('promoted'))} to {r.get('environment')} past its gates{pr}."
 
 
+def _merge(r: dict[str, Any]) -> str:
+    what = "revert PR" if r.get("revert") else "PR"
+    return (
+        f"Merged {what} #{r.get('merged')} into {r.get('environment')} ({_short(r.get('drySha'))})."
+    )
+
+
 def _approve(r: dict[str, Any]) -> str:
     return f"Approved PR #{r.get('approved')} for {r.get('environment')} as {r.get('user')}."
 
@@ -149,6 +156,7 @@ OPERATIONS: dict[str, tuple[str, Callable[[dict[str, Any]], str]]] = {
     "hold": ("hold a dry commit out of an environment and every later one", _hold),
     "release": ("release holds (all, or --dry-sha) and un-pause an environment", _release),
     "promote": ("break glass: merge now past every gate but never-backwards", _promote),
+    "merge": ("merge the PR waiting for a person (revert, or every gate passing)", _merge),
     "approve": (
         "approve an environment's open PR (local SCM; GitHub/GitLab use their UI)",
         _approve,

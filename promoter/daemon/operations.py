@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from promoter.config import PromotionStrategy, Repository
@@ -48,6 +48,8 @@ class Target:
     mirror: GitMirror
     snapshot: Snapshot
     index: int
+    merged: list[str] = field(default_factory=list)
+    """Environments whose merge the executor carried out."""
 
     @property
     def branch(self) -> str:
@@ -91,7 +93,8 @@ class Operations:
                     raise OperationError(answer.reason, status=answer.status)
                 plugin = self.rec.plugin_for(target.repo)
                 executor = self.rec.executor(plugin, self.rec.reader(strategy, plugin))
-                executor.run(target.snapshot, target.repo, target.mirror, tuple(answer))
+                outcome = executor.run(target.snapshot, target.repo, target.mirror, tuple(answer))
+                target.merged = outcome.merged
                 if not any(isinstance(a, OpenPullRequest) for a in answer):
                     return target, answer
         raise OperationError(f"the pull request for {environment} did not appear; try again")
@@ -159,6 +162,24 @@ class Operations:
             },
         )
         return {"promoted": merge.dry_sha, "environment": target.branch, "pr": merge.number}
+
+    def merge(self, strategy: str, environment: str) -> dict[str, Any]:
+        """Merge the PR that waits for a person (revert, or promotion with every gate
+        passing), with the head the engine read as its guard."""
+        target, actions = self._apply(strategy, environment, lambda s, i: rules.merge(s, i))
+        (merge,) = actions
+        assert merge.kind == "merge"
+        if target.branch not in target.merged:
+            raise OperationError(
+                f"pull request #{merge.number} was not merged: its gates changed on the SCM;"
+                " look at it again"
+            )
+        return {
+            "merged": merge.number,
+            "environment": target.branch,
+            "drySha": merge.dry_sha,
+            "revert": merge.purpose == "revert",
+        }
 
     def approve(self, strategy: str, environment: str, *, user: str) -> dict[str, Any]:
         """Approve the environment's open PR as ``user`` (SCMs that take approvals from us)."""

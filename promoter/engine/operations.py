@@ -1,4 +1,5 @@
-"""Manual operations as engine inputs: what a person's hold, release, revert or promote means.
+"""Manual operations as engine inputs: what a person's hold, release, revert, promote or
+merge means.
 
 Each takes a snapshot and the request and returns the actions that carry it out, or a
 ``Refusal`` saying why not. The daemon runs the actions through the same executor as a
@@ -24,10 +25,11 @@ from promoter.engine.actions import (
 )
 from promoter.engine.dag import and_downstream
 from promoter.engine.decide import backwards_reason, open_pull_request
-from promoter.engine.gates import error_reason
-from promoter.engine.pr_text import for_environment, merge_message, short
+from promoter.engine.gates import error_reason, evaluate
+from promoter.engine.pr_text import for_environment, merge_message, short, unique
 from promoter.engine.revert import manual_revert
 from promoter.engine.snapshot import Snapshot
+from promoter.models import Phase, PullRequestState
 
 
 class Refusal(Frozen):
@@ -171,6 +173,66 @@ def promote(
             purpose="override",
         ),
         RecordOverride(environment=index, dry_sha=proposed, reason=reason, at=now),
+    ]
+
+
+def merge(snapshot: Snapshot, index: int) -> list[Action] | Refusal:
+    """A person merges the PR that waits for one: the open revert PR, else the promotion
+    PR once every gate passes (``promote`` is the way past them). The merge carries the
+    head the person saw as its guard: a PR whose head moved is refused, never merged."""
+    env = snapshot.environments[index]
+    revert = env.revert_pull_request
+    latest = env.ledger.reverts[-1] if env.ledger.reverts else None
+    if revert is not None and revert.state is PullRequestState.OPEN and latest is not None:
+        if revert.head_sha != latest.revert_sha:
+            return Refusal(reason=f"revert PR #{revert.number} moved; look at it again")
+        restored = latest.restored_dry_sha
+        message = merge_message(
+            strategy=snapshot.strategy, branch=env.branch, dry_sha=restored, number=revert.number
+        )
+        return [
+            MergePullRequest(
+                environment=index,
+                number=revert.number,
+                expected_head_sha=latest.revert_sha,
+                dry_sha=restored,
+                message=message,
+                purpose="revert",
+            )
+        ]
+    problem = error_reason(env)
+    if problem is not None:
+        return Refusal(reason=problem)
+    pr = env.pull_request
+    if pr is None or pr.state is not PullRequestState.OPEN or env.proposed is None:
+        return Refusal(reason=f"{env.branch} has no open pull request to merge")
+    proposed = env.proposed.dry_sha
+    assert proposed is not None  # by error_reason
+    if pr.head_sha != env.proposed.hydrated_sha:
+        return Refusal(
+            reason=f"pull request #{pr.number} is behind {env.proposed_branch}; try again"
+        )
+    backwards = backwards_reason(snapshot, index, proposed)
+    if backwards is not None:
+        return Refusal(reason=backwards)
+    waiting = [g.reason for g in evaluate(snapshot, index) if g.phase is not Phase.SUCCESS]
+    if waiting:
+        return Refusal(
+            reason="not every gate passes: "
+            + "; ".join(waiting)
+            + " (promoter promote merges past them, kept in the ledger)"
+        )
+    return [
+        MergePullRequest(
+            environment=index,
+            number=pr.number,
+            expected_head_sha=env.proposed.hydrated_sha,
+            dry_sha=proposed,
+            message=merge_message(
+                strategy=snapshot.strategy, branch=env.branch, dry_sha=proposed, number=pr.number
+            ),
+            required_keys=unique(env.proposed_keys),
+        )
     ]
 
 

@@ -78,6 +78,7 @@ OPERATIONS = (
     "hold",
     "release",
     "promote",
+    "merge",
     "approve",
     "pin",
     "unpin",
@@ -286,6 +287,7 @@ class Api:
             ),
             "release": lambda: ops.release(name, body.environment, dry_sha=body.dry_sha),
             "promote": lambda: ops.promote(name, body.environment, reason=body.reason),
+            "merge": lambda: ops.merge(name, body.environment),
             "approve": lambda: ops.approve(name, body.environment, user=body.user),
             "pin": lambda: ops.pin(
                 name, body.environment, dry_sha=body.dry_sha or "", reason=body.reason

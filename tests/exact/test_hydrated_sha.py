@@ -29,7 +29,7 @@ def test_a_status_set_on_the_short_hydrated_sha_the_reason_names_promotes_the_ch
         change = gitops.change("1.1.0", "Bump guestbook to 1.1.0")
         head = gitops.tip(f"{DEV}-next")
         waiting = wait_for(
-            lambda: (e := dev(client))["pullRequest"] and "waiting for ci" in e["reason"] and e,
+            lambda: (e := dev(client)).get("pullRequest") and "waiting for ci" in e["reason"] and e,
             what="dev waiting for ci",
         )
         assert f"waiting for ci on {head[:7]} ({DEV}-next, dry {change[:7]})" in waiting["reason"]
