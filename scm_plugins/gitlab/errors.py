@@ -95,14 +95,16 @@ TEMPORARY_WORDS = ("does not match head", "checking", "unchecked", "try again", 
 def lasting_refusal(code: int, message: str) -> bool:
     """Whether a refused merge will repeat as long as nothing changes.
 
-    406 "Branch cannot be merged" is a conflict and 405 a merge GitLab will not do
-    (draft, unresolved discussions, a failed pipeline or missing approvals): both
-    last. 409 "SHA does not match HEAD of source branch" is the head moving, and a
-    merge status still being checked is temporary.
+    406 "Branch cannot be merged" (any code with those words, or "conflict") is a
+    conflict: it lasts. A bare 405 covers a merge status still being checked as well
+    as rules, so it counts as temporary here; the merge path reads the MR once to say
+    more (a draft or a closed MR lasts). 409 "SHA does not match HEAD of source
+    branch" is the head moving.
     """
-    if any(word in message.lower() for word in TEMPORARY_WORDS):
+    lower = message.lower()
+    if any(word in lower for word in TEMPORARY_WORDS):
         return False
-    return code in (405, 406)
+    return code == 406 or "cannot be merged" in lower or "conflict" in lower
 
 
 def translate(exc: BaseException, *, secret: str = "") -> ScmError | None:

@@ -226,7 +226,8 @@ def test_a_comment_is_a_note_on_the_merge_request(
     ("code", "message", "lasting"),
     [
         (406, "Branch cannot be merged", True),
-        (405, "405 Method Not Allowed", True),
+        (405, "405 Method Not Allowed", False),
+        (422, "Branch cannot be merged", True),
         (409, "SHA does not match HEAD of source branch: 0123abc", False),
     ],
 )
