@@ -171,8 +171,8 @@ class Operations:
         assert merge.kind == "merge"
         if target.branch not in target.merged:
             raise OperationError(
-                f"pull request #{merge.number} was not merged: its gates changed on the SCM;"
-                " look at it again"
+                f"pull request #{merge.number} was not merged now: its gates changed on the"
+                " SCM, or the SCM's answer was lost; look at it again"
             )
         return {
             "merged": merge.number,
