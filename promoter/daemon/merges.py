@@ -50,14 +50,19 @@ class UnconfirmedMerges:
             self._entries[(strategy, branch)] = merge
 
     def settle(self, snapshot: Snapshot, mirror: GitMirror) -> list[tuple[str, Unconfirmed]]:
-        """The remembered merges of ``snapshot`` that the active branches now contain."""
+        """The remembered merges of ``snapshot`` that the active branches now contain: the
+        merged head in their history, or (a squash or rebase leaves no second parent) the
+        merged dry commit running there."""
         done = []
         with self._lock:
             for env in snapshot.environments:
                 merge = self._entries.get((snapshot.strategy, env.branch))
                 if merge is None or env.active is None:
                     continue
-                if mirror.is_ancestor(merge.head_sha, env.active.hydrated_sha):
+                landed = env.active.dry_sha == merge.dry_sha or mirror.is_ancestor(
+                    merge.head_sha, env.active.hydrated_sha
+                )
+                if landed:
                     del self._entries[(snapshot.strategy, env.branch)]
                     done.append((env.branch, merge))
         return done

@@ -4,15 +4,18 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from starlette.testclient import TestClient
 
+from promoter.cli.sandbox import sandbox_config
 from promoter.config import Repository
+from promoter.config.loader import parse_config
 from promoter.errors import ScmUnavailable
 from promoter.metrics import sample
 from promoter.wiring import Daemon
 from scm_plugins.local import LocalScm
 from tests.e2e.test_local_promotion import active_dry, env_view, set_status, wait_state
-from tests.support import ENVIRONMENTS, GitOpsRepo, local_config, wait_for
+from tests.support import ENVIRONMENTS, GitOpsRepo, wait_for
 
 
 class AnswerLost(LocalScm):
@@ -32,10 +35,15 @@ class AnswerLost(LocalScm):
         return merged
 
 
+@pytest.mark.parametrize("method", ["merge", "squash"])
 def test_a_merge_answered_502_after_it_happened_is_counted_once_and_never_closed(
-    gitops: GitOpsRepo, tmp_path: Path
+    gitops: GitOpsRepo, tmp_path: Path, method: str
 ) -> None:
-    config = local_config(gitops.path, tmp_path / "state")
+    """A squash merge leaves no second parent: it is recognised by the dry commit it runs."""
+    text = sandbox_config(
+        gitops.path, tmp_path / "state", daemon={"pollInterval": "0.1s", "workers": 2}
+    )
+    config = parse_config(text.replace("local: {}", f"local: {{mergeMethod: {method}}}"))
     plugin = AnswerLost(provider=config.scm_providers[0], state_dir=str(tmp_path / "state"))
     daemon = Daemon(config, plugins={"local": plugin})
     dev = "environment/dev"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import re
+from collections.abc import Callable
 from typing import Any
 
 from .fake_state import NOT_FOUND, Answer, FakeRepo, Handler
@@ -17,7 +18,9 @@ class ReviewRoutes:
 
     genuine: Genuine
 
-    def __init__(self) -> None:
+    def __init__(self, pull: Callable[[str, str, str], tuple[FakeRepo, dict[str, Any]]]) -> None:
+        """``pull`` finds a stored pull request (404 when there is none)."""
+        self._find_pull = pull
         self.reviews: dict[tuple[str, int], list[dict[str, Any]]] = {}
         self.teams: dict[tuple[str, str], set[str]] = {}
         self._review_ids = itertools.count(80)
@@ -34,9 +37,6 @@ class ReviewRoutes:
             ),
         ]
 
-    def _pull(self, owner: str, name: str, number: str) -> tuple[FakeRepo, dict[str, Any]]:
-        raise NotImplementedError  # provided by Routes
-
     def review(self, full_name: str, number: int, user: str, state: str, commit: str) -> None:
         """A person's review, as GitHub lists it (the genuine example, with these fields)."""
         item = dict(self.genuine.openapi("pulls.list-reviews.200")[0])
@@ -49,13 +49,13 @@ class ReviewRoutes:
         self.reviews.setdefault((full_name, number), []).append(item)
 
     def _list_reviews(self, owner: str, name: str, number: str, **_: Any) -> Answer:
-        self._pull(owner, name, number)
+        self._find_pull(owner, name, number)
         return 200, {}, list(self.reviews.get((f"{owner}/{name}", int(number)), []))
 
     def _create_review(
         self, owner: str, name: str, number: str, *, query: Any, body: Any
     ) -> Answer:
-        _, pull = self._pull(owner, name, number)
+        _, pull = self._find_pull(owner, name, number)
         state = {"APPROVE": "APPROVED", "REQUEST_CHANGES": "CHANGES_REQUESTED"}.get(
             body.get("event", ""), "COMMENTED"
         )

@@ -31,7 +31,7 @@ class Routes(ReviewRoutes, StatusRoutes):
     remaining: int
 
     def __init__(self, genuine: Genuine, *, base_url: str, html_url: str) -> None:
-        ReviewRoutes.__init__(self)
+        ReviewRoutes.__init__(self, self._pull)
         self.genuine = genuine
         self.base_url = base_url
         self.html_url = html_url

@@ -177,6 +177,15 @@ def promote_through(ci: GitHubCI, gitops: GitOpsRepo, change: str) -> None:
         ci.status(gitops.tip(branch), "health")
 
 
+def through_staging(ci: GitHubCI, gitops: GitOpsRepo, change: str) -> None:
+    """Promote ``change`` through dev and staging, CI and health green on the way."""
+    for branch in ENVIRONMENTS[:2]:
+        env = wait_pr(ci.client, branch)
+        ci.check_run(env["proposed"]["hydratedSha"], "ci", "success")
+        wait_for(partial(promoted, ci.client, branch, change), what=f"{branch} promoted")
+        ci.status(gitops.tip(branch), "health")
+
+
 def open_to_merge(fake: FakeGitHub, pr: dict[str, Any]) -> list[Call]:
     """The charged calls about one PR, from the POST that opened it to its merge."""
     number, head = pr["number"], pr["head"]["sha"]
@@ -244,11 +253,7 @@ def test_a_pr_left_to_a_person_carries_a_summary_check_of_the_promoters_gates(
     ci: GitHubCI, fake: FakeGitHub, gitops: GitOpsRepo
 ) -> None:
     change = gitops.change("2.0.0", "Bump guestbook to 2.0.0")
-    for branch in ENVIRONMENTS[:2]:
-        env = wait_pr(ci.client, branch)
-        ci.check_run(env["proposed"]["hydratedSha"], "ci", "success")
-        wait_for(partial(promoted, ci.client, branch, change), what=f"{branch} promoted")
-        ci.status(gitops.tip(branch), "health")
+    through_staging(ci, gitops, change)
     head = wait_pr(ci.client, "environment/prod")["proposed"]["hydratedSha"]
 
     def summary() -> dict[str, Any] | None:
@@ -350,11 +355,7 @@ def test_a_person_merging_the_prod_pr_gets_no_comment_and_no_patch_afterwards(
     import requests
 
     change = gitops.change("3.0.0", "Bump guestbook to 3.0.0")
-    for branch in ENVIRONMENTS[:2]:
-        env = wait_pr(ci.client, branch)
-        ci.check_run(env["proposed"]["hydratedSha"], "ci", "success")
-        wait_for(partial(promoted, ci.client, branch, change), what=f"{branch} promoted")
-        ci.status(gitops.tip(branch), "health")
+    through_staging(ci, gitops, change)
     prod = wait_pr(ci.client, "environment/prod")
     ci.check_run(prod["proposed"]["hydratedSha"], "ci", "success")
     wait_for(
@@ -395,11 +396,7 @@ def test_a_forged_success_on_the_promoters_summary_check_is_corrected(
     ci: GitHubCI, fake: FakeGitHub, gitops: GitOpsRepo
 ) -> None:
     change = gitops.change("2.1.0", "Bump guestbook to 2.1.0")
-    for branch in ENVIRONMENTS[:2]:
-        env = wait_pr(ci.client, branch)
-        ci.check_run(env["proposed"]["hydratedSha"], "ci", "success")
-        wait_for(partial(promoted, ci.client, branch, change), what=f"{branch} promoted")
-        ci.status(gitops.tip(branch), "health")
+    through_staging(ci, gitops, change)
     head = wait_pr(ci.client, "environment/prod")["proposed"]["hydratedSha"]
 
     def summary() -> str | None:
