@@ -47,8 +47,13 @@ from typing import Any
 import common
 from common import Counters
 
-TARGET = 6.0
-PLUGINS = ("local", "github", "gitlab")
+TARGET = 5.0
+MANUAL = "environment/prod"
+"""The environment a person merges in the ``-manual`` runs (``autoMerge: false``)."""
+POLL = "1h"
+"""Pushes reach GitHub's and GitLab's daemons by webhook, as in production: no polling."""
+PLUGINS = ("local", "github", "gitlab", "github-manual", "gitlab-manual")
+"""``-manual``: prod has ``autoMerge: false`` and a person merges its PR in the SCM."""
 STRATEGY = "guestbook"
 TIMEOUT = 30.0
 FIXTURES = common.ROOT / "tests" / "fixtures"
@@ -105,6 +110,7 @@ class Window:
     head_sha: str = ""
     opened_at: float = 0.0
     merged_at: float = 0.0
+    merge_sha: str = ""
 
 
 def window_calls(log: CallLog, w: Window) -> list[Call]:
@@ -131,6 +137,37 @@ def window_calls(log: CallLog, w: Window) -> list[Call]:
     return mine
 
 
+def per_environment(log: CallLog, windows: list[Window], since: float) -> dict[str, list[Call]]:
+    """Every promoter call since ``since``, by the environment it was about.
+
+    A call names a PR, a head or base branch, or a commit: the promotion PR's head or
+    the commit its merge made. CI's and CD's own status writes through the daemon's API
+    are left out; a call naming nothing known is filed under ``?``.
+    """
+    owner: dict[object, str] = {}
+    for w in windows:
+        owner.update({("pr", w.number): w.branch, ("sha", w.head_sha): w.branch})
+        owner.update({("sha", w.merge_sha): w.branch, ("branch", w.branch): w.branch})
+        owner[("branch", f"{w.branch}-next")] = w.branch
+    found: dict[str, list[Call]] = {}
+    for call in log.calls:
+        f = call.fields
+        if call.at < since or (
+            call.operation == "set_commit_status"
+            and not str(f.get("key", "")).startswith("promoter/")
+        ):
+            continue
+        branch = (
+            owner.get(("pr", f.get("pr")))
+            or owner.get(("sha", f.get("sha")))
+            or owner.get(("branch", f.get("head")))
+            or owner.get(("branch", f.get("base")))
+            or "?"
+        )
+        found.setdefault(branch, []).append(call)
+    return found
+
+
 # --- the three set-ups ---------------------------------------------------------------
 
 
@@ -144,10 +181,11 @@ class Driver(ABC):
     actor_calls = 0
     """Status writes the benchmark made through the daemon's API (CI's calls, not ours)."""
 
-    def __init__(self, tmp: Path) -> None:
+    def __init__(self, tmp: Path, manual_prod: bool = False) -> None:
         from tests.support import GitOpsRepo
 
         self.tmp = tmp
+        self.manual_prod = manual_prod
         self.gitops = GitOpsRepo.create(tmp)
         self.events = common.Events()
 
@@ -165,6 +203,15 @@ class Driver(ABC):
 
     def charged(self) -> int | None:
         return None
+
+    def person_merges(self, number: int, head_sha: str) -> None:
+        """A person merges the PR in the SCM's UI (prod with ``autoMerge: false``)."""
+        raise NotImplementedError(f"{self.provider}: no manual environment in this benchmark")
+
+    def hydrate(self, version: str, message: str) -> str:
+        """The hydrator pushes a dry change rendered onto every ``-next`` branch."""
+        change: str = self.gitops.change(version, message)
+        return change
 
     def api_status(self, sha: str, key: str) -> None:
         answer = self.client.post(
@@ -222,12 +269,23 @@ class GitHubDriver(Driver):
         with FakeGitHub(Genuine(FIXTURES), tokens=(TOKEN,)) as fake:
             fake.add_repository(FULL_NAME, self.gitops.path)
             self.fake = fake
-            text = config_text(self.gitops.path, self.tmp / "state")
+            text = config_text(
+                self.gitops.path,
+                self.tmp / "state",
+                poll_interval=POLL,
+                prod_auto_merge=not self.manual_prod,
+            )
             self.daemon = Daemon(parse_config(text), observers=[self.events])
             self.runtime = self.daemon.runtime
             with TestClient(self.daemon.app) as self.client:
                 self.robot = GitHubCI(self.client, fake)
                 yield self
+
+    def hydrate(self, version: str, message: str) -> str:
+        return self.robot.hydrate(self.gitops, version, message)
+
+    def person_merges(self, number: int, head_sha: str) -> None:
+        self.robot.person_merges(number, head_sha)
 
     def ci_green(self, branch: str, sha: str) -> None:
         self.robot.check_run(sha, "ci", "success")
@@ -263,12 +321,25 @@ class GitLabDriver(Driver):
         fake = FakeGitLab(fixtures=FIXTURES, token=TOKEN)
         fake.add_project(PROJECT, git_dir=self.gitops.path, project_id=PROJECT_ID)
         with fake:
-            text = config_text(self.gitops.path, self.tmp / "state", fake.url)
+            text = config_text(
+                self.gitops.path,
+                self.tmp / "state",
+                fake.url,
+                poll_interval=POLL,
+                prod=", autoMerge: false" if self.manual_prod else "",
+            )
             self.daemon = Daemon(parse_config(text), observers=[self.events])
             self.runtime = self.daemon.runtime
             with TestClient(self.daemon.app) as self.client:
                 self.harness = Harness(self.runtime, self.client, fake, self.gitops, hook)
                 yield self
+
+    def hydrate(self, version: str, message: str) -> str:
+        return self.harness.hydrate(version, message)
+
+    def person_merges(self, number: int, head_sha: str) -> None:
+        [mr] = [m for m in self.harness.mrs("environment/prod") if m["iid"] == number]
+        self.harness.person_merges(mr)
 
     def ci_green(self, branch: str, sha: str) -> None:
         self.harness.pipeline(branch, "success")
@@ -277,7 +348,7 @@ class GitLabDriver(Driver):
         self.api_status(sha, "health")
 
 
-DRIVERS: dict[str, Callable[[Path], Driver]] = {
+DRIVERS: dict[str, Callable[[Path, bool], Driver]] = {
     "local": LocalDriver,
     "github": GitHubDriver,
     "gitlab": GitLabDriver,
@@ -309,6 +380,8 @@ class PluginResult:
     idle: list[Counters] = field(default_factory=list)
     idle_charged: list[int | None] = field(default_factory=list)
     charged: int | None = None
+    per_env: dict[str, float] = field(default_factory=dict)
+    per_env_ops: dict[str, dict[str, int]] = field(default_factory=dict)
 
 
 def promote(d: Driver, log: CallLog, change: str, branch: str, mark: int) -> Window:
@@ -325,20 +398,32 @@ def promote(d: Driver, log: CallLog, change: str, branch: str, mark: int) -> Win
     w = Window(branch, number or 0, env["proposed"]["hydratedSha"], opened_at=first)
     at = d.events.mark()
     d.ci_green(branch, w.head_sha)
-    w.merged_at, _ = d.events.wait("merged", branch, after=at, timeout=TIMEOUT)
+    if d.manual_prod and branch == MANUAL:
+        common.wait_for(
+            lambda: env_view(d, branch).get("state") == "ready" or None,
+            timeout=TIMEOUT,
+            what=f"{branch} to wait for a person",
+        )
+        settle(d)
+        w.merged_at = time.perf_counter()
+        d.person_merges(w.number, w.head_sha)
+    else:
+        w.merged_at, _ = d.events.wait("merged", branch, after=at, timeout=TIMEOUT)
     common.wait_for(
         lambda: (env_view(d, branch).get("active") or {}).get("drySha") == change,
         timeout=TIMEOUT,
         what=f"{branch} running the change",
     )
-    d.healthy(branch, d.gitops.tip(branch))
+    w.merge_sha = d.gitops.tip(branch)
+    d.healthy(branch, w.merge_sha)
     return w
 
 
-def measure(provider: str, changes: int) -> PluginResult:
-    result = PluginResult(provider)
+def measure(plugin: str, changes: int) -> PluginResult:
+    result = PluginResult(plugin)
+    provider, _, variant = plugin.partition("-")
     with tempfile.TemporaryDirectory(prefix=f"bench-scm-{provider}-") as tmp:
-        d = DRIVERS[provider](Path(tmp))
+        d = DRIVERS[provider](Path(tmp), variant == "manual")
         with d.session(), CallLog().attached() as log:
             from tests.support import ENVIRONMENTS
 
@@ -351,10 +436,11 @@ def measure(provider: str, changes: int) -> PluginResult:
                 d.healthy(branch, d.gitops.tip(branch))
             settle(d)
             before, actors, charged = Counters.now(provider), d.actor_calls, d.charged()
+            since = time.perf_counter()
             windows: list[Window] = []
             for n in range(changes):
                 mark = d.events.mark()
-                change = d.gitops.change(f"2.{n}.0", f"Bump guestbook to 2.{n}.0")
+                change = d.hydrate(f"2.{n}.0", f"Bump guestbook to 2.{n}.0")
                 for branch in ENVIRONMENTS:
                     windows.append(promote(d, log, change, branch, mark))
                 settle(d)
@@ -364,6 +450,11 @@ def measure(provider: str, changes: int) -> PluginResult:
             if charged is not None and after_charged is not None:
                 result.charged = after_charged - charged
             result.promotions = len(windows)
+            for branch, calls in per_environment(log, windows, since).items():
+                result.per_env[branch] = round(len(calls) / changes, 2)
+                ops = result.per_env_ops.setdefault(branch, {})
+                for call in calls:
+                    ops[call.operation] = ops.get(call.operation, 0) + 1
             for w in windows:
                 mine = window_calls(log, w)
                 result.windows.append(len(mine))
@@ -394,6 +485,9 @@ def as_json(r: PluginResult) -> dict[str, Any]:
         "promotions": r.promotions,
         "calls_per_env_promotion": round(own / r.promotions, 2),
         "writes_per_env_promotion": round((r.total.scm_writes - r.actor_calls) / r.promotions, 2),
+        "per_environment": r.per_env,
+        "per_environment_max": max(v for k, v in r.per_env.items() if k != "?"),
+        "per_environment_by_operation": r.per_env_ops,
         "open_to_merge_per_pr": r.windows,
         "open_to_merge_max": max(r.windows),
         "open_to_merge_by_operation": {
@@ -423,7 +517,7 @@ def main(argv: list[str] | None = None) -> int:
     checks = {
         p: {
             "open_to_merge": r["open_to_merge_max"] <= TARGET,
-            "per_env_promotion_overall": r["calls_per_env_promotion"] <= TARGET,
+            "every_environment": r["per_environment_max"] <= TARGET,
         }
         for p, r in results.items()
     }
@@ -435,7 +529,10 @@ def main(argv: list[str] | None = None) -> int:
         "checks": checks,
         "machine": common.machine(),
     }
-    lines = [f"SCM calls, {args.changes} changes x 3 environments per plugin (target <= 6)"]
+    lines = [
+        f"SCM calls, {args.changes} changes x 3 environments per plugin"
+        f" (target <= {TARGET:g} for every environment)"
+    ]
     for p, r in results.items():
         charged = r["charged_per_env_promotion"]
         idle_charged = r["idle_resync_charged_per_strategy"]
@@ -445,10 +542,12 @@ def main(argv: list[str] | None = None) -> int:
             f"  open -> merge, per PR   max {r['open_to_merge_max']}  {r['open_to_merge_per_pr']}"
             f"  [{'ok' if ok['open_to_merge'] else 'MISSED'}]",
             f"    by operation (mean)   {r['open_to_merge_by_operation']}",
+            f"  whole promotion, by environment  {r['per_environment']}"
+            f"  [{'ok' if ok['every_environment'] else 'MISSED'}]",
             f"  whole promotion / env   {r['calls_per_env_promotion']}"
             f" ({r['writes_per_env_promotion']} writes"
             + (f", {charged} charged to the rate limit" if charged is not None else "")
-            + f")  [{'ok' if ok['per_env_promotion_overall'] else 'over 6'}]",
+            + ")",
             f"    by operation          {r['by_operation_per_env_promotion']}",
             f"  idle resyncs, first then steady: {r['idle_resync_calls_per_strategy']} calls"
             " per strategy"
@@ -456,7 +555,8 @@ def main(argv: list[str] | None = None) -> int:
             + f"  {r['idle_resync_by_operation']}",
         ]
     common.report(figures, lines)
-    return 0 if all(c["open_to_merge"] for c in checks.values()) else 1
+    scored = {p: c for p, c in checks.items() if not p.startswith("local")}
+    return 0 if all(all(c.values()) for c in scored.values()) else 1
 
 
 if __name__ == "__main__":

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from promoter.models import CommitStatus
+from promoter.models import CommitStatus, PullRequestState
 from promoter.state.pulls import PullRequestCache
 from promoter.state.statuses import StatusCache
 from promoter.state.tracking import ShaIndex
@@ -89,7 +89,15 @@ class Dispatcher:
     def _push(self, event: Push, repos: tuple[str, ...]) -> frozenset[str] | None:
         branch = event.branch
         keys: set[str] = set()
+        # A commit pushed for the first time that no strategy has read yet: every status
+        # it gets reaches the cache by webhook, so reading it from the SCM would tell
+        # nothing more (a lost webhook is healed by the next resync, which reads it).
+        announced = event.after if event.new_commit and branch is not None else None
+        if announced is not None and self._shas.strategies_for(announced):
+            announced = None
         for repo in repos:
+            if announced is not None:
+                self._cache.created(repo, announced)
             if event.is_notes:  # hydrator notes (or the ledger) moved: every strategy reads them
                 keys |= self._index.strategies(repo)
             elif branch is not None:
@@ -124,8 +132,13 @@ class Dispatcher:
         for repo in repos:
             if self._pr_cache is not None:
                 # What the promoter knew of this PR may be wrong now (a person merged or
-                # closed it, its head moved): the next reconcile reads it from the SCM.
-                self._pr_cache.forget((repo, event.head_branch, event.base_branch))
+                # closed it, its head moved): the next reconcile reads it from the SCM,
+                # unless the event says the very PR it knew has ended.
+                key = (repo, event.head_branch, event.base_branch)
+                if event.state is not PullRequestState.OPEN and event.number is not None:
+                    self._pr_cache.ended(key, event.number)
+                else:
+                    self._pr_cache.forget(key)
             keys |= self._index.for_pull_request(repo, event.head_branch, event.base_branch)
             keys |= tracking & self._index.strategies(repo)
         return frozenset(keys) or None

@@ -34,6 +34,10 @@ class Push:
     ref: str
     before: str | None
     after: str | None
+    new_commit: bool = False
+    """``after`` was pushed for the first time: the SCM can only have statuses for it that
+    it reports from now on (GitHub's ``head_commit.distinct``; GitLab: a commit the push
+    brought). Whether a strategy already read it is the dispatcher's question."""
 
     @property
     def branch(self) -> str | None:

@@ -112,7 +112,10 @@ def _repo(data: p.JsonObject) -> RepoIdentity:
 
 def _push(data: p.JsonObject, action: str) -> Push:
     ref = p.text(data, "ref")[: p.MAX_TEXT]
-    return Push(_repo(data), ref, p.opt_sha(data, "before"), p.opt_sha(data, "after"))
+    after = p.opt_sha(data, "after")
+    head = p.opt_obj(data, "head_commit")
+    new = after is not None and p.opt_sha(head, "id") == after and p.opt_bool(head, "distinct")
+    return Push(_repo(data), ref, p.opt_sha(data, "before"), after, new)
 
 
 def _status(data: p.JsonObject, action: str) -> StatusChange:

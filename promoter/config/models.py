@@ -250,6 +250,11 @@ class PromotionStrategy(Spec):
         default_factory=list, description="Waves of environments (docs/rollouts.md)."
     )
     blocked_changes: BlockedChanges | None = None
+    labels: list[Annotated[str, Field(min_length=1, max_length=50)]] = Field(
+        default_factory=list,
+        description="Labels on every promotion PR. On GitHub a PR with labels costs one "
+        "more API call (GitHub cannot label a pull request when opening it).",
+    )
 
     @model_validator(mode="after")
     def _a_dag(self) -> PromotionStrategy:

@@ -149,6 +149,7 @@ class SnapshotReader:
             ancestry=self._ancestry(mirror, envs),
             status_url=self.status_url,
             folded_keys=frozenset(getattr(self.plugin, "folded_gate_keys", ())),
+            labels=tuple(strategy.labels),
             now=self.clock(),
         )
 

@@ -24,7 +24,6 @@ HOLD_KEY = "promoter/hold"
 GATES_KEY = "promoter/gates"
 """The summary status: every gate of the environment, and the ones still pending."""
 
-PROMOTION_LABEL = "promotion"
 REVERT_LABEL = "revert"
 
 

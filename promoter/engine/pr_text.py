@@ -12,7 +12,7 @@ import re
 from collections.abc import Iterable, Sequence
 from typing import NamedTuple
 
-from promoter.engine.actions import PREVIOUS_ENVIRONMENT_KEY, PROMOTION_LABEL
+from promoter.engine.actions import PREVIOUS_ENVIRONMENT_KEY
 from promoter.engine.dag import upstreams_of
 from promoter.engine.snapshot import Snapshot
 from promoter.models import DryCommit
@@ -44,11 +44,6 @@ def unique(keys: Iterable[str]) -> tuple[str, ...]:
 
 def title(*, dry_sha: str, branch: str) -> str:
     return f"Promote {short(dry_sha)} to {branch}"
-
-
-def labels(branch: str) -> tuple[str, ...]:
-    """The promotion label and the environment's short name (``environment/dev`` -> ``dev``)."""
-    return unique((PROMOTION_LABEL, branch.rstrip("/").rsplit("/", 1)[-1] or branch))
 
 
 def required_gates(snapshot: Snapshot, index: int) -> tuple[str, ...]:
@@ -109,7 +104,7 @@ def for_environment(
             changelog=env.changelog,
             required_keys=required_gates(snapshot, index),
         ),
-        labels=labels(env.branch),
+        labels=unique(snapshot.labels),
     )
 
 

@@ -150,8 +150,11 @@ def _gates_summary(
 ) -> tuple[Phase, str]:
     """The worst phase of ``gates`` and a steady one-line account of the ones not passing.
 
-    A gate with a check of its own on the PR (``shown``) is named; any other is
-    described by its reason, the only place the PR shows it.
+    A failed gate is named. While gates are pending, those with a check of their own
+    on the PR (``shown``) are named all together, passed or not, so that the text
+    stays the same until the phase changes (a rewrite is an SCM call, and the PR
+    shows each of those checks anyway); any other is described by its reason, the
+    only place the PR shows it.
     """
     failed = [g for g in gates if g.phase is Phase.FAILURE]
     pending = [g for g in gates if g.phase is Phase.PENDING]
@@ -159,13 +162,14 @@ def _gates_summary(
         names = ", ".join(g.name for g in gates)
         done = f"every gate passes: {names}" if gates else "no promoter gates to wait for"
         return Phase.SUCCESS, done if auto_merge else f"{done}; waiting for a person to merge"
-
-    def words(verdicts: list[GateVerdict]) -> str:
-        return ", ".join(g.name if g.name in shown else g.reason for g in verdicts)
-
-    parts = [f"failed: {words(failed)}"] if failed else []
-    if pending:
-        parts.append(f"waiting for: {words(pending)}")
+    parts = [f"failed: {', '.join(g.name if g.name in shown else g.reason for g in failed)}"]
+    parts = parts if failed else []
+    unshown = [g.reason for g in pending if g.name not in shown]
+    if unshown:
+        parts.append(f"waiting for: {', '.join(unshown)}")
+    checks = [g.name for g in gates if g.name in shown and g not in failed]
+    if any(g.name in shown for g in pending) and checks:
+        parts.append(f"waiting until these pass: {', '.join(checks)}")
     return (Phase.FAILURE if failed else Phase.PENDING), "; ".join(parts)
 
 

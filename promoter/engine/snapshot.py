@@ -125,6 +125,8 @@ class Snapshot(Frozen):
     folded_keys: frozenset[str] = frozenset()
     """Gate keys whose result on the SCM folds in the statuses the promoter writes on the
     same commit (GitLab's pipeline gate): the summary check must not wait for them."""
+    labels: tuple[str, ...] = ()
+    """The labels every promotion PR carries (the strategy's ``labels``)."""
     now: datetime
 
     def descends(self, descendant: str, ancestor: str) -> bool:

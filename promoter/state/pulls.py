@@ -3,7 +3,8 @@
 Keyed by (repository, head branch, base branch); the value is the open PR or
 ``None`` ("known: none open"). Entries come from a read or from the promoter's
 own actions (open, update, merge, close), and are dropped when they may be
-wrong: after ``max_age`` (the resync interval), on a pull-request webhook, when
+wrong: after ``max_age`` (the resync interval), on a pull-request webhook (one
+saying that the known PR was merged or closed leaves "none open" instead), when
 an SCM call about the PR conflicts, or when the PR's head is not the proposed
 tip. A stale entry can never cause a wrong merge: the merge carries the
 expected head SHA and the SCM enforces it.
@@ -39,6 +40,19 @@ class PullRequestCache:
     def put(self, key: Key, pr: PullRequest | None) -> None:
         with self._lock:
             self._entries[key] = (pr, self._clock())
+
+    def ended(self, key: Key, number: int) -> None:
+        """PR ``number`` of head/base ``key`` was merged or closed (a webhook says so).
+
+        When it is the open PR known, none is open now: the SCMs allow one open PR per
+        head/base. Anything else known is dropped, to be read again.
+        """
+        with self._lock:
+            entry = self._entries.get(key)
+            if entry is not None and entry[0] is not None and entry[0].number == number:
+                self._entries[key] = (None, self._clock())
+            else:
+                self._entries.pop(key, None)
 
     def forget(self, key: Key) -> None:
         with self._lock:

@@ -1,7 +1,9 @@
 """An in-memory cache of commit statuses per (repository, SHA), fed by reads and webhooks.
 
 A full read from the SCM makes an entry *complete*; webhook events merge single
-statuses into it so that the next reconcile sees them without an SCM read. The newer
+statuses into it so that the next reconcile sees them without an SCM read. A commit a
+push webhook announced as new is complete from the start (``created``): the SCM can
+only report its statuses from then on, and those reports are webhooks too. The newer
 report wins: by the SCM's own order (``revision``) when both have one, a later arrival
 when that is equal, else by ``updated_at`` compared at whole seconds (the SCMs'
 resolution: on a tie the later arrival wins, so a status someone else wrote just after
@@ -70,6 +72,18 @@ class StatusCache:
             entry.statuses = fresh
             entry.complete = True
             entry.read_at = time.monotonic()
+
+    def created(self, repo: str, sha: str) -> None:
+        """A commit just pushed for the first time: what webhooks bring is all it has.
+
+        Statuses that webhooks already put are kept. The entry ages like a read one
+        (``ttl``), and a resync forgets it, so a lost webhook is still healed.
+        """
+        with self._lock:
+            entry = self._entry(repo, sha)
+            if not entry.complete:
+                entry.complete = True
+                entry.read_at = time.monotonic()
 
     def put(self, repo: str, sha: str, status: CommitStatus) -> None:
         """Merge one status (from a webhook or the promoter's own write)."""

@@ -88,6 +88,8 @@ class Pulls:
                 "POST",
                 "/pulls",
                 body={"title": title, "head": head, "base": base, "body": body, "draft": False},
+                head=head,
+                base=base,
             )
         except ScmConflict as exc:
             cause = exc.__cause__

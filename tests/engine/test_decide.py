@@ -314,7 +314,7 @@ def test_a_promotion_without_a_pr_opens_one_and_comes_back_at_once_to_merge_it()
     assert isinstance(opened, OpenPullRequest)
     assert (opened.head, opened.base) == ("environment/dev-next", "environment/dev")
     assert opened.title == f"Promote {short(3)} to environment/dev"
-    assert opened.labels == ("promotion", "dev")
+    assert opened.labels == ()  # none configured: on GitHub, no labelling call
     assert decision.environments[0].state is EnvState.READY
     assert actions(decision, MergePullRequest) == []
     assert decision.actions[-1] == RequeueAfter(seconds=0.0)
@@ -381,7 +381,10 @@ def test_without_auto_merge_the_summary_check_says_what_the_pr_waits_for() -> No
     waiting = decide(build(promotable(auto_merge=False, proposed_statuses={})))
     [check] = summary(waiting, 0)
     assert check.sha == hydrated("environment/dev-next", 3)
-    assert (check.status.phase, check.status.description) == (Phase.PENDING, "waiting for: ci")
+    assert (check.status.phase, check.status.description) == (
+        Phase.PENDING,
+        "waiting until these pass: ci",
+    )
     assert check.status.url == STATUS_URL
 
     ready = decide(build(promotable(auto_merge=False)))
@@ -410,8 +413,19 @@ def test_the_summary_names_failed_gates_before_pending_ones() -> None:
     [check] = summary(decision, 0)
     assert (check.status.phase, check.status.description) == (
         Phase.FAILURE,
-        "failed: e2e; waiting for: ci, lint",
+        "failed: e2e; waiting until these pass: ci, lint",
     )
+
+
+def test_the_pending_summary_keeps_its_text_as_gates_pass_one_by_one() -> None:
+    """A rewrite is an SCM call: one text for the whole pending phase."""
+    env = promotable(auto_merge=False, proposed_keys=("ci", "lint"))
+    texts = {
+        check.status.description
+        for statuses in ({}, {"ci": "success"}, {"lint": "success"})
+        for check in summary(decide(build(replace(env, proposed_statuses=statuses))), 0)
+    }
+    assert texts == {"waiting until these pass: ci, lint"}
 
 
 def test_with_auto_merge_no_summary_is_written_when_every_gate_has_its_own_check() -> None:
@@ -444,8 +458,15 @@ def test_a_pr_with_an_outdated_title_and_body_is_updated_and_still_merged() -> N
     assert len(actions(decision, MergePullRequest, 0)) == 1
 
 
+def test_the_strategys_labels_go_on_the_promotion_pr() -> None:
+    snapshot = build(promotable(pr="none")).model_copy(update={"labels": ("promotion", "dev")})
+    opened = only(decide(snapshot), OpenPullRequest, 0)
+    assert isinstance(opened, OpenPullRequest)
+    assert opened.labels == ("promotion", "dev")
+
+
 def test_labels_people_added_are_kept_when_the_promotion_labels_are_restored() -> None:
-    snapshot = build(promotable())
+    snapshot = build(promotable()).model_copy(update={"labels": ("promotion", "dev")})
     env = snapshot.environments[0]
     pr = pull_request(snapshot, 0).model_copy(update={"labels": ("do-not-merge",)})
     envs = (env.model_copy(update={"pull_request": pr}),)

@@ -52,6 +52,7 @@ repositories:
 promotionStrategies:
   - name: guestbook
     repository: gitops
+    labels: [promotion]
     activeCommitStatuses: [{{key: health}}]
     proposedCommitStatuses: [{{key: ci}}]
     environments:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import itertools
 import re
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -38,6 +39,9 @@ class Routes(ReviewRoutes, StatusRoutes):
         self.repositories: dict[str, FakeRepo] = {}
         self._ids = itertools.count(1000)
         self._numbers = itertools.count(1)
+        self.on_push: Callable[[str, str, str | None, str], None] | None = None
+        """Called as GitHub sends its ``push`` webhook after a merge moved a branch:
+        (full name, branch, before, after)."""
         self._table: list[tuple[str, re.Pattern[str], Handler, str]] = [
             ("GET", re.compile(REPO + r"/pulls$"), self._list_pulls, "repo"),
             ("POST", re.compile(REPO + r"/pulls$"), self._create_pull, "repo"),
@@ -207,6 +211,7 @@ class Routes(ReviewRoutes, StatusRoutes):
             return 405, {}, self.genuine.openapi("pulls.merge.405")
         if body.get("sha") and body["sha"] != head_sha:
             return 409, {}, self.genuine.openapi("pulls.merge.409")
+        before = fake_git.branch_sha(repo.git_dir, pr["base"])
         title = body.get("commit_title") or f"Merge pull request #{pr['number']} from {pr['head']}"
         message = title + ("\n\n" + body["commit_message"] if body.get("commit_message") else "")
         try:
@@ -224,6 +229,8 @@ class Routes(ReviewRoutes, StatusRoutes):
             merge_commit_sha=merged,
             frozen_head=head_sha,
         )
+        if self.on_push is not None:
+            self.on_push(f"{owner}/{name}", pr["base"], before, merged)
         answer = self.genuine.openapi("pulls.merge.200")
         answer["sha"] = merged
         return 200, {}, answer

@@ -9,6 +9,7 @@ repository. The API calls of a whole dev → staging → prod promotion are coun
 from __future__ import annotations
 
 import json
+import threading
 import time
 import uuid
 from collections.abc import Iterator
@@ -40,7 +41,9 @@ LATER_ENVIRONMENT_CALLS = (6, 8)
 HOOKS = GITHUB_WEBHOOKS
 
 
-def config_text(repo: Path, state: Path, *, prod_auto_merge: bool = True) -> str:
+def config_text(
+    repo: Path, state: Path, *, prod_auto_merge: bool = True, poll_interval: str = "0.1s"
+) -> str:
     return f"""
 scmProviders:
   - name: github
@@ -50,7 +53,7 @@ repositories:
     url: {repo}
     path: {FULL_NAME}
     scmProvider: github
-    pollInterval: 0.1s
+    pollInterval: {poll_interval}
 promotionStrategies:
   - name: guestbook
     repository: gitops
@@ -75,6 +78,54 @@ class GitHubCI:
 
     def __init__(self, client: TestClient, fake: FakeGitHub) -> None:
         self.client, self.fake = client, fake
+        fake.on_push = self.pushed_by_merge
+
+    def push(self, branch: str, before: str | None, after: str) -> None:
+        """GitHub's ``push`` webhook: ``after`` is a commit never pushed before."""
+        payload = json.loads((HOOKS / "push/with-new-branch.payload.json").read_text())
+        head = {**payload["head_commit"], "id": after, "distinct": True}
+        payload.update(
+            ref=f"refs/heads/{branch}",
+            before=before or "0" * 40,
+            after=after,
+            created=before is None,
+            head_commit=head,
+            commits=[head],
+        )
+        self.deliver("push", payload)
+
+    def pushed_by_merge(self, full_name: str, branch: str, before: str | None, after: str) -> None:
+        """A merge moved ``branch``: GitHub's webhook follows, from another thread."""
+        threading.Thread(target=self.push, args=(branch, before, after), daemon=True).start()
+
+    def person_merges(self, number: int, head_sha: str) -> None:
+        """A person presses "Merge" in GitHub's UI; GitHub's webhooks follow."""
+        import requests
+
+        merged = requests.put(
+            f"{self.fake.base_url}/repos/{FULL_NAME}/pulls/{number}/merge",
+            headers={"Authorization": f"token {TOKEN}"},
+            json={"sha": head_sha},
+            timeout=5,
+        )
+        assert merged.status_code == 200, merged.text
+        payload = json.loads((HOOKS / "pull_request/closed.payload.json").read_text())
+        stored = self.fake.pull(FULL_NAME, number)
+        payload["pull_request"].update(
+            {k: stored[k] for k in ("number", "id", "head", "base", "merged", "state")}
+        )
+        payload["number"] = number
+        self.deliver("pull_request", payload)
+
+    def hydrate(self, gitops: GitOpsRepo, version: str, message: str) -> str:
+        """The hydrator: a dry change pushed and rendered, each moved branch announced."""
+        branches = ["main", *(f"{b}-next" for b in ENVIRONMENTS)]
+        before = {b: gitops.tip(b) for b in branches}
+        change = gitops.change(version, message)
+        for branch in branches:
+            if gitops.tip(branch) != before[branch]:
+                self.push(branch, before[branch], gitops.tip(branch))
+        return change
 
     def check_run(self, sha: str, name: str, conclusion: str) -> None:
         self.fake.post_check_run(FULL_NAME, sha, name, "completed", conclusion)
@@ -221,7 +272,7 @@ def test_a_change_goes_dev_to_staging_to_prod_through_github_pull_requests(
     ]
     for pr in prs:
         branch = pr["base"]["ref"]
-        assert "promotion" in {label["name"] for label in pr["labels"]}
+        assert pr["labels"] == []  # none configured: no labelling call
         parents = git(gitops.path, "rev-list", "--parents", "-n1", branch).split()[1:]
         assert parents == [parents[0], pr["head"]["sha"]]
         assert pr["merge_commit_sha"] == gitops.tip(branch)
@@ -262,7 +313,7 @@ def test_a_pr_left_to_a_person_carries_a_summary_check_of_the_promoters_gates(
 
     waiting = wait_for(summary, what="the summary check")
     assert waiting["state"] == "pending"
-    assert waiting["description"].startswith("waiting for: ci")
+    assert waiting["description"] == ("waiting until these pass: ci, promoter/previous-environment")
     assert waiting["target_url"] == f"{PUBLIC_URL}/strategies/guestbook"
     ci.check_run(head, "ci", "success")
     ready = wait_for(
@@ -352,8 +403,6 @@ def test_an_idle_daemon_spends_no_rate_limit(
 def test_a_person_merging_the_prod_pr_gets_no_comment_and_no_patch_afterwards(
     ci: GitHubCI, fake: FakeGitHub, gitops: GitOpsRepo
 ) -> None:
-    import requests
-
     change = gitops.change("3.0.0", "Bump guestbook to 3.0.0")
     through_staging(ci, gitops, change)
     prod = wait_pr(ci.client, "environment/prod")
@@ -363,21 +412,8 @@ def test_a_person_merging_the_prod_pr_gets_no_comment_and_no_patch_afterwards(
         what="prod to wait for a person",
     )
     number = prod["pullRequest"]["number"]
-    merged = requests.put(  # a person presses "Merge" in GitHub's UI
-        f"{fake.base_url}/repos/{FULL_NAME}/pulls/{number}/merge",
-        headers={"Authorization": f"token {TOKEN}"},
-        json={"sha": prod["proposed"]["hydratedSha"]},
-        timeout=5,
-    )
-    assert merged.status_code == 200, merged.text
     mark = len(fake.calls)
-    payload = json.loads((HOOKS / "pull_request/closed.payload.json").read_text())
-    stored = fake.pull(FULL_NAME, number)
-    payload["pull_request"].update(
-        {k: stored[k] for k in ("number", "id", "head", "base", "merged", "state")}
-    )
-    payload["number"] = number
-    ci.deliver("pull_request", payload)
+    ci.person_merges(number, prod["proposed"]["hydratedSha"])
     wait_for(partial(promoted, ci.client, "environment/prod", change), what="prod runs it")
     wait_for(lambda: ci.client.runtime.queue.idle(), what="an idle queue")  # type: ignore[attr-defined]
     time.sleep(0.3)

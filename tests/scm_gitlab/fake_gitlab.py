@@ -113,6 +113,9 @@ class FakeGitLab:
         self.on_status: Callable[[FakeProject, str], None] | None = None
         """Called after a commit status is set: how GitLab sends the Pipeline Hook of the
         commit's external pipeline (the test delivers it to the daemon)."""
+        self.on_push: Callable[[FakeProject, str, str, str], None] | None = None
+        """Called after a merge moved a branch (project, branch, before, after): how
+        GitLab sends its Push Hook."""
         self._faults: list[_Fault] = []
         self.ids = itertools.count(1000)
         self._lock = threading.RLock()

@@ -191,6 +191,8 @@ def merge_mr(fake: FakeGitLab, project: FakeProject, iid: int, params: dict[str,
         merge_commit_sha=None if squash else new,
         squash_commit_sha=new if squash else None,
     )
+    if fake.on_push is not None:
+        fake.on_push(project, mr["target_branch"], target_sha, new)
     return json_answer(200, fake.render_mr(project, mr))
 
 

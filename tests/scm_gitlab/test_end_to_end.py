@@ -10,6 +10,7 @@ it to GitLab as a commit status), as Argo CD would report it.
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -21,6 +22,7 @@ from promoter.cli.sandbox import git
 from promoter.config.loader import parse_config
 from promoter.daemon import Runtime
 from promoter.wiring import Daemon
+from tests.fixture_paths import FIXTURES
 from tests.scm_gitlab.conftest import PROJECT, TOKEN, TOKEN_ENV, scm_calls
 from tests.scm_gitlab.fake_gitlab import FakeGitLab
 from tests.support import ENVIRONMENTS, GitOpsRepo, wait_for
@@ -31,7 +33,14 @@ PROJECT_ID = 4242
 
 
 def config_text(
-    gitops: Path, state: Path, url: str, *, gate: str = "pipeline", dev: str = ""
+    gitops: Path,
+    state: Path,
+    url: str,
+    *,
+    gate: str = "pipeline",
+    dev: str = "",
+    prod: str = "",
+    poll_interval: str = "0.1s",
 ) -> str:
     """The e2e configuration: ``gate`` is the proposed gate, ``dev`` more settings of dev."""
     return f"""
@@ -44,16 +53,17 @@ repositories:
     path: {PROJECT}
     projectId: {PROJECT_ID}
     scmProvider: gitlab
-    pollInterval: 0.1s
+    pollInterval: {poll_interval}
 promotionStrategies:
   - name: guestbook
     repository: gitops
+    labels: [promotion]
     activeCommitStatuses: [{{key: health}}]
     proposedCommitStatuses: [{{key: {gate}}}]
     environments:
       - {{branch: environment/dev{dev}}}
       - {{branch: environment/staging}}
-      - {{branch: environment/prod}}
+      - {{branch: environment/prod{prod}}}
 webhooks:
   gitlab:
     tokens: [{{fromEnv: {HOOK_ENV}}}]
@@ -62,6 +72,22 @@ daemon:
   workers: 2
   resyncInterval: 60s
 """
+
+
+def merged_mr_hook(mr: dict[str, Any]) -> dict[str, Any]:
+    """GitLab's Merge Request Hook for ``mr`` merged (a genuine payload, fields filled)."""
+    path = FIXTURES / "gitlab/webhooks/drone-go-scm/pull_request_merge.json"
+    hook: dict[str, Any] = json.loads(path.read_text())
+    hook["object_attributes"].update(
+        iid=mr["iid"],
+        id=mr["id"],
+        action="merge",
+        state="merged",
+        source_branch=mr["source_branch"],
+        target_branch=mr["target_branch"],
+    )
+    hook["project"].update(id=PROJECT_ID, path_with_namespace=PROJECT)
+    return hook
 
 
 class Harness:
@@ -76,6 +102,55 @@ class Harness:
         self.gitops = gitops
         self._hook = hook
         self.status_posts = 0
+        fake.on_push = self.pushed_by_merge
+
+    def push(self, branch: str, before: str, after: str) -> None:
+        """GitLab's Push Hook for ``branch`` moving from ``before`` to ``after``."""
+        payload = json.loads((FIXTURES / "gitlab/webhooks/go-gitlab/push.json").read_text())
+        commit = {**payload["commits"][-1], "id": after}
+        payload.update(
+            ref=f"refs/heads/{branch}",
+            before=before,
+            after=after,
+            checkout_sha=after,
+            commits=[commit],
+            total_commits_count=1,
+            project_id=PROJECT_ID,
+        )
+        payload["project"].update(id=PROJECT_ID, path_with_namespace=PROJECT)
+        answer = self.client.post(
+            "/webhooks/gitlab",
+            content=json.dumps(payload),
+            headers={"X-Gitlab-Event": "Push Hook", "X-Gitlab-Token": HOOK_TOKEN},
+        )
+        assert answer.status_code in (200, 202), answer.text
+
+    def pushed_by_merge(self, project: Any, branch: str, before: str, after: str) -> None:
+        """A merge moved ``branch``: GitLab's hook follows, from another thread."""
+        threading.Thread(target=self.push, args=(branch, before, after), daemon=True).start()
+
+    def person_merges(self, mr: dict[str, Any]) -> None:
+        """A person presses "Merge" in GitLab's UI; GitLab's hooks follow."""
+        from tests.scm_gitlab.fake_gitlab_routes import merge_mr
+
+        answer = merge_mr(self.fake, self.fake.projects[PROJECT], mr["iid"], {})
+        assert answer[0] == 200, answer
+        posted = self.client.post(
+            "/webhooks/gitlab",
+            content=json.dumps(merged_mr_hook(mr)),
+            headers={"X-Gitlab-Event": "Merge Request Hook", "X-Gitlab-Token": HOOK_TOKEN},
+        )
+        assert posted.status_code in (200, 202), posted.text
+
+    def hydrate(self, version: str, message: str) -> str:
+        """The hydrator: a dry change pushed and rendered, each moved branch announced."""
+        branches = ["main", *(f"{b}-next" for b in ENVIRONMENTS)]
+        before = {b: self.gitops.tip(b) for b in branches}
+        change = self.gitops.change(version, message)
+        for branch in branches:
+            if self.gitops.tip(branch) != before[branch]:
+                self.push(branch, before[branch], self.gitops.tip(branch))
+        return change
 
     def env(self, branch: str) -> dict[str, Any]:
         view = self.client.get("/api/v1/strategies/guestbook").json()

@@ -26,7 +26,7 @@ from tests.scm_gitlab.fake_gitlab import FakeGitLab, FakeProject
 from tests.scm_gitlab.fake_gitlab_routes import merge_mr
 from tests.support import ENVIRONMENTS, GitOpsRepo, wait_for
 
-from .test_end_to_end import HOOK_ENV, HOOK_TOKEN, PROJECT_ID, config_text
+from .test_end_to_end import HOOK_ENV, HOOK_TOKEN, PROJECT_ID, config_text, merged_mr_hook
 
 DEV = "environment/dev"
 
@@ -225,7 +225,7 @@ def test_a_person_merging_the_mr_by_hand_gets_no_comment_and_no_close(manual: An
     answer = merge_mr(side.fake, project, mr["iid"], {})
     assert answer[0] == 200, answer
     mark = len(side.fake.requests)
-    side.send("Merge Request Hook", mr_hook(side, mr))
+    side.send("Merge Request Hook", merged_mr_hook(mr))
     side.send("Push Hook", push_hook(side, DEV))
     wait_for(lambda: dry(client, DEV) == change, what="dev to run the change")
     wait_for(lambda: runtime.queue.idle(), what="an idle queue")
@@ -235,20 +235,6 @@ def test_a_person_merging_the_mr_by_hand_gets_no_comment_and_no_close(manual: An
         (m, p) for m, p in after if f"/merge_requests/{mr['iid']}" in p and m in ("PUT", "POST")
     ]
     assert touched == []  # no note, no close, no update on the merged MR
-
-
-def mr_hook(side: GitLabSide, mr: dict[str, Any]) -> dict[str, Any]:
-    hook = side.webhook("drone-go-scm/pull_request_merge.json")
-    hook["object_attributes"].update(
-        iid=mr["iid"],
-        id=mr["id"],
-        action="merge",
-        state="merged",
-        source_branch=mr["source_branch"],
-        target_branch=mr["target_branch"],
-    )
-    hook["project"].update(id=PROJECT_ID, path_with_namespace=PROJECT)
-    return hook
 
 
 def push_hook(side: GitLabSide, branch: str) -> dict[str, Any]:

@@ -1,0 +1,113 @@
+"""On GitHub with webhooks and no ref polling: at most 5 API calls per environment.
+
+GitHub announces every push (the hydrator's and each merge's) with a ``push``
+webhook whose ``head_commit.distinct`` says the commit is new. The promoter then
+reads nothing about that commit: its statuses can only arrive later, and they arrive
+by webhook. What remains per environment is the PR, the promoter's own check
+(pending, then success), the re-read of the required gates before the merge, and
+the merge. A status whose webhook was lost is still found by the next resync.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from functools import partial
+from pathlib import Path
+
+import pytest
+from starlette.testclient import TestClient
+
+from promoter.config.loader import parse_config
+from promoter.wiring import Daemon
+from tests.support import ENVIRONMENTS, GitOpsRepo, wait_for
+
+from .conftest import TOKEN, TOKEN_ENV
+from .fake_github import FakeGitHub
+from .genuine import Genuine
+from .test_end_to_end import (
+    FULL_NAME,
+    SECRET,
+    SECRET_ENV,
+    GitHubCI,
+    config_text,
+    env_view,
+    promoted,
+    wait_pr,
+)
+
+BUDGET = 5
+READS = ("/status", "/check-runs")
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> GitOpsRepo:
+    return GitOpsRepo.create(tmp_path)
+
+
+@pytest.fixture
+def hub(genuine: Genuine, repo: GitOpsRepo) -> Iterator[FakeGitHub]:
+    with FakeGitHub(genuine, tokens=(TOKEN,)) as github:
+        github.add_repository(FULL_NAME, repo.path)
+        yield github
+
+
+@pytest.fixture
+def robot(
+    hub: FakeGitHub, repo: GitOpsRepo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[GitHubCI]:
+    fake, gitops = hub, repo
+    monkeypatch.setenv(TOKEN_ENV, TOKEN)
+    monkeypatch.setenv(SECRET_ENV, SECRET)
+    text = config_text(gitops.path, tmp_path / "state", poll_interval="1h")
+    daemon = Daemon(parse_config(text))
+    with TestClient(daemon.app) as client:
+        client.runtime = daemon.runtime  # type: ignore[attr-defined]
+        wait_for(lambda: env_view(client, "environment/prod").get("state") == "up-to-date")
+        ci = GitHubCI(client, fake)
+        for branch in ENVIRONMENTS:
+            ci.status(gitops.tip(branch), "health")
+        wait_for(lambda: daemon.runtime.queue.idle(), what="an idle queue")
+        yield ci
+
+
+def test_each_environment_costs_at_most_five_calls_and_no_new_commit_is_read(
+    robot: GitHubCI, hub: FakeGitHub, repo: GitOpsRepo
+) -> None:
+    fake, gitops = hub, repo
+    mark = len(fake.calls)
+    change = robot.hydrate(gitops, "1.1.0", "Bump guestbook to 1.1.0")
+    heads: dict[str, str] = {}
+    for branch in ENVIRONMENTS:
+        heads[branch] = wait_pr(robot.client, branch)["proposed"]["hydratedSha"]
+        robot.check_run(heads[branch], "ci", "success")
+        wait_for(partial(promoted, robot.client, branch, change), what=f"{branch} promoted")
+        robot.status(gitops.tip(branch), "health")
+    wait_for(lambda: robot.client.runtime.queue.idle(), what="an idle queue")  # type: ignore[attr-defined]
+
+    calls = [c for c in fake.calls[mark:] if c.authorization == f"token {TOKEN}"]
+    ours = [c for c in calls if c.method != "POST" or "/check-runs" not in c.path]
+    ours = [c for c in ours if not (c.method == "POST" and c.body.get("context") == "health")]
+    assert len(ours) <= BUDGET * len(ENVIRONMENTS), [(c.method, c.path) for c in ours]
+    merges = {gitops.tip(b) for b in ENVIRONMENTS}
+    reads = [c.path for c in ours if c.method == "GET" and c.path.endswith(READS)]
+    # Only the pre-merge re-reads of the PR heads' required gate (a check run): no read
+    # of a commit a push webhook announced, neither a proposed head nor a merge commit.
+    assert len(reads) == len(ENVIRONMENTS)
+    assert all(path.endswith("/check-runs") for path in reads)
+    assert not any(sha in path for sha in merges for path in reads)
+
+
+def test_a_status_whose_webhook_was_lost_is_found_by_the_next_resync(
+    robot: GitHubCI, hub: FakeGitHub, repo: GitOpsRepo
+) -> None:
+    fake, gitops = hub, repo
+    change = robot.hydrate(gitops, "1.2.0", "Bump guestbook to 1.2.0")
+    head = wait_pr(robot.client, "environment/dev")["proposed"]["hydratedSha"]
+    fake.post_check_run(FULL_NAME, head, "ci", "completed", "success")  # no webhook follows
+    runtime = robot.client.runtime  # type: ignore[attr-defined]
+    wait_for(lambda: runtime.queue.idle(), what="an idle queue")
+    assert not promoted(robot.client, "environment/dev", change)
+
+    runtime.scheduler.resync()
+
+    wait_for(partial(promoted, robot.client, "environment/dev", change), what="dev promoted")

@@ -1,0 +1,47 @@
+"""The open-PR cache: a webhook saying the known PR ended leaves "none open", not a read."""
+
+from __future__ import annotations
+
+from promoter.models import PullRequest, PullRequestState
+from promoter.state.pulls import MISSING, PullRequestCache
+
+KEY = ("gitops", "environment/prod-next", "environment/prod")
+
+
+def pr(number: int) -> PullRequest:
+    return PullRequest(
+        id=str(number),
+        number=number,
+        url=f"https://github.example/acme/gitops/pull/{number}",
+        head_branch=KEY[1],
+        base_branch=KEY[2],
+        head_sha="a" * 40,
+        state=PullRequestState.OPEN,
+    )
+
+
+def test_the_known_pr_merged_by_a_person_leaves_none_open() -> None:
+    cache = PullRequestCache(max_age=60)
+    cache.put(KEY, pr(7))
+
+    cache.ended(KEY, 7)
+
+    assert cache.get(KEY) is None
+
+
+def test_another_pr_ending_drops_what_was_known() -> None:
+    cache = PullRequestCache(max_age=60)
+    cache.put(KEY, pr(8))
+
+    cache.ended(KEY, 7)  # a late webhook about an older PR of the same branches
+
+    assert cache.get(KEY) is MISSING
+
+
+def test_a_pr_ending_that_was_not_known_is_read_again() -> None:
+    cache = PullRequestCache(max_age=60)
+    cache.put(KEY, None)
+
+    cache.ended(KEY, 7)
+
+    assert cache.get(KEY) is MISSING
