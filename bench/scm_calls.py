@@ -13,8 +13,11 @@ plus Pipeline Hook, health through the daemon's API; local: both through the API
 Counted with ``promoter_scm_calls_total``, minus the status writes the benchmark
 itself makes through the daemon's API (those are CI's calls, not the promoter's):
 
-* per environment promotion: everything the daemon spent from the hydrator's push to
-  prod running the change, divided by the environments promoted;
+* per environment: everything the daemon spent from the hydrator's push until each
+  environment runs the change, filed by the PR, branch or commit each call was about
+  (GitHub and GitLab run as in production: pushes arrive by webhook, the fakes send
+  one after each merge, ref polling is off); ``-manual`` runs leave prod to a person,
+  who merges its PR in the SCM;
 * from opening the PR to its merge: the calls about that PR (its number, head branch
   or head commit) between the two, from the plugin's call log;
 * an idle resync, per strategy: the periodic resync reads statuses and PRs from the
@@ -22,9 +25,10 @@ itself makes through the daemon's API (those are CI's calls, not the promoter's)
   answers to unchanged resources are 304s). Two in a row: the first after the
   promotions (statuses changed since the last read), then a steady one.
 
-    python bench/scm_calls.py [--changes 3] [--plugin local --plugin github --plugin gitlab]
+    python bench/scm_calls.py [--changes 3] [--plugin github --plugin gitlab-manual ...]
 
-Target: at most 6 calls per environment promotion.
+Target: at most 5 calls for every environment on GitHub and GitLab (the local SCM is
+reported: it is in process and has no webhooks).
 """
 
 from __future__ import annotations

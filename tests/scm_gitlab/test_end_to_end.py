@@ -210,8 +210,12 @@ class Harness:
 
 @pytest.fixture
 def harness(
-    tmp_path: Path, genuine_fixtures: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path,
+    genuine_fixtures: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    request: pytest.FixtureRequest,
 ) -> Iterator[Harness]:
+    """The daemon, the fake and CI; the ref poll interval through indirect parametrisation."""
     monkeypatch.setenv(TOKEN_ENV, TOKEN)
     monkeypatch.setenv(HOOK_ENV, HOOK_TOKEN)
     gitops = GitOpsRepo.create(tmp_path)
@@ -221,7 +225,9 @@ def harness(
         (genuine_fixtures / "gitlab" / "webhooks" / "go-gitlab" / "pipeline.json").read_text()
     )
     with fake:
-        daemon = Daemon(parse_config(config_text(gitops.path, tmp_path / "state", fake.url)))
+        poll = getattr(request, "param", "0.1s")
+        text = config_text(gitops.path, tmp_path / "state", fake.url, poll_interval=poll)
+        daemon = Daemon(parse_config(text))
         runtime = daemon.runtime
         with TestClient(daemon.app) as client:
             h = Harness(runtime, client, fake, gitops, hook)
@@ -260,6 +266,23 @@ def test_a_change_goes_dev_staging_prod_through_gitlab_merge_requests(harness: H
     after = _operations()
     for op in sorted(after):
         print(f"  {op}: {after[op] - ops_before.get(op, 0)}")
+
+
+@pytest.mark.parametrize("harness", ["1h"], indirect=True)  # pushes come by Push Hook
+def test_with_push_hooks_each_environment_costs_at_most_five_calls(harness: Harness) -> None:
+    h = harness
+    before, posts, ops_before = scm_calls(), h.status_posts, _operations()
+    change = h.hydrate("1.2.0", "Bump guestbook to 1.2.0")
+    for branch in ENVIRONMENTS:
+        promote(h, branch, change)
+    h.settle()
+    used = scm_calls() - before - (h.status_posts - posts)
+    ops = {op: n - ops_before.get(op, 0) for op, n in _operations().items()}
+    assert used <= 5 * len(ENVIRONMENTS), ops
+    # The commits the Push Hooks announced (proposed heads, merge commits) are not read:
+    # the one pipeline read per environment is the re-read just before its merge.
+    assert ops.get("list_commit_statuses", 0) == 0, ops
+    assert ops.get("list_pipelines", 0) == len(ENVIRONMENTS), ops
 
 
 def _operations() -> dict[str, float]:
