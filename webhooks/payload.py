@@ -7,10 +7,11 @@ and so that strings copied into statuses and logs are bounded in length.
 
 from __future__ import annotations
 
-import json
 import re
 from datetime import UTC, datetime
 from typing import Any
+
+import orjson
 
 from promoter.models import SHA_RE
 
@@ -28,8 +29,8 @@ class PayloadError(ValueError):
 def decode_json(raw: bytes | str) -> JsonObject:
     """The JSON object in ``raw``; PayloadError for anything else (not JSON, not an object)."""
     try:
-        value = json.loads(raw)
-    except (ValueError, RecursionError) as exc:  # RecursionError: absurdly deep nesting
+        value = orjson.loads(raw)  # about four times json's speed: the receiver's hot path
+    except orjson.JSONDecodeError as exc:  # also: absurdly deep nesting, integers past 64 bits
         raise PayloadError("body is not JSON") from exc
     if not isinstance(value, dict):
         raise PayloadError("body is not a JSON object")

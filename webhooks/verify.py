@@ -40,10 +40,10 @@ class GitHubSignature:
 
     def __init__(self, secrets: Sequence[str]) -> None:
         refuse_empty(secrets, "GitHub webhook secret")
-        self._macs = [hmac.new(s.encode("utf-8"), digestmod=hashlib.sha256) for s in secrets]
+        self._keys = [s.encode("utf-8") for s in secrets]
 
     def __bool__(self) -> bool:
-        return bool(self._macs)
+        return bool(self._keys)
 
     @staticmethod
     def sign(secret: str, body: bytes) -> str:
@@ -53,12 +53,13 @@ class GitHubSignature:
     def verify(self, header: str | None, body: bytes) -> bool:
         if not header or not header.startswith("sha256="):
             return False
-        given = _header_bytes(header[7:])
+        try:
+            given = bytes.fromhex(header[7:])
+        except ValueError:
+            return False
         ok = False
-        for base in self._macs:
-            mac = base.copy()
-            mac.update(body)
-            ok |= hmac.compare_digest(mac.hexdigest().encode("ascii"), given)
+        for key in self._keys:  # every secret, so the time does not say which one matched
+            ok |= hmac.compare_digest(hmac.digest(key, body, "sha256"), given)
         return ok
 
 
