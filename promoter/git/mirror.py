@@ -226,19 +226,38 @@ class GitMirror(BareRepository):
 
         ``PushRejected`` when the remote refuses (a stale lease, a non-fast-forward).
         """
+        with self._lock:
+            self._push(refspecs, leases)
+
+    def push_commit(self, ref: str, sha: str, *, lease: str | None) -> None:
+        """Push commit ``sha`` to ``ref`` on the remote, leased on ``lease``, unlocked.
+
+        It names the commit rather than a local ref, so reads, fetches and local writes
+        of the mirror go on during the network round trips (a fetch may even move the
+        local ref meanwhile): what is pushed does not change. ``PushRejected`` as ``push``.
+        """
+        self._push([f"{sha}:{ref}"], {ref: lease})
+
+    def _push(self, refspecs: list[str], leases: Mapping[str, str | None]) -> None:
         args = ["push", "--atomic", "--porcelain"]
         args += [f"--force-with-lease={ref}:{old or ''}" for ref, old in leases.items()]
-        with self._lock:
-            status, out, err = self._run([*args, "origin", *refspecs], network=True, ok=(0, 1))
-            if status == 0:
-                return
-            refused = [" ".join(ln.split("\t")[1:]) for ln in out.splitlines() if ln[:1] == "!"]
-            lost_race = any(reason in line for line in refused for reason in _LOST_RACE)
-            if not lost_race:
-                # Not a moved ref: a broken remote, a lock, a hook. Temporary, retried later.
-                secrets = [*url_secrets(self.url), *self._extra_env().values()]
-                raise git_error(["push"], status, err or out, secrets, f"in mirror {self.name}")
+        status, out, err = self._run([*args, "origin", *refspecs], network=True, ok=(0, 1))
+        if status == 0:
+            return
+        refused = [" ".join(ln.split("\t")[1:]) for ln in out.splitlines() if ln[:1] == "!"]
+        lost_race = any(reason in line for line in refused for reason in _LOST_RACE)
+        if not lost_race:
+            # Not a moved ref: a broken remote, a lock, a hook. Temporary, retried later.
+            secrets = [*url_secrets(self.url), *self._extra_env().values()]
+            raise git_error(["push"], status, err or out, secrets, f"in mirror {self.name}")
         raise PushRejected(f"push to {self.name} rejected: {'; '.join(refused)}")
+
+    def set_ref(self, ref: str, sha: str, *, expected: str | None) -> bool:
+        """Move local ``ref`` to ``sha`` if it still is ``expected`` (None: absent)."""
+        with self._lock:
+            self._refs = None
+            status, _, _ = self._run(["update-ref", ref, sha, expected or "0" * 40], ok=(0, 1, 128))
+            return status == 0
 
     def write_note(self, ref: str, sha: str, text: str) -> None:
         """Set the note on ``sha`` under ``ref`` to exactly ``text`` (local: push it after)."""

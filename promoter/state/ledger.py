@@ -19,9 +19,13 @@ A note that cannot be parsed is never read as an empty ledger: reading it raises
 write replaces it, so a hold is never lost to a damaged note; a person repairs or
 removes the note with git.
 
-Concurrency: flushes hold the mirror's lock; a push rejected because the notes ref
-moved is retried on top of a fresh fetch, re-applying the pending changes to what
-the other writer stored, so concurrent writers never lose each other's records.
+Concurrency: a flush writes its notes commit under the mirror's lock, then pushes that
+commit without it, so reconciles reading the repository do not wait for the network
+round trips; until the push has landed and the local ref shows it, reads apply the
+changes in flight as they apply pending ones. A push rejected because the notes ref
+moved is retried on top of a fresh fetch, re-applying the changes to what the other
+writer stored, so concurrent writers (another flush, another instance) never lose
+each other's records.
 """
 
 from __future__ import annotations
@@ -59,6 +63,8 @@ def key_object(strategy: str, environment: str) -> tuple[bytes, str]:
 class _Pending:
     mirror: GitMirror
     changes: dict[str, tuple[bytes, list[Change]]] = field(default_factory=dict)
+    tip: str | None = None
+    """The notes commit being pushed with these changes (in flight only)."""
 
 
 class GitLedger:
@@ -66,17 +72,26 @@ class GitLedger:
 
     def __init__(self) -> None:
         self._pending: dict[str, _Pending] = {}
+        self._inflight: dict[str, list[_Pending]] = {}
+        """Per repository, the flushes whose push has not landed in the local ref yet."""
         self._guard = threading.Lock()
 
     def read(self, mirror: GitMirror, strategy: str, environment: str) -> EnvLedger:
         _, sha = key_object(strategy, environment)
         with mirror.lock:
             value = self._stored(mirror, sha)
+            local = mirror.refs().get(LEDGER_REF)
             with self._guard:
-                pending = self._pending.get(mirror.name)
-                changes = (
-                    list(pending.changes[sha][1]) if pending and sha in pending.changes else []
-                )
+                batches = [*self._inflight.get(mirror.name, ()), self._pending.get(mirror.name)]
+            changes = [
+                change
+                for batch in batches
+                if batch is not None
+                and sha in batch.changes
+                # A fetch may already have brought a landed push: not twice.
+                and not (batch.tip and local and mirror.is_ancestor(batch.tip, local))
+                for change in batch.changes[sha][1]
+            ]
         for change in changes:
             value = change(value)
         return value
@@ -121,21 +136,31 @@ class GitLedger:
 
     def flush(self, mirror: GitMirror) -> None:
         """Write and push every pending change of one repository."""
-        with mirror.lock:
-            with self._guard:
-                pending = self._pending.pop(mirror.name, None)
+        with self._guard:
+            pending = self._pending.pop(mirror.name, None)
             if pending is None or not pending.changes:
                 return
-            try:
-                self._write(mirror, pending)
-            except BaseException:
-                with self._guard:  # keep them for the next flush, older changes first
-                    newer = self._pending.pop(mirror.name, None)
-                    if newer is not None:
-                        for sha, (data, changes) in newer.changes.items():
-                            pending.changes.setdefault(sha, (data, []))[1].extend(changes)
-                    self._pending[mirror.name] = pending
-                raise
+            self._inflight.setdefault(mirror.name, []).append(pending)
+        try:
+            self._write(mirror, pending)
+        except BaseException:
+            with self._guard:  # keep them for the next flush, older changes first
+                self._landed(mirror, pending)
+                pending.tip = None
+                newer = self._pending.pop(mirror.name, None)
+                if newer is not None:
+                    for sha, (data, changes) in newer.changes.items():
+                        pending.changes.setdefault(sha, (data, []))[1].extend(changes)
+                self._pending[mirror.name] = pending
+            raise
+
+    def _landed(self, mirror: GitMirror, batch: _Pending) -> None:
+        """Under ``_guard``: ``batch`` is no longer in flight."""
+        flights = self._inflight.get(mirror.name, [])
+        if batch in flights:
+            flights.remove(batch)
+        if not flights:
+            self._inflight.pop(mirror.name, None)
 
     def flush_all(self) -> None:
         """Flush every repository (the timer and shutdown); failures are kept for later."""
@@ -164,20 +189,27 @@ class GitLedger:
 
     def _write(self, mirror: GitMirror, pending: _Pending) -> None:
         for _ in range(ATTEMPTS):
-            before = mirror.refs().get(LEDGER_REF)
-            notes: dict[str, str] = {}
-            for sha, (_, changes) in pending.changes.items():
-                value = self._stored(mirror, sha)
-                for change in changes:
-                    value = change(value)
-                notes[sha] = value.model_dump_json()
-            blobs = [data for data, _ in pending.changes.values()]
-            mirror.write_notes(LEDGER_REF, notes, message="promoter ledger", blobs=blobs)
+            with mirror.lock:
+                before = mirror.refs().get(LEDGER_REF)
+                notes: dict[str, str] = {}
+                for sha, (_, changes) in pending.changes.items():
+                    value = self._stored(mirror, sha)
+                    for change in changes:
+                        value = change(value)
+                    notes[sha] = value.model_dump_json()
+                blobs = [data for data, _ in pending.changes.values()]
+                tip = mirror.write_notes(LEDGER_REF, notes, message="promoter ledger", blobs=blobs)
+                pending.tip = tip
             try:
-                mirror.push([f"{LEDGER_REF}:{LEDGER_REF}"], leases={LEDGER_REF: before})
+                mirror.push_commit(LEDGER_REF, tip, lease=before)
             except PushRejected:
                 log.info("ledger moved, retrying", extra={"repository": mirror.name})
-                mirror.fetch()
+                with mirror.lock:
+                    mirror.fetch()
                 continue
+            with mirror.lock:
+                mirror.set_ref(LEDGER_REF, tip, expected=before)
+                with self._guard:
+                    self._landed(mirror, pending)
             return
         raise GitError(f"the ledger of {mirror.name} kept moving; try again")

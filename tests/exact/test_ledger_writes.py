@@ -54,16 +54,18 @@ def test_a_kill_between_the_ledger_writes_of_a_revert_leaves_no_revert_without_i
     runtime.mirrors.invalidate("gitops")
 
     pushes: list[list[str]] = []
-    real_push = GitMirror.push
+    real_push = GitMirror.push_commit
 
-    def killed_at_the_second_ledger_push(self: GitMirror, refspecs: list[str], **kw: Any) -> None:
-        if any(LEDGER_REF in spec for spec in refspecs):
-            pushes.append(refspecs)
+    def killed_at_the_second_ledger_push(
+        self: GitMirror, ref: str, sha: str, *, lease: str | None
+    ) -> None:
+        if ref == LEDGER_REF:
+            pushes.append([f"{sha}:{ref}"])
             if len(pushes) == 2:
                 raise GitError("the promoter was killed here")
-        real_push(self, refspecs, **kw)
+        real_push(self, ref, sha, lease=lease)
 
-    monkeypatch.setattr(GitMirror, "push", killed_at_the_second_ledger_push)
+    monkeypatch.setattr(GitMirror, "push_commit", killed_at_the_second_ledger_push)
     with contextlib.suppress(PromoterError):  # killed: a restarted promoter reads the remote
         runtime.operations.revert("guestbook", DEV, to=None)
     root = tmp_path / "restarted"

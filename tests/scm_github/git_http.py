@@ -1,7 +1,9 @@
 """A loopback git smart-HTTP server (``git http-backend``) that demands a Basic auth header.
 
 It stands in for github.com's git endpoint in credential tests: a request whose
-``Authorization`` is not one of ``accepted`` gets 401, like GitHub's.
+``Authorization`` is not one of ``accepted`` gets 401, like GitHub's. ``delay`` adds
+that many seconds to every request (a network round trip), and ``requests`` records
+each one's (start, end, method, path) for the benchmarks.
 """
 
 from __future__ import annotations
@@ -9,6 +11,7 @@ from __future__ import annotations
 import os
 import subprocess
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -29,6 +32,17 @@ class _Handler(BaseHTTPRequestHandler):
         """Quiet."""
 
     def _serve(self) -> None:
+        started = time.perf_counter()
+        if self.server.delay:
+            time.sleep(self.server.delay)
+        try:
+            self._answer()
+        finally:
+            self.server.requests.append(
+                (started, time.perf_counter(), self.command, self.path.split("?")[0])
+            )
+
+    def _answer(self) -> None:
         auth = self.headers.get("Authorization", "")
         self.server.seen.append((self.path, auth))
         if auth not in self.server.accepted:
@@ -77,13 +91,16 @@ class _Server(ThreadingHTTPServer):
     root: Path
     accepted: set[str]
     seen: list[tuple[str, str]]
+    delay: float
+    requests: list[tuple[float, float, str, str]]
 
 
 @contextmanager
-def git_http_server(root: Path, *, accepted: set[str]) -> Iterator[_Server]:
+def git_http_server(root: Path, *, accepted: set[str], delay: float = 0.0) -> Iterator[_Server]:
     """Serve the bare repositories under ``root`` at ``http://127.0.0.1:<port>/``."""
     server = _Server(("127.0.0.1", 0), _Handler)
     server.root, server.accepted, server.seen = root, accepted, []
+    server.delay, server.requests = delay, []
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:

@@ -4,8 +4,11 @@ mirror is deleted under a running daemon."""
 from __future__ import annotations
 
 import shutil
+import threading
 from datetime import UTC, datetime
 from pathlib import Path
+
+import pytest
 
 from promoter.engine.ledger_state import EnvLedger, HealthyRecord, Hold
 from promoter.git import GitMirror
@@ -53,3 +56,46 @@ def test_a_deleted_mirror_is_cloned_again_and_no_other_note_is_lost(tmp_path: Pa
     assert [h.dry_sha for h in other_ledger.read(other, "s", "staging").holds] == ["2" * 40]
     assert [h.dry_sha for h in other_ledger.read(other, "s", "prod").holds] == ["3" * 40]
     assert other_ledger.read(other, "s", "dev").last_healthy == record("1" * 40)
+
+
+def test_a_flush_pushes_without_holding_the_mirror_and_reads_see_it_in_flight(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    gitops = GitOpsRepo.create(tmp_path)
+    mirror, ledger = fresh_reader(gitops, tmp_path / "a")
+    ledger.update(mirror, "s", "dev", lambda led: led.with_healthy(record("1" * 40)), durable=False)
+    pushing, release = threading.Event(), threading.Event()
+    real_push = GitMirror.push_commit
+
+    def slow_network(self: GitMirror, ref: str, sha: str, *, lease: str | None) -> None:
+        pushing.set()
+        assert release.wait(10)
+        real_push(self, ref, sha, lease=lease)
+
+    monkeypatch.setattr(GitMirror, "push_commit", slow_network)
+    flusher = threading.Thread(target=ledger.flush_all)
+    flusher.start()
+    assert pushing.wait(10)
+    # While the push is on the wire: the mirror is free, even a fetch that moves the
+    # local notes ref back, and every read still sees the record exactly once.
+    assert mirror.lock.acquire(timeout=1)
+    mirror.lock.release()
+    mirror.fetch()
+    assert ledger.read(mirror, "s", "dev").healthy == (record("1" * 40),)
+    release.set()
+    flusher.join(10)
+    assert ledger.read(mirror, "s", "dev").healthy == (record("1" * 40),)
+    other, other_ledger = fresh_reader(gitops, tmp_path / "b")
+    assert other_ledger.read(other, "s", "dev").healthy == (record("1" * 40),)
+
+
+def test_a_flush_racing_another_writer_keeps_both(tmp_path: Path) -> None:
+    gitops = GitOpsRepo.create(tmp_path)
+    mirror, ledger = fresh_reader(gitops, tmp_path / "a")
+    other, other_ledger = fresh_reader(gitops, tmp_path / "b")
+    ledger.update(mirror, "s", "dev", lambda led: led.with_healthy(record("1" * 40)), durable=False)
+    other_ledger.update(other, "s", "staging", lambda led: led.with_hold(hold("2" * 40)))
+    ledger.flush_all()  # rejected once (the ref moved), then written on top of the hold
+    third, third_ledger = fresh_reader(gitops, tmp_path / "c")
+    assert third_ledger.read(third, "s", "dev").healthy == (record("1" * 40),)
+    assert [h.dry_sha for h in third_ledger.read(third, "s", "staging").holds] == ["2" * 40]
