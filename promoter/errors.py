@@ -74,6 +74,11 @@ class ScmRateLimited(ScmError, TemporaryError):
         self.retry_after = retry_after
 
 
+class RateBudgetWait(ScmRateLimited):
+    """Not the SCM's refusal: the promoter's own budget for the credential says wait
+    (``scm_plugins.limiter.RateBudget``), so that the SCM never has to refuse."""
+
+
 class ScmUnavailable(ScmError, TemporaryError):
     """The SCM is down, timed out or answered 5xx."""
 

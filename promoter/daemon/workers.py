@@ -23,6 +23,7 @@ from promoter.errors import (
     PermanentError,
     ScmConflict,
     ScmNotFound,
+    RateBudgetWait,
     ScmRateLimited,
     TemporaryError,
 )
@@ -79,7 +80,9 @@ class Workers:
         try:
             outcome = self._reconcile(key)
         except ScmRateLimited as exc:
-            log.warning("rate limited", extra={"strategy": key, "retry_after": exc.retry_after})
+            level = logging.DEBUG if isinstance(exc, RateBudgetWait) else logging.WARNING
+            extra = {"strategy": key, "retry_after": exc.retry_after}
+            log.log(level, "rate budget: waiting" if level == logging.DEBUG else "rate limited", extra=extra)
             self.queue.not_before(key, exc.retry_after)
             self.queue.add(key)
             return

@@ -30,6 +30,8 @@ from urllib.parse import parse_qs, urlsplit
 import jwt
 import responses
 
+from scm_plugins.limiter import Budget
+
 from .fake_routes import Routes
 from .fake_state import NOT_FOUND, Refused
 from .genuine import Genuine
@@ -88,6 +90,16 @@ class FakeGitHub(Routes):
         self.installation_tokens: dict[str, float] = {}
         self.rate_limit = rate_limit
         self.remaining = rate_limit
+        self.window = 3600.0
+        """GitHub's primary window: ``remaining`` starts again at ``rate_limit`` after it."""
+        self.reset_at = time.time() + self.window
+        self.enforce: Budget | None = None
+        """When set, the limits are enforced as GitHub does: the primary (403 with
+        ``x-ratelimit-remaining: 0`` once spent) and the secondary ones (403 with
+        GitHub's secondary-limit message and ``retry-after``), with ``minute`` seconds
+        for a minute. ``refused`` counts each kind of refusal."""
+        self.refused = {"primary": 0, "secondary": 0}
+        self._recent: list[tuple[float, bool]] = []
         self.calls: list[Call] = []
         self._faults: list[Fault] = []
         self._lock = threading.RLock()
@@ -153,6 +165,32 @@ class FakeGitHub(Routes):
         }
         self.fail_next(method, path, status=403, body=body, headers=headers)
 
+    def _over_limits(self, method: str) -> Answer | None:
+        """Under the lock: GitHub's refusal when a limit is spent (``enforce``), else None."""
+        now = time.time()
+        if now >= self.reset_at:
+            self.reset_at, self.remaining = now + self.window, self.rate_limit
+        limits = self.enforce
+        if limits is None:
+            return None
+        if self.remaining <= 0:
+            self.refused["primary"] += 1
+            _, _, body = self.genuine.error("SpecificExceptions.testRateLimitExceeded")
+            return 403, {"x-ratelimit-remaining": "0"}, body
+        write = method not in ("GET", "HEAD")
+        self._recent = [(t, w) for t, w in self._recent if t > now - limits.minute]
+        points = sum(5 if w else 1 for _, w in self._recent) + (5 if write else 1)
+        writes = sum(w for _, w in self._recent) + write
+        if points > limits.points_per_minute or writes > limits.writes_per_minute:
+            self.refused["secondary"] += 1
+            _, headers, body = self.genuine.error(
+                "SpecificExceptions.testAuthenticatedRateLimitExceeded"
+            )
+            retry = str(max(1, int(limits.minute)))
+            return 403, {"retry-after": retry, "content-type": headers["content-type"]}, body
+        self._recent.append((now, write))
+        return None
+
     def charged(self) -> int:
         """Requests that cost rate limit (everything but 304s)."""
         with self._lock:
@@ -169,7 +207,11 @@ class FakeGitHub(Routes):
         if self.on_request is not None:
             self.on_request(request.method, path)
         with self._lock:
-            status, headers, payload = self._answer(request.method, path, query, auth, body)
+            refusal = self._over_limits(request.method)
+            if refusal is not None:
+                status, headers, payload = refusal
+            else:
+                status, headers, payload = self._answer(request.method, path, query, auth, body)
             etag = '"' + _digest(payload) + '"' if request.method == "GET" and status == 200 else ""
             if etag and request.headers.get("If-None-Match") == etag:
                 status, payload = 304, None
@@ -180,7 +222,7 @@ class FakeGitHub(Routes):
                 "content-type": "application/json; charset=utf-8",
                 "x-ratelimit-limit": str(self.rate_limit),
                 "x-ratelimit-remaining": str(self.remaining),
-                "x-ratelimit-reset": str(int(time.time()) + 3600),
+                "x-ratelimit-reset": str(int(self.reset_at)),
                 "x-ratelimit-used": str(self.rate_limit - self.remaining),
                 "x-ratelimit-resource": "core",
                 **headers,
