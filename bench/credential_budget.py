@@ -29,6 +29,7 @@ import argparse
 import json
 import os
 import queue
+import re
 import sys
 import tempfile
 import threading
@@ -156,6 +157,11 @@ class CI:
             run = self.fake.repositories[repo].check_runs[sha][-1]
             self.hooks.check_run(repo, sha, "ci", run)
 
+    def pushed(self, repo: str, branch: str, before: str | None, after: str) -> None:
+        """A merge moved ``branch``: GitHub's push webhook follows, from another thread."""
+        args = (repo, branch, before or "0" * 40, after)
+        threading.Thread(target=self.hooks.push, args=args, daemon=True).start()
+
     def stop(self) -> None:
         self.work.put(None)
         self.thread.join(10)
@@ -236,6 +242,7 @@ def running(fleet: Fleet, state: Path) -> Iterator[tuple[Any, Any, CI]]:
         daemon.runtime.plugins["github"]._client.budget = RateBudget(free)
         with TestClient(daemon.app) as client:
             ci = CI(fake, Hooks(client), fleet.repos)
+            fake.on_push = ci.pushed  # GitHub's push webhook after each merge
             ci_box.append(ci)
             try:
                 yield fake, daemon.runtime, ci
@@ -280,7 +287,7 @@ def main(argv: list[str] | None = None) -> int:
                 (time.perf_counter(), method != "GET")
             )
             runtime.plugins["github"]._client.budget = RateBudget(limits)
-            charged_before = fake.charged()
+            charged_before, calls_before = fake.charged(), len(fake.calls)
             picked = list(range(0, args.strategies, max(1, args.strategies // args.changes)))[
                 : args.changes
             ]
@@ -315,6 +322,11 @@ def main(argv: list[str] | None = None) -> int:
             drained = time.perf_counter() - t0
             done = merged()
             charged = fake.charged() - charged_before
+            kinds: dict[str, int] = {}
+            for call in fake.calls[calls_before:]:
+                if call.status != 304:
+                    kind = f"{call.method} " + re.sub(r"/[0-9a-f]{40}|/\d+", "/*", call.path)
+                    kinds[kind] = kinds.get(kind, 0) + 1
             refused = dict(fake.refused)
     rel = [(t - t0, w) for t, w in times if t >= t0]
     minute, hour = args.hour / 60, args.hour
@@ -333,8 +345,9 @@ def main(argv: list[str] | None = None) -> int:
         "drain_s": round(drained, 1),
         "drain_github_hours": round(drained * scale / 3600, 2),
         "calls": charged,
-        "peak_calls_per_hour": peak_hour,
-        "peak_calls_per_minute": peak_minute,
+        "calls_by_kind": dict(sorted(kinds.items(), key=lambda kv: -kv[1])),
+        "peak_requests_per_hour": peak_hour,
+        "peak_requests_per_minute": peak_minute,
         "peak_writes_per_minute": peak_writes,
         "limits": {
             "per_hour": limits.per_window,
@@ -353,8 +366,9 @@ def main(argv: list[str] | None = None) -> int:
             f"warm-up without limits: {warm:.1f} s",
             f"drained: {done}/{len(picked)} merged in {drained:.1f} s"
             f" = {drained * scale / 3600:.2f} GitHub hours, {charged} calls",
-            f"peak: {peak_hour} calls in an hour (limit {limits.per_window}),"
-            f" {peak_minute} in a minute, {peak_writes} writes in a minute"
+            f"peak (requests, free 304s included): {peak_hour} in an hour"
+            f" (limit {limits.per_window}), {peak_minute} in a minute,"
+            f" {peak_writes} writes in a minute"
             f" (limit {limits.writes_per_minute})",
             f"refused by GitHub: {refused}  " + ("[ok]" if figures["pass"] else "[MISSED]"),
         ],

@@ -135,6 +135,7 @@ class RateBudget:
             return self._reset - now
         window = self.budget.window
         burst = self.budget.burst * self._limit
+        start = min(self._reset - window, now)  # a reset further off than a window: now
         # By time t into the window, burst + limit * t / window calls may have gone.
-        due = self._reset - window + (self._used + 1 - burst) * window / self._limit
+        due = start + (self._used + 1 - burst) * window / self._limit
         return max(0.0, due - now)

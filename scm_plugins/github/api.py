@@ -6,7 +6,7 @@ fresh one (a token can be revoked before it expires); any other error goes up.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from promoter.config import Repository
@@ -32,9 +32,11 @@ class RepoApi:
         params: Mapping[str, str | int] | None = None,
         body: Mapping[str, Any] | None = None,
         conditional: bool = False,
+        keep: Callable[[Any], Any] | None = None,
         **fields: object,
     ) -> Any:
-        """One call on ``/repos/{repo}{path}``; the parsed JSON answer."""
+        """One call on ``/repos/{repo}{path}``; the parsed JSON answer (``keep``: see
+        ``GitHubClient.request``)."""
         for attempt in (1, 2):
             token = self.credentials.token(repo=repo)
             try:
@@ -46,6 +48,7 @@ class RepoApi:
                     params=params,
                     body=body,
                     conditional=conditional,
+                    keep=keep,
                     repo=repo.full_path,
                     **fields,
                 )

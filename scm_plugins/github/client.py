@@ -30,7 +30,7 @@ import threading
 import time
 import weakref
 from collections import OrderedDict
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from github.Requester import Requester
@@ -45,7 +45,9 @@ TIMEOUT = 30
 
 API_VERSION = "2022-11-28"
 USER_AGENT = "promoter-github-scm"
-ETAG_ENTRIES = 4096
+ETAG_ENTRIES = 200_000
+"""Answers remembered for conditional reads: every commit of 10,000 strategies' environments
+twice (statuses, check runs), and their PR lookups; about 300 bytes each once slimmed."""
 PER_PAGE = 100
 
 
@@ -84,12 +86,15 @@ class GitHubClient:
         params: Mapping[str, str | int] | None = None,
         body: Mapping[str, Any] | None = None,
         conditional: bool = False,
+        keep: Callable[[Any], Any] | None = None,
         **fields: object,
     ) -> Any:
         """One counted call; the parsed JSON answer (None for 204).
 
         With ``conditional``, a GET sends the ETag of the last answer for the same
-        URL and reuses that answer on 304, which GitHub does not charge.
+        URL and reuses that answer on 304, which GitHub does not charge. ``keep``
+        reduces the answer to what the caller reads (what is returned and what the
+        ETag cache holds), so that tens of thousands of answers fit in memory.
         """
         query = sorted((k, str(v)) for k, v in (params or {}).items())
         url = path  # PyGithub prefixes it with the base URL's path (GHES: /api/v3)
@@ -114,6 +119,8 @@ class GitHubClient:
             data = _json(output)
             if status >= 300:
                 raise GitHubHTTPError(status, data, answer_headers)
+            if keep is not None:
+                data = keep(data)
         etag = answer_headers.get("etag")
         if conditional and etag:
             self._store(cache_key, etag, data)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Iterable
 from datetime import datetime
+from functools import partial
 from typing import Any, Literal
 
 from promoter.config import Repository
@@ -68,6 +69,37 @@ def from_check_run(item: dict[str, Any]) -> CommitStatus:
     )
 
 
+_KEPT = {
+    "statuses": ("context", "state", "description", "target_url", "updated_at", "created_at"),
+    "check_runs": (
+        "name",
+        "status",
+        "conclusion",
+        "html_url",
+        "details_url",
+        "completed_at",
+        "started_at",
+    ),
+}
+
+
+def _slim(field: str, data: Any) -> dict[str, Any]:
+    """A status or check-run page with only what ``from_status``/``from_check_run`` read."""
+    kept = _KEPT[field]
+    items = [
+        {
+            **{k: item.get(k) for k in kept},
+            **(
+                {"output": {"title": (item.get("output") or {}).get("title")}}
+                if field == "check_runs"
+                else {}
+            ),
+        }
+        for item in data.get(field) or []
+    ]
+    return {field: items, "total_count": data.get("total_count")}
+
+
 def latest_per_key(statuses: Iterable[CommitStatus]) -> list[CommitStatus]:
     """One status per key: the latest; on a tie, the first seen (GitHub lists newest first)."""
     latest: dict[str, CommitStatus] = {}
@@ -116,6 +148,7 @@ class Statuses:
                 f"/commits/{sha}/{endpoint}",
                 params={"per_page": PER_PAGE, "page": page},
                 conditional=True,
+                keep=partial(_slim, field),
                 sha=sha,
             )
             batch = list(data.get(field) or [])
