@@ -288,6 +288,7 @@ def main(argv: list[str] | None = None) -> int:
             )
             runtime.plugins["github"]._client.budget = RateBudget(limits)
             charged_before, calls_before = fake.charged(), len(fake.calls)
+            warm_calls = charged_before
             picked = list(range(0, args.strategies, max(1, args.strategies // args.changes)))[
                 : args.changes
             ]
@@ -341,6 +342,7 @@ def main(argv: list[str] | None = None) -> int:
         "changes": args.changes,
         "hour_s": args.hour,
         "warm_up_s": round(warm, 1),
+        "warm_up_calls": warm_calls,
         "merged": done,
         "drain_s": round(drained, 1),
         "drain_github_hours": round(drained * scale / 3600, 2),
@@ -363,7 +365,7 @@ def main(argv: list[str] | None = None) -> int:
         [
             f"{args.strategies} strategies on one token, a burst of {args.changes} changes"
             f" (an hour lasts {args.hour:g} s)",
-            f"warm-up without limits: {warm:.1f} s",
+            f"warm-up without limits: {warm:.1f} s, {warm_calls} calls",
             f"drained: {done}/{len(picked)} merged in {drained:.1f} s"
             f" = {drained * scale / 3600:.2f} GitHub hours, {charged} calls",
             f"peak (requests, free 304s included): {peak_hour} in an hour"
