@@ -21,9 +21,9 @@ from promoter.daemon.executor import Outcome
 from promoter.daemon.queue import ShutDown, WorkQueue
 from promoter.errors import (
     PermanentError,
+    RateBudgetWait,
     ScmConflict,
     ScmNotFound,
-    RateBudgetWait,
     ScmRateLimited,
     TemporaryError,
 )
@@ -80,9 +80,11 @@ class Workers:
         try:
             outcome = self._reconcile(key)
         except ScmRateLimited as exc:
-            level = logging.DEBUG if isinstance(exc, RateBudgetWait) else logging.WARNING
             extra = {"strategy": key, "retry_after": exc.retry_after}
-            log.log(level, "rate budget: waiting" if level == logging.DEBUG else "rate limited", extra=extra)
+            if isinstance(exc, RateBudgetWait):  # our own pacing, not a refusal
+                log.debug("rate budget: waiting", extra=extra)
+            else:
+                log.warning("rate limited", extra=extra)
             self.queue.not_before(key, exc.retry_after)
             self.queue.add(key)
             return
