@@ -26,7 +26,6 @@ merged; the time to drain is reported.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import queue
 import re
@@ -34,7 +33,6 @@ import sys
 import tempfile
 import threading
 import time
-import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import replace
@@ -45,10 +43,8 @@ import common
 from common import Fleet
 
 OWNER = "acme"
-SECRET_ENV, SECRET = "PROMOTER_BENCH_HOOK_SECRET", "bench-hook-secret"
 TOKEN_ENV = "PROMOTER_BENCH_GITHUB_TOKEN"
 TOKEN = "ghp_BenchT0ken000000000000000000000000abcd"
-HOOKS = common.ROOT / "tests" / "fixtures" / "github" / "webhooks" / "api.github.com"
 
 
 def full_name(repo: int) -> str:
@@ -57,6 +53,7 @@ def full_name(repo: int) -> str:
 
 def config(fleet: Fleet, state: Path) -> Any:
     from promoter.config import Config
+    from tests.scm_github.test_end_to_end import SECRET_ENV as secret_env
 
     return Config.model_validate(
         {
@@ -81,65 +78,21 @@ def config(fleet: Fleet, state: Path) -> Any:
                 }
                 for i in range(fleet.strategies)
             ],
-            "webhooks": {"github": {"secrets": [{"fromEnv": SECRET_ENV}]}},
+            "webhooks": {"github": {"secrets": [{"fromEnv": secret_env}]}},
             "daemon": {"stateDir": str(state), "resyncInterval": "24h", "workers": 4},
         }
     )
 
 
-class Hooks:
-    """GitHub's webhooks, signed, into the daemon."""
-
-    def __init__(self, client: Any) -> None:
-        from webhooks.verify import GitHubSignature
-
-        self.client, self.sign = client, GitHubSignature.sign
-        self.templates = {
-            name: json.loads((HOOKS / path).read_text())
-            for name, path in (
-                ("push", "push/with-new-branch.payload.json"),
-                ("check_run", "check_run/completed.payload.json"),
-            )
-        }
-
-    def deliver(self, event: str, repo: str, fill: dict[str, Any]) -> None:
-        payload = json.loads(json.dumps(self.templates[event]))
-        payload.update({k: v for k, v in fill.items() if k != "check_run"})
-        if "check_run" in fill:
-            payload["check_run"].update(fill["check_run"])
-        payload["repository"].update(full_name=repo, name=repo.split("/")[1])
-        for field in ("clone_url", "html_url", "git_url", "ssh_url", "url", "svn_url"):
-            payload["repository"].pop(field, None)
-        raw = json.dumps(payload).encode()
-        answer = self.client.post(
-            "/webhooks/github",
-            content=raw,
-            headers={
-                "X-GitHub-Event": event,
-                "X-GitHub-Delivery": str(uuid.uuid4()),
-                "X-Hub-Signature-256": self.sign(SECRET, raw),
-                "Content-Type": "application/json",
-            },
-        )
-        assert answer.status_code == 202, answer.text
-
-    def push(self, repo: str, branch: str, before: str, after: str) -> None:
-        head = {**self.templates["push"]["head_commit"], "id": after, "distinct": True}
-        fill = {"ref": f"refs/heads/{branch}", "before": before, "after": after}
-        self.deliver(
-            "push", repo, {**fill, "created": False, "head_commit": head, "commits": [head]}
-        )
-
-    def check_run(self, repo: str, sha: str, name: str, run: dict[str, Any]) -> None:
-        fields = {k: run[k] for k in ("name", "status", "conclusion", "completed_at")}
-        self.deliver("check_run", repo, {"check_run": {**fields, "head_sha": sha}})
-
-
 class CI:
-    """Turns each promotion PR green when it opens: a check run on GitHub, its webhook."""
+    """Turns each promotion PR green when it opens (a check run and GitHub's webhook), and
+    sends GitHub's push webhooks: the hydrator's, and one after each merge."""
 
-    def __init__(self, fake: Any, hooks: Hooks, repos: int) -> None:
-        self.fake, self.hooks, self.repos = fake, hooks, repos
+    def __init__(self, fake: Any, client: Any, repos: int) -> None:
+        from tests.scm_github.test_end_to_end import GitHubCI
+
+        self.fake, self.repos = fake, repos
+        self.github = GitHubCI(client, fake)  # also sends a push webhook after each merge
         self.work: queue.Queue[tuple[str, int] | None] = queue.Queue()
         self.thread = threading.Thread(target=self._run, name="bench-ci", daemon=True)
         self.thread.start()
@@ -153,14 +106,7 @@ class CI:
         while (item := self.work.get()) is not None:
             repo, number = item
             sha = self.fake.pull(repo, number)["head"]["sha"]
-            self.fake.post_check_run(repo, sha, "ci", "completed", "success")
-            run = self.fake.repositories[repo].check_runs[sha][-1]
-            self.hooks.check_run(repo, sha, "ci", run)
-
-    def pushed(self, repo: str, branch: str, before: str | None, after: str) -> None:
-        """A merge moved ``branch``: GitHub's push webhook follows, from another thread."""
-        args = (repo, branch, before or "0" * 40, after)
-        threading.Thread(target=self.hooks.push, args=args, daemon=True).start()
+            self.github.check_run(sha, "ci", "success", repo)
 
     def stop(self) -> None:
         self.work.put(None)
@@ -221,6 +167,7 @@ def running(fleet: Fleet, state: Path) -> Iterator[tuple[Any, Any, CI]]:
     from scm_plugins.limiter import Budget, RateBudget
     from tests.scm_github.fake_github import FakeGitHub
     from tests.scm_github.genuine import Genuine
+    from tests.scm_github.test_end_to_end import SECRET, SECRET_ENV
 
     os.environ[TOKEN_ENV], os.environ[SECRET_ENV] = TOKEN, SECRET
     # No limits while the fleet warms up (see the module's docstring).
@@ -241,8 +188,7 @@ def running(fleet: Fleet, state: Path) -> Iterator[tuple[Any, Any, CI]]:
         free = replace(free, writes_per_hour=unlimited)
         daemon.runtime.plugins["github"]._client.budget = RateBudget(free)
         with TestClient(daemon.app) as client:
-            ci = CI(fake, Hooks(client), fleet.repos)
-            fake.on_push = ci.pushed  # GitHub's push webhook after each merge
+            ci = CI(fake, client, fleet.repos)
             ci_box.append(ci)
             try:
                 yield fake, daemon.runtime, ci
@@ -294,13 +240,12 @@ def main(argv: list[str] | None = None) -> int:
             ]
             t0 = time.perf_counter()
             moved = burst(fleet, picked)
-            hooks = ci.hooks
             for branch, (before, after) in moved.items():
                 if branch.startswith("main@"):
-                    hooks.push(full_name(int(branch.split("@")[1])), "main", before, after)
+                    ci.github.push("main", before, after, full_name(int(branch.split("@")[1])))
                 else:
                     repo = full_name(int(branch.split("/")[0].split("-")[1]) % fleet.repos)
-                    hooks.push(repo, branch, before, after)
+                    ci.github.push(branch, before, after, repo)
             names = [f"app-{i}" for i in picked]
             first = fleet.environments[0]
 

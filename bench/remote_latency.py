@@ -74,7 +74,13 @@ def session(tmp: Path, rtt: float) -> Iterator[Any]:
     from tests.scm_github.fake_github import FakeGitHub
     from tests.scm_github.genuine import Genuine
     from tests.scm_github.git_http import git_http_server
-    from tests.scm_github.test_end_to_end import FULL_NAME, SECRET, SECRET_ENV, GitHubCI
+    from tests.scm_github.test_end_to_end import (
+        FULL_NAME,
+        SECRET,
+        SECRET_ENV,
+        GitHubCI,
+        config_text,
+    )
     from tests.support import GitOpsRepo
 
     os.environ[TOKEN_ENV], os.environ[SECRET_ENV] = TOKEN, SECRET
@@ -93,45 +99,11 @@ def session(tmp: Path, rtt: float) -> Iterator[Any]:
         fake.on_request = remote.on_request
         url = f"http://127.0.0.1:{server.server_address[1]}/{FULL_NAME}.git"
         events = common.Events()
-        daemon = Daemon(
-            parse_config(config_text(url, tmp / "state", TOKEN_ENV, SECRET_ENV)),
-            observers=[events],
-        )
+        text = config_text(url, tmp / "state", poll_interval="1h", resync_interval="1h")
+        daemon = Daemon(parse_config(text), observers=[events])
         with TestClient(daemon.app) as client:
             robot = GitHubCI(client, fake)
             yield Harness(gitops, fake, server, remote, events, daemon.runtime, client, robot)
-
-
-def config_text(url: str, state: Path, token_env: str, secret_env: str) -> str:
-    from tests.scm_github.test_end_to_end import FULL_NAME, PUBLIC_URL
-
-    return f"""
-scmProviders:
-  - name: github
-    github: {{token: {{fromEnv: {token_env}}}}}
-repositories:
-  - name: gitops
-    url: {url}
-    path: {FULL_NAME}
-    scmProvider: github
-    pollInterval: 1h
-promotionStrategies:
-  - name: {STRATEGY}
-    repository: gitops
-    activeCommitStatuses: [{{key: health}}]
-    proposedCommitStatuses: [{{key: ci}}]
-    environments:
-      - {{branch: environment/dev}}
-      - {{branch: environment/staging}}
-      - {{branch: environment/prod}}
-webhooks:
-  github: {{secrets: [{{fromEnv: {secret_env}}}]}}
-daemon:
-  stateDir: {state}
-  resyncInterval: 1h
-  workers: 2
-  publicUrl: {PUBLIC_URL}
-"""
 
 
 class Harness:

@@ -62,6 +62,8 @@ class Budget:
 
 
 WRITE_POINTS, READ_POINTS = 5, 1
+SLACK = 1.05
+"""Periods are kept 5 % longer than the SCM's, for the time a request takes to arrive."""
 
 
 class RateBudget:
@@ -104,7 +106,9 @@ class RateBudget:
             now = self._clock()
             if now >= self._reset:
                 self._reset, self._used = now + b.window, 0
-            minute_ago, window_ago = now - b.minute, now - b.window
+            # A call is counted from when it leaves, and the SCM counts it when it
+            # arrives: keep each a little longer than the period, never at the edge.
+            minute_ago, window_ago = now - b.minute * SLACK, now - b.window * SLACK
             while self._recent and self._recent[0][0] <= minute_ago:
                 self._recent.popleft()
             while self._writes and self._writes[0] <= window_ago:
@@ -113,13 +117,13 @@ class RateBudget:
             points = WRITE_POINTS if write else READ_POINTS
             spent = sum(p for _, p in self._recent)
             if spent + points > b.points_per_minute:
-                waits.append(self._recent[0][0] + b.minute - now)
+                waits.append(self._recent[0][0] + b.minute * SLACK - now)
             if write:
                 in_minute = [t for t in self._writes if t > minute_ago]
                 if len(in_minute) >= b.writes_per_minute:
-                    waits.append(in_minute[0] + b.minute - now)
+                    waits.append(in_minute[0] + b.minute * SLACK - now)
                 if len(self._writes) >= b.writes_per_hour:
-                    waits.append(self._writes[0] + b.window - now)
+                    waits.append(self._writes[0] + b.window * SLACK - now)
             wait = max(waits)
             if wait > 0:
                 return wait

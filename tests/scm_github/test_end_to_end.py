@@ -42,8 +42,14 @@ HOOKS = GITHUB_WEBHOOKS
 
 
 def config_text(
-    repo: Path, state: Path, *, prod_auto_merge: bool = True, poll_interval: str = "0.1s"
+    repo: Path | str,
+    state: Path,
+    *,
+    prod_auto_merge: bool = True,
+    poll_interval: str = "0.1s",
+    resync_interval: str = "30s",
 ) -> str:
+    """The end-to-end configuration; ``repo`` is the bare repository's path or its URL."""
     return f"""
 scmProviders:
   - name: github
@@ -67,7 +73,7 @@ webhooks:
   github: {{secrets: [{{fromEnv: {SECRET_ENV}}}]}}
 daemon:
   stateDir: {state}
-  resyncInterval: 30s
+  resyncInterval: {resync_interval}
   workers: 2
   publicUrl: {PUBLIC_URL}
 """
@@ -80,7 +86,7 @@ class GitHubCI:
         self.client, self.fake = client, fake
         fake.on_push = self.pushed_by_merge
 
-    def push(self, branch: str, before: str | None, after: str) -> None:
+    def push(self, branch: str, before: str | None, after: str, full_name: str = FULL_NAME) -> None:
         """GitHub's ``push`` webhook: ``after`` is a commit never pushed before."""
         payload = json.loads((HOOKS / "push/with-new-branch.payload.json").read_text())
         head = {**payload["head_commit"], "id": after, "distinct": True}
@@ -92,11 +98,12 @@ class GitHubCI:
             head_commit=head,
             commits=[head],
         )
-        self.deliver("push", payload)
+        self.deliver("push", payload, full_name)
 
     def pushed_by_merge(self, full_name: str, branch: str, before: str | None, after: str) -> None:
         """A merge moved ``branch``: GitHub's webhook follows, from another thread."""
-        threading.Thread(target=self.push, args=(branch, before, after), daemon=True).start()
+        args = (branch, before, after, full_name)
+        threading.Thread(target=self.push, args=args, daemon=True).start()
 
     def person_merges(self, number: int, head_sha: str) -> None:
         """A person presses "Merge" in GitHub's UI; GitHub's webhooks follow."""
@@ -127,13 +134,13 @@ class GitHubCI:
                 self.push(branch, before[branch], gitops.tip(branch))
         return change
 
-    def check_run(self, sha: str, name: str, conclusion: str) -> None:
-        self.fake.post_check_run(FULL_NAME, sha, name, "completed", conclusion)
+    def check_run(self, sha: str, name: str, conclusion: str, full_name: str = FULL_NAME) -> None:
+        self.fake.post_check_run(full_name, sha, name, "completed", conclusion)
         payload = json.loads((HOOKS / "check_run/completed.payload.json").read_text())
-        run = self.fake.repositories[FULL_NAME].check_runs[sha][0]
+        run = self.fake.repositories[full_name].check_runs[sha][0]
         payload["check_run"].update({k: run[k] for k in ("name", "status", "conclusion")})
         payload["check_run"].update(head_sha=sha, completed_at=run["completed_at"])
-        self.deliver("check_run", payload)
+        self.deliver("check_run", payload, full_name)
 
     def status(self, sha: str, context: str, state: str = "success") -> None:
         self.fake.post_status(FULL_NAME, sha, context, state)
@@ -142,8 +149,8 @@ class GitHubCI:
         payload.update(sha=sha, context=context, state=state, updated_at=stored["updated_at"])
         self.deliver("status", payload)
 
-    def deliver(self, event: str, payload: dict[str, Any]) -> None:
-        payload["repository"].update(full_name=FULL_NAME, name=FULL_NAME.split("/")[1])
+    def deliver(self, event: str, payload: dict[str, Any], full_name: str = FULL_NAME) -> None:
+        payload["repository"].update(full_name=full_name, name=full_name.split("/")[1])
         for field in ("clone_url", "html_url", "git_url", "ssh_url", "url", "svn_url"):
             payload["repository"].pop(field, None)
         raw = json.dumps(payload).encode()
