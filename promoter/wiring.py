@@ -160,6 +160,7 @@ class Daemon:
             config=rt.config,
             enqueue=rt.enqueue,
             wake=rt.wake,
+            has_tip=rt.has_tip,
             status_cache=rt.status_cache,
             sha_index=rt.sha_index,
             state_dir=Path(rt.state_dir),

@@ -25,7 +25,7 @@ from promoter.state.pulls import PullRequestCache
 from promoter.state.statuses import StatusCache
 from promoter.state.tracking import ShaIndex
 from webhooks.deliveries import FILE_NAME, MIN_RETENTION, DeliveryLog
-from webhooks.dispatch import Applied, Dispatcher
+from webhooks.dispatch import Applied, Dispatcher, HasTip
 from webhooks.events import (
     Event,
     Ignored,
@@ -108,6 +108,7 @@ def build_routes(
     sha_index: ShaIndex,
     state_dir: Path,
     pr_cache: PullRequestCache | None = None,
+    has_tip: HasTip | None = None,
 ) -> WebhookRoutes:
     """The webhook routes, ready to mount; resolves the secrets and opens the delivery log."""
     hooks = config.webhooks
@@ -136,6 +137,7 @@ def build_routes(
         enqueue=enqueue,
         wake=wake,
         pr_cache=pr_cache,
+        has_tip=has_tip,
     )
     receivers = [
         Receiver(p, dispatcher=dispatcher, deliveries=deliveries, max_body=hooks.max_body_bytes)

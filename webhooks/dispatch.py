@@ -25,6 +25,8 @@ from webhooks.events import (
 from webhooks.index import StrategyIndex
 
 Enqueue = Callable[[Iterable[str]], None]
+HasTip = Callable[[str, str, str], bool]
+"""(repository, branch, sha): whether the promoter's copy already has the branch there."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,9 +52,11 @@ class Dispatcher:
         enqueue: Enqueue,
         wake: Enqueue | None = None,
         pr_cache: PullRequestCache | None = None,
+        has_tip: HasTip | None = None,
     ) -> None:
         """``enqueue`` wakes strategies whose git refs may have moved; ``wake`` (default:
-        ``enqueue``) those that only need to read a status of a commit they know.
+        ``enqueue``) those that only need to read a status of a commit they know, or a
+        push to a tip their copy has already (``has_tip``: the promoter's own merge).
         ``pr_cache`` forgets a pull request a webhook says was merged, closed or changed."""
         self._pr_cache = pr_cache
         self._index = index
@@ -60,6 +64,7 @@ class Dispatcher:
         self._cache = status_cache
         self._enqueue = enqueue
         self._wake = wake or enqueue
+        self._has_tip = has_tip
 
     def apply(self, event: Event) -> Applied:
         if isinstance(event, Ping):
@@ -72,6 +77,8 @@ class Dispatcher:
         enqueue = self._enqueue
         if isinstance(event, Push):
             keys = self._push(event, repos)
+            if self._already_have(event, repos):  # our own merge, say: nothing to fetch
+                enqueue = self._wake
         elif isinstance(event, StatusChange | StatusBatch):
             tracking = self._shas.strategies_for(event.sha)
             changes = event.changes if isinstance(event, StatusBatch) else (event,)
@@ -103,6 +110,12 @@ class Dispatcher:
             elif branch is not None:
                 keys |= self._index.for_push(repo, branch)
         return frozenset(keys) or None
+
+    def _already_have(self, event: Push, repos: tuple[str, ...]) -> bool:
+        branch, after, has_tip = event.branch, event.after, self._has_tip
+        if branch is None or after is None or has_tip is None:
+            return False
+        return all(has_tip(repo, branch, after) for repo in repos)
 
     def _status(
         self, event: StatusChange, repos: tuple[str, ...], tracking: set[str]

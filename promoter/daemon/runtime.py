@@ -101,6 +101,10 @@ class Runtime:
                 self.mirrors.invalidate(strategy.repository)
         self.queue.add_many(keys, unpark=True)
 
+    def has_tip(self, repo_name: str, branch: str, sha: str) -> bool:
+        """Whether the repository's mirror has ``branch`` at ``sha`` already (memory only)."""
+        return self.mirrors.has_tip(repo_name, branch, sha)
+
     def wake(self, keys: Iterable[str]) -> None:
         """Wake these strategies for a new status of a commit they track: no ref moved,
         so their mirrors are trusted for their freshness window."""

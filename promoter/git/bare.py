@@ -156,6 +156,12 @@ class BareRepository:
         with self._lock:
             return dict(self._cached_refs())
 
+    def known_tip(self, branch: str) -> str | None:
+        """The tip of ``branch`` as last read, from memory only (None when not read):
+        for callers that must not run git, such as a webhook request."""
+        refs = self._refs
+        return None if refs is None else refs.get(f"refs/heads/{branch}")
+
     def branch_sha(self, branch: str) -> str | None:
         """The tip of ``branch`` (``environment/dev`` or ``refs/heads/environment/dev``)."""
         ref = branch if branch.startswith("refs/") else f"refs/heads/{branch}"

@@ -59,6 +59,12 @@ class MirrorPool:
                 self._fresh[repo.name] = _Freshness()
             return mirror
 
+    def has_tip(self, name: str, branch: str, sha: str) -> bool:
+        """Whether mirror ``name`` already has ``branch`` at ``sha`` (memory only, no git)."""
+        with self._guard:
+            mirror = self._mirrors.get(name)
+        return mirror is not None and mirror.known_tip(branch) == sha
+
     def invalidate(self, name: str) -> None:
         """Something moved in the repository: the next ``fresh`` refreshes."""
         with self._guard:

@@ -9,7 +9,7 @@ import threading
 import time
 import uuid
 import warnings
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -222,7 +222,10 @@ class Hooks:
 
 @contextmanager
 def running_hooks(
-    state_dir: Path, config: Config | None = None, enqueued: Recorder | None = None
+    state_dir: Path,
+    config: Config | None = None,
+    enqueued: Recorder | None = None,
+    has_tip: Callable[[str, str, str], bool] | None = None,
 ) -> Iterator[Hooks]:
     """The receivers mounted in a tiny app, behind a TestClient."""
     enqueued = enqueued or Recorder()
@@ -235,6 +238,7 @@ def running_hooks(
         status_cache=cache,
         sha_index=shas,
         state_dir=state_dir,
+        has_tip=has_tip,
     )
     try:
         with TestClient(Starlette(routes=routes)) as client:

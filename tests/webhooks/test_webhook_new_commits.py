@@ -8,10 +8,11 @@ before, or one a strategy already read, is read from the SCM as usual.
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 from promoter.models import CommitStatus, Phase
-from tests.webhooks.helpers import Hooks, github_fixture, gitlab_fixture
+from tests.webhooks.helpers import Hooks, github_fixture, gitlab_fixture, running_hooks
 
 NEW = "6113728f27ae82c7b1a177c8d03f9e96e0adf246"
 """``after`` and ``head_commit.id`` of GitHub's genuine push payload."""
@@ -68,3 +69,17 @@ def test_a_commit_a_gitlab_push_brought_needs_no_read(hooks: Hooks) -> None:
     push["after"] = other
     hooks.gitlab("Push Hook", push)
     assert hooks.cache.get("diaspora", other) is None
+
+
+def test_a_push_to_a_tip_the_promoter_has_already_wakes_without_a_fetch(
+    tmp_path: Path,
+) -> None:
+    """GitHub's push webhook for the promoter's own merge: its mirror has that tip."""
+    have = {("hello", "environment/dev-next", NEW)}
+    with running_hooks(tmp_path, has_tip=lambda *tip: tip in have) as hooks:
+        hooks.github("push", github_push(distinct=True))
+        assert (hooks.woken.keys, hooks.enqueued.keys) == ({"hello-app"}, set())
+
+        moved = github_push(distinct=True) | {"ref": "refs/heads/environment/prod"}
+        hooks.github("push", moved)
+        assert hooks.enqueued.keys == {"hello-app"}  # a tip it has not: refresh first
