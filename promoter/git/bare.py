@@ -44,6 +44,10 @@ class BareRepository:
         self._env = env
         self._timeout = timeout
         self._lock = threading.RLock()
+        self._notes_lock = threading.Lock()
+        """Held by what moves a notes ref: a notes commit, a fetch, and a push by SHA (which
+        runs without ``_lock``, and git moves the local ref after it: the fetch refspec
+        maps it). Taken after ``_lock`` when both are needed."""
         self._repo: Repo | None = None
         self._identity: dict[str, str] | None = None
         self._refs: dict[str, str] | None = None

@@ -122,7 +122,7 @@ class GitMirror(BareRepository):
         ref file per branch (seconds for a repository with thousands of environment
         branches), ``git clone`` writes them all into ``packed-refs`` at once.
         """
-        with self._lock:
+        with self._lock, self._notes_lock:
             GIT_FETCHES_TOTAL.labels(repository=self.name).inc()
             if not self._cached_refs():
                 self._clone()
@@ -236,7 +236,12 @@ class GitMirror(BareRepository):
         of the mirror go on during the network round trips (a fetch may even move the
         local ref meanwhile): what is pushed does not change. ``PushRejected`` as ``push``.
         """
-        self._push([f"{sha}:{ref}"], {ref: lease})
+        self._ready()  # a mirror deleted under us is cloned again first, under ``_lock``
+        with self._notes_lock:
+            try:
+                self._push([f"{sha}:{ref}"], {ref: lease})
+            finally:
+                self._refs = None  # git may have moved the local ref to ``sha``
 
     def _push(self, refspecs: list[str], leases: Mapping[str, str | None]) -> None:
         args = ["push", "--atomic", "--porcelain"]
@@ -282,7 +287,7 @@ class GitMirror(BareRepository):
         costs two per note.
         """
         name = notes_ref(ref)
-        with self._lock:
+        with self._lock, self._notes_lock:
             tip = self._cached_refs().get(name)
             root = self.tree_sha(tip) if tip else None
             if self._committer is None:  # "Name <email>", as git would commit now

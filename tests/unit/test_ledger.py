@@ -5,8 +5,11 @@ from __future__ import annotations
 
 import shutil
 import threading
+import time
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -99,3 +102,51 @@ def test_a_flush_racing_another_writer_keeps_both(tmp_path: Path) -> None:
     third, third_ledger = fresh_reader(gitops, tmp_path / "c")
     assert third_ledger.read(third, "s", "dev").healthy == (record("1" * 40),)
     assert [h.dry_sha for h in third_ledger.read(third, "s", "staging").holds] == ["2" * 40]
+
+
+def test_a_durable_write_during_a_timer_flush_lands_with_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """git moves the local notes ref after a push (the fetch refspec maps it): a notes
+    commit written meanwhile must not be built on a tip read before that."""
+    gitops = GitOpsRepo.create(tmp_path)
+    mirror, ledger = fresh_reader(gitops, tmp_path / "a")
+    ledger.update(mirror, "s", "dev", lambda led: led.with_healthy(record("1" * 40)), durable=False)
+    pushing, release = threading.Event(), threading.Event()
+    real_push = GitMirror._push
+    first = [True]
+
+    def slow_first_push(self: GitMirror, refspecs: list[str], leases: Any) -> None:
+        if first[0]:
+            first[0] = False
+            pushing.set()
+            assert release.wait(10)
+        real_push(self, refspecs, leases)
+
+    monkeypatch.setattr(GitMirror, "_push", slow_first_push)
+    errors: list[BaseException] = []
+
+    def run(work: Callable[[], object]) -> threading.Thread:
+        def guarded() -> None:
+            try:
+                work()
+            except BaseException as exc:
+                errors.append(exc)
+
+        thread = threading.Thread(target=guarded)
+        thread.start()
+        return thread
+
+    timer = run(ledger.flush_all)
+    assert pushing.wait(10)
+    durable = run(
+        lambda: ledger.update(mirror, "s", "prod", lambda led: led.with_hold(hold("3" * 40)))
+    )
+    time.sleep(0.2)
+    release.set()
+    timer.join(20)
+    durable.join(20)
+    assert errors == []
+    other, other_ledger = fresh_reader(gitops, tmp_path / "b")
+    assert other_ledger.read(other, "s", "dev").healthy == (record("1" * 40),)
+    assert [h.dry_sha for h in other_ledger.read(other, "s", "prod").holds] == ["3" * 40]
