@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
 import sqlite3
 import threading
 from pathlib import Path
 
 from webhooks.deliveries import DeliveryLog
+from webhooks.durable import Durable
 
 
 def test_a_delivery_is_new_once_and_a_duplicate_afterwards(tmp_path: Path) -> None:
@@ -107,3 +109,26 @@ def test_a_restart_with_more_ids_than_the_memory_limit_still_finds_them_all(tmp_
     assert second.record("github:new") is True
     second.close()
     second.close()  # closing twice is harmless
+
+
+def test_the_deliveries_recorded_in_one_turn_of_the_loop_are_committed_together(
+    tmp_path: Path,
+) -> None:
+    log = DeliveryLog(tmp_path / "d.sqlite3", flush_every=60)
+    commits: list[str] = []
+    log._store._db.set_trace_callback(lambda s: commits.append(s) if s == "COMMIT" else None)
+    durable = Durable(log)
+
+    async def deliver(n: int) -> bool:
+        assert log.record(f"github:{n}")
+        return await durable.stored()
+
+    async def in_flight() -> list[bool]:
+        return await asyncio.gather(*(deliver(n) for n in range(8)))
+
+    assert asyncio.run(in_flight()) == [True] * 8
+    assert len(commits) == 1
+    with sqlite3.connect(tmp_path / "d.sqlite3") as db:
+        assert db.execute("SELECT count(*) FROM deliveries").fetchone()[0] == 8
+    db.close()
+    log.close()
