@@ -1,26 +1,26 @@
-"""The delivery log: which webhook deliveries were already handled, in memory and in SQLite.
+"""The delivery log: which webhook deliveries were already handled, in memory and on disk.
 
 A delivery id seen within the retention window is a duplicate (a redelivery or a
 retry) and is not processed again.
 
-Concurrency: the check-and-record of an id is atomic within the process (one lock
-over the ids in memory), and the log is safe to use from any thread. ``record`` and
-``forget`` never touch SQLite (past ``memory_limit`` ids a miss in memory is looked
-up there, the one exception). Batches of ids are written by ``flush``, on the caller's
-thread, and by a writer thread of the log's own; a lock taken around each whole batch
-makes a ``flush`` return only once every id recorded before it is committed, whoever
-took it.
+Where ids live: in memory for the retention window (up to ``memory_limit``; past that,
+a miss in memory is looked up in SQLite, the one disk read on the caller's thread); in
+the journal (``webhooks.delivery_journal``) from ``persist`` until their batch is in
+SQLite; in SQLite (``webhooks.delivery_store``) after that, written by a thread of the
+log's own every ``flush_every`` seconds or ``batch`` ids, and on ``close``.
 
-Speed and durability: the receiver records an id, and before answering calls
-``flush`` once for every request the event loop handled in the same turn (a group
-commit: one transaction for all the deliveries in flight; see ``webhooks.durable``).
-A commit is an append to the WAL without fsync: it survives the crash of the process;
-an OS crash or a power loss may undo the last ones, which costs no more than a
-redelivery processed twice (webhooks only enqueue idempotent reconciles). Ids that
-nobody flushes are written every ``flush_every`` seconds or ``batch`` ids, and on
-``close``. The writer thread also prunes expired ids and checkpoints the WAL, so that
-a flush never does either. The file belongs to one daemon; another process writing
-to it is not seen until restart.
+Durability: the receiver records an id and, before answering, awaits one ``persist``
+for every request the event loop handled in the same turn (``webhooks.durable``): one
+``write`` of a few lines to the journal, without fsync. From then on the id survives
+the crash of the process (the journal is replayed into SQLite at start-up); an OS crash
+or a power loss may undo the last appends, which costs no more than a redelivery
+processed twice (webhooks only enqueue idempotent reconciles). The event loop never
+writes SQLite. The files belong to one daemon; another process writing to them is not
+seen until restart.
+
+Concurrency: the check-and-record of an id is atomic within the process (one lock over
+the ids in memory, taken after the batch lock and before the store's and the journal's
+own), and the log is safe to use from any thread.
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from webhooks.delivery_journal import ADDED, FORGOTTEN, Journal, encode, replay
 from webhooks.delivery_store import DeliveryStore
 
 log = logging.getLogger("promoter.webhooks")
@@ -62,17 +63,24 @@ class DeliveryLog:
         self._memory_limit = memory_limit
         self._clock = clock
         self._batch_lock = threading.Lock()
-        """Held around a whole batch (taken, then committed); taken before ``_lock``."""
+        """Held around a whole batch (journal rotated, rows taken, committed)."""
         self._lock = threading.Lock()
-        """Guards the ids in memory: ``_seen``, ``_pending``, ``_writing``, ``_deletes``."""
+        """Guards the ids in memory: ``_seen``, ``_pending``, ``_writing``, ``_deletes``,
+        ``_unjournaled``, and ``_pruned``."""
         self._pending: dict[str, float] = {}
         """Recorded, not yet taken by a batch."""
         self._writing: dict[str, float] = {}
         """Taken by a batch, not yet committed: still recorded for lookups."""
         self._deletes: list[str] = []
+        self._unjournaled: list[tuple[str, float, str]] = []
+        """Entries not yet appended to the journal."""
         self._pruned = 0
-        """Rows pruned from SQLite since the last ``prune()`` (under ``_lock``)."""
+        """Rows pruned from SQLite since the last ``prune()``."""
         self._store = DeliveryStore(path)
+        self._journal = (
+            None if str(path) == ":memory:" else Journal(Path(path).with_suffix(".journal"))
+        )
+        self._recover()
         self._closed = False
         self._seen: dict[str, float] = {}
         """Ids of the window by time received, oldest first."""
@@ -98,6 +106,7 @@ class DeliveryLog:
                 return False
             self._seen[delivery_id] = now
             self._pending[delivery_id] = now
+            self._unjournaled.append((ADDED, now, delivery_id))
             if len(self._seen) > self._memory_limit:
                 del self._seen[next(iter(self._seen))]
                 self._complete = False
@@ -113,11 +122,17 @@ class DeliveryLog:
             self._pending.pop(delivery_id, None)
             self._writing.pop(delivery_id, None)
             self._deletes.append(delivery_id)
+            self._unjournaled.append((FORGOTTEN, self._clock(), delivery_id))
             self._wake.set()
 
+    def persist(self) -> None:
+        """Append what was recorded or forgotten since the last call to the journal, in one
+        write: it then survives a crash of the process. ``OSError`` when it cannot."""
+        with self._lock:
+            self._unjournal()
+
     def flush(self) -> None:
-        """Commit every id recorded so far, on the calling thread; ``sqlite3.Error`` when
-        the write fails (those ids stay recorded in memory, not on disk)."""
+        """Write the ids held in memory to SQLite, on the calling thread."""
         self._write_batch()
 
     def prune(self) -> int:
@@ -132,11 +147,13 @@ class DeliveryLog:
     def __len__(self) -> int:
         """Ids stored, after writing what is pending (and pruning, when due)."""
         self._write_batch()
-        self._maintain()
+        now = self._clock()
+        if now >= self._next_prune:
+            self._prune(now)
         return self._store.count()
 
     def close(self) -> None:
-        """Write what is pending and close the database; idempotent."""
+        """Write what is pending and close the files; idempotent."""
         with self._lock:
             if self._closed:
                 return
@@ -147,6 +164,8 @@ class DeliveryLog:
             self._write_batch()
         finally:
             self._store.close()
+            if self._journal is not None:
+                self._journal.close()
 
     # --- the writer ------------------------------------------------------------------
 
@@ -158,30 +177,60 @@ class DeliveryLog:
                 return
             try:
                 self._write_batch()
-                self._maintain()
-            except sqlite3.Error:
+                now = self._clock()
+                if now >= self._next_prune:
+                    self._prune(now)
+            except (sqlite3.Error, OSError):
                 log.warning("webhook delivery log write failed", exc_info=True)
 
     def _write_batch(self) -> None:
-        """Take what is pending and commit it; returns once every earlier batch is committed."""
+        """Commit what is pending to SQLite; then the journal's entries of it are dropped.
+
+        The journal is rotated with the rows taken, under the same locks: every entry
+        of the rotated file is in this batch or an earlier one. A failed commit leaves
+        the rows pending (and the rotated file in place) for the next batch.
+        """
         with self._batch_lock:
+            journal = self._journal
+            rotate = journal is not None and not journal.rotated.exists()
             with self._lock:
+                self._unjournal()  # every entry of the batch is on disk before the rotation
+                if rotate:
+                    assert journal is not None
+                    journal.rotate()
                 rows, self._pending = self._pending, {}
                 deletes, self._deletes = self._deletes, []
                 self._writing.update(rows)
-            try:  # on failure these are lost: at worst a redelivery is processed twice
+            try:
                 self._store.write(rows, deletes)
-            finally:
-                with self._lock:
-                    for delivery_id in rows:
-                        self._writing.pop(delivery_id, None)
+            except BaseException:
+                with self._lock:  # retried by the next batch, unless forgotten meanwhile
+                    again = {i: at for i, at in rows.items() if self._writing.pop(i, None)}
+                    self._pending = {**again, **self._pending}
+                    self._deletes[:0] = deletes
+                raise
+            with self._lock:
+                for delivery_id in rows:
+                    self._writing.pop(delivery_id, None)
+            if journal is not None:
+                journal.drop()
 
-    def _maintain(self) -> None:
-        """Prune when due, and move the WAL into the database (off the event loop)."""
-        now = self._clock()
-        if now >= self._next_prune:
-            self._prune(now)
-        self._store.checkpoint()
+    def _unjournal(self) -> None:
+        """Under ``_lock`` (appends are ordered as the entries were made): append the
+        entries not in the journal yet."""
+        entries, self._unjournaled = self._unjournaled, []
+        if entries and self._journal is not None:
+            self._journal.append(encode(entries))
+
+    def _recover(self) -> None:
+        """Replay what the journal holds (ids a crash kept out of SQLite), then empty it."""
+        if self._journal is None:
+            return
+        entries = [e for path in self._journal.files() for e in replay(path)]
+        if entries:
+            self._store.apply(entries)
+            log.info("webhook delivery journal replayed", extra={"entries": len(entries)})
+        self._journal.clear()
 
     # --- helpers ---------------------------------------------------------------------
 
