@@ -53,9 +53,10 @@ CONNECTIONS = [1, 8, 32]
 
 
 def _receiver_app(state_dir: str) -> Any:
-    from starlette.applications import Starlette
-
+    """The receivers as the daemon mounts them (``promoter.http.app.build_app``): a POST to
+    a webhook path goes straight to its receiver."""
     from promoter.config import Config
+    from promoter.http.direct import DirectPostApp
     from promoter.state.statuses import StatusCache
     from promoter.state.tracking import ShaIndex
     from webhooks import build_routes
@@ -89,7 +90,7 @@ def _receiver_app(state_dir: str) -> Any:
         sha_index=ShaIndex(),
         state_dir=Path(state_dir),
     )
-    return Starlette(routes=routes)
+    return DirectPostApp(routes=routes)
 
 
 def _bare_app() -> Any:
