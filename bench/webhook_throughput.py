@@ -1,14 +1,15 @@
 """Webhook receiver throughput: signed genuine GitHub deliveries against the real receiver.
 
-Starts the receiver app and a bare starlette endpoint (reads the body, answers 202)
-under uvicorn on 127.0.0.1, each in a child process on the same server stack: the one
-``promoter serve`` runs, uvicorn's ``auto`` (httptools and uvloop when installed, as
-they are with the project's dependencies; ``--http h11 --loop asyncio`` for the pure
-Python stack). This process drives both with keep-alive connections posting signed
-genuine ``push`` and ``status`` payloads, each with a delivery id of its own (every
-one is verified, parsed, recorded durably in the delivery log, dispatched), at each
-connection count in turn, alternating the two servers round by round. Prints one JSON
-line and a readable summary; exits 1 when a target is missed.
+Starts the receiver app, as the daemon mounts it, and a bare starlette endpoint (reads
+the body, answers 202) under uvicorn on 127.0.0.1, each in a child process on the same
+server stack: the one ``promoter serve`` runs, uvicorn's ``auto`` (httptools, a
+dependency of the project, and uvloop when it is installed; ``--http h11 --loop
+asyncio`` for the pure Python stack). This process drives both with keep-alive
+connections posting signed genuine ``push`` and ``status`` payloads, each with a
+delivery id of its own (every one is verified, decoded, recorded durably in the
+delivery log and dispatched), at each connection count in turn, alternating the two
+servers round by round. Prints one JSON line and a readable summary; exits 1 when a
+target is missed.
 
     python bench/webhook_throughput.py [--duration 6] [--connections 1 --connections 8 ...]
 
