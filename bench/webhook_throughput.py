@@ -338,8 +338,16 @@ def measure(args: argparse.Namespace, state_dir: str) -> list[dict[str, Any]]:
                     rounds[server.target].append(server.round(args, connections, seconds))
             bare, receiver = (_summary(rounds[t], args.duration) for t in ("bare", "receiver"))
             ratio = round(receiver["rps"] / bare["rps"], 3) if bare["rps"] else 0.0
+            cpu = receiver["server_cpu_us_per_request"]
+            cpu_ratio = round(bare["server_cpu_us_per_request"] / cpu, 3) if cpu else 0.0
             runs.append(
-                {"connections": connections, "receiver": receiver, "bare": bare, "ratio": ratio}
+                {
+                    "connections": connections,
+                    "receiver": receiver,
+                    "bare": bare,
+                    "ratio": ratio,
+                    "cpu_ratio": cpu_ratio,
+                }
             )
     finally:
         for server in servers:
@@ -415,7 +423,10 @@ def main(argv: list[str] | None = None) -> int:
     print(json.dumps(report))
     print(f"\nuvicorn, {http} parser, {loop} loop; {args.duration:g} s per target and count")
     for run in runs:
-        print(f"{run['connections']} connection(s): receiver / bare = {run['ratio']:.2f}")
+        print(
+            f"{run['connections']} connection(s): receiver / bare = {run['ratio']:.2f}"
+            f" (server CPU per request, bare / receiver: {run['cpu_ratio']:.2f})"
+        )
         print(_line("bare", run["bare"]))
         print(_line("receiver", run["receiver"]))
         if run["receiver"]["not_accepted"]:
