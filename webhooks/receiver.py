@@ -1,8 +1,9 @@
 """The request path shared by both SCMs: cap, verify, parse, de-duplicate, dispatch, answer.
 
 One ``Receiver`` per provider, a plain ASGI app (the hot path skips starlette's
-Request/Response objects). It does no git and no SCM call: the answer goes back as
-soon as the keys are enqueued and the status cache is updated. Every outcome is
+Request/Response objects, and ``promoter.http.direct`` its middleware). It does no git
+and no SCM call: the answer goes back as soon as the keys are enqueued, the status
+cache is updated and the delivery id is persisted (``webhooks.durable``). Every outcome is
 counted in ``promoter_webhook_requests_total`` and logged with the delivery id,
 never with the secret or the body: routine outcomes at debug level, refusals at
 info (invalid) or warning (unauthorized, too large).
