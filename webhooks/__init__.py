@@ -5,7 +5,7 @@ The daemon mounts what ``build_routes`` returns::
 
     webhooks = build_routes(config=cfg, enqueue=queue.add, status_cache=cache,
                             sha_index=shas, state_dir=cfg.state_path())
-    app = Starlette(routes=[*webhooks, ...])
+    app = DirectPostApp(routes=[*webhooks, ...])  # promoter.http.direct, or any Starlette
     ...
     webhooks.close()  # at shutdown: closes the delivery log
 

@@ -1,28 +1,30 @@
-"""The delivery log: which webhook deliveries were already handled, kept in SQLite.
+"""The delivery log: which webhook deliveries were already handled, in memory and on disk.
 
 A delivery id seen within the retention window is a duplicate (a redelivery or a
 retry) and is not processed again.
 
-Concurrency: the check-and-record of an id is atomic within the process (one lock
-over the ids in memory), and the log is safe to use from any thread. ``record`` and
-``forget`` never write to SQLite: they run on the event loop, so a writer thread of
-the log's own writes behind them, on one connection in WAL mode guarded by a second
-lock (taken after the first, never the other way round).
+Where ids live: in memory for the retention window (up to ``memory_limit``; past that,
+a miss in memory is looked up in SQLite, the one disk read on the caller's thread); in
+the journal (``webhooks.delivery_journal``) from ``persist`` until their batch is in
+SQLite; in SQLite (``webhooks.delivery_store``) after that, written by a thread of the
+log's own every ``flush_every`` seconds or ``batch`` ids, and on ``close``.
 
-Speed: one commit per delivery would cost more than the rest of the request, so
-the ids of the retention window are mirrored in memory (up to ``memory_limit``;
-past that, a miss in memory is looked up in SQLite, the one disk access left on the
-caller's thread) and new ids are written behind, one transaction per batch (every
-``flush_every`` seconds or ``batch`` ids, and on ``close``). Ids waiting to be
-written count as recorded. A crash may forget the last batch: those deliveries
-would be processed again if redelivered, which is harmless since webhooks only
-enqueue idempotent reconciles. The file belongs to one daemon; another process
-writing to it is not seen until restart.
+Durability: the receiver records an id and, before answering, awaits one ``persist``
+for every request the event loop handled in the same turn (``webhooks.durable``): one
+``write`` of a few lines to the journal, without fsync. From then on the id survives
+the crash of the process (the journal is replayed into SQLite at start-up); an OS crash
+or a power loss may undo the last appends, which costs no more than a redelivery
+processed twice (webhooks only enqueue idempotent reconciles). The event loop never
+writes SQLite. The files belong to one daemon; another process writing to them is not
+seen until restart.
+
+Concurrency: the check-and-record of an id is atomic within the process (one lock over
+the ids in memory, taken after the batch lock and before the store's and the journal's
+own), and the log is safe to use from any thread.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import sqlite3
 import threading
@@ -30,25 +32,14 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from webhooks.delivery_journal import ADDED, FORGOTTEN, Journal, encode, replay
+from webhooks.delivery_store import DeliveryStore
+
 log = logging.getLogger("promoter.webhooks")
 
 FILE_NAME = "webhook-deliveries.sqlite3"
-_INSERT_BATCH = (
-    "INSERT OR IGNORE INTO deliveries (id, received_at)"
-    " SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]') FROM json_each(?)"
-)
-"""A whole batch in one statement: one step of SQLite, not one (and a hand-over of the
-GIL to the event loop and back) per row."""
 MIN_RETENTION = 86400.0
 """Deliveries are remembered at least this long (seconds), whatever the configuration says."""
-
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS deliveries (
-    id TEXT PRIMARY KEY,
-    received_at REAL NOT NULL
-) WITHOUT ROWID;
-CREATE INDEX IF NOT EXISTS deliveries_received_at ON deliveries (received_at);
-"""
 
 
 class DeliveryLog:
@@ -68,39 +59,36 @@ class DeliveryLog:
         self.retention = retention
         self._prune_every = prune_every
         self._flush_every = flush_every
-        self._pruned = 0
-        """Rows pruned from SQLite since the last ``prune()`` (under ``_db_lock``)."""
         self._batch = batch
         self._memory_limit = memory_limit
         self._clock = clock
+        self._batch_lock = threading.Lock()
+        """Held around a whole batch (journal rotated, rows taken, committed)."""
         self._lock = threading.Lock()
-        """Guards the ids in memory: ``_seen``, ``_pending``, ``_writing``, ``_deletes``."""
-        self._db_lock = threading.Lock()
-        """Guards the connection; taken after ``_lock`` when both are needed."""
+        """Guards the ids in memory: ``_seen``, ``_pending``, ``_writing``, ``_deletes``,
+        ``_unjournaled``, and ``_pruned``."""
         self._pending: dict[str, float] = {}
-        """Recorded, not yet handed to the writer."""
+        """Recorded, not yet taken by a batch."""
         self._writing: dict[str, float] = {}
-        """Handed to the writer, not yet committed: still recorded for lookups."""
+        """Taken by a batch, not yet committed: still recorded for lookups."""
         self._deletes: list[str] = []
-        if str(path) != ":memory:":
-            Path(path).parent.mkdir(parents=True, exist_ok=True)
-        self._db = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=NORMAL")
-        self._db.execute("PRAGMA busy_timeout=2000")
-        self._db.executescript(_SCHEMA)
+        self._unjournaled: list[tuple[str, float, str]] = []
+        """Entries not yet appended to the journal."""
+        self._pruned = 0
+        """Rows pruned from SQLite since the last ``prune()``."""
+        self._store = DeliveryStore(path)
+        self._journal = (
+            None if str(path) == ":memory:" else Journal(Path(path).with_suffix(".journal"))
+        )
+        self._recover()
         self._closed = False
         self._seen: dict[str, float] = {}
         """Ids of the window by time received, oldest first."""
         now = clock()
         self._next_flush = now + flush_every
         self._next_prune = now
-        self._prune_memory(now)
-        self._prune_db(now)
-        rows = self._db.execute(
-            "SELECT id, received_at FROM deliveries ORDER BY received_at DESC LIMIT ?",
-            (memory_limit + 1,),
-        ).fetchall()
+        self._prune(now)
+        rows = self._store.newest(memory_limit + 1)
         self._complete = len(rows) <= memory_limit
         """Whether every id of the window is in memory (else misses are looked up in SQLite)."""
         self._seen.update(reversed(rows[:memory_limit]))
@@ -118,6 +106,7 @@ class DeliveryLog:
                 return False
             self._seen[delivery_id] = now
             self._pending[delivery_id] = now
+            self._unjournaled.append((ADDED, now, delivery_id))
             if len(self._seen) > self._memory_limit:
                 del self._seen[next(iter(self._seen))]
                 self._complete = False
@@ -133,33 +122,38 @@ class DeliveryLog:
             self._pending.pop(delivery_id, None)
             self._writing.pop(delivery_id, None)
             self._deletes.append(delivery_id)
+            self._unjournaled.append((FORGOTTEN, self._clock(), delivery_id))
             self._wake.set()
 
+    def persist(self) -> None:
+        """Append what was recorded or forgotten since the last call to the journal, in one
+        write: it then survives a crash of the process. ``OSError`` when it cannot."""
+        with self._lock:
+            self._unjournal()
+
     def flush(self) -> None:
-        """Write the ids held in memory, on the calling thread."""
+        """Write the ids held in memory to SQLite, on the calling thread."""
         self._write_batch()
 
     def prune(self) -> int:
         """Forget deliveries older than the retention; the number deleted from SQLite since
         the last call (the writer thread may have pruned some of them itself)."""
-        self._write_batch(prune_when_due=False)
-        now = self._clock()
+        self._write_batch()
+        self._prune(self._clock())
         with self._lock:
-            self._prune_memory(now)
-        self._prune_db(now)
-        with self._db_lock:
             pruned, self._pruned = self._pruned, 0
         return pruned
 
     def __len__(self) -> int:
         """Ids stored, after writing what is pending (and pruning, when due)."""
         self._write_batch()
-        with self._db_lock:
-            row = self._db.execute("SELECT count(*) FROM deliveries").fetchone()
-            return int(row[0])
+        now = self._clock()
+        if now >= self._next_prune:
+            self._prune(now)
+        return self._store.count()
 
     def close(self) -> None:
-        """Write what is pending and close the database; idempotent."""
+        """Write what is pending and close the files; idempotent."""
         with self._lock:
             if self._closed:
                 return
@@ -169,8 +163,9 @@ class DeliveryLog:
         try:
             self._write_batch()
         finally:
-            with self._db_lock:
-                self._db.close()
+            self._store.close()
+            if self._journal is not None:
+                self._journal.close()
 
     # --- the writer ------------------------------------------------------------------
 
@@ -182,38 +177,60 @@ class DeliveryLog:
                 return
             try:
                 self._write_batch()
-            except sqlite3.Error:
+                now = self._clock()
+                if now >= self._next_prune:
+                    self._prune(now)
+            except (sqlite3.Error, OSError):
                 log.warning("webhook delivery log write failed", exc_info=True)
 
-    def _write_batch(self, *, prune_when_due: bool = True) -> None:
-        now = self._clock()
-        with self._lock:
-            rows, self._pending = self._pending, {}
-            deletes, self._deletes = self._deletes, []
-            self._writing.update(rows)
-            prune = prune_when_due and now >= self._next_prune
-            if prune:
-                self._prune_memory(now)
-        try:
-            with self._db_lock:
-                if rows:  # on failure these are lost: at worst a redelivery is processed twice
-                    self._db.execute("BEGIN")
-                    try:
-                        self._db.execute(_INSERT_BATCH, (json.dumps(list(rows.items())),))
-                        self._db.execute("COMMIT")
-                    except BaseException:
-                        self._db.execute("ROLLBACK")
-                        raise
-                if deletes:
-                    self._db.executemany(
-                        "DELETE FROM deliveries WHERE id = ?", [(d,) for d in deletes]
-                    )
-        finally:
+    def _write_batch(self) -> None:
+        """Commit what is pending to SQLite; then the journal's entries of it are dropped.
+
+        The journal is rotated with the rows taken, under the same locks: every entry
+        of the rotated file is in this batch or an earlier one. A failed commit leaves
+        the rows pending (and the rotated file in place) for the next batch.
+        """
+        with self._batch_lock:
+            journal = self._journal
+            rotate = journal is not None and not journal.rotated.exists()
+            with self._lock:
+                self._unjournal()  # every entry of the batch is on disk before the rotation
+                if rotate:
+                    assert journal is not None
+                    journal.rotate()
+                rows, self._pending = self._pending, {}
+                deletes, self._deletes = self._deletes, []
+                self._writing.update(rows)
+            try:
+                self._store.write(rows, deletes)
+            except BaseException:
+                with self._lock:  # retried by the next batch, unless forgotten meanwhile
+                    again = {i: at for i, at in rows.items() if self._writing.pop(i, None)}
+                    self._pending = {**again, **self._pending}
+                    self._deletes[:0] = deletes
+                raise
             with self._lock:
                 for delivery_id in rows:
                     self._writing.pop(delivery_id, None)
-        if prune:
-            self._prune_db(now)
+            if journal is not None:
+                journal.drop()
+
+    def _unjournal(self) -> None:
+        """Under ``_lock`` (appends are ordered as the entries were made): append the
+        entries not in the journal yet."""
+        entries, self._unjournaled = self._unjournaled, []
+        if entries and self._journal is not None:
+            self._journal.append(encode(entries))
+
+    def _recover(self) -> None:
+        """Replay what the journal holds (ids a crash kept out of SQLite), then empty it."""
+        if self._journal is None:
+            return
+        entries = [e for path in self._journal.files() for e in replay(path)]
+        if entries:
+            self._store.apply(entries)
+            log.info("webhook delivery journal replayed", extra={"entries": len(entries)})
+        self._journal.clear()
 
     # --- helpers ---------------------------------------------------------------------
 
@@ -225,25 +242,19 @@ class DeliveryLog:
             return True
         if self._complete:
             return False
-        with self._db_lock:
-            row = self._db.execute("SELECT 1 FROM deliveries WHERE id = ?", (delivery_id,))
-            return row.fetchone() is not None
+        return self._store.contains(delivery_id)
 
-    def _prune_memory(self, now: float) -> None:
-        """Under ``_lock``: forget the ids in memory older than the retention."""
+    def _prune(self, now: float) -> None:
+        """Forget the ids older than the retention, in memory and in SQLite."""
         self._next_prune = now + self._prune_every
         cutoff = now - self.retention
-        seen = self._seen
-        while seen:
-            oldest = next(iter(seen))
-            if seen[oldest] >= cutoff:
-                break
-            del seen[oldest]
-
-    def _prune_db(self, now: float) -> int:
-        with self._db_lock:
-            cursor = self._db.execute(
-                "DELETE FROM deliveries WHERE received_at < ?", (now - self.retention,)
-            )
-            self._pruned += max(cursor.rowcount, 0)
-            return cursor.rowcount
+        with self._lock:
+            seen = self._seen
+            while seen:
+                oldest = next(iter(seen))
+                if seen[oldest] >= cutoff:
+                    break
+                del seen[oldest]
+        pruned = self._store.prune(cutoff)
+        with self._lock:
+            self._pruned += pruned

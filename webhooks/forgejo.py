@@ -14,9 +14,11 @@ import hashlib
 import hmac
 import re
 from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 from promoter.models import Phase, PullRequestState
 from webhooks import payload as p
+from webhooks import shapes
 from webhooks.events import Event, Ignored, PullRequestChange, Push, RepoIdentity, StatusChange
 from webhooks.verify import refuse_empty
 
@@ -88,7 +90,8 @@ class Forgejo:
         handler = _HANDLERS.get(event)
         if handler is None:
             return Ignored("event not handled")
-        return handler(p.decode_json(body))
+        normalise, shape = handler
+        return normalise(p.decode_fields(body, shape))
 
 
 def _repo(data: p.JsonObject) -> RepoIdentity:
@@ -145,8 +148,9 @@ def _pull_request(data: p.JsonObject) -> Event:
     )
 
 
-_HANDLERS: dict[str, Callable[[p.JsonObject], Event]] = {
-    "push": _push,
-    "status": _status,
-    "pull_request": _pull_request,
+_HANDLERS: dict[str, tuple[Callable[[p.JsonObject], Event], type[Any]]] = {
+    # event: (what the payload means, the fields read)
+    "push": (_push, shapes.ForgejoPush),
+    "status": (_status, shapes.ForgejoStatus),
+    "pull_request": (_pull_request, shapes.ForgejoPullRequest),
 }

@@ -11,10 +11,12 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 from urllib.parse import parse_qs
 
 from promoter.models import Phase, PullRequestState
 from webhooks import payload as p
+from webhooks import shapes
 from webhooks.events import (
     Event,
     Ignored,
@@ -79,19 +81,19 @@ class GitHub:
         handler = _HANDLERS.get(event)
         if handler is None:
             return Ignored("event not handled")
-        data = _decode(headers.get("content-type", ""), body)
-        actions, normalise = handler
+        actions, normalise, shape = handler
+        data = _decode(headers.get("content-type", ""), body, shape)
         action = p.opt_text(data, "action", limit=64)
         if actions is not None and action not in actions:
             return Ignored("action not handled")
         return normalise(data, action)
 
 
-def _decode(content_type: str, body: bytes) -> p.JsonObject:
-    """The payload of either content type GitHub sends."""
+def _decode(content_type: str, body: bytes, shape: type[Any]) -> p.JsonObject:
+    """The payload of either content type GitHub sends: the fields of ``shape``."""
     media = content_type.split(";", 1)[0].strip().lower()
     if media == "application/json":
-        return p.decode_json(body)
+        return p.decode_fields(body, shape)
     if media == "application/x-www-form-urlencoded":
         try:
             form = parse_qs(body.decode("utf-8"), max_num_fields=16, strict_parsing=False)
@@ -100,7 +102,7 @@ def _decode(content_type: str, body: bytes) -> p.JsonObject:
         values = form.get("payload")
         if not values:
             raise p.PayloadError("form body has no payload field")
-        return p.decode_json(values[0])
+        return p.decode_fields(values[0], shape)
     raise p.PayloadError("content type must be application/json or x-www-form-urlencoded")
 
 
@@ -200,15 +202,20 @@ def _pull_request(data: p.JsonObject, action: str) -> PullRequestChange:
 
 
 _Normaliser = Callable[[p.JsonObject, str], Event]
-_HANDLERS: dict[str, tuple[frozenset[str] | None, _Normaliser]] = {
-    # event: (the actions handled, None for all; what the payload means)
-    "ping": (None, _ping),
-    "push": (None, _push),
-    "status": (None, _status),
-    "check_run": (frozenset({"created", "completed"}), _check_run),
-    "check_suite": (frozenset({"completed"}), _check_suite),
-    "pull_request": (frozenset({"opened", "reopened", "synchronize", "closed"}), _pull_request),
-    "pull_request_review": (frozenset({"submitted", "dismissed"}), _review),
+_PR_ACTIONS = frozenset({"opened", "reopened", "synchronize", "closed"})
+_HANDLERS: dict[str, tuple[frozenset[str] | None, _Normaliser, type[Any]]] = {
+    # event: (the actions handled, None for all; what the payload means; the fields read)
+    "ping": (None, _ping, shapes.GitHubPing),
+    "push": (None, _push, shapes.GitHubPush),
+    "status": (None, _status, shapes.GitHubStatus),
+    "check_run": (frozenset({"created", "completed"}), _check_run, shapes.GitHubCheckRun),
+    "check_suite": (frozenset({"completed"}), _check_suite, shapes.GitHubCheckSuite),
+    "pull_request": (_PR_ACTIONS, _pull_request, shapes.GitHubPullRequest),
+    "pull_request_review": (
+        frozenset({"submitted", "dismissed"}),
+        _review,
+        shapes.GitHubPullRequest,
+    ),
 }
 HANDLED = frozenset(_HANDLERS)
 

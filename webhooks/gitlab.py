@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 
 from promoter.models import Phase, PullRequestState
 from webhooks import payload as p
+from webhooks import shapes
 from webhooks.events import (
     Event,
     Ignored,
@@ -120,7 +121,7 @@ class GitLab:
         kind = _KIND_OF_EVENT.get(event)
         if kind is None and event != "System Hook":
             return Ignored("event not handled")
-        data = p.decode_json(body)
+        data = p.decode_fields(body, shapes.GitLabEvent)
         if kind is None:  # system hooks say what they are in the payload
             kind = p.opt_text(data, "object_kind", limit=64) or p.opt_text(
                 data, "event_name", limit=64

@@ -1,8 +1,9 @@
 """The request path shared by both SCMs: cap, verify, parse, de-duplicate, dispatch, answer.
 
 One ``Receiver`` per provider, a plain ASGI app (the hot path skips starlette's
-Request/Response objects). It does no git and no SCM call: the answer goes back as
-soon as the keys are enqueued and the status cache is updated. Every outcome is
+Request/Response objects, and ``promoter.http.direct`` its middleware). It does no git
+and no SCM call: the answer goes back as soon as the keys are enqueued, the status
+cache is updated and the delivery id is persisted (``webhooks.durable``). Every outcome is
 counted in ``promoter_webhook_requests_total`` and logged with the delivery id,
 never with the secret or the body: routine outcomes at debug level, refusals at
 info (invalid) or warning (unauthorized, too large).
@@ -14,7 +15,7 @@ import json
 import logging
 import sqlite3
 import time
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
 from prometheus_client import Counter
@@ -25,6 +26,7 @@ from promoter.metrics import WEBHOOK_DURATION, WEBHOOK_REQUESTS_TOTAL
 from webhooks.body import BadLength, BodyTooLarge, ClientGone, read_capped
 from webhooks.deliveries import DeliveryLog
 from webhooks.dispatch import Dispatcher
+from webhooks.durable import Durable
 from webhooks.events import Event, Ping
 from webhooks.payload import PayloadError
 
@@ -34,26 +36,10 @@ INLINE_LIMIT = 256 * 1024
 """Bodies larger than this are verified and parsed in a worker thread, off the event loop."""
 
 
-class RawHeaders(Mapping[str, str]):
-    """Request headers by lower-case name, decoded only when read; the first of repeats wins."""
-
-    __slots__ = ("_raw",)
-
-    def __init__(self, raw: Iterable[tuple[bytes, bytes]]) -> None:
-        self._raw = dict(reversed(list(raw)))
-
-    def __getitem__(self, name: str) -> str:
-        return self._raw[name.encode("latin-1")].decode("latin-1")
-
-    def get(self, name: str, default: Any = None) -> Any:
-        value = self._raw.get(name.encode("latin-1"))
-        return default if value is None else value.decode("latin-1")
-
-    def __iter__(self) -> Iterator[str]:
-        return (k.decode("latin-1") for k in self._raw)
-
-    def __len__(self) -> int:
-        return len(self._raw)
+def header_map(raw: Sequence[tuple[bytes, bytes]]) -> dict[str, str]:
+    """Request headers by lower-case name (ASGI gives them so), as latin-1 text; the first
+    of repeated names wins."""
+    return {name.decode("latin-1"): value.decode("latin-1") for name, value in reversed(raw)}
 
 
 class Provider(Protocol):
@@ -84,6 +70,8 @@ _ACCEPTED = _json("accepted")
 _PONG = _json("pong")
 _ERROR = _json("error")
 _MESSAGES = {"accepted": "webhook accepted", "ignored": "webhook ignored"}
+_CONTENT_TYPE = (b"content-type", b"application/json")
+_CLOSE = (b"connection", b"close")
 
 
 class Receiver:
@@ -101,20 +89,17 @@ class Receiver:
         self.max_body = max_body
         self._dispatcher = dispatcher
         self._deliveries = deliveries
+        self._durable = Durable(deliveries) if deliveries is not None else None
         self._duration = WEBHOOK_DURATION.labels(provider.name)
         self._counters: dict[tuple[str, str], Counter] = {}
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         started = time.perf_counter()
-        headers = RawHeaders(scope["headers"])
-        result, status, label, body = await self._handle(scope, receive, headers)
-        response_headers = [
-            (b"content-type", b"application/json"),
-            (b"content-length", str(len(body)).encode("ascii")),
-        ]
+        result, status, label, body = await self._handle(scope, receive)
+        headers = [_CONTENT_TYPE, (b"content-length", b"%d" % len(body))]
         if result == "too_large":
-            response_headers.append((b"connection", b"close"))  # the rest is never read
-        await send({"type": "http.response.start", "status": status, "headers": response_headers})
+            headers.append(_CLOSE)  # the rest is never read
+        await send({"type": "http.response.start", "status": status, "headers": headers})
         await send({"type": "http.response.body", "body": body})
         self._count(label, result)
         self._duration.observe(time.perf_counter() - started)
@@ -126,28 +111,32 @@ class Receiver:
             self._counters[(label, result)] = counter
         counter.inc()
 
-    async def _handle(
-        self, scope: Scope, receive: Receive, headers: RawHeaders
-    ) -> tuple[str, int, str, bytes]:
+    def _fields(self, label: str, headers: Mapping[str, str], **more: Any) -> dict[str, Any]:
+        """What a log line about a delivery says: the delivery id as the SCM's UI shows it."""
+        return {
+            "provider": self.provider.name,
+            "event": label,
+            "delivery": self.provider.delivery_id(headers, None),
+            **more,
+        }
+
+    async def _handle(self, scope: Scope, receive: Receive) -> tuple[str, int, str, bytes]:
         provider = self.provider
+        headers = header_map(scope["headers"])
         event = provider.event_name(headers)
         label = provider.event_label(event, trusted=False)
-        fields: dict[str, Any] = {
-            "provider": provider.name,
-            "event": label,
-            "delivery": provider.delivery_id(headers, None),  # as the SCM's UI shows it
-        }
         try:
             body = await read_capped(receive, headers.get("content-length"), self.max_body)
         except BodyTooLarge:
-            log.warning("webhook body too large", extra={**fields, "limit": self.max_body})
+            log.warning(
+                "webhook body too large", extra=self._fields(label, headers, limit=self.max_body)
+            )
             return "too_large", 413, label, _TOO_LARGE
         except BadLength:
-            return self._invalid(label, fields, "bad content-length")
+            return self._invalid(label, headers, "bad content-length")
         except ClientGone:
-            return self._invalid(label, fields, "client went away")
+            return self._invalid(label, headers, "client went away")
 
-        delivery = provider.delivery_id(headers, body)  # the de-duplication key
         offload = len(body) > INLINE_LIMIT
         if offload:
             verified = await run_in_threadpool(provider.authenticate, headers, body)
@@ -155,44 +144,58 @@ class Receiver:
             verified = provider.authenticate(headers, body)
         if not verified:
             client = scope.get("client")
-            log.warning("webhook unauthorized", extra={**fields, "client": client and client[0]})
+            fields = self._fields(label, headers, client=client and client[0])
+            log.warning("webhook unauthorized", extra=fields)
             return "unauthorized", 401, label, _UNAUTHORIZED
 
-        label = fields["event"] = provider.event_label(event, trusted=True)
+        label = provider.event_label(event, trusted=True)
         try:
             if offload:
                 parsed = await run_in_threadpool(provider.parse, event, headers, body)
             else:
                 parsed = provider.parse(event, headers, body)
         except PayloadError as exc:
-            return self._invalid(label, fields, str(exc))
+            return self._invalid(label, headers, str(exc))
 
-        if not isinstance(parsed, Ping) and delivery is not None and not self._first(delivery):
-            log.debug("webhook duplicate", extra=fields)
+        delivery = None if isinstance(parsed, Ping) else provider.delivery_id(headers, body)
+        if delivery is not None and not self._first(delivery):
+            if log.isEnabledFor(logging.DEBUG):
+                log.debug("webhook duplicate", extra=self._fields(label, headers))
             return "duplicate", 202, label, _DUPLICATE
         try:
             applied = self._dispatcher.apply(parsed)
         except Exception:  # a bug of ours, not the sender's: let a redelivery try again
-            log.error("webhook dispatch failed", extra=fields, exc_info=True)
+            log.error("webhook dispatch failed", extra=self._fields(label, headers), exc_info=True)
             if delivery is not None:
                 self._forget(delivery)
             return "error", 503, label, _ERROR
         if applied.result == "ping":
-            log.info("webhook ping", extra=fields)
+            log.info("webhook ping", extra=self._fields(label, headers))
             return "accepted", 200, label, _PONG
+        if delivery is not None and self._durable is not None:
+            await self._stored(label, headers)
         if log.isEnabledFor(logging.DEBUG):
+            fields = self._fields(label, headers, reason=applied.reason)
             fields["repository"] = ",".join(applied.repositories)
             fields["keys"] = ",".join(sorted(applied.keys))
-            fields["reason"] = applied.reason
             log.debug(_MESSAGES[applied.result], extra=fields)
         if applied.result == "ignored":
             return "ignored", 202, label, _json("ignored", applied.reason)
         return "accepted", 202, label, _ACCEPTED
 
+    async def _stored(self, label: str, headers: Mapping[str, str]) -> None:
+        """Wait until the delivery's id is committed: answered, it is never lost to a crash.
+
+        A log that cannot write lets the delivery through, as when it cannot be read.
+        """
+        assert self._durable is not None
+        if not await self._durable.stored():
+            log.warning("webhook delivery log unavailable", extra=self._fields(label, headers))
+
     def _invalid(
-        self, label: str, fields: dict[str, Any], reason: str
+        self, label: str, headers: Mapping[str, str], reason: str
     ) -> tuple[str, int, str, bytes]:
-        log.info("webhook invalid", extra={**fields, "reason": reason})
+        log.info("webhook invalid", extra=self._fields(label, headers, reason=reason))
         return "invalid", 400, label, _json("invalid", reason)
 
     def _first(self, delivery: str) -> bool:

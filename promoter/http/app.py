@@ -1,4 +1,5 @@
-"""The starlette app: the API's routes, any extra routes (webhooks), and a lifespan.
+"""The starlette app: any extra routes (webhooks, called directly), the API's routes, and a
+lifespan.
 
 The app starts and stops whatever it is given (the daemon's runtime), on a worker thread,
 never on the event loop.
@@ -19,6 +20,7 @@ from starlette.staticfiles import StaticFiles
 
 from promoter.http.api import Api
 from promoter.http.dashboard import Dashboard, wants_html
+from promoter.http.direct import DirectPostApp
 from promoter.http.events_stream import EventStream
 
 STATIC = Path(__file__).parent / "static"
@@ -66,11 +68,11 @@ def build_app(
 
     dashboard = Dashboard(api.views)
     routes: list[BaseRoute] = [
+        *extra_routes,  # webhooks first: the router tries routes in order
         Route("/", _index(dashboard)),
         Route("/dashboard/{name}", dashboard.strategy),
         Route("/events", EventStream(api.views).endpoint),
         Mount("/static", StaticFiles(directory=STATIC), name="static"),
         *api.routes(),
-        *extra_routes,
     ]
-    return Starlette(routes=routes, lifespan=lifespan)
+    return DirectPostApp(routes=routes, lifespan=lifespan)

@@ -48,7 +48,8 @@ def test_readiness_reads_the_views_while_workers_add_to_them(tmp_path: Path) -> 
 def test_the_delivery_log_never_writes_sqlite_on_the_recording_thread(tmp_path: Path) -> None:
     log = DeliveryLog(tmp_path / "d.sqlite3", batch=1, flush_every=0.01)
     writers: set[str] = set()
-    log._db.set_trace_callback(lambda statement: writers.add(threading.current_thread().name))
+    db = log._store._db
+    db.set_trace_callback(lambda statement: writers.add(threading.current_thread().name))
     for i in range(50):
         assert log.record(f"github:{i}")
     log.forget("github:7")

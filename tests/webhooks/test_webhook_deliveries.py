@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import asyncio
+import shutil
 import sqlite3
 import threading
 from pathlib import Path
 
 from webhooks.deliveries import DeliveryLog
+from webhooks.delivery_journal import ADDED, FORGOTTEN, encode
+from webhooks.durable import Durable
 
 
 def test_a_delivery_is_new_once_and_a_duplicate_afterwards(tmp_path: Path) -> None:
@@ -107,3 +111,48 @@ def test_a_restart_with_more_ids_than_the_memory_limit_still_finds_them_all(tmp_
     assert second.record("github:new") is True
     second.close()
     second.close()  # closing twice is harmless
+
+
+def test_the_deliveries_recorded_in_one_turn_of_the_loop_are_persisted_in_one_write(
+    tmp_path: Path,
+) -> None:
+    log = DeliveryLog(tmp_path / "d.sqlite3", flush_every=60)
+    assert log._journal is not None
+    appends: list[bytes] = []
+    append = log._journal.append
+    log._journal.append = lambda data: (appends.append(data), append(data))[1]  # type: ignore[method-assign]
+    durable = Durable(log)
+
+    async def deliver(n: int) -> bool:
+        assert log.record(f"github:{n}")
+        return await durable.stored()
+
+    async def in_flight() -> list[bool]:
+        return await asyncio.gather(*(deliver(n) for n in range(8)))
+
+    assert asyncio.run(in_flight()) == [True] * 8
+    assert len(appends) == 1
+    crashed = tmp_path / "crashed"  # what the disk holds if the process dies now
+    crashed.mkdir()
+    for path in tmp_path.glob("d.*"):
+        shutil.copy(path, crashed / path.name)
+    log.close()
+    restarted = DeliveryLog(crashed / "d.sqlite3")
+    assert [n for n in range(8) if restarted.record(f"github:{n}")] == []
+    assert len(restarted) == 8  # the journal was replayed into SQLite
+    restarted.close()
+
+
+def test_a_journal_cut_by_a_crash_is_replayed_up_to_its_last_whole_line(tmp_path: Path) -> None:
+    journal = tmp_path / "d.journal"
+    journal.write_bytes(
+        encode(
+            [(ADDED, 1e9, "github:a"), (ADDED, 1e9, "github:b\nc"), (FORGOTTEN, 1e9, "github:a")]
+        )
+        + encode([(ADDED, 1e9, "github:d")])[:-3]
+    )
+    log = DeliveryLog(tmp_path / "d.sqlite3", retention=1e10)
+    assert log.record("github:a") is True  # forgotten again in the journal
+    assert log.record("github:b\nc") is False  # a newline in an id is escaped
+    assert log.record("github:d") is True  # its line was cut
+    log.close()
