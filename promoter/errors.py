@@ -76,7 +76,7 @@ class ScmRateLimited(ScmError, TemporaryError):
 
 class RateBudgetWait(ScmRateLimited):
     """Not the SCM's refusal: the promoter's own budget for the credential says wait
-    (``scm_plugins.limiter.RateBudget``), so that the SCM never has to refuse."""
+    (``scm_plugins.budget.CredentialBudget``), so that the SCM never has to refuse."""
 
 
 class ScmUnavailable(ScmError, TemporaryError):

@@ -8,6 +8,11 @@ leaves a call, with its causes, is scrubbed of every secret the process knows
 (``promoter.redaction``): an SCM that echoes a token back in an error body cannot put it
 into the API, ``/readyz`` or a log line, whichever plugin made the call. A rate limit
 pauses every call of the instance (its credential) for its ``retry_after``.
+
+A plugin that knows its SCM's limits gives ``ScmCalls`` a ``CredentialBudget`` and each
+call its ``Cost``: the call is admitted first (it may wait briefly, or be refused with
+``RateBudgetWait`` without reaching the SCM, counted as ``throttled``), and the
+``Receipt`` the block gets hands the answer's status and headers back to the budget.
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager, suppress
 
 from promoter.errors import (
+    RateBudgetWait,
     ScmConflict,
     ScmError,
     ScmNotFound,
@@ -26,6 +32,7 @@ from promoter.errors import (
 )
 from promoter.metrics import SCM_CALLS_TOTAL, SCM_RATE_LIMIT_REMAINING
 from promoter.redaction import KNOWN
+from scm_plugins.budget import Cost, CredentialBudget, Throttled, Ticket
 from scm_plugins.limiter import CredentialPause
 
 log = logging.getLogger("promoter.scm")
@@ -48,17 +55,36 @@ def _outcome(error: BaseException | None) -> str:
     return "error"
 
 
+class Receipt:
+    """Handed to a call's block: what the SCM answered, for the gauge and the budget."""
+
+    def __init__(self, calls: ScmCalls, ticket: Ticket | None) -> None:
+        self._calls = calls
+        self._ticket = ticket
+
+    def answered(self, status: int, headers: Mapping[str, str]) -> None:
+        self._calls.record_rate_limit(headers)
+        if self._ticket is not None:
+            self._ticket.answered(status, headers)
+
+
 class ScmCalls:
     """Counts and translates the calls of one provider instance."""
 
-    def __init__(self, provider: str, translate: Translator) -> None:
+    def __init__(
+        self, provider: str, translate: Translator, *, budget: CredentialBudget | None = None
+    ) -> None:
         self.provider = provider
         self._translate = translate
         self.pause = CredentialPause()
         """Shared by every call of this instance: its credential's rate-limit pause."""
+        self.budget = budget
+        """Shared by every call of this instance that states its cost."""
 
     @contextmanager
-    def call(self, operation: str, **fields: object) -> Iterator[None]:
+    def call(
+        self, operation: str, cost: Cost | None = None, /, **fields: object
+    ) -> Iterator[Receipt]:
         started = time.perf_counter()
         error: BaseException | None = None
         waiting = self.pause.remaining()
@@ -68,8 +94,9 @@ class ScmCalls:
                 f"{self.provider} calls wait {waiting:.1f} s more after a rate limit",
                 retry_after=waiting,
             )
+        ticket = self._admit(operation, cost, fields)
         try:
-            yield
+            yield Receipt(self, ticket)
         except ScmError as exc:
             error = exc
             KNOWN.scrub_exception(exc)
@@ -88,6 +115,8 @@ class ScmCalls:
                 self.pause.pause(translated.retry_after)
             raise translated from exc
         finally:
+            if ticket is not None:
+                ticket.close()
             outcome = _outcome(error)
             SCM_CALLS_TOTAL.labels(self.provider, operation, outcome).inc()
             log.debug(
@@ -100,6 +129,32 @@ class ScmCalls:
                     **fields,
                 },
             )
+
+    def _admit(
+        self, operation: str, cost: Cost | None, fields: Mapping[str, object]
+    ) -> Ticket | None:
+        if self.budget is None or cost is None:
+            return None
+        try:
+            return self.budget.admit(cost)
+        except Throttled as exc:
+            SCM_CALLS_TOTAL.labels(self.provider, operation, "throttled").inc()
+            log.debug(
+                "scm call throttled",
+                extra={
+                    "provider": self.provider,
+                    "operation": operation,
+                    "priority": cost.priority.name.lower(),
+                    "limit": exc.limit,
+                    "retry_after": round(exc.retry_after, 3),
+                    **fields,
+                },
+            )
+            raise RateBudgetWait(
+                f"{self.provider} calls wait {exc.retry_after:.1f} s for room in the "
+                f"credential's {exc.limit} limit",
+                retry_after=exc.retry_after,
+            ) from None
 
     def record_rate_limit(self, headers: Mapping[str, str]) -> None:
         """Update the remaining-budget gauge from response headers, when present."""

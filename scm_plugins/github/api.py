@@ -11,6 +11,7 @@ from typing import Any
 
 from promoter.config import Repository
 from promoter.errors import ScmAuthError
+from scm_plugins.budget import Priority
 from scm_plugins.github.auth import Credentials
 from scm_plugins.github.client import GitHubClient
 from scm_plugins.github.errors import GitHubHTTPError
@@ -33,6 +34,7 @@ class RepoApi:
         body: Mapping[str, Any] | None = None,
         conditional: bool = False,
         keep: Callable[[Any], Any] | None = None,
+        priority: Priority | None = None,
         **fields: object,
     ) -> Any:
         """One call on ``/repos/{repo}{path}``; the parsed JSON answer (``keep``: see
@@ -49,6 +51,8 @@ class RepoApi:
                     body=body,
                     conditional=conditional,
                     keep=keep,
+                    priority=priority,
+                    budgeted=True,
                     repo=repo.full_path,
                     **fields,
                 )

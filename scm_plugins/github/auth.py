@@ -111,6 +111,7 @@ class AppCredentials:
                     "GET",
                     f"/repos/{repo.full_path}/installation",
                     authorization=f"Bearer {self._jwt.create_jwt()}",
+                    budgeted=False,
                     repo=repo.full_path,
                 )
             except ScmNotFound as exc:
@@ -127,6 +128,7 @@ class AppCredentials:
             "POST",
             f"/app/installations/{installation}/access_tokens",
             authorization=f"Bearer {self._jwt.create_jwt()}",
+            budgeted=False,
             installation=installation,
         )
         expires = datetime.fromisoformat(str(data["expires_at"]).replace("Z", "+00:00"))

@@ -10,11 +10,10 @@ environment); this module gives what a daemon needs on top:
 * no retries and no pauses inside PyGithub (``retry=None``, no seconds between
   requests): the work queue owns backoff and honours ``Retry-After``;
 * conditional GETs: the ETag of the last answer per URL, reused on 304;
-* the credential's budget (``RateBudget``): calls are spread under GitHub's primary
-  and secondary rate limits instead of running into them; a call that would have to
-  wait long is refused with ``ScmRateLimited`` and its strategy retried then;
 * every call counted and its rate-limit headers recorded (``ScmCalls``), and an
   answer of 300 or more raised as ``GitHubHTTPError`` for ``errors.translate``;
+* every call made with the credential admitted by its budget first, at its cost
+  (``limits.cost``: points, content creation, priority; a revalidation is free if 304);
 * PyGithub's debug records dropped, whatever its log level: they carry the
   request's headers and the answer's body (the answer that mints an App
   installation token holds the token).
@@ -27,7 +26,6 @@ from __future__ import annotations
 import json
 import logging
 import threading
-import time
 import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
@@ -35,10 +33,10 @@ from typing import Any
 
 from github.Requester import Requester
 
-from promoter.errors import RateBudgetWait
+from scm_plugins.budget import Priority
 from scm_plugins.calls import ScmCalls
 from scm_plugins.github.errors import GitHubHTTPError
-from scm_plugins.limiter import RateBudget
+from scm_plugins.github.limits import cost
 
 TIMEOUT = 30
 """Seconds to wait for GitHub's answer."""
@@ -73,8 +71,6 @@ class GitHubClient:
         are recycled), so this never grows past the threads alive."""
         self._etags: OrderedDict[str, tuple[str, Any]] = OrderedDict()
         self._lock = threading.Lock()
-        self.budget = RateBudget()
-        """The credential's rate budget, shared by every thread of this client."""
 
     def request(
         self,
@@ -87,6 +83,8 @@ class GitHubClient:
         body: Mapping[str, Any] | None = None,
         conditional: bool = False,
         keep: Callable[[Any], Any] | None = None,
+        priority: Priority | None = None,
+        budgeted: bool = True,
         **fields: object,
     ) -> Any:
         """One counted call; the parsed JSON answer (None for 204).
@@ -95,6 +93,9 @@ class GitHubClient:
         URL and reuses that answer on 304, which GitHub does not charge. ``keep``
         reduces the answer to what the caller reads (what is returned and what the
         ETag cache holds), so that tens of thousands of answers fit in memory.
+        ``priority`` overrides the class the call's method gives it in the credential's
+        budget; ``budgeted=False`` is for calls made with another credential (a GitHub
+        App's own JWT).
         """
         query = sorted((k, str(v)) for k, v in (params or {}).items())
         url = path  # PyGithub prefixes it with the base URL's path (GHES: /api/v3)
@@ -107,13 +108,15 @@ class GitHubClient:
         cached = self._cached(cache_key) if conditional else None
         if cached is not None:
             headers["If-None-Match"] = cached[0]
-        self._wait_for_budget(operation, write=method not in ("GET", "HEAD"))
-        with self._calls.call(operation, **fields):
+        spent = None
+        if budgeted:
+            revalidation = cached is not None
+            spent = cost(operation, method, path, revalidation=revalidation, priority=priority)
+        with self._calls.call(operation, spent, **fields) as receipt:
             status, answer_headers, output = self._requester().requestJson(
                 method, url, parameters=dict(query), headers=headers, input=body
             )
-            self._calls.record_rate_limit(answer_headers)
-            self._observe(answer_headers)
+            receipt.answered(status, answer_headers)
             if status == 304 and cached is not None:
                 return cached[1]
             data = _json(output)
@@ -125,29 +128,6 @@ class GitHubClient:
         if conditional and etag:
             self._store(cache_key, etag, data)
         return data
-
-    def _wait_for_budget(self, operation: str, *, write: bool) -> None:
-        """Wait for the budget briefly, inline; a longer wait is the queue's (retried then)."""
-        longest = self.budget.budget.minute / 30  # 2 s at GitHub's real pace
-        while (wait := self.budget.delay(write=write)) > 0:
-            if wait > longest:
-                raise RateBudgetWait(
-                    f"{self._calls.provider}: {operation} waits {wait:.1f} s for the"
-                    " credential's rate budget",
-                    retry_after=wait,
-                )
-            time.sleep(wait)
-
-    def _observe(self, headers: Mapping[str, str]) -> None:
-        """GitHub's own count of the budget, from any answer (304s included: not charged)."""
-        lowered = {k.lower(): v for k, v in headers.items() if k.lower().startswith("x-ratelimit")}
-        try:
-            limit = int(lowered["x-ratelimit-limit"])
-            remaining = int(lowered["x-ratelimit-remaining"])
-            reset = float(lowered["x-ratelimit-reset"])
-        except (KeyError, ValueError):
-            return
-        self.budget.observe(limit, remaining, reset)
 
     def close(self) -> None:
         with self._lock:

@@ -2,7 +2,9 @@
 
 Built by the registry from a ``github`` provider (github.com, or GitHub Enterprise
 Server through ``url``), with a personal / fine-grained token or a GitHub App.
-Every HTTP call goes through ``ScmCalls`` (``promoter_scm_calls_total{provider="github"}``).
+Every HTTP call goes through ``ScmCalls`` (``promoter_scm_calls_total{provider="github"}``),
+admitted by the credential's budget (``limits``: GitHub's primary and secondary limits;
+a benchmark passes them scaled).
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from collections.abc import Collection, Mapping
 from promoter.config import GitHubProvider, Repository, ScmProvider, transport
 from promoter.errors import ConfigError
 from promoter.models import CommitStatus, PullRequest, Review
+from scm_plugins.budget import CredentialBudget, Limits
 from scm_plugins.calls import ScmCalls
 from scm_plugins.github.api import RepoApi
 from scm_plugins.github.auth import (
@@ -23,6 +26,7 @@ from scm_plugins.github.auth import (
 )
 from scm_plugins.github.client import GitHubClient
 from scm_plugins.github.errors import translate
+from scm_plugins.github.limits import GITHUB_LIMITS
 from scm_plugins.github.pulls import Pulls
 from scm_plugins.github.reviews import Reviews
 from scm_plugins.github.statuses import Statuses
@@ -33,12 +37,14 @@ class GitHubScm:
 
     name = "github"
 
-    def __init__(self, *, provider: ScmProvider, state_dir: str) -> None:
+    def __init__(
+        self, *, provider: ScmProvider, state_dir: str, limits: Limits = GITHUB_LIMITS
+    ) -> None:
         if provider.github is None:
             raise ConfigError([f"SCM provider {provider.name!r} has no github section"])
         config: GitHubProvider = provider.github
         self._allow_insecure = config.allow_insecure
-        self.calls = ScmCalls("github", translate)
+        self.calls = ScmCalls("github", translate, budget=CredentialBudget(limits))
         self._client = GitHubClient(base_url=config.url, calls=self.calls)
         credentials: Credentials
         if config.app is not None:

@@ -19,6 +19,7 @@ from typing import Any, Literal
 
 from promoter.config import Repository
 from promoter.models import CommitStatus, Phase, utcnow
+from scm_plugins.budget import Priority
 from scm_plugins.github.api import RepoApi
 
 PER_PAGE = 100
@@ -122,22 +123,29 @@ class Statuses:
     ) -> list[CommitStatus]:
         """Statuses and check runs of ``sha``; with ``keys``, the check runs alone when
         they hold every key (GitHub Actions gates are check runs): one call, not two."""
-        if keys is not None:
-            checks = self._check_runs(repo, sha)
+        if keys is not None:  # the re-read before a merge: ahead of other reads
+            checks = self._check_runs(repo, sha, Priority.PRE_MERGE_READ)
             if set(keys) <= {c.key for c in checks}:
                 return latest_per_key(checks)
-            return latest_per_key(self._statuses(repo, sha) + checks)
+            return latest_per_key(self._statuses(repo, sha, Priority.PRE_MERGE_READ) + checks)
         found = self._statuses(repo, sha)
         return latest_per_key(found + self._check_runs(repo, sha))
 
-    def _statuses(self, repo: Repository, sha: str) -> list[CommitStatus]:
-        return [from_status(s) for s in self._pages(repo, sha, "status", "statuses")]
+    def _statuses(
+        self, repo: Repository, sha: str, priority: Priority | None = None
+    ) -> list[CommitStatus]:
+        pages = self._pages(repo, sha, "status", "statuses", priority)
+        return [from_status(s) for s in pages]
 
-    def _check_runs(self, repo: Repository, sha: str) -> list[CommitStatus]:
-        runs = self._pages(repo, sha, "check-runs", "check_runs")
+    def _check_runs(
+        self, repo: Repository, sha: str, priority: Priority | None = None
+    ) -> list[CommitStatus]:
+        runs = self._pages(repo, sha, "check-runs", "check_runs", priority)
         return sorted((from_check_run(r) for r in runs), key=lambda s: s.updated_at, reverse=True)
 
-    def _pages(self, repo: Repository, sha: str, endpoint: str, field: str) -> list[dict[str, Any]]:
+    def _pages(
+        self, repo: Repository, sha: str, endpoint: str, field: str, priority: Priority | None
+    ) -> list[dict[str, Any]]:
         operation = "get_combined_status" if endpoint == "status" else "get_check_runs"
         items: list[dict[str, Any]] = []
         for page in range(1, MAX_PAGES + 1):
@@ -149,6 +157,7 @@ class Statuses:
                 params={"per_page": PER_PAGE, "page": page},
                 conditional=True,
                 keep=partial(_slim, field),
+                priority=priority,
                 sha=sha,
             )
             batch = list(data.get(field) or [])

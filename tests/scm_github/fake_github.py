@@ -6,8 +6,10 @@ genuine examples (``genuine``) with the fields that matter filled in. It keeps
 GitHub's rules the plugin relies on: one open PR per head/base (422), a merge whose
 ``sha`` is not the head is refused (409), conditional GETs answer 304 without
 charging the rate limit, tokens are checked (401), and an App signs a JWT that is
-verified with its public key. Faults are injected with ``fail_next`` and
-``rate_limit_next``. Thread-safe: the daemon's workers call it concurrently.
+verified with its public key. Each known token's primary and secondary rate limits are
+enforced with GitHub's headers and answers (``fake_limits``; ``limits`` scales them).
+Faults are injected with ``fail_next`` and ``rate_limit_next``. Thread-safe: the
+daemon's workers call it concurrently.
 
     with FakeGitHub(genuine) as fake:
         fake.add_repository("acme/deploy", bare_repo_path)
@@ -30,8 +32,7 @@ from urllib.parse import parse_qs, urlsplit
 import jwt
 import responses
 
-from scm_plugins.limiter import Budget
-
+from .fake_limits import FakeLimits, RateLimits
 from .fake_routes import Routes
 from .fake_state import NOT_FOUND, Refused
 from .genuine import Genuine
@@ -82,24 +83,13 @@ class FakeGitHub(Routes):
         html_url: str = "https://github.com",
         tokens: tuple[str, ...] = ("ghp_fake0000000000000000000000000000000000",),
         app: FakeApp | None = None,
-        rate_limit: int = 5000,
+        limits: FakeLimits | None = None,
     ) -> None:
         super().__init__(genuine, base_url=base_url.rstrip("/"), html_url=html_url.rstrip("/"))
         self.tokens = set(tokens)
         self.app = app
         self.installation_tokens: dict[str, float] = {}
-        self.rate_limit = rate_limit
-        self.remaining = rate_limit
-        self.window = 3600.0
-        """GitHub's primary window: ``remaining`` starts again at ``rate_limit`` after it."""
-        self.reset_at = time.time() + self.window
-        self.enforce: Budget | None = None
-        """When set, the limits are enforced as GitHub does: the primary (403 with
-        ``x-ratelimit-remaining: 0`` once spent) and the secondary ones (403 with
-        GitHub's secondary-limit message and ``retry-after``), with ``minute`` seconds
-        for a minute. ``refused`` counts each kind of refusal."""
-        self.refused = {"primary": 0, "secondary": 0}
-        self._recent: list[tuple[float, bool]] = []
+        self.rate_limits = RateLimits(limits or FakeLimits(), genuine)
         self.calls: list[Call] = []
         self._faults: list[Fault] = []
         self._lock = threading.RLock()
@@ -165,32 +155,6 @@ class FakeGitHub(Routes):
         }
         self.fail_next(method, path, status=403, body=body, headers=headers)
 
-    def _over_limits(self, method: str) -> Answer | None:
-        """Under the lock: GitHub's refusal when a limit is spent (``enforce``), else None."""
-        now = time.time()
-        if now >= self.reset_at:
-            self.reset_at, self.remaining = now + self.window, self.rate_limit
-        limits = self.enforce
-        if limits is None:
-            return None
-        if self.remaining <= 0:
-            self.refused["primary"] += 1
-            _, _, body = self.genuine.error("SpecificExceptions.testRateLimitExceeded")
-            return 403, {"x-ratelimit-remaining": "0"}, body
-        write = method not in ("GET", "HEAD")
-        self._recent = [(t, w) for t, w in self._recent if t > now - limits.minute]
-        points = sum(5 if w else 1 for _, w in self._recent) + (5 if write else 1)
-        writes = sum(w for _, w in self._recent) + write
-        if points > limits.points_per_minute or writes > limits.writes_per_minute:
-            self.refused["secondary"] += 1
-            _, headers, body = self.genuine.error(
-                "SpecificExceptions.testAuthenticatedRateLimitExceeded"
-            )
-            retry = str(max(1, int(limits.minute)))
-            return 403, {"retry-after": retry, "content-type": headers["content-type"]}, body
-        self._recent.append((now, write))
-        return None
-
     def charged(self) -> int:
         """Requests that cost rate limit (everything but 304s)."""
         with self._lock:
@@ -204,32 +168,34 @@ class FakeGitHub(Routes):
         query = {k: v[-1] for k, v in parse_qs(parts.query).items()}
         auth = str(request.headers.get("Authorization", ""))
         body = self._parse(request.body)
-        if self.on_request is not None:
-            self.on_request(request.method, path)
-        with self._lock:
-            refusal = self._over_limits(request.method)
-            if refusal is not None:
-                status, headers, payload = refusal
-            else:
-                status, headers, payload = self._answer(request.method, path, query, auth, body)
-            etag = '"' + _digest(payload) + '"' if request.method == "GET" and status == 200 else ""
-            if etag and request.headers.get("If-None-Match") == etag:
-                status, payload = 304, None
-            if status != 304 and "x-ratelimit-remaining" not in headers:
-                self.remaining = max(self.remaining - 1, 0)
-            self.calls.append(Call(request.method, path, query, status, auth, body))
-            out = {
-                "content-type": "application/json; charset=utf-8",
-                "x-ratelimit-limit": str(self.rate_limit),
-                "x-ratelimit-remaining": str(self.remaining),
-                "x-ratelimit-reset": str(int(self.reset_at)),
-                "x-ratelimit-used": str(self.rate_limit - self.remaining),
-                "x-ratelimit-resource": "core",
-                **headers,
-            }
-            if etag:
-                out["etag"] = etag
+        token = self._limited_token(auth)
+        refused = self.rate_limits.enter(token, request.method, path) if token else None
+        status = 0
+        try:
+            if self.on_request is not None:
+                self.on_request(request.method, path)
+            with self._lock:
+                if refused is None:
+                    status, headers, payload = self._answer(request.method, path, query, auth, body)
+                else:
+                    status, headers, payload = refused
+                get = request.method == "GET" and status == 200
+                etag = '"' + _digest(payload) + '"' if get else ""
+                if etag and request.headers.get("If-None-Match") == etag:
+                    status, payload = 304, None
+                self.calls.append(Call(request.method, path, query, status, auth, body))
+        finally:
+            charged = self.rate_limits.leave(token, status) if token else {}
+        out = {"content-type": "application/json; charset=utf-8", **charged, **headers}
+        if etag:
+            out["etag"] = etag
         return status, out, "" if payload is None else _dumps(payload)
+
+    def _limited_token(self, auth: str) -> str:
+        """The token whose limits a request counts against ("" for none the fake issued)."""
+        secret = auth.partition(" ")[2]
+        known = secret in self.tokens or secret in self.installation_tokens
+        return secret if known else ""
 
     def _answer(
         self, method: str, path: str, query: dict[str, str], auth: str, body: Any

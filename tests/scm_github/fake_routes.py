@@ -29,7 +29,6 @@ def _validation(message: str, **error: str) -> Answer:
 
 class Routes(ReviewRoutes, StatusRoutes):
     app: Any
-    remaining: int
 
     def __init__(self, genuine: Genuine, *, base_url: str, html_url: str) -> None:
         ReviewRoutes.__init__(self, self._pull)

@@ -1,7 +1,8 @@
 """Genuine GitHub REST bodies (``tests/fixtures/github/rest``) for the fake and the tests.
 
 ``openapi(name)`` is one of GitHub's OpenAPI examples; ``replay(name)`` the exchanges
-of a PyGithub recording (status, lower-case headers, parsed body). Both are fresh
+of a PyGithub recording (status, lower-case headers, parsed body); ``quoted(name)`` a
+body as people quoted GitHub's answer. Both are fresh
 copies on every call, so callers may change them.
 """
 
@@ -38,6 +39,10 @@ class Genuine:
     def replay(self, name: str) -> list[Exchange]:
         """The exchanges of ``pygithub-replaydata/<name>.txt``."""
         return copy.deepcopy(_replay(self.root / "pygithub-replaydata" / f"{name}.txt"))
+
+    def quoted(self, name: str) -> Any:
+        """``quoted/<name>.json``: a body as people quoted GitHub's answer."""
+        return copy.deepcopy(_load(self.root / "quoted" / f"{name}.json"))
 
     def error(self, name: str, index: int = -1) -> tuple[int, dict[str, str], Any]:
         """Status, headers and body of one recorded exchange (the last one by default)."""

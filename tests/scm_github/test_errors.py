@@ -26,6 +26,7 @@ from scm_plugins.github.errors import GitHubHTTPError, from_status, retry_after,
 
 from .conftest import scm_calls
 from .fake_github import FakeGitHub
+from .fake_limits import FakeLimits
 from .genuine import Genuine
 
 
@@ -158,7 +159,7 @@ def test_server_errors_and_timeouts_are_unavailable(
 def test_the_rate_limit_gauge_follows_github_headers(
     plugin: GitHubScm, repo: Repository, fake: FakeGitHub
 ) -> None:
-    fake.remaining = 4321
+    fake.rate_limits.limits = FakeLimits(primary=4321)
     plugin.find_open_pull_request(repo=repo, head="environment/dev-next", base="environment/dev")
     assert sample("promoter_scm_rate_limit_remaining", {"provider": "github"}) == 4320
     fake.exhaust_rate_limit("GET", r"/pulls$")

@@ -1,16 +1,16 @@
 """On a token with a small budget, calls wait for it instead of being refused, and the
 change still goes dev → staging → prod.
 
-The fake GitHub enforces the limits as GitHub does (a 403 once the hour's budget is
-spent, a secondary-limit 403 past the points or writes of a minute); time runs fast
-(an hour of 6 s, a minute of 1 s) in the fake and in the promoter's budget alike.
+The fake GitHub enforces GitHub's limits as GitHub does (a 403 once the hour's budget
+is spent, a secondary-limit 403 past the points or content-creating requests of a
+minute or an hour); time runs 1,800 times faster (an hour of 2 s) in the fake and in
+the plugin's budget alike.
 """
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
-from functools import partial
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -18,11 +18,13 @@ from starlette.testclient import TestClient
 
 from promoter.config.loader import parse_config
 from promoter.wiring import Daemon
-from scm_plugins.limiter import Budget, RateBudget
+from scm_plugins.github import GitHubScm
+from scm_plugins.github.limits import GITHUB_LIMITS
 from tests.support import ENVIRONMENTS, GitOpsRepo, wait_for
 
-from .conftest import TOKEN, TOKEN_ENV
+from .conftest import TOKEN, TOKEN_ENV, scm_calls
 from .fake_github import FakeGitHub
+from .fake_limits import FakeLimits
 from .genuine import Genuine
 from .test_end_to_end import (
     FULL_NAME,
@@ -31,18 +33,12 @@ from .test_end_to_end import (
     GitHubCI,
     config_text,
     env_view,
-    promoted,
-    wait_pr,
+    promote_through,
 )
 
-TIGHT = Budget(
-    per_window=60,
-    window=6.0,
-    minute=1.0,
-    points_per_minute=20,
-    writes_per_minute=3,
-    writes_per_hour=30,
-)
+HOUR = 2.0
+PRIMARY, CONTENT = 16, 4
+"""16 requests and 4 content-creating ones an hour: a promotion needs several hours."""
 
 
 @pytest.fixture
@@ -52,34 +48,45 @@ def repo(tmp_path: Path) -> GitOpsRepo:
 
 @pytest.fixture
 def hub(genuine: Genuine, repo: GitOpsRepo) -> Iterator[FakeGitHub]:
-    with FakeGitHub(genuine, tokens=(TOKEN,), rate_limit=TIGHT.per_window) as github:
+    limits = FakeLimits(primary=PRIMARY, content_per_hour=CONTENT).scaled(HOUR)
+    with FakeGitHub(genuine, tokens=(TOKEN,), limits=limits) as github:
         github.add_repository(FULL_NAME, repo.path)
-        github.window, github.reset_at = TIGHT.window, time.time() + TIGHT.window
-        github.enforce = TIGHT
         yield github
 
 
-def test_a_tight_budget_slows_the_promotion_down_and_github_refuses_nothing(
+@pytest.fixture
+def daemon(
     hub: FakeGitHub, repo: GitOpsRepo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+) -> Iterator[tuple[Daemon, GitHubScm]]:
     monkeypatch.setenv(TOKEN_ENV, TOKEN)
     monkeypatch.setenv(SECRET_ENV, SECRET)
-    daemon = Daemon(parse_config(config_text(repo.path, tmp_path / "state", poll_interval="1h")))
-    daemon.runtime.plugins["github"]._client.budget = RateBudget(TIGHT)
-    with TestClient(daemon.app) as client:
-        wait_for(
-            lambda: env_view(client, "environment/prod").get("state") == "up-to-date",
-            timeout=60,
-        )
+    config = parse_config(config_text(repo.path, tmp_path / "state"))
+    limits = replace(GITHUB_LIMITS, primary=PRIMARY, content_per_window=CONTENT).scaled(HOUR)
+    plugin = GitHubScm(
+        provider=config.scm_providers[0], state_dir=str(tmp_path / "state"), limits=limits
+    )
+    yield Daemon(config, plugins={"github": plugin}), plugin
+    plugin.close()
+
+
+def test_a_tight_budget_slows_the_promotion_down_and_github_refuses_nothing(
+    daemon: tuple[Daemon, GitHubScm], hub: FakeGitHub, repo: GitOpsRepo
+) -> None:
+    app, plugin = daemon
+    throttled = scm_calls(outcome="throttled")
+    with TestClient(app.app) as client:
+        wait_for(lambda: env_view(client, "environment/prod").get("state") == "up-to-date")
         ci = GitHubCI(client, hub)
         for branch in ENVIRONMENTS:
             ci.status(repo.tip(branch), "health")
-        change = ci.hydrate(repo, "1.1.0", "Bump guestbook to 1.1.0")
-        for branch in ENVIRONMENTS:
-            head = wait_pr(client, branch)["proposed"]["hydratedSha"]
-            ci.check_run(head, "ci", "success")
-            wait_for(partial(promoted, client, branch, change), timeout=60, what=branch)
-            ci.status(repo.tip(branch), "health")
-    assert hub.refused == {"primary": 0, "secondary": 0}
-    writes = [c for c in hub.calls if c.method != "GET" and c.authorization == f"token {TOKEN}"]
-    assert len(writes) > TIGHT.writes_per_minute  # the limits did bind: calls were spread
+        change = repo.change("1.1.0", "Bump guestbook to 1.1.0")
+        promote_through(ci, repo, change)
+    assert hub.rate_limits.hits == []
+    assert not [c for c in hub.calls if c.status in (403, 429)]
+    assert hub.charged() > PRIMARY  # it took more than an hour's budget...
+    budget = plugin.calls.budget
+    assert budget is not None
+    waited = budget.stats.waited + (scm_calls(outcome="throttled") - throttled)
+    assert waited > 0  # ...waited for, never refused
+    merges = [c for c in hub.calls if c.method == "PUT" and c.path.endswith("/merge")]
+    assert [c.status for c in merges] == [200] * len(ENVIRONMENTS)

@@ -1,0 +1,160 @@
+"""GitHub's rate limits as the fake enforces them, per token, with GitHub's answers.
+
+The primary limit: ``primary`` requests per hour and token, in a window that starts with
+the window's first request and resets ``hour`` later (``x-ratelimit-reset``, whole epoch
+seconds); a 304 is not charged; every answer carries ``x-ratelimit-limit``,
+``-remaining``, ``-used``, ``-reset`` and ``-resource``; past the limit GitHub answers
+403 with ``x-ratelimit-remaining: 0`` and its recorded body. The secondary limits
+(docs.github.com, "Rate limits for the REST API"): at most ``concurrent`` requests in
+flight, ``points_per_minute`` points in any minute (GET 1, other methods 5), and
+content-creating requests at most ``content_per_minute`` a minute and
+``content_per_hour`` an hour; past one, a 403 with ``retry-after`` and GitHub's
+secondary-rate-limit body. ``FakeLimits.scaled(hour)`` runs time faster: every limit
+keeps its count, every span shrinks by the same factor. Every refusal is kept in
+``hits``. Thread-safe (a lock of its own: requests in flight are counted outside the
+fake's lock).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from .fake_state import Answer
+from .genuine import Genuine
+
+_REPO = r"^/repos/[^/]+/[^/]+"
+CONTENT_CREATING = (
+    ("POST", re.compile(_REPO + r"/pulls$")),
+    ("PUT", re.compile(_REPO + r"/pulls/\d+/merge$")),
+    ("POST", re.compile(_REPO + r"/pulls/\d+/(reviews|comments)$")),
+    ("POST", re.compile(_REPO + r"/issues(/\d+/comments)?$")),
+)
+"""Requests that create content and notify people (octokit's throttling plugin's list)."""
+
+
+@dataclass(frozen=True)
+class FakeLimits:
+    hour: float = 3600.0
+    primary: int = 5000
+    concurrent: int = 100
+    points_per_minute: int = 900
+    content_per_minute: int = 80
+    content_per_hour: int = 500
+
+    @property
+    def minute(self) -> float:
+        return self.hour / 60.0
+
+    def scaled(self, hour: float) -> FakeLimits:
+        return replace(self, hour=hour)
+
+
+@dataclass
+class Hit:
+    """One request refused by a limit."""
+
+    at: float
+    limit: str
+    """``primary``, ``concurrency``, ``points`` or ``content``."""
+    method: str
+    path: str
+
+
+@dataclass
+class _Usage:
+    """One token's spending."""
+
+    reset: int = 0
+    used: int = 0
+    in_flight: int = 0
+    points: deque[tuple[float, int]] = field(default_factory=deque)
+    content: deque[float] = field(default_factory=deque)
+
+
+def _within(log: deque[Any], now: float, span: float, at: Callable[[Any], float]) -> None:
+    while log and at(log[0]) + span <= now:
+        log.popleft()
+
+
+class RateLimits:
+    def __init__(
+        self, limits: FakeLimits, genuine: Genuine, *, clock: Callable[[], float] = time.time
+    ) -> None:
+        self.limits = limits
+        self._genuine = genuine
+        self._clock = clock
+        self._usage: dict[str, _Usage] = {}
+        self._lock = threading.Lock()
+        self.hits: list[Hit] = []
+
+    def enter(self, token: str, method: str, path: str) -> Answer | None:
+        """A request arrives: GitHub's refusal, or None when every limit lets it through."""
+        limits = self.limits
+        with self._lock:
+            now = self._clock()
+            usage = self._usage.setdefault(token, _Usage())
+            usage.in_flight += 1
+            if now >= usage.reset:
+                usage.reset, usage.used = math.ceil(now + limits.hour), 0
+            if usage.used >= limits.primary:
+                return self._refused(now, "primary", method, path, self._primary(usage))
+            if usage.in_flight > limits.concurrent:
+                return self._refused(now, "concurrency", method, path, self._secondary(False))
+            points = 1 if method in ("GET", "HEAD", "OPTIONS") else 5
+            _within(usage.points, now, limits.minute, lambda e: e[0])
+            if sum(p for _, p in usage.points) + points > limits.points_per_minute:
+                return self._refused(now, "points", method, path, self._secondary(False))
+            usage.points.append((now, points))
+            if any(verb == method and route.match(path) for verb, route in CONTENT_CREATING):
+                _within(usage.content, now, limits.hour, lambda t: t)
+                last_minute = sum(1 for t in usage.content if t + limits.minute > now)
+                if (
+                    last_minute >= limits.content_per_minute
+                    or len(usage.content) >= limits.content_per_hour
+                ):
+                    return self._refused(now, "content", method, path, self._secondary(True))
+                usage.content.append(now)
+            return None
+
+    def leave(self, token: str, status: int) -> dict[str, str]:
+        """The request is answered: charge it (not a 304) and give its rate-limit headers."""
+        with self._lock:
+            usage = self._usage[token]
+            usage.in_flight -= 1
+            if status != 304:
+                usage.used = min(usage.used + 1, self.limits.primary)
+            return self._headers(usage)
+
+    def remaining(self, token: str) -> int:
+        with self._lock:
+            usage = self._usage.get(token, _Usage())
+            return self.limits.primary - usage.used
+
+    def _headers(self, usage: _Usage) -> dict[str, str]:
+        return {
+            "x-ratelimit-limit": str(self.limits.primary),
+            "x-ratelimit-remaining": str(self.limits.primary - usage.used),
+            "x-ratelimit-reset": str(usage.reset),
+            "x-ratelimit-used": str(usage.used),
+            "x-ratelimit-resource": "core",
+        }
+
+    def _refused(self, now: float, limit: str, method: str, path: str, answer: Answer) -> Answer:
+        self.hits.append(Hit(now, limit, method, path))
+        return answer
+
+    def _primary(self, usage: _Usage) -> Answer:
+        _, _, body = self._genuine.error("SpecificExceptions.testRateLimitExceeded")
+        return 403, {**self._headers(usage), "x-ratelimit-remaining": "0"}, body
+
+    def _secondary(self, content: bool) -> Answer:
+        name = "secondary-rate-limit" + (".content-creation" if content else "")
+        retry_after = str(max(1, math.ceil(self.limits.minute)))
+        return 403, {"retry-after": retry_after}, self._genuine.quoted(name)
