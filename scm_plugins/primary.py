@@ -11,6 +11,7 @@ until headers come back.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -36,7 +37,7 @@ class PrimaryLimit:
         try:
             limit = int(lower["x-ratelimit-limit"])
             remaining = int(lower["x-ratelimit-remaining"])
-            reset = int(float(lower["x-ratelimit-reset"]))
+            reset = math.ceil(float(lower["x-ratelimit-reset"]))
         except (KeyError, ValueError):
             self.unlimited = "x-ratelimit-limit" not in lower
             return

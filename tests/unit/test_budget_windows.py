@@ -1,0 +1,83 @@
+"""The sliding window and the token bucket never let more through than they promise."""
+
+from __future__ import annotations
+
+import math
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from scm_plugins.windows import SlidingWindow, TokenBucket
+
+steps = st.lists(
+    st.tuples(st.integers(min_value=0, max_value=3000), st.integers(min_value=1, max_value=5)),
+    min_size=1,
+    max_size=120,
+)
+"""(milliseconds to the next call, its amount): whole numbers, so that sums are exact."""
+
+
+@given(steps, st.integers(min_value=5, max_value=30), st.integers(min_value=500, max_value=10000))
+def test_a_sliding_window_never_holds_more_than_its_capacity_within_any_span(
+    ops: list[tuple[int, int]], capacity: int, span: int
+) -> None:
+    window = SlidingWindow(capacity, span)
+    now, spent = 0.0, []
+    for dt, amount in ops:
+        now += dt
+        wait = window.wait(amount, now)
+        if wait > 0:
+            assert math.isfinite(wait)
+            now += wait
+            assert window.wait(amount, now) == 0  # the wait it gave was enough
+        window.spend(amount, now)
+        spent.append((now, amount))
+    for end, _ in spent:
+        assert sum(a for t, a in spent if end - span < t <= end) <= capacity
+
+
+@given(steps, st.integers(min_value=0, max_value=4))
+def test_a_sliding_window_keeps_its_reserve_for_others(
+    ops: list[tuple[int, int]], reserve: int
+) -> None:
+    window = SlidingWindow(10, 1000)
+    now = 0.0
+    for dt, amount in ops:
+        now += dt
+        if window.wait(amount, now, reserve=reserve) == 0:
+            window.spend(amount, now)
+        assert window.used(now) <= 10 - reserve
+
+
+def test_a_sliding_window_says_when_an_amount_can_never_fit() -> None:
+    assert SlidingWindow(5, 1.0).wait(4, 0.0, reserve=2) == math.inf
+
+
+@given(
+    steps,
+    st.floats(min_value=0.5, max_value=50.0),
+    st.integers(min_value=1, max_value=20),
+)
+def test_a_token_bucket_spends_no_more_than_its_size_plus_its_rate_over_any_interval(
+    ops: list[tuple[int, int]], rate: float, capacity: int
+) -> None:
+    bucket = TokenBucket(rate=rate, capacity=capacity, now=0.0)
+    now, taken = 0.0, []
+    for dt, _ in ops:
+        now += dt / 1000
+        wait = bucket.wait(1, now)
+        now += wait
+        bucket.take(1, now)
+        taken.append(now)
+    for i, start in enumerate(taken):
+        for j in range(i, len(taken)):
+            assert j - i + 1 <= capacity + rate * (taken[j] - start) + 1e-6
+
+
+def test_a_token_bucket_refund_never_overfills_and_a_late_charge_is_a_debt() -> None:
+    bucket = TokenBucket(rate=1.0, capacity=2, now=0.0)
+    bucket.give(5, 0.0)
+    assert bucket.tokens(0.0) == 2
+    bucket.take(3, 0.0)
+    assert bucket.tokens(0.0) == -1
+    assert bucket.wait(1, 0.0) == 2.0
