@@ -22,6 +22,7 @@ TINY = {
     "remote_latency": ["--promotions", "3", "--rtt", "0.01"],
     "resync_scale": ["--size", "4", "--repos", "1"],
     "scm_calls": ["--changes", "1"],
+    "credential_budget": ["--strategies", "10", "--changes", "3", "--hour", "30"],
     "webhook_throughput": ["--duration", "0.3", "--rounds", "1", "--warmup", "0.1"],
 }
 FIGURE = {
@@ -31,6 +32,7 @@ FIGURE = {
     "remote_latency": "round_trips_max",
     "resync_scale": "runs",
     "scm_calls": "plugins",
+    "credential_budget": "burst",
     "webhook_throughput": "receiver",
 }
 

@@ -93,6 +93,7 @@ class RateLimits:
         self._usage: dict[str, _Usage] = {}
         self._lock = threading.Lock()
         self.hits: list[Hit] = []
+        self.peak_in_flight = 0
 
     def enter(self, token: str, method: str, path: str) -> Answer | None:
         """A request arrives: GitHub's refusal, or None when every limit lets it through."""
@@ -101,6 +102,7 @@ class RateLimits:
             now = self._clock()
             usage = self._usage.setdefault(token, _Usage())
             usage.in_flight += 1
+            self.peak_in_flight = max(self.peak_in_flight, usage.in_flight)
             if now >= usage.reset:
                 usage.reset, usage.used = math.ceil(now + limits.hour), 0
             if usage.used >= limits.primary:

@@ -137,7 +137,7 @@ class GitHubCI:
     def check_run(self, sha: str, name: str, conclusion: str, full_name: str = FULL_NAME) -> None:
         self.fake.post_check_run(full_name, sha, name, "completed", conclusion)
         payload = json.loads((HOOKS / "check_run/completed.payload.json").read_text())
-        run = self.fake.repositories[full_name].check_runs[sha][0]
+        run = self.fake.repositories[full_name.lower()].check_runs[sha][0]
         payload["check_run"].update({k: run[k] for k in ("name", "status", "conclusion")})
         payload["check_run"].update(head_sha=sha, completed_at=run["completed_at"])
         self.deliver("check_run", payload, full_name)
