@@ -13,11 +13,12 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from scm_plugins.budget import Cost, CredentialBudget, Limits, Priority, Throttled
+from scm_plugins.github.limits import GITHUB_LIMITS
 
-SMALL = Limits(
+SMALL = replace(
+    GITHUB_LIMITS,
     window=60.0,
     primary=100,
-    burst=0.1,
     concurrent=3,
     points_per_minute=20,
     content_per_minute=3,
@@ -152,16 +153,7 @@ def test_merges_find_room_that_background_reads_may_not_take() -> None:
 
 
 def test_content_creation_keeps_room_for_merges_that_openings_may_not_take() -> None:
-    limits = Limits(
-        window=3600.0,
-        primary=5000,
-        burst=0.1,
-        concurrent=100,
-        points_per_minute=900,
-        content_per_minute=80,
-        content_per_window=500,
-        max_wait=0.0,
-    )
+    limits = replace(GITHUB_LIMITS, max_wait=0.0)
     b, clock = budget(limits)
     opened = 0
     while True:
