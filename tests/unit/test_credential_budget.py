@@ -288,3 +288,24 @@ def test_a_background_read_gives_its_thread_back_sooner_than_a_merge() -> None:
         with pytest.raises(Throttled):
             b.admit(Cost(priority))
         assert time.monotonic() - started < most
+
+
+def test_a_tenth_of_the_hour_goes_at_once_and_the_rest_is_spread_evenly() -> None:
+    b, _ = budget(replace(ROOMY, window=100.0, primary=1000))
+    at_once = 0
+    with pytest.raises(Throttled) as refused:
+        while True:
+            call(b, Cost(Priority.MERGE))
+            at_once += 1
+    assert at_once == 100
+    assert refused.value.retry_after == pytest.approx(100.0 / 1000)  # one call per 0.1 s
+
+
+def test_content_creation_waits_for_the_minute_while_reads_go_on() -> None:
+    b, _ = budget()
+    for _ in range(SMALL.content_per_minute):
+        call(b, Cost(Priority.MERGE, points=5, content=True))
+    with pytest.raises(Throttled) as refused:
+        call(b, Cost(Priority.MERGE, points=5, content=True))
+    assert refused.value.limit == "content"
+    call(b, Cost(Priority.READ))
