@@ -166,10 +166,11 @@ def seen_by_github(fake: Any, since: int, hour: float, start: float) -> dict[str
 
     calls = fake.calls[since:]
     minute = hour / 60
-    charged = [(c.at, 1) for c in calls if c.status != 304]
-    points = [(c.at, POINTS.get(c.method, WRITE_POINTS)) for c in calls]
+    calls = sorted(calls, key=lambda c: c.arrived)  # GitHub counts a request when it arrives
+    charged = [(c.arrived, 1) for c in calls if c.status != 304]
+    points = [(c.arrived, POINTS.get(c.method, WRITE_POINTS)) for c in calls]
     content = [
-        (c.at, 1)
+        (c.arrived, 1)
         for c in calls
         if any(m == c.method and route.match(c.path) for m, route in CONTENT_CREATING)
     ]

@@ -61,6 +61,10 @@ class Call:
     authorization: str
     body: Any
     at: float = field(default_factory=time.monotonic)
+    """When it was answered (``time.monotonic``)."""
+    arrived: float = field(default_factory=time.monotonic)
+    """When it arrived, before any other request's answer that holds it up: the instant
+    GitHub's rate limits count."""
 
 
 @dataclass
@@ -166,6 +170,7 @@ class FakeGitHub(Routes):
         parts = urlsplit(request.url)
         path = parts.path[len(urlsplit(self.base_url).path) :] or "/"
         query = {k: v[-1] for k, v in parse_qs(parts.query).items()}
+        arrived = time.monotonic()
         auth = str(request.headers.get("Authorization", ""))
         body = self._parse(request.body)
         token = self._limited_token(auth)
@@ -183,7 +188,8 @@ class FakeGitHub(Routes):
                 etag = '"' + _digest(payload) + '"' if get else ""
                 if etag and request.headers.get("If-None-Match") == etag:
                     status, payload = 304, None
-                self.calls.append(Call(request.method, path, query, status, auth, body))
+                call = Call(request.method, path, query, status, auth, body, arrived=arrived)
+                self.calls.append(call)
         finally:
             charged = self.rate_limits.leave(token, status) if token else {}
         out = {"content-type": "application/json; charset=utf-8", **charged, **headers}
