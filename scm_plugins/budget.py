@@ -15,8 +15,8 @@ needs less room, so it goes first when room comes back. A call waits in its thre
 briefly (``HOLD`` x ``Limits.max_wait``, on a condition, woken when a call ends or at
 the moment its room is due), never polling; a longer wait raises ``Throttled`` with the
 time to come back, so the work queue holds the strategy instead of a worker thread.
-Refused calls of one class get successive slots, spaced by what one call costs, so they
-do not all come back at once.
+Refused calls of one class get successive slots (when room is due for the first, the
+second, ... of them), so they do not all come back at once.
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from enum import IntEnum
+from functools import partial
 
 from scm_plugins.primary import PrimaryLimit
 from scm_plugins.windows import SlidingWindow, TokenBucket
@@ -121,12 +122,15 @@ class BudgetStats:
 
 @dataclass(frozen=True)
 class _Short:
-    """Why a call cannot go now: the wait, the spacing between refused calls, the limit."""
+    """Why a call cannot go now: the wait, the spacing between refused calls, the limit;
+    ``nth(k)``, when known, the wait until ``k`` such calls fit (a window frees its room
+    as its old entries leave it, not evenly)."""
 
     wait: float
     spacing: float
     limit: str
     on_release: bool = False
+    nth: Callable[[int], float] | None = None
 
 
 class Ticket:
@@ -174,7 +178,8 @@ class CredentialBudget:
         self._content_minute = SlidingWindow(limits.content_per_minute, limits.minute * held)
         self._content_window = SlidingWindow(limits.content_per_window, limits.window * held)
         self._in_flight = 0
-        self._slots = dict.fromkeys(Priority, 0.0)
+        self._slots: dict[Priority, list[float]] = {p: [] for p in Priority}
+        """The times given to refused calls, by class, still to come."""
         self._cond = threading.Condition()
         self.stats = BudgetStats()
 
@@ -235,7 +240,9 @@ class CredentialBudget:
             reserve = math.floor(window.capacity * share)
             wait = window.wait(amount, now, reserve=reserve)
             if wait > 0:
-                found.append(_Short(wait, window.span / window.capacity * amount, name))
+                spacing = window.span / window.capacity * amount
+                nth = partial(_nth, window, amount, now, reserve)
+                found.append(_Short(wait, spacing, name, nth=nth))
         if not found:
             return None
         return max(found, key=lambda s: (not s.on_release, s.wait))
@@ -272,12 +279,17 @@ class CredentialBudget:
             self._content_window.spend(1, now)
 
     def _slot(self, priority: Priority, now: float, short: _Short) -> float:
-        """Seconds until a refused call of ``priority`` comes back: when room is due, after
-        the refused calls of its class before it."""
-        wait = short.wait if math.isfinite(short.wait) else self.limits.minute
-        slot = max(now + wait, self._slots[priority])
-        self._slots[priority] = slot + short.spacing
-        return slot - now
+        """Seconds until a refused call of ``priority`` comes back: when room is due for it
+        after the refused calls of its class still to come back before it."""
+        pending = [at for at in self._slots[priority] if at > now]
+        k = len(pending) + 1
+        wait = short.nth(k) if short.nth is not None else math.inf
+        if not math.isfinite(wait):
+            first = short.wait if math.isfinite(short.wait) else self.limits.minute
+            wait = first + (k - 1) * short.spacing
+        pending.append(now + wait)
+        self._slots[priority] = pending
+        return wait
 
     def _count(self, waited: float) -> None:
         stats = self.stats
@@ -286,3 +298,8 @@ class CredentialBudget:
             stats.waited += 1
             stats.waited_s += waited
             stats.longest_wait_s = max(stats.longest_wait_s, waited)
+
+
+def _nth(window: SlidingWindow, amount: float, now: float, reserve: float, k: int) -> float:
+    """Seconds until ``k`` calls of ``amount`` fit in ``window`` (``inf`` past its size)."""
+    return window.wait(amount * k, now, reserve=reserve)

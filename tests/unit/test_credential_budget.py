@@ -309,3 +309,18 @@ def test_content_creation_waits_for_the_minute_while_reads_go_on() -> None:
         call(b, Cost(Priority.MERGE, points=5, content=True))
     assert refused.value.limit == "content"
     call(b, Cost(Priority.READ))
+
+
+def test_refused_calls_come_back_as_the_window_frees_room_for_each() -> None:
+    b, clock = budget(replace(ROOMY, content_per_minute=100, content_per_window=5))
+    for _ in range(5):
+        call(b, Cost(Priority.MERGE, points=5, content=True))
+        clock.now += 1.0
+    clock.now = 10.0
+    waits = []
+    for _ in range(3):
+        with pytest.raises(Throttled) as refused:
+            call(b, Cost(Priority.MERGE, points=5, content=True))
+        waits.append(refused.value.retry_after)
+    held = 60.0 * 1.05  # the window, held 5 % longer than GitHub's
+    assert waits == pytest.approx([held - 10, held + 1 - 10, held + 2 - 10])
