@@ -372,6 +372,15 @@ class Daemon(Spec):
     resync_interval: Duration = Field(default=300.0, description="Full resync of every strategy.")
     poll_interval: Duration = Field(default=3.0, description="Ref polling of local repositories.")
     status_cache_ttl: Duration = Field(default=60.0, description="Trust cached statuses this long.")
+    settled_recheck: Duration = Field(
+        default=3600.0,
+        description=(
+            "Read the statuses of settled commits (merged, recorded healthy, nothing"
+            " waiting on them) and their environments' pull requests again at least this"
+            " often: the periodic resync re-reads a share of them each time. A lost webhook"
+            " about them is healed within it; about anything else, within one resyncInterval."
+        ),
+    )
     workers: int = Field(default=4, ge=1, le=64)
     max_backoff: Duration = Field(default=300.0, description="Cap of the retry backoff.")
     api_token: SecretRef | None = Field(

@@ -20,6 +20,7 @@ from promoter.daemon.executor import Executor, Observer, Outcome
 from promoter.daemon.merges import UnconfirmedMerges
 from promoter.daemon.probes import Probes
 from promoter.daemon.reader import SnapshotReader
+from promoter.daemon.settled import SettledIndex, notes_tips
 from promoter.engine import decide
 from promoter.engine.actions import Decision, EnvState
 from promoter.engine.snapshot import Snapshot
@@ -61,6 +62,8 @@ class Reconciler:
     probes: Probes = field(default_factory=Probes)
     unconfirmed: UnconfirmedMerges = field(default_factory=UnconfirmedMerges)
     views: dict[str, StrategyView] = field(default_factory=dict)
+    settled: SettledIndex | None = None
+    """What each reconcile read and which of it is settled, for the resync."""
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _key_locks: dict[str, threading.Lock] = field(default_factory=dict)
 
@@ -107,6 +110,7 @@ class Reconciler:
         decision: Decision | None = None
         try:
             mirror = self.mirrors.fresh(repo)
+            tips = notes_tips(mirror)
             snapshot = reader.read(strategy, repo, mirror)
             self.sha_index.track(key, _tracked_shas(snapshot))
             decision = decide(snapshot)
@@ -119,6 +123,8 @@ class Reconciler:
         except Exception as exc:
             # Logged once, by the worker that decides the retry; shown here in the view.
             RECONCILE_TOTAL.labels("error").inc()
+            if self.settled is not None:
+                self.settled.forget(key)
             with self._lock:
                 last = self.views.get(key)
             failed = executor.failed_environment if decision is not None else None
@@ -127,6 +133,9 @@ class Reconciler:
         finally:
             RECONCILE_DURATION.observe(time.perf_counter() - started)
         RECONCILE_TOTAL.labels("success").inc()
+        if self.settled is not None:
+            idle = not decision.actions and outcome.requeue_after is None
+            self.settled.observe(key, snapshot, decision, notes=tips, idle=idle)
         snapshot = with_written(snapshot, outcome)
         self._remember(key, StrategyView(snapshot, decision, None, utcnow()))
         log.debug(

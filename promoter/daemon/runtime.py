@@ -9,6 +9,7 @@ It offers the HTTP layer two narrow ports: reading views, and commands.
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Callable, Iterable
 from dataclasses import replace
 from datetime import datetime
@@ -20,7 +21,9 @@ from promoter.daemon.operations import Operations
 from promoter.daemon.probes import Probes
 from promoter.daemon.queue import WorkQueue
 from promoter.daemon.reconciler import Reconciler, StrategyView
+from promoter.daemon.resync import Resync
 from promoter.daemon.scheduler import Scheduler, strategies_of
+from promoter.daemon.settled import SettledIndex
 from promoter.daemon.workers import Workers
 from promoter.errors import CommitNotFound
 from promoter.git.pool import MirrorPool
@@ -58,6 +61,7 @@ class Runtime:
         self.pr_cache = PullRequestCache(max_age=config.daemon.resync_interval)
         self.ledger = GitLedger()
         self.queue = WorkQueue(max_delay=config.daemon.max_backoff)
+        self.settled = SettledIndex(self.status_cache, self.pr_cache)
         self.reconciler = Reconciler(
             config=config,
             plugins=self.plugins,
@@ -70,11 +74,21 @@ class Runtime:
             observers=list(observers),
             clock=clock,
             probes=Probes(clock=clock),
+            settled=self.settled,
         )
         self.operations = Operations(self.reconciler)
         self.workers = Workers(self.queue, self.reconciler.reconcile, count=config.daemon.workers)
+        d = config.daemon
+        self.resync = Resync(
+            config,
+            self.queue,
+            self.mirrors,
+            self.settled,
+            self.ledger,
+            rounds=max(1, math.ceil(d.settled_recheck / max(d.resync_interval, 1.0))),
+        )
         self.scheduler = Scheduler(
-            config, self.queue, self.mirrors, before_resync=self._forget_cached_reads
+            config, self.queue, self.mirrors, plan=self.resync, index=self.settled
         )
         self.started = False
         self._closers: list[Any] = []
@@ -99,6 +113,7 @@ class Runtime:
             strategy = self.config.strategy(key)
             if strategy is not None:
                 self.mirrors.invalidate(strategy.repository)
+                self.settled.unsettle(key)
         self.queue.add_many(keys, unpark=True)
 
     def has_tip(self, repo_name: str, branch: str, sha: str) -> bool:
@@ -114,12 +129,6 @@ class Runtime:
         """Strategies set aside after a permanent error, with the error: a webhook, a
         moved ref or a configuration change tries them again."""
         return self.queue.parked()
-
-    def _forget_cached_reads(self) -> None:
-        """A resync reads statuses and pull requests from the SCM again (conditional reads
-        make that free where the SCM supports them), so a lost webhook heals within it."""
-        self.status_cache.clear()
-        self.pr_cache.clear()
 
     def unreachable(self) -> dict[str, str]:
         found = dict(self.scheduler.unreachable)

@@ -1,4 +1,4 @@
-"""Timers: the periodic full resync and the ref polling of repositories without webhooks.
+"""Timers: the periodic resync and the ref polling of repositories without webhooks.
 
 Jobs run in apscheduler's thread pool, never on the event loop; they only
 refresh mirrors and enqueue keys.
@@ -14,6 +14,7 @@ from apscheduler.schedulers.background import BackgroundScheduler
 
 from promoter.config import Config, Repository
 from promoter.daemon.queue import WorkQueue
+from promoter.daemon.settled import SettledIndex
 from promoter.git.pool import MirrorPool
 
 log = logging.getLogger("promoter.scheduler")
@@ -41,10 +42,12 @@ class Scheduler:
         queue: WorkQueue,
         mirrors: MirrorPool,
         *,
-        before_resync: Callable[[], None] = lambda: None,
+        plan: Callable[[], object] | None = None,
+        index: SettledIndex | None = None,
     ) -> None:
         self.config = config
-        self._before_resync = before_resync
+        self._plan = plan
+        self._index = index
         self.queue = queue
         self.mirrors = mirrors
         self.unreachable: dict[str, str] = {}
@@ -53,12 +56,15 @@ class Scheduler:
         )
 
     def resync(self) -> None:
-        """Enqueue every strategy, to be read fresh (heals any missed webhook).
+        """Heal any missed webhook: ``plan`` (``promoter.daemon.resync``) says what to
+        read again; without one, every strategy is enqueued.
 
-        Every mirror is marked stale too, so that a push whose webhook was lost is seen:
+        Every mirror is checked too, so that a push whose webhook was lost is seen:
         one ``ls-remote`` per repository, and a fetch only where a ref moved.
         """
-        self._before_resync()
+        if self._plan is not None:
+            self._plan()
+            return
         for repo in self.config.repositories:
             self.mirrors.invalidate(repo.name)
         # Soft: a strategy backing off after failures keeps its retry time.
@@ -79,7 +85,11 @@ class Scheduler:
             return
         recovered = self.unreachable.pop(repo.name, None) is not None
         if moved or recovered:  # a change: strategies parked after a permanent error run again
-            self.queue.add_many(strategies_of(self.config, repo.name), unpark=True)
+            keys = strategies_of(self.config, repo.name)
+            if self._index is not None:
+                for key in keys:
+                    self._index.unsettle(key)
+            self.queue.add_many(keys, unpark=True)
 
     def start(self) -> None:
         self._add(self.resync, self.config.daemon.resync_interval, "resync")

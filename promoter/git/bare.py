@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import re
 import threading
-from collections.abc import Callable, Mapping
+import time
+from collections.abc import Callable, Iterable, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -18,7 +19,7 @@ from git.exc import GitError as GitPythonError
 
 from promoter.errors import GitError
 from promoter.git.identity import identity_env, strip_credentials, url_secrets
-from promoter.git.runner import run_git
+from promoter.git.runner import run_git, run_git_bytes
 from promoter.git.stale_lock import clear_stale_locks
 
 _NAME_RE = re.compile(r"^[a-zA-Z0-9][a-zA-Z0-9_.-]*$")
@@ -26,6 +27,9 @@ _URL_RE = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*://|^[^/]+:")
 MIRRORED = ("refs/heads/", "refs/notes/")
 """The refs a mirror copies from its remote."""
 _ZERO = "0" * 40
+HEAL_CHECK = 0.5
+"""Seconds between two checks, on object reads, that the repository is still on disk
+(every git command checks first)."""
 
 Env = Mapping[str, str] | Callable[[], Mapping[str, str]]
 
@@ -51,6 +55,7 @@ class BareRepository:
         self._repo: Repo | None = None
         self._identity: dict[str, str] | None = None
         self._refs: dict[str, str] | None = None
+        self._checked = float("-inf")
 
     @property
     def lock(self) -> threading.RLock:
@@ -90,9 +95,16 @@ class BareRepository:
     def _heal(self) -> None:
         """Called before every use: a subclass repairs a repository deleted under it."""
 
-    def _ready(self) -> Repo:
-        """The mirror's repository (its persistent ``cat-file``), healed or created first."""
-        self._heal()
+    def _ready(self, *, check: bool = True) -> Repo:
+        """The mirror's repository (its persistent ``cat-file``), healed or created first.
+
+        Without ``check`` (an object read), whether it is still on disk is checked at
+        most every ``HEAL_CHECK`` seconds: a read costs microseconds, a ``stat`` more.
+        """
+        now = time.monotonic()
+        if check or now - self._checked > HEAL_CHECK:
+            self._checked = now
+            self._heal()
         if self._repo is None:
             self.ensure()
         assert self._repo is not None
@@ -133,7 +145,9 @@ class BareRepository:
     def _header(self, rev: str) -> str | None:
         """The SHA ``rev`` names, through the persistent ``cat-file --batch-check``."""
         try:
-            sha: str | bytes = "" if "\n" in rev else self._ready().git.get_object_header(rev)[0]
+            sha: str | bytes = (
+                "" if "\n" in rev else self._ready(check=False).git.get_object_header(rev)[0]
+            )
         except ValueError:
             return None
         return (sha.decode() if isinstance(sha, bytes) else sha) or None  # typed str, is bytes
@@ -141,19 +155,49 @@ class BareRepository:
     def _data(self, rev: str) -> bytes | None:
         """The content of ``rev``, through the persistent ``cat-file --batch``."""
         try:
-            return None if "\n" in rev else self._ready().git.get_object_data(rev)[3]
+            return None if "\n" in rev else self._ready(check=False).git.get_object_data(rev)[3]
         except ValueError:
             return None
+
+    def _objects(self, shas: Iterable[str]) -> dict[str, bytes]:
+        """The content of many objects at once: one ``git cat-file --batch`` for all of
+        them, where ``_data`` costs a round trip to the persistent process each. Objects
+        the repository lacks are left out."""
+        wanted = [s for s in dict.fromkeys(shas) if s and "\n" not in s]
+        if not wanted:
+            return {}
+        out = self._run_bytes(["cat-file", "--batch"], ("\n".join(wanted) + "\n").encode())
+        found: dict[str, bytes] = {}
+        at = 0
+        for sha in wanted:
+            end = out.index(b"\n", at)
+            header = out[at:end].split(b" ")
+            at = end + 1
+            if len(header) != 3:  # "<sha> missing"
+                continue
+            size = int(header[2])
+            found[sha] = out[at : at + size]
+            at += size + 1
+        return found
+
+    def _run_bytes(self, args: list[str], stdin: bytes) -> bytes:
+        """Run a local ``git args`` whose output is binary (object contents)."""
+        self._ready()
+        return run_git_bytes(args, cwd=self.path, stdin=stdin, what=f"in mirror {self.name}")
 
     # -- refs ---------------------------------------------------------------------------
 
     def _cached_refs(self) -> dict[str, str]:
-        self._heal()
+        self._ready(check=False)
         if self._refs is None:
-            fmt = "--format=%(objectname) %(refname)"
-            _, out, _ = self._run(["for-each-ref", fmt, *MIRRORED])
-            self._refs = dict(line.split(" ", 1)[::-1] for line in out.splitlines() if line)
+            self._refs = self._load_refs()
         return self._refs
+
+    def _load_refs(self) -> dict[str, str]:
+        """``ref -> SHA`` of the mirrored refs, read with one ``for-each-ref``."""
+        fmt = "--format=%(objectname) %(refname)"
+        _, out, _ = self._run(["for-each-ref", fmt, *MIRRORED])
+        return dict(line.split(" ", 1)[::-1] for line in out.splitlines() if line)
 
     def refs(self) -> dict[str, str]:
         """The mirror's ``refs/heads/*`` and ``refs/notes/*`` (cached until the next change)."""

@@ -48,3 +48,31 @@ class TreeCache:
             self._entries = len(entries)
         self._trees[tree] = entries
         return entries
+
+
+NOTE_BYTES = 64 << 20
+"""Bytes of note contents kept (hydrator metadata and ledger notes: a few hundred each)."""
+
+
+class BlobCache:
+    """Contents of small blobs (notes) by SHA, bounded by bytes; a full cache starts over."""
+
+    def __init__(self, limit: int = NOTE_BYTES) -> None:
+        self._limit = limit
+        self._blobs: dict[str, bytes] = {}
+        self._bytes = 0
+
+    def __contains__(self, sha: str) -> bool:
+        return sha in self._blobs
+
+    def get(self, sha: str) -> bytes | None:
+        return self._blobs.get(sha)
+
+    def put(self, sha: str, data: bytes) -> None:
+        if sha in self._blobs:
+            return
+        if self._bytes + len(data) > self._limit:
+            self._blobs.clear()
+            self._bytes = 0
+        self._blobs[sha] = data
+        self._bytes += len(data)

@@ -11,7 +11,10 @@ Concurrency model:
   next refresh, which would otherwise discard it.
 * Reads go through GitPython's persistent ``cat-file`` processes (no process per
   object). Refs are read once with ``for-each-ref`` and cached until the next fetch or
-  local write; trees, ancestry, metadata and changelogs are cached by immutable SHAs.
+  local write, with the tree and commit time of every tip; trees, ancestry, metadata,
+  changelogs and note contents are cached by immutable SHAs. The first read of a notes
+  tree reads every note it holds that is not cached yet, in one ``cat-file --batch``:
+  a repository's work grows with its notes, not with its strategies' reads.
 """
 
 from __future__ import annotations
@@ -19,16 +22,17 @@ from __future__ import annotations
 import shutil
 import time
 from collections.abc import Callable, Iterable, Mapping
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 
 from promoter.errors import GitError, MetadataMissing
 from promoter.git.bare import MIRRORED, BareRepository, Env
-from promoter.git.caches import TreeCache, remember
+from promoter.git.caches import BlobCache, TreeCache, remember
 from promoter.git.identity import url_secrets
 from promoter.git.metadata import (
     METADATA_FILE,
     NOTES_REF,
+    TREE_MODE,
     find_note,
     read_metadata,
 )
@@ -81,6 +85,9 @@ class GitMirror(BareRepository):
         self._ancestry: dict[tuple[str, str], bool] = {}
         self._logs: dict[tuple[str | None, str, int], tuple[DryCommit, ...]] = {}
         self._metadata: dict[tuple[str, str], HydratorMetadata | MetadataMissing] = {}
+        self._commit_time: dict[str, datetime] = {}
+        self._notes = BlobCache()
+        self._prefetched: set[str] = set()
 
     # -- refs ---------------------------------------------------------------------------
 
@@ -95,6 +102,20 @@ class GitMirror(BareRepository):
             self._refs = None
             self.ensure()
             self.fetch()
+
+    def _load_refs(self) -> dict[str, str]:
+        """The refs, and each tip's tree and commit time (primes ``tree_sha``, ``commit_time``)."""
+        fmt = "--format=%(objectname) %(tree) %(committerdate:unix) %(refname)"
+        _, out, _ = self._run(["for-each-ref", fmt, *MIRRORED])
+        refs: dict[str, str] = {}
+        for line in out.splitlines():
+            sha, tree, when, ref = line.split(" ", 3)
+            refs[ref] = sha
+            if tree:
+                remember(self._tree_of, sha, tree)
+            if when:
+                remember(self._commit_time, sha, datetime.fromtimestamp(int(when), tz=UTC))
+        return refs
 
     def remote_refs(self) -> dict[str, str]:
         """The remote's ``refs/heads/*`` and ``refs/notes/*``, by ``git ls-remote``."""
@@ -175,8 +196,10 @@ class GitMirror(BareRepository):
             return cached
 
     def _read_metadata(self, notes: str, sha: str) -> HydratorMetadata | MetadataMissing:
-        blob = find_note(self.tree_sha(notes), sha, self._read_tree) if notes else None
-        return read_metadata(sha, note=self._data(blob) if blob else None, file=self._file(sha))
+        root = self.tree_sha(notes) if notes else None
+        blob = find_note(root, sha, self._read_tree) if root else None
+        note = self._note(root, blob) if root and blob else None
+        return read_metadata(sha, note=note, file=self._file(sha))
 
     def _file(self, sha: str) -> Callable[[], bytes | None]:
         def read() -> bytes | None:
@@ -185,6 +208,17 @@ class GitMirror(BareRepository):
             return self._data(f"{sha}:{METADATA_FILE}")
 
         return read
+
+    def commit_time(self, sha: str) -> datetime | None:
+        """When ``sha`` was committed (its committer date), or None for an unknown commit."""
+        with self._lock:
+            cached = self._commit_time.get(sha)
+            if cached is not None:
+                return cached
+            found = super().commit_time(sha)
+            if found is not None and _is_sha(sha):
+                remember(self._commit_time, sha, found)
+            return found
 
     def is_ancestor(self, ancestor: str, descendant: str) -> bool:
         """Whether ``ancestor`` is ``descendant`` or one of its ancestors; False if unknown."""
@@ -288,6 +322,7 @@ class GitMirror(BareRepository):
         """
         name = notes_ref(ref)
         with self._lock, self._notes_lock:
+            self._ready()  # a deleted mirror is cloned again before its tip is read
             tip = self._cached_refs().get(name)
             root = self.tree_sha(tip) if tip else None
             if self._committer is None:  # "Name <email>", as git would commit now
@@ -315,6 +350,39 @@ class GitMirror(BareRepository):
         """The note on ``sha`` under ``ref`` (``refs/notes/x`` or ``x``), or None."""
         with self._lock:
             notes = self._cached_refs().get(notes_ref(ref))
-            blob = find_note(self.tree_sha(notes), sha, self._read_tree) if notes else None
-            data = self._data(blob) if blob else None
+            if not notes:
+                return None
+            root = self.tree_sha(notes)
+            blob = find_note(root, sha, self._read_tree)
+            if blob is None:
+                return None
+            data = self._note(root, blob)
             return None if data is None else data.decode()
+
+    def _note(self, root: str, blob: str) -> bytes | None:
+        """The content of note ``blob`` of the notes tree ``root``, cached."""
+        if root not in self._prefetched:
+            self._prefetch(root)
+        data = self._notes.get(blob)
+        if data is None:
+            data = self._data(blob)
+            if data is not None:
+                self._notes.put(blob, data)
+        return data
+
+    def _prefetch(self, root: str) -> None:
+        """Read every note of the notes tree ``root`` not cached yet, in one process."""
+        if len(self._prefetched) >= 64:
+            self._prefetched.clear()
+        self._prefetched.add(root)
+        missing: list[str] = []
+        trees = [root]
+        while trees:
+            for mode, sha in self._read_tree(trees.pop()).values():
+                if mode == TREE_MODE:
+                    trees.append(sha)
+                elif sha not in self._notes:
+                    missing.append(sha)
+        if len(missing) > 1:
+            for blob, data in self._objects(missing).items():
+                self._notes.put(blob, data)

@@ -2,7 +2,7 @@
 
 A mirror is refreshed (``ls-remote``, then a fetch if anything moved) when it was
 invalidated since its last refresh (a webhook, the ref poller or our own merge
-said something moved) or when its last refresh is older than ``max_age``.
+said something moved) or when its last refresh is older than ``max_age`` (a minute).
 Thread-safe: refreshes of one mirror are serialised by the mirror's own lock.
 """
 
@@ -17,6 +17,11 @@ from pathlib import Path
 
 from promoter.config import Repository
 from promoter.git import GitMirror
+
+MAX_AGE = 60.0
+"""A mirror not refreshed for this long is refreshed before it is read. Only a safety
+net: whatever moves a ref says so (a push webhook, the ref poller, the promoter's own
+merge, the periodic resync's one ``ls-remote`` per repository)."""
 
 
 @dataclass
@@ -34,7 +39,7 @@ class MirrorPool:
         *,
         root: Path,
         credentials: Callable[[Repository], Mapping[str, str]],
-        max_age: float = 1.0,
+        max_age: float = MAX_AGE,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.root = root.absolute()
@@ -71,6 +76,12 @@ class MirrorPool:
             state = self._fresh.get(name)
         if state is not None:
             state.invalidated = self._clock()
+
+    def refreshed(self, name: str) -> bool:
+        """Whether the mirror of ``name`` was ever refreshed in this process."""
+        with self._guard:
+            state = self._fresh.get(name)
+        return state is not None and state.refreshed > float("-inf")
 
     def fresh(self, repo: Repository) -> GitMirror:
         """The mirror, refreshed unless it is known to be up to date."""

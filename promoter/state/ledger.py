@@ -39,9 +39,12 @@ from dataclasses import dataclass, field
 from promoter.engine.ledger_state import EnvLedger
 from promoter.errors import GitError, PermanentError
 from promoter.git import GitMirror, PushRejected
+from promoter.git.caches import remember
 
 LEDGER_REF = "refs/notes/promoter.ledger"
 ATTEMPTS = 4
+PARSED = 1 << 17
+"""Ledger notes kept parsed (every environment's, at 10,000 strategies x 4 environments)."""
 
 log = logging.getLogger("promoter.ledger")
 
@@ -75,6 +78,8 @@ class GitLedger:
         self._inflight: dict[str, list[_Pending]] = {}
         """Per repository, the flushes whose push has not landed in the local ref yet."""
         self._guard = threading.Lock()
+        self._parsed: dict[str, EnvLedger] = {}
+        """Notes already parsed, by their text (values are immutable)."""
 
     def read(self, mirror: GitMirror, strategy: str, environment: str) -> EnvLedger:
         _, sha = key_object(strategy, environment)
@@ -178,8 +183,11 @@ class GitLedger:
         text = mirror.read_note(LEDGER_REF, sha)
         if not text:
             return EnvLedger()
+        parsed = self._parsed.get(text)
+        if parsed is not None:
+            return parsed
         try:
-            return EnvLedger.model_validate_json(text)
+            return remember(self._parsed, text, EnvLedger.model_validate_json(text), PARSED)
         except ValueError as exc:
             log.error("ledger note unreadable", extra={"key": sha, "ref": LEDGER_REF})
             raise LedgerUnreadable(

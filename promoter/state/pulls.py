@@ -6,8 +6,10 @@ own actions (open, update, merge, close), and are dropped when they may be
 wrong: after ``max_age`` (the resync interval), on a pull-request webhook (one
 saying that the known PR was merged or closed leaves "none open" instead), when
 an SCM call about the PR conflicts, or when the PR's head is not the proposed
-tip. A stale entry can never cause a wrong merge: the merge carries the
-expected head SHA and the SCM enforces it.
+tip. An entry that says "none open" for a settled environment (``settle``: nothing to
+promote, nothing waiting) does not age: the periodic resync's sweep, a moved ref or a
+reconcile that finds the environment unsettled drops the mark. A stale entry can never
+cause a wrong merge: the merge carries the expected head SHA and the SCM enforces it.
 """
 
 from __future__ import annotations
@@ -28,18 +30,32 @@ class PullRequestCache:
         self._clock = clock
         self._lock = threading.Lock()
         self._entries: dict[Key, tuple[PullRequest | None, float]] = {}
+        self._settled: set[Key] = set()
 
     def get(self, key: Key) -> PullRequest | object | None:
         """The cached PR (or None), or ``MISSING`` when unknown or too old."""
         with self._lock:
             entry = self._entries.get(key)
-            if entry is None or self._clock() - entry[1] > self.max_age:
+            if entry is None:
+                return _MISSING
+            if key not in self._settled and self._clock() - entry[1] > self.max_age:
                 return _MISSING
             return entry[0]
 
     def put(self, key: Key, pr: PullRequest | None) -> None:
         with self._lock:
             self._entries[key] = (pr, self._clock())
+            if pr is not None:
+                self._settled.discard(key)
+
+    def settle(self, key: Key, settled: bool = True) -> None:
+        """Keep a known "none open" beyond ``max_age`` (or stop): see the module doc."""
+        with self._lock:
+            entry = self._entries.get(key)
+            if settled and entry is not None and entry[0] is None:
+                self._settled.add(key)
+            else:
+                self._settled.discard(key)
 
     def ended(self, key: Key, number: int) -> None:
         """PR ``number`` of head/base ``key`` was merged or closed (a webhook says so).
@@ -53,19 +69,23 @@ class PullRequestCache:
                 self._entries[key] = (None, self._clock())
             else:
                 self._entries.pop(key, None)
+                self._settled.discard(key)
 
     def forget(self, key: Key) -> None:
         with self._lock:
             self._entries.pop(key, None)
+            self._settled.discard(key)
 
     def forget_repository(self, repo: str) -> None:
         with self._lock:
             for key in [k for k in self._entries if k[0] == repo]:
                 del self._entries[key]
+                self._settled.discard(key)
 
     def clear(self) -> None:
         with self._lock:
             self._entries.clear()
+            self._settled.clear()
 
 
 MISSING = _MISSING

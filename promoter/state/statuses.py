@@ -7,8 +7,10 @@ only report its statuses from then on, and those reports are webhooks too. The n
 report wins: by the SCM's own order (``revision``) when both have one, a later arrival
 when that is equal, else by ``updated_at`` compared at whole seconds (the SCMs'
 resolution: on a tie the later arrival wins, so a status someone else wrote just after
-the promoter's own write replaces it). Entries older than the TTL are not trusted.
-Thread-safe.
+the promoter's own write replaces it). Entries older than the TTL are not trusted,
+except *settled* ones (``settle``): the statuses of a commit whose verdict cannot change
+(merged, recorded healthy, nothing downstream waiting), kept until the periodic resync's
+sweep, a moved ref or a reconcile that finds it unsettled says otherwise. Thread-safe.
 """
 
 from __future__ import annotations
@@ -21,6 +23,10 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from promoter.models import CommitStatus
+
+MAX_ENTRIES = 200_000
+"""Commits kept: every tracked one at 10,000 strategies x 4 environments (active and
+proposed), with room for the commits that come and go."""
 
 
 def newer(old: CommitStatus, new: CommitStatus) -> bool:
@@ -40,10 +46,11 @@ class _Entry:
     statuses: dict[str, CommitStatus] = field(default_factory=dict)
     complete: bool = False
     read_at: float = 0.0
+    settled: bool = False
 
 
 class StatusCache:
-    def __init__(self, *, ttl: float = 60.0, max_entries: int = 50_000) -> None:
+    def __init__(self, *, ttl: float = 60.0, max_entries: int = MAX_ENTRIES) -> None:
         self.ttl = ttl
         self._max = max_entries
         self._lock = threading.Lock()
@@ -55,7 +62,7 @@ class StatusCache:
             entry = self._entries.get((repo, sha))
             if entry is None or not entry.complete:
                 return None
-            if time.monotonic() - entry.read_at > self.ttl:
+            if not entry.settled and time.monotonic() - entry.read_at > self.ttl:
                 return None
             self._entries.move_to_end((repo, sha))
             return list(entry.statuses.values())
@@ -92,6 +99,18 @@ class StatusCache:
             old = entry.statuses.get(status.key)
             if old is None or not newer(old, status):
                 entry.statuses[status.key] = status
+
+    def settle(self, repo: str, sha: str, settled: bool = True) -> None:
+        """Trust (or stop trusting) a complete entry beyond the TTL: see the module doc."""
+        with self._lock:
+            entry = self._entries.get((repo, sha))
+            if entry is not None:
+                entry.settled = settled and entry.complete
+
+    def forget(self, repo: str, sha: str) -> None:
+        """Read this SHA from the SCM next time (webhooks put into a new entry meanwhile)."""
+        with self._lock:
+            self._entries.pop((repo, sha), None)
 
     def clear(self) -> None:
         with self._lock:

@@ -1,0 +1,137 @@
+"""The periodic resync: one ``ls-remote`` per repository, then a reconcile of what may
+have changed, and of the rest in turn.
+
+Every strategy is enqueued, with its reads dropped so that they come from the SCM
+again (conditional reads make that free where the SCM supports them), except a
+*quiet* one (``promoter.daemon.settled``: every environment settled, nothing done,
+nothing asked) whose refs and ledger did not move: nothing it read can have changed,
+unless a webhook was lost. Quiet strategies are re-read whole in turn, a
+``1/rounds`` of them per resync (the *sweep*), so a lost webhook is healed
+
+* within one resync interval for a strategy that waits for anything (a gate, a PR,
+  a person, a retry), as before;
+* within ``rounds`` resync intervals (``daemon.settledRecheck``) for a settled
+  commit or a settled environment's pull requests.
+
+A repository whose mirror was never refreshed (the first start) has all its strategies
+enqueued, and its mirror is cloned by their reconciles, in parallel.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+
+from promoter.config import Config
+from promoter.daemon.queue import WorkQueue
+from promoter.daemon.settled import Seen, SettledIndex, notes_tips
+from promoter.git import GitMirror
+from promoter.git.pool import MirrorPool
+from promoter.state.ledger import GitLedger, LedgerUnreadable
+
+log = logging.getLogger("promoter.resync")
+
+
+@dataclass
+class ResyncCounts:
+    """What one resync enqueued, by why."""
+
+    waiting: int = 0
+    moved: int = 0
+    swept: int = 0
+    skipped: int = 0
+    unreachable: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Resync:
+    config: Config
+    queue: WorkQueue
+    mirrors: MirrorPool
+    index: SettledIndex
+    ledger: GitLedger
+    rounds: int = 1
+    """Resyncs over which the quiet strategies are swept once."""
+    done: int = 0
+    """Resyncs run so far."""
+
+    def __call__(self) -> ResyncCounts:
+        counts = ResyncCounts()
+        turn = self.done % max(self.rounds, 1)
+        self.done += 1
+        position = {s.name: i for i, s in enumerate(self.config.promotion_strategies)}
+        for repo in self.config.repositories:
+            names = [s.name for s in self.config.promotion_strategies if s.repository == repo.name]
+            if not names:
+                continue
+            if not self.mirrors.refreshed(repo.name):
+                self.mirrors.invalidate(repo.name)
+                self._enqueue(names, counts)
+                continue
+            try:
+                moved = self.mirrors.poll(repo)
+            except Exception as exc:  # each strategy's reconcile fails with the reason
+                log.warning(
+                    "resync poll failed", extra={"repository": repo.name, "error": str(exc)}
+                )
+                counts.unreachable.append(repo.name)
+                self._enqueue(names, counts)
+                continue
+            mirror = self.mirrors.get(repo)
+            tips = notes_tips(mirror)
+            waiting, changed, swept = [], [], []
+            for name in names:
+                seen = self.index.get(name)
+                if seen is None or not seen.quiet:
+                    if seen is not None:
+                        self.index.drop(seen, everything=False)
+                    waiting.append(name)
+                elif self._moved(name, seen, mirror, tips):
+                    self.index.unsettle(name)
+                    changed.append(name)
+                elif position[name] % max(self.rounds, 1) == turn:
+                    self.index.unsettle(name, forget=True)
+                    swept.append(name)
+                else:
+                    counts.skipped += 1
+            self.queue.add_many(waiting, soft=True, unpark=moved)
+            self.queue.add_many(changed, unpark=True)
+            self.queue.add_many(swept, soft=True)
+            counts.waiting += len(waiting)
+            counts.moved += len(changed)
+            counts.swept += len(swept)
+        log.info(
+            "resync",
+            extra={
+                "waiting": counts.waiting,
+                "moved": counts.moved,
+                "swept": counts.swept,
+                "skipped": counts.skipped,
+            },
+        )
+        return counts
+
+    def _enqueue(self, names: list[str], counts: ResyncCounts) -> None:
+        for name in names:
+            seen = self.index.get(name)
+            if seen is not None:
+                self.index.drop(seen, everything=False)
+        self.queue.add_many(names, soft=True)
+        counts.waiting += len(names)
+
+    def _moved(
+        self, name: str, seen: Seen, mirror: GitMirror, tips: tuple[str | None, ...]
+    ) -> bool:
+        """Whether anything the strategy's last read came from moved since."""
+        if any(mirror.branch_sha(branch) != sha for branch, sha in seen.refs):
+            return True
+        if seen.notes[:-1] != tips[:-1]:  # hydrator or lineage notes
+            return True
+        if seen.notes[-1] == tips[-1]:
+            return False
+        try:  # the ledger's ref moved (every write moves it): did this strategy's notes?
+            return any(
+                self.ledger.read(mirror, name, branch) != ledger for branch, ledger in seen.ledgers
+            )
+        except LedgerUnreadable:
+            return True
