@@ -1,17 +1,19 @@
 """The periodic resync: one ``ls-remote`` per repository, then a reconcile of what may
 have changed, and of the rest in turn.
 
-Every strategy is enqueued, with its reads dropped so that they come from the SCM
-again (conditional reads make that free where the SCM supports them), except a
+Every strategy is enqueued, with its unsettled reads dropped so that they come from
+the SCM again (conditional reads make that free where the SCM supports them), except a
 *quiet* one (``promoter.daemon.settled``: every environment settled, nothing done,
 nothing asked) whose refs and ledger did not move: nothing it read can have changed,
-unless a webhook was lost. Quiet strategies are re-read whole in turn, a
-``1/rounds`` of them per resync (the *sweep*), so a lost webhook is healed
+unless a webhook was lost. Settled reads are dropped in turn, those of a ``1/rounds``
+of the strategies per resync (the *sweep*); the quiet strategies of the turn are not
+run at once but spread evenly over the next resync interval, so the sweep is a
+trickle, not a burst. A lost webhook is healed
 
-* within one resync interval for a strategy that waits for anything (a gate, a PR,
-  a person, a retry), as before;
-* within ``rounds`` resync intervals (``daemon.settledRecheck``) for a settled
-  commit or a settled environment's pull requests.
+* within one resync interval for what a strategy waits for (a gate, a PR, a person,
+  a retry), as before;
+* within ``rounds + 1`` resync intervals (``daemon.settledRecheck`` plus one) for a
+  settled commit or a settled environment's pull requests.
 
 A repository whose mirror was never refreshed (the first start) has all its strategies
 enqueued, and its mirror is cloned by their reconciles, in parallel.
@@ -38,8 +40,9 @@ class ResyncCounts:
 
     waiting: int = 0
     moved: int = 0
-    swept: int = 0
     skipped: int = 0
+    swept: list[str] = field(default_factory=list)
+    """Quiet strategies whose turn it is, spread over the next interval."""
     unreachable: list[str] = field(default_factory=list)
 
 
@@ -54,6 +57,8 @@ class Resync:
     """Resyncs over which the quiet strategies are swept once."""
     done: int = 0
     """Resyncs run so far."""
+    last: ResyncCounts | None = None
+    """What the last resync did."""
 
     def __call__(self) -> ResyncCounts:
         counts = ResyncCounts()
@@ -79,33 +84,36 @@ class Resync:
                 continue
             mirror = self.mirrors.get(repo)
             tips = notes_tips(mirror)
-            waiting, changed, swept = [], [], []
+            waiting, changed = [], []
             for name in names:
                 seen = self.index.get(name)
+                mine = position[name] % max(self.rounds, 1) == turn
                 if seen is None or not seen.quiet:
                     if seen is not None:
-                        self.index.drop(seen, everything=False)
+                        self.index.drop(seen, everything=mine)
                     waiting.append(name)
                 elif self._moved(name, seen, mirror, tips):
                     self.index.unsettle(name)
                     changed.append(name)
-                elif position[name] % max(self.rounds, 1) == turn:
+                elif mine:
                     self.index.unsettle(name, forget=True)
-                    swept.append(name)
+                    counts.swept.append(name)
                 else:
                     counts.skipped += 1
             self.queue.add_many(waiting, soft=True, unpark=moved)
             self.queue.add_many(changed, unpark=True)
-            self.queue.add_many(swept, soft=True)
             counts.waiting += len(waiting)
             counts.moved += len(changed)
-            counts.swept += len(swept)
+        spread = self.config.daemon.resync_interval / max(len(counts.swept), 1)
+        for n, name in enumerate(counts.swept):
+            self.queue.add_after(name, (n + 1) * spread)
+        self.last = counts
         log.info(
             "resync",
             extra={
                 "waiting": counts.waiting,
                 "moved": counts.moved,
-                "swept": counts.swept,
+                "swept": len(counts.swept),
                 "skipped": counts.skipped,
             },
         )

@@ -1,10 +1,11 @@
 """What each strategy's last reconcile read, and which of it is settled.
 
-An environment is *settled* when its verdict cannot change by itself: it is up to date,
-its running commit is recorded healthy with every active gate green, no pull request
-(promotion or revert) is open, and every environment after it is up to date too (so no
-promotion waits on its health). A strategy is *quiet* when every environment is settled
-and its reconcile did nothing and asked for nothing later.
+An environment's running commit is *settled* when its verdict cannot change by itself:
+it is recorded healthy with every active gate green, no revert is open, and every
+environment after it is up to date (so no promotion waits on its health). The
+environment is settled when, besides, it is up to date itself with no pull request
+open. A strategy is *quiet* when every environment is settled and its reconcile did
+nothing and asked for nothing later.
 
 The statuses of settled commits and the "none open" of settled environments' pull
 requests are kept in the caches beyond their age limits (``StatusCache.settle``,
@@ -57,22 +58,23 @@ class Seen:
     settled_prs: frozenset[PrKey]
 
 
-def settled_environments(snapshot: Snapshot, decision: Decision) -> list[bool]:
-    """Per environment, whether it is settled (see the module doc)."""
+def settled_environments(snapshot: Snapshot, decision: Decision) -> list[tuple[bool, bool]]:
+    """Per environment: whether its running commit is settled, and whether it is."""
     up = [v.state is EnvState.UP_TO_DATE for v in decision.environments]
     if len(up) != len(snapshot.environments):
-        return [False] * len(snapshot.environments)
-    return [
-        up[i] and all(up[i + 1 :]) and _healthy_and_idle(env)
-        for i, env in enumerate(snapshot.environments)
-    ]
+        return [(False, False)] * len(snapshot.environments)
+    found = []
+    for i, env in enumerate(snapshot.environments):
+        commit = all(up[i + 1 :]) and _healthy(env)
+        found.append((commit, commit and up[i] and env.pull_request is None))
+    return found
 
 
-def _healthy_and_idle(env: EnvironmentSnapshot) -> bool:
+def _healthy(env: EnvironmentSnapshot) -> bool:
     active = env.active
     if active is None or env.error or active.metadata_error:
         return False
-    if env.pull_request is not None or env.revert_pull_request is not None:
+    if env.revert_pull_request is not None:
         return False
     healthy = env.ledger.last_healthy
     if healthy is None or healthy.hydrated_sha != active.hydrated_sha:
@@ -112,21 +114,23 @@ class SettledIndex:
         unsettled: set[str] = set()
         prs: list[PrKey] = []
         settled_prs: set[PrKey] = set()
-        for env, ok in zip(snapshot.environments, flags, strict=True):
+        for env, (running, ok) in zip(snapshot.environments, flags, strict=True):
             refs.append((env.branch, env.active.hydrated_sha if env.active else None))
             refs.append((env.proposed_branch, env.proposed.hydrated_sha if env.proposed else None))
             pr_key = (repo, env.proposed_branch, env.branch)
             prs.append(pr_key)
-            for commit in (env.active, env.proposed):
-                if commit is not None:
-                    shas.add(commit.hydrated_sha)
-                    (settled if ok else unsettled).add(commit.hydrated_sha)
+            if env.active is not None:
+                shas.add(env.active.hydrated_sha)
+                (settled if running else unsettled).add(env.active.hydrated_sha)
+            if env.proposed is not None:
+                shas.add(env.proposed.hydrated_sha)
+                (settled if ok else unsettled).add(env.proposed.hydrated_sha)
             if ok:
                 settled_prs.add(pr_key)
         settled -= unsettled  # a commit also read where something waits
         seen = Seen(
             repository=repo,
-            quiet=idle and all(flags) and not decision.actions,
+            quiet=idle and all(ok for _, ok in flags) and not decision.actions,
             refs=tuple(refs),
             notes=notes,
             ledgers=tuple((env.branch, env.ledger) for env in snapshot.environments),

@@ -2,7 +2,8 @@
 
 The daemon runs on the local SCM with ref polling off and no webhooks, so the resync
 alone learns what changed behind its back. ``settledRecheck`` is three resync
-intervals: a settled commit is read again within three resyncs, never later.
+intervals: a settled commit is read again within three resyncs (and the interval its
+share of the sweep is spread over), never later.
 """
 
 from __future__ import annotations
@@ -35,8 +36,12 @@ def quiet(runtime: Runtime) -> bool:
 
 
 def resync(runtime: Runtime) -> None:
+    """A periodic resync, and the share of the sweep it spreads over the next interval
+    run at once (as if that interval had passed)."""
     runtime.scheduler.resync()
-    wait_for(lambda: runtime.queue.idle() and not runtime.queue.waiting(), what="an idle queue")
+    assert runtime.resync.last is not None
+    runtime.queue.add_many(runtime.resync.last.swept)
+    wait_for(runtime.queue.idle, what="an idle queue")
 
 
 def health(runtime: Runtime, branch: str) -> Phase | None:
@@ -76,7 +81,13 @@ def test_an_idle_resync_reads_no_status_of_a_settled_commit_outside_its_turn(
     for _ in range(ROUNDS - 1):
         resync(runtime)
     assert status_reads() == reads
-    resync(runtime)  # the strategy's turn in the sweep
+    runtime.scheduler.resync()  # the strategy's turn in the sweep: spread, not at once
+    wait_for(runtime.queue.idle, what="an idle queue")
+    assert status_reads() == reads
+    assert runtime.queue.waiting() == 1
+    assert runtime.resync.last is not None and runtime.resync.last.swept == ["guestbook"]
+    runtime.queue.add_many(runtime.resync.last.swept)  # as if the interval had passed
+    wait_for(runtime.queue.idle, what="an idle queue")
     assert status_reads() == reads + len(ENVIRONMENTS)
 
 

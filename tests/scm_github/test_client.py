@@ -83,3 +83,4 @@ def test_a_finished_threads_requester_is_released(fake: FakeGitHub) -> None:
     gc.collect()
     assert len(client._requesters) == 0
     client.close()
+
