@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, Field, field_validator, model_validator
+from pydantic import AfterValidator, Field, PrivateAttr, field_validator, model_validator
 
 from promoter.config.base import Spec
 from promoter.config.durations import Duration
@@ -392,6 +392,8 @@ class Daemon(Spec):
 class Config(Spec):
     """The whole of promoter.yaml."""
 
+    _indexes: dict[str, tuple[int, dict[str, Any]]] = PrivateAttr(default_factory=dict)
+
     scm_providers: list[ScmProvider] = Field(default_factory=list)
     repositories: list[Repository] = Field(default_factory=list)
     promotion_strategies: list[PromotionStrategy] = Field(default_factory=list)
@@ -403,10 +405,26 @@ class Config(Spec):
         return next(p for p in self.scm_providers if p.name == name)
 
     def repository(self, name: str) -> Repository:
-        return next(r for r in self.repositories if r.name == name)
+        found: Repository | None = self._named("repositories").get(name)
+        if found is None:
+            raise KeyError(f"no repository named {name!r}")
+        return found
 
     def strategy(self, name: str) -> PromotionStrategy | None:
-        return next((s for s in self.promotion_strategies if s.name == name), None)
+        found: PromotionStrategy | None = self._named("promotion_strategies").get(name)
+        return found
+
+    def _named(self, field: str) -> dict[str, Any]:
+        """The items of list ``field`` by name, built once (10,000 strategies: no linear
+        search per reconcile); built again if the list changed length."""
+        items: list[Any] = getattr(self, field)
+        index = self._indexes.get(field)
+        if index is None or index[0] != len(items):
+            named: dict[str, Any] = {}
+            for item in items:
+                named.setdefault(item.name, item)  # the first of a name, as next() found
+            index = self._indexes[field] = (len(items), named)
+        return index[1]
 
     def state_path(self) -> Path:
         return Path(self.daemon.state_dir).expanduser()

@@ -64,9 +64,13 @@ class Resync:
         counts = ResyncCounts()
         turn = self.done % max(self.rounds, 1)
         self.done += 1
-        position = {s.name: i for i, s in enumerate(self.config.promotion_strategies)}
+        position: dict[str, int] = {}
+        by_repo: dict[str, list[str]] = {}
+        for i, strategy in enumerate(self.config.promotion_strategies):
+            position[strategy.name] = i
+            by_repo.setdefault(strategy.repository, []).append(strategy.name)
         for repo in self.config.repositories:
-            names = [s.name for s in self.config.promotion_strategies if s.repository == repo.name]
+            names = by_repo.get(repo.name)
             if not names:
                 continue
             if not self.mirrors.refreshed(repo.name):
