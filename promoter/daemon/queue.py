@@ -190,7 +190,7 @@ class WorkQueue:
     def waiting(self) -> int:
         """How many keys wait to run: ready now, or delayed (a retry, a requeue)."""
         with self._cond:
-            return len(self._ready) + len(self._delayed)
+            return len(self._ready) + len(self._due)  # the heap keeps superseded entries
 
     def idle(self) -> bool:
         """Nothing ready, nothing processing (delayed keys may still be waiting)."""

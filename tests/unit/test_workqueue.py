@@ -162,3 +162,13 @@ def test_a_soft_add_runs_a_key_that_is_not_backing_off() -> None:
     queue = WorkQueue()
     queue.add_many(["app"], soft=True)
     assert queue.get(timeout=0) == "app"
+
+
+def test_a_delayed_key_added_at_once_no_longer_counts_as_waiting() -> None:
+    queue = WorkQueue()
+    queue.add_after("a", 300.0)
+    assert queue.waiting() == 1
+    queue.add("a")
+    assert queue.get(timeout=0) == "a"
+    queue.done("a")
+    assert queue.waiting() == 0
