@@ -76,6 +76,9 @@ class Outcome:
     merged: list[str] = field(default_factory=list)
     written: list[SetCommitStatus] = field(default_factory=list)
     """Statuses written: the view served shows them at once, not after the next read."""
+    recorded: list[str] = field(default_factory=list)
+    """Environments recorded healthy: the view shows the record at once; the reconciler
+    runs the strategy again only if something may wait on it."""
 
     def requeue(self, seconds: float) -> None:
         self.requeue_after = (
@@ -173,9 +176,11 @@ class Executor:
                     self._emit("mergeable", snapshot, action.active_branch, what, sha)
                 self.on_merged(repo)  # the proposed branch moved, or someone else moved it
                 outcome.requeue(0.0)
+            case RecordHealthy():
+                self._record(snapshot, action)
+                outcome.recorded.append(snapshot.environments[action.environment].branch)
             case (
-                RecordHealthy()
-                | ReleaseHold()
+                ReleaseHold()
                 | HoldDryCommit()
                 | ResumeEnvironment()
                 | PinEnvironment()

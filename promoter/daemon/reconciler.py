@@ -24,6 +24,7 @@ from promoter.daemon.settled import SettledIndex, notes_tips
 from promoter.engine import decide
 from promoter.engine.actions import Decision, EnvState
 from promoter.engine.snapshot import Snapshot
+from promoter.git import GitMirror
 from promoter.git.pool import MirrorPool
 from promoter.metrics import RECONCILE_DURATION, RECONCILE_TOTAL
 from promoter.models import utcnow
@@ -115,6 +116,10 @@ class Reconciler:
             self.sha_index.track(key, _tracked_shas(snapshot))
             decision = decide(snapshot)
             outcome = executor.run(snapshot, repo, mirror, decision.actions)
+            if outcome.recorded:
+                snapshot = with_recorded(snapshot, outcome, self.ledger, mirror)
+                if any(v.state is not EnvState.UP_TO_DATE for v in decision.environments):
+                    outcome.requeue(0.0)  # a soak or a restore point may wait on the record
             probed = self.probes.run(snapshot, repo, plugin, self.status_cache)
             if probed.changed:
                 outcome.requeue(0.0)
@@ -230,6 +235,19 @@ def with_written(snapshot: Snapshot, outcome: Outcome) -> Snapshot:
                 commits[name] = commit.model_copy(update={"statuses": (*kept, *mine)})
         envs.append(env.model_copy(update=commits) if commits else env)
     return snapshot.model_copy(update={"environments": tuple(envs)})
+
+
+def with_recorded(
+    snapshot: Snapshot, outcome: Outcome, ledger: GitLedger, mirror: GitMirror
+) -> Snapshot:
+    """The snapshot with the healthy records just made (the ledger reads its own writes)."""
+    envs = tuple(
+        env.model_copy(update={"ledger": ledger.read(mirror, snapshot.strategy, env.branch)})
+        if env.branch in outcome.recorded
+        else env
+        for env in snapshot.environments
+    )
+    return snapshot.model_copy(update={"environments": envs})
 
 
 def _tracked_shas(snapshot: Snapshot) -> set[str]:
