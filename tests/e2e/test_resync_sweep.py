@@ -141,3 +141,29 @@ def test_a_strategy_that_waits_is_read_again_at_every_resync(
         ),
         what="dev promoted after one resync",
     )
+
+
+def test_a_healthy_record_is_shown_at_once_without_a_second_reconcile(
+    gitops: GitOpsRepo, tmp_path: Path
+) -> None:
+    config = local_config(gitops.path, tmp_path / "state", pollInterval=0, resyncInterval="5m")
+    daemon = Daemon(config)
+    with TestClient(daemon.app) as client:
+        runtime = daemon.runtime
+        wait_for(lambda: runtime.queue.idle() and runtime.view("guestbook"), what="a first view")
+        for branch in ENVIRONMENTS:
+            reconciles = sample("promoter_reconcile_total", {"result": "success"})
+            response = client.post(
+                f"/api/v1/repositories/gitops/commits/{gitops.tip(branch)}/statuses",
+                json={"key": "health", "phase": "success"},
+            )
+            assert response.status_code == 201, response.text
+
+            def recorded(branch: str = branch) -> bool:
+                view = runtime.view("guestbook")
+                assert view is not None and view.snapshot is not None
+                env = next(e for e in view.snapshot.environments if e.branch == branch)
+                return env.ledger.last_healthy is not None and runtime.queue.idle()
+
+            wait_for(recorded, what=f"{branch} recorded healthy")
+            assert sample("promoter_reconcile_total", {"result": "success"}) == reconciles + 1
