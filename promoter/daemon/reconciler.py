@@ -22,7 +22,7 @@ from promoter.daemon.probes import Probes
 from promoter.daemon.reader import SnapshotReader
 from promoter.daemon.settled import SettledIndex, notes_tips
 from promoter.engine import decide
-from promoter.engine.actions import Decision, EnvState
+from promoter.engine.actions import Decision, EnvState, RecordHealthy
 from promoter.engine.snapshot import Snapshot
 from promoter.git import GitMirror
 from promoter.git.pool import MirrorPool
@@ -139,7 +139,9 @@ class Reconciler:
             RECONCILE_DURATION.observe(time.perf_counter() - started)
         RECONCILE_TOTAL.labels("success").inc()
         if self.settled is not None:
-            idle = not decision.actions and outcome.requeue_after is None
+            idle = outcome.requeue_after is None and all(
+                isinstance(a, RecordHealthy) for a in decision.actions
+            )
             self.settled.observe(key, snapshot, decision, notes=tips, idle=idle)
         snapshot = with_written(snapshot, outcome)
         self._remember(key, StrategyView(snapshot, decision, None, utcnow()))

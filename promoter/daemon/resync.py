@@ -10,10 +10,17 @@ of the strategies per resync (the *sweep*); the quiet strategies of the turn are
 run at once but spread evenly over the next resync interval, so the sweep is a
 trickle, not a burst. A lost webhook is healed
 
-* within one resync interval for what a strategy waits for (a gate, a PR, a person,
-  a retry), as before;
+* within one resync interval for what a strategy waits for (a gate, a PR, a person),
+  as before, while the repository's webhooks are silent;
+* within ``rounds`` resync intervals (``daemon.settledRecheck``) for what it waits
+  for while they are *flowing* (something was heard about the repository in the last
+  interval: a webhook, a status through the API): the hook works, a delivery lost
+  now and then is healed in turn, and the resync reads only a share of the waiting
+  strategies too;
 * within ``rounds + 1`` resync intervals (``daemon.settledRecheck`` plus one) for a
   settled commit or a settled environment's pull requests.
+
+A strategy whose refs or ledger moved is read at every resync, as is one that failed.
 
 A repository whose mirror was never refreshed (the first start) has all its strategies
 enqueued, and its mirror is cloned by their reconciles, in parallel.
@@ -22,6 +29,8 @@ enqueued, and its mirror is cloned by their reconciles, in parallel.
 from __future__ import annotations
 
 import logging
+import time
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from promoter.config import Config
@@ -41,6 +50,8 @@ class ResyncCounts:
     waiting: int = 0
     moved: int = 0
     skipped: int = 0
+    flowing: list[str] = field(default_factory=list)
+    """Repositories whose webhooks were heard in the last interval."""
     swept: list[str] = field(default_factory=list)
     """Quiet strategies whose turn it is, spread over the next interval."""
     unreachable: list[str] = field(default_factory=list)
@@ -59,9 +70,18 @@ class Resync:
     """Resyncs run so far."""
     last: ResyncCounts | None = None
     """What the last resync did."""
+    heard_at: dict[str, float] = field(default_factory=dict)
+    """When something was last heard about each repository (monotonic seconds)."""
+
+    def heard(self, repositories: Iterable[str]) -> None:
+        """A webhook (or a status through the API) about these repositories arrived."""
+        now = time.monotonic()
+        for name in repositories:
+            self.heard_at[name] = now
 
     def __call__(self) -> ResyncCounts:
         counts = ResyncCounts()
+        started = time.monotonic()
         turn = self.done % max(self.rounds, 1)
         self.done += 1
         position: dict[str, int] = {}
@@ -88,11 +108,22 @@ class Resync:
                 continue
             mirror = self.mirrors.get(repo)
             tips = notes_tips(mirror)
+            heard = self.heard_at.get(repo.name)
+            flowing = heard is not None and started - heard <= self.config.daemon.resync_interval
+            if flowing:
+                counts.flowing.append(repo.name)
             waiting, changed = [], []
             for name in names:
                 seen = self.index.get(name)
                 mine = position[name] % max(self.rounds, 1) == turn
                 if seen is None or not seen.quiet:
+                    if seen is not None and flowing and not mine:
+                        if not self._moved(name, seen, mirror, tips):
+                            counts.skipped += 1
+                            continue
+                        self.index.unsettle(name)
+                        changed.append(name)
+                        continue
                     if seen is not None:
                         self.index.drop(seen, everything=mine)
                     waiting.append(name)
@@ -119,6 +150,7 @@ class Resync:
                 "moved": counts.moved,
                 "swept": len(counts.swept),
                 "skipped": counts.skipped,
+                "flowing": len(counts.flowing),
             },
         )
         return counts

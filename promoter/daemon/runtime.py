@@ -114,6 +114,7 @@ class Runtime:
             if strategy is not None:
                 self.mirrors.invalidate(strategy.repository)
                 self.settled.unsettle(key)
+        self._heard(keys)
         self.queue.add_many(keys, unpark=True)
 
     def has_tip(self, repo_name: str, branch: str, sha: str) -> bool:
@@ -123,7 +124,14 @@ class Runtime:
     def wake(self, keys: Iterable[str]) -> None:
         """Wake these strategies for a new status of a commit they track: no ref moved,
         so their mirrors are trusted for their freshness window."""
-        self.queue.add_many(list(keys), unpark=True)
+        keys = list(keys)
+        self._heard(keys)
+        self.queue.add_many(keys, unpark=True)
+
+    def _heard(self, keys: list[str]) -> None:
+        """Webhooks about these strategies' repositories are flowing (``Resync``)."""
+        found = (self.config.strategy(key) for key in keys)
+        self.resync.heard({s.repository for s in found if s is not None})
 
     def parked(self) -> dict[str, str]:
         """Strategies set aside after a permanent error, with the error: a webhook, a

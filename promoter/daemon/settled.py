@@ -105,7 +105,8 @@ class SettledIndex:
         notes: tuple[str | None, ...],
         idle: bool,
     ) -> None:
-        """Record a successful reconcile; ``idle``: it carried out nothing, asked nothing."""
+        """Record a successful reconcile; ``idle``: it carried out nothing but healthy
+        records (``snapshot`` shows them) and asked for nothing later."""
         repo = snapshot.repository
         flags = settled_environments(snapshot, decision)
         refs: list[tuple[str, str | None]] = []
@@ -130,7 +131,7 @@ class SettledIndex:
         settled -= unsettled  # a commit also read where something waits
         seen = Seen(
             repository=repo,
-            quiet=idle and all(ok for _, ok in flags) and not decision.actions,
+            quiet=idle and all(ok for _, ok in flags),
             refs=tuple(refs),
             notes=notes,
             ledgers=tuple((env.branch, env.ledger) for env in snapshot.environments),

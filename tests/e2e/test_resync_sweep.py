@@ -1,9 +1,9 @@
 """The periodic resync at scale: quiet strategies are skipped, and re-read in turn.
 
-The daemon runs on the local SCM with ref polling off and no webhooks, so the resync
-alone learns what changed behind its back. ``settledRecheck`` is three resync
-intervals: a settled commit is read again within three resyncs (and the interval its
-share of the sweep is spread over), never later.
+The daemon runs on the local SCM with ref polling off: statuses posted through the API
+are what it hears (its webhooks); the resync alone learns what changed behind its back.
+``settledRecheck`` is three resync intervals: a settled commit is read again within
+three resyncs (and the interval its share of the sweep is spread over), never later.
 """
 
 from __future__ import annotations
@@ -118,11 +118,12 @@ def test_a_push_whose_webhook_was_lost_reaches_a_quiet_strategy_at_the_next_resy
     assert dev.pull_request is not None
 
 
-def test_a_strategy_that_waits_is_read_again_at_every_resync(
+def test_while_webhooks_are_silent_a_strategy_that_waits_is_read_at_every_resync(
     runtime: Runtime, gitops: GitOpsRepo
 ) -> None:
     gitops.change("1.1.0", "Bump guestbook to 1.1.0", [ENVIRONMENTS[0]])
     resync(runtime)  # dev now waits for its ci gate
+    runtime.resync.heard_at.clear()  # nothing heard for a resync interval
     plugin: Any = runtime.plugins["local"]
     view = runtime.view("guestbook")
     assert view is not None and view.snapshot is not None
@@ -167,3 +168,21 @@ def test_a_healthy_record_is_shown_at_once_without_a_second_reconcile(
 
             wait_for(recorded, what=f"{branch} recorded healthy")
             assert sample("promoter_reconcile_total", {"result": "success"}) == reconciles + 1
+
+
+def test_while_webhooks_flow_a_strategy_that_waits_is_read_in_its_turn(
+    runtime: Runtime, gitops: GitOpsRepo
+) -> None:
+    gitops.change("1.1.0", "Bump guestbook to 1.1.0", [ENVIRONMENTS[0]])
+    resync(runtime)  # dev now waits for its ci gate
+    view = runtime.view("guestbook")
+    assert view is not None and view.snapshot is not None
+    proposed = view.snapshot.environments[0].proposed
+    assert proposed is not None
+    runtime.resync.heard(["gitops"])  # a webhook about the repository just arrived
+    reads = status_reads()
+    resync(runtime)
+    assert status_reads() == reads  # not its turn
+    for _ in range(ROUNDS - 1):
+        resync(runtime)
+    assert status_reads() > reads

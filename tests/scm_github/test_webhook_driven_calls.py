@@ -107,7 +107,30 @@ def test_a_status_whose_webhook_was_lost_is_found_by_the_next_resync(
     runtime = robot.client.runtime  # type: ignore[attr-defined]
     wait_for(lambda: runtime.queue.idle(), what="an idle queue")
     assert not promoted(robot.client, "environment/dev", change)
+    runtime.resync.heard_at.clear()  # no webhook for a resync interval: they are silent
 
     runtime.scheduler.resync()
 
     wait_for(partial(promoted, robot.client, "environment/dev", change), what="dev promoted")
+
+
+def test_while_webhooks_flow_a_lost_status_is_found_within_the_settled_recheck(
+    robot: GitHubCI, hub: FakeGitHub, repo: GitOpsRepo
+) -> None:
+    fake, gitops = hub, repo
+    change = robot.hydrate(gitops, "1.2.0", "Bump guestbook to 1.2.0")  # its push webhook
+    head = wait_pr(robot.client, "environment/dev")["proposed"]["hydratedSha"]
+    fake.post_check_run(FULL_NAME, head, "ci", "completed", "success")  # no webhook follows
+    runtime = robot.client.runtime  # type: ignore[attr-defined]
+    wait_for(lambda: runtime.queue.idle(), what="an idle queue")
+    dev = partial(promoted, robot.client, "environment/dev", change)
+
+    resyncs = 0
+    while not dev() and resyncs < runtime.resync.rounds:
+        runtime.scheduler.resync()
+        resyncs += 1
+        wait_for(lambda: runtime.queue.idle(), what="an idle queue")
+        assert runtime.resync.last.flowing == ["gitops"]
+
+    wait_for(dev, what="dev promoted")
+    assert resyncs > 1  # read in its turn, not at every resync
