@@ -97,12 +97,67 @@ def fleet_config(fleet: Fleet, state: Path, workers: int | None, *, github: bool
                 for i in range(fleet.strategies)
             ],
             "daemon": daemon,
+            **(
+                {"webhooks": {"github": {"secrets": [{"fromEnv": GITHUB_SECRET_ENV}]}}}
+                if github
+                else {}
+            ),
         }
     )
 
 
 GITHUB_OWNER = "acme"
 GITHUB_TOKEN_ENV = "PROMOTER_BENCH_GITHUB_TOKEN"
+GITHUB_SECRET_ENV = "PROMOTER_BENCH_GITHUB_HOOK_SECRET"
+GITHUB_SECRET = "bench-hook-secret"
+
+
+def running_commits(fleet: Fleet) -> dict[int, str]:
+    """One running commit per repository: the first strategy's dev."""
+    return {r: fleet.active[f"app-{r}/{fleet.environments[0]}"] for r in range(fleet.repos)}
+
+
+def heard_locally(runtime: Any, fleet: Fleet) -> None:
+    """CD reports ``health`` again on one running commit per repository, through the
+    daemon's API (how the local SCM hears of statuses): its webhooks are flowing."""
+    from promoter.models import CommitStatus, Phase
+
+    for r, sha in running_commits(fleet).items():
+        status = CommitStatus(key="health", phase=Phase.SUCCESS, source="cd")
+        runtime.post_status(f"gitops-{r}", sha, status)
+
+
+def heard_from_github(app: Any, fake: Any, fleet: Fleet) -> None:
+    """CD reports ``health`` again on one running commit per repository, on GitHub, and
+    GitHub delivers its signed ``status`` webhook: the repositories' webhooks are flowing."""
+    import json
+    import uuid
+
+    from starlette.testclient import TestClient
+
+    from tests.fixture_paths import GITHUB_WEBHOOKS
+    from webhooks.verify import GitHubSignature
+
+    client = TestClient(app)
+    template = (GITHUB_WEBHOOKS / "status/payload.json").read_text()
+    for r, sha in running_commits(fleet).items():
+        full_name = f"{GITHUB_OWNER}/gitops-{r}"
+        fake.post_status(full_name, sha, "health", "success")
+        stored = fake.repositories[full_name].statuses[sha][0]
+        payload = json.loads(template)
+        payload.update(sha=sha, context="health", state="success", updated_at=stored["updated_at"])
+        payload["repository"].update(full_name=full_name, name=full_name.split("/")[1])
+        for field in ("clone_url", "html_url", "git_url", "ssh_url", "url", "svn_url"):
+            payload["repository"].pop(field, None)
+        raw = json.dumps(payload).encode()
+        headers = {
+            "X-GitHub-Event": "status",
+            "X-GitHub-Delivery": str(uuid.uuid4()),
+            "X-Hub-Signature-256": GitHubSignature.sign(GITHUB_SECRET, raw),
+            "Content-Type": "application/json",
+        }
+        answer = client.post("/webhooks/github", content=raw, headers=headers)
+        assert answer.status_code == 202, answer.text
 
 
 def seed_statuses(fleet: Fleet, state: Path) -> None:
@@ -212,6 +267,10 @@ def measure(size: int, args: argparse.Namespace) -> dict[str, Any]:
         try:
             cold = resync(runtime, names, how="start", timeout=args.timeout)
             result = {**outcome(runtime, names), "open_prs": open_prs(runtime)}
+            silent = resync(runtime, names, how="resync", timeout=args.timeout)
+            resync(runtime, names, how="sweep", timeout=args.timeout)
+            heard_locally(runtime, fleet)
+            common.wait_for(lambda: settled(runtime, names, None), timeout=60, what="quiet")
             idle = resync(runtime, names, how="resync", timeout=args.timeout)
             sweep = resync(runtime, names, how="sweep", timeout=args.timeout)
             warm = resync(runtime, names, how="wake", timeout=args.timeout)
@@ -238,6 +297,7 @@ def measure(size: int, args: argparse.Namespace) -> dict[str, Any]:
         "workers": config.daemon.workers,
         "build_s": round(build_s, 2),
         "cold": cold,
+        "idle_resync_silent": silent,
         "idle_resync": idle,
         "idle_sweep": sweep,
         "idle_warm": warm,
@@ -270,6 +330,7 @@ def measure_github(size: int, args: argparse.Namespace) -> dict[str, Any]:
         fake_git.commit_exists = lambda git_dir, sha: sha in known or exists(git_dir, sha)
         token = "ghp_bench000000000000000000000000000000000"
         os.environ[GITHUB_TOKEN_ENV] = token
+        os.environ[GITHUB_SECRET_ENV] = GITHUB_SECRET
         with FakeGitHub(Genuine(common.ROOT / "tests" / "fixtures"), tokens=(token,)) as fake:
             for r in range(fleet.repos):
                 fake.add_repository(f"{GITHUB_OWNER}/gitops-{r}", fleet.repo_path(r))
@@ -278,13 +339,18 @@ def measure_github(size: int, args: argparse.Namespace) -> dict[str, Any]:
                 fake.post_status(f"{GITHUB_OWNER}/gitops-{r}", sha, "health", "success")
             config = fleet_config(fleet, root / "state", args.workers, github=True)
             names = fleet.strategy_names()
-            runtime = Daemon(config).runtime
+            daemon = Daemon(config)
+            runtime = daemon.runtime
             charged = fake.charged
             try:
                 cold = resync(runtime, names, how="start", timeout=args.timeout, charged=charged)
                 result = outcome(runtime, names)
+                silent = resync(runtime, names, how="resync", timeout=args.timeout, charged=charged)
+                resync(runtime, names, how="sweep", timeout=args.timeout)
                 idle, sweeps = [], []
                 for _ in range(2):
+                    heard_from_github(daemon.app, fake, fleet)
+                    common.wait_for(lambda: settled(runtime, names, None), timeout=60, what="quiet")
                     idle.append(
                         resync(runtime, names, how="resync", timeout=args.timeout, charged=charged)
                     )
@@ -299,6 +365,7 @@ def measure_github(size: int, args: argparse.Namespace) -> dict[str, Any]:
         "strategies": size,
         "repositories": args.repos,
         "cold": cold,
+        "idle_resync_silent": silent,
         "idle_resync": idle,
         "idle_sweep": sweeps,
         "outcome": result,
@@ -335,7 +402,7 @@ def checks(run: dict[str, Any], github: dict[str, Any] | None) -> dict[str, bool
     return found
 
 
-PHASES = ("cold", "idle_resync", "idle_sweep", "idle_warm", "cold_restart")
+PHASES = ("cold", "idle_resync_silent", "idle_resync", "idle_sweep", "idle_warm", "cold_restart")
 
 
 def growth(runs: list[dict[str, Any]]) -> dict[str, Any]:
@@ -382,6 +449,7 @@ def summary(
             f" {r['workers']} workers; repos built in {r['build_s']:.1f}s)"
         )
         lines.append(line("cold, first start", r["cold"]))
+        lines.append(line("idle resync, silent", r["idle_resync_silent"]))
         lines.append(line("idle resync (timer)", r["idle_resync"]))
         lines.append(line("its sweep, at once", r["idle_sweep"]))
         lines.append(line("idle, all woken", r["idle_warm"]))
@@ -392,6 +460,7 @@ def summary(
         )
         if hub:
             lines.append(line("GitHub cold start", hub["cold"]))
+            lines.append(line("GitHub idle, silent", hub["idle_resync_silent"]))
             for n, (x, y) in enumerate(zip(hub["idle_resync"], hub["idle_sweep"], strict=True), 1):
                 lines.append(line(f"GitHub idle resync {n}", x))
                 lines.append(line("its sweep, at once", y))

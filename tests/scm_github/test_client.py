@@ -83,4 +83,3 @@ def test_a_finished_threads_requester_is_released(fake: FakeGitHub) -> None:
     gc.collect()
     assert len(client._requesters) == 0
     client.close()
-
