@@ -321,8 +321,9 @@ class GitMirror(BareRepository):
         costs two per note.
         """
         name = notes_ref(ref)
+        with self._lock:
+            self._ready()  # a deleted mirror is cloned again (a fetch) before its tip is read
         with self._lock, self._notes_lock:
-            self._ready()  # a deleted mirror is cloned again before its tip is read
             tip = self._cached_refs().get(name)
             root = self.tree_sha(tip) if tip else None
             if self._committer is None:  # "Name <email>", as git would commit now
