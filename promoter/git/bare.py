@@ -19,7 +19,7 @@ from git.exc import GitError as GitPythonError
 
 from promoter.errors import GitError
 from promoter.git.identity import identity_env, strip_credentials, url_secrets
-from promoter.git.runner import run_git, run_git_bytes
+from promoter.git.runner import run_git
 from promoter.git.stale_lock import clear_stale_locks
 
 _NAME_RE = re.compile(r"^[a-zA-Z0-9][a-zA-Z0-9_.-]*$")
@@ -183,7 +183,9 @@ class BareRepository:
     def _run_bytes(self, args: list[str], stdin: bytes) -> bytes:
         """Run a local ``git args`` whose output is binary (object contents)."""
         self._ready()
-        return run_git_bytes(args, cwd=self.path, stdin=stdin, what=f"in mirror {self.name}")
+        what = f"in mirror {self.name}"
+        out = run_git(args, cwd=self.path, stdin=stdin, what=what, encoding="latin-1")[1]
+        return out.encode("latin-1")
 
     # -- refs ---------------------------------------------------------------------------
 

@@ -59,45 +59,15 @@ def run_git(
     timeout: float | None = None,
     secrets: Iterable[str] = (),
     what: str = "",
+    encoding: str = "utf-8",
 ) -> GitResult:
     """Run ``git args`` in ``cwd``: ``(status, stdout, stderr)``.
 
     ``env`` is added to ``base_env`` (default: the process environment). A status not
     in ``ok`` raises ``git_error`` with the values of ``env`` and ``secrets`` redacted.
+    Binary output (object contents) is read with ``encoding="latin-1"``, which maps
+    every byte to one character and back.
     """
-    status, out, err = _complete(
-        args,
-        cwd=cwd,
-        env=env,
-        base_env=base_env,
-        stdin=stdin,
-        ok=ok,
-        timeout=timeout,
-        secrets=secrets,
-        what=what,
-    )
-    return status, out.decode("utf-8", "replace"), err
-
-
-def run_git_bytes(
-    args: Sequence[str], *, cwd: Path | str, stdin: bytes | None = None, what: str = ""
-) -> bytes:
-    """Run a local ``git args`` whose output is binary (object contents): its stdout."""
-    return _complete(args, cwd=cwd, stdin=stdin, what=what)[1]
-
-
-def _complete(
-    args: Sequence[str],
-    *,
-    cwd: Path | str | None = None,
-    env: Mapping[str, str] | None = None,
-    base_env: Mapping[str, str] | None = None,
-    stdin: bytes | str | None = None,
-    ok: Container[int] = (0,),
-    timeout: float | None = None,
-    secrets: Iterable[str] = (),
-    what: str = "",
-) -> tuple[int, bytes, str]:
     full_env = {**(os.environ if base_env is None else base_env), **noninteractive_env()}
     full_env.update(env or {})
     data = stdin.encode() if isinstance(stdin, str) else stdin
@@ -118,10 +88,11 @@ def _complete(
         except OSError as exc:
             raise git_error(args, -1, str(exc), hidden, what) from None
         status = done.returncode
+        out = done.stdout.decode(encoding, "replace")
         err = done.stderr.decode("utf-8", "replace")
         if status != 0 and attempt == 1 and clear_stale_lock(err):
             continue  # a git killed mid-update left its lock; the lock is gone now
         if status in ok:
-            return status, done.stdout, err
+            return status, out, err
         raise git_error(args, status, err, hidden, what)
     raise AssertionError("unreachable")

@@ -367,3 +367,27 @@ def test_a_broken_mirror_directory_is_a_git_error(tmp_path: Path, remote: GitSan
 def test_a_mirror_name_must_be_a_plain_file_name(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="invalid mirror name"):
         GitMirror(name="../escape", url=str(tmp_path), root=tmp_path)
+
+
+def test_every_note_of_a_notes_tree_is_read_in_one_batch_and_each_read_finds_its_own(
+    mirror: GitMirror, remote: GitSandbox
+) -> None:
+    shas = [remote.commit(f"environment/e{i}", {"a.yaml": f"{i}\n"}) for i in range(5)]
+    for i, sha in enumerate(shas):
+        remote.note(sha, f'{{"drySha": "{i}", "binary": "\\u00e9\\u0000"}}\n', ref="refs/notes/x")
+    mirror.refresh()
+    texts = [mirror.read_note("refs/notes/x", sha) for sha in shas]
+    assert texts == [f'{{"drySha": "{i}", "binary": "\\u00e9\\u0000"}}\n' for i in range(5)]
+    assert mirror.read_note("refs/notes/x", "0" * 40) is None
+    assert mirror._objects(["0" * 40, shas[0]]).keys() == {shas[0]}
+
+
+def test_a_tips_tree_and_commit_time_come_with_the_refs(
+    mirror: GitMirror, remote: GitSandbox
+) -> None:
+    sha = remote.commit("environment/dev", {"a.yaml": "a\n"})
+    mirror.refresh()
+    assert mirror.tree_sha(sha) == git(remote.path, "rev-parse", f"{sha}^{{tree}}")
+    when = git(remote.path, "show", "-s", "--format=%ct", sha)
+    assert mirror.commit_time(sha) is not None
+    assert int(mirror.commit_time(sha).timestamp()) == int(when)  # type: ignore[union-attr]
