@@ -8,9 +8,13 @@ every running commit, then start the daemon with empty state and time
   every status and PR read, every environment's healthy commit recorded in the ledger,
   a PR opened for each pending change);
 * an **idle resync**, as the periodic timer runs it (``Scheduler.resync``: one
-  ``ls-remote`` per repository; strategies that wait for anything read again, quiet
-  ones skipped unless it is their turn in the sweep, ``settledRecheck`` 1 h over a
-  ``resyncInterval`` of 5 min: a twelfth of them);
+  ``ls-remote`` per repository; quiet strategies skipped unless it is their turn in
+  the sweep, ``settledRecheck`` 1 h over a ``resyncInterval`` of 5 min: a twelfth of
+  them, spread over the next interval and measured on their own, run at once), first
+  with the webhooks **silent** (nothing heard since the start: every strategy that
+  waits is read again), then **flowing** (CD has just re-reported ``health`` on one
+  commit per repository: through the API on the local SCM, a signed ``status``
+  webhook on GitHub; what strategies wait for is read in turn too);
 * every strategy **woken at once** with the caches warm (a burst of webhooks);
 * a **cold restart**: a new daemon whose state dir was lost (only the SCM's data and
   what was pushed to the repositories remain), reconciling everything again; it must
@@ -112,9 +116,20 @@ GITHUB_SECRET_ENV = "PROMOTER_BENCH_GITHUB_HOOK_SECRET"
 GITHUB_SECRET = "bench-hook-secret"
 
 
-def running_commits(fleet: Fleet) -> dict[int, str]:
-    """One running commit per repository: the first strategy's dev."""
-    return {r: fleet.active[f"app-{r}/{fleet.environments[0]}"] for r in range(fleet.repos)}
+MEASURED_TURNS = {1, 2, 3}
+"""The sweep turns of the measured resyncs (the start's resync is turn 0)."""
+
+
+def running_commits(runtime: Any, fleet: Fleet) -> dict[int, str]:
+    """One running commit per repository (dev's), of a strategy whose sweep turn is not
+    among the measured ones: the status CD posts on it changes what GitHub answers for
+    that commit, so re-reading it is charged, and that strategy is not idle."""
+    found: dict[int, str] = {}
+    for i in range(fleet.strategies):
+        r = i % fleet.repos
+        if r not in found and runtime.resync.turn_of(f"app-{i}") not in MEASURED_TURNS:
+            found[r] = fleet.active[f"app-{i}/{fleet.environments[0]}"]
+    return found
 
 
 def heard_locally(runtime: Any, fleet: Fleet) -> None:
@@ -122,12 +137,12 @@ def heard_locally(runtime: Any, fleet: Fleet) -> None:
     daemon's API (how the local SCM hears of statuses): its webhooks are flowing."""
     from promoter.models import CommitStatus, Phase
 
-    for r, sha in running_commits(fleet).items():
+    for r, sha in running_commits(runtime, fleet).items():
         status = CommitStatus(key="health", phase=Phase.SUCCESS, source="cd")
         runtime.post_status(f"gitops-{r}", sha, status)
 
 
-def heard_from_github(app: Any, fake: Any, fleet: Fleet) -> None:
+def heard_from_github(daemon: Any, fake: Any, fleet: Fleet) -> None:
     """CD reports ``health`` again on one running commit per repository, on GitHub, and
     GitHub delivers its signed ``status`` webhook: the repositories' webhooks are flowing."""
     import json
@@ -138,9 +153,9 @@ def heard_from_github(app: Any, fake: Any, fleet: Fleet) -> None:
     from tests.fixture_paths import GITHUB_WEBHOOKS
     from webhooks.verify import GitHubSignature
 
-    client = TestClient(app)
+    client = TestClient(daemon.app)
     template = (GITHUB_WEBHOOKS / "status/payload.json").read_text()
-    for r, sha in running_commits(fleet).items():
+    for r, sha in running_commits(daemon.runtime, fleet).items():
         full_name = f"{GITHUB_OWNER}/gitops-{r}"
         fake.post_status(full_name, sha, "health", "success")
         stored = fake.repositories[full_name].statuses[sha][0]
@@ -314,8 +329,10 @@ def measure_github(size: int, args: argparse.Namespace) -> dict[str, Any]:
     """The same fleet on the GitHub plugin against the GitHub fake: a cold start, then
     two idle resyncs with what GitHub charged for them."""
     import os
+    from dataclasses import replace
 
     from promoter.wiring import Daemon
+    from scm_plugins.limiter import Budget, RateBudget
     from tests.scm_github import fake_git
     from tests.scm_github.fake_github import FakeGitHub
     from tests.scm_github.genuine import Genuine
@@ -331,7 +348,11 @@ def measure_github(size: int, args: argparse.Namespace) -> dict[str, Any]:
         token = "ghp_bench000000000000000000000000000000000"
         os.environ[GITHUB_TOKEN_ENV] = token
         os.environ[GITHUB_SECRET_ENV] = GITHUB_SECRET
-        with FakeGitHub(Genuine(common.ROOT / "tests" / "fixtures"), tokens=(token,)) as fake:
+        # GitHub's rate limits are not what this measures (bench/credential_budget.py
+        # does): the fake counts what it would charge, neither side waits for it.
+        unlimited = 10**9
+        genuine = Genuine(common.ROOT / "tests" / "fixtures")
+        with FakeGitHub(genuine, tokens=(token,), rate_limit=unlimited) as fake:
             for r in range(fleet.repos):
                 fake.add_repository(f"{GITHUB_OWNER}/gitops-{r}", fleet.repo_path(r))
             for key, sha in fleet.active.items():
@@ -341,6 +362,9 @@ def measure_github(size: int, args: argparse.Namespace) -> dict[str, Any]:
             names = fleet.strategy_names()
             daemon = Daemon(config)
             runtime = daemon.runtime
+            free = Budget(unlimited, points_per_minute=unlimited, writes_per_minute=unlimited)
+            free = replace(free, writes_per_hour=unlimited)
+            runtime.plugins["github"]._client.budget = RateBudget(free)
             charged = fake.charged
             try:
                 cold = resync(runtime, names, how="start", timeout=args.timeout, charged=charged)
@@ -349,7 +373,7 @@ def measure_github(size: int, args: argparse.Namespace) -> dict[str, Any]:
                 resync(runtime, names, how="sweep", timeout=args.timeout)
                 idle, sweeps = [], []
                 for _ in range(2):
-                    heard_from_github(daemon.app, fake, fleet)
+                    heard_from_github(daemon, fake, fleet)
                     common.wait_for(lambda: settled(runtime, names, None), timeout=60, what="quiet")
                     idle.append(
                         resync(runtime, names, how="resync", timeout=args.timeout, charged=charged)

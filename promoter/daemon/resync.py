@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import logging
 import time
+import zlib
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
@@ -73,6 +74,11 @@ class Resync:
     heard_at: dict[str, float] = field(default_factory=dict)
     """When something was last heard about each repository (monotonic seconds)."""
 
+    def turn_of(self, name: str) -> int:
+        """The resync (modulo ``rounds``) that sweeps strategy ``name``: by a hash of its
+        name, so that a turn takes a fair share of every kind of strategy."""
+        return zlib.crc32(name.encode()) % max(self.rounds, 1)
+
     def heard(self, repositories: Iterable[str]) -> None:
         """A webhook (or a status through the API) about these repositories arrived."""
         now = time.monotonic()
@@ -84,10 +90,8 @@ class Resync:
         started = time.monotonic()
         turn = self.done % max(self.rounds, 1)
         self.done += 1
-        position: dict[str, int] = {}
         by_repo: dict[str, list[str]] = {}
-        for i, strategy in enumerate(self.config.promotion_strategies):
-            position[strategy.name] = i
+        for strategy in self.config.promotion_strategies:
             by_repo.setdefault(strategy.repository, []).append(strategy.name)
         for repo in self.config.repositories:
             names = by_repo.get(repo.name)
@@ -115,7 +119,7 @@ class Resync:
             waiting, changed = [], []
             for name in names:
                 seen = self.index.get(name)
-                mine = position[name] % max(self.rounds, 1) == turn
+                mine = self.turn_of(name) == turn
                 if seen is None or not seen.quiet:
                     if seen is not None and flowing and not mine:
                         if not self._moved(name, seen, mirror, tips):
