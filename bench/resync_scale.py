@@ -332,9 +332,11 @@ def measure_github(size: int, args: argparse.Namespace) -> dict[str, Any]:
     from dataclasses import replace
 
     from promoter.wiring import Daemon
-    from scm_plugins.limiter import Budget, RateBudget
+    from scm_plugins.budget import CredentialBudget
+    from scm_plugins.github.limits import GITHUB_LIMITS
     from tests.scm_github import fake_git
     from tests.scm_github.fake_github import FakeGitHub
+    from tests.scm_github.fake_limits import FakeLimits
     from tests.scm_github.genuine import Genuine
 
     common.quiet_logs()
@@ -352,7 +354,14 @@ def measure_github(size: int, args: argparse.Namespace) -> dict[str, Any]:
         # does): the fake counts what it would charge, neither side waits for it.
         unlimited = 10**9
         genuine = Genuine(common.ROOT / "tests" / "fixtures")
-        with FakeGitHub(genuine, tokens=(token,), rate_limit=unlimited) as fake:
+        lifted = FakeLimits(
+            primary=unlimited,
+            concurrent=unlimited,
+            points_per_minute=unlimited,
+            content_per_minute=unlimited,
+            content_per_hour=unlimited,
+        )
+        with FakeGitHub(genuine, tokens=(token,), limits=lifted) as fake:
             for r in range(fleet.repos):
                 fake.add_repository(f"{GITHUB_OWNER}/gitops-{r}", fleet.repo_path(r))
             for key, sha in fleet.active.items():
@@ -362,9 +371,15 @@ def measure_github(size: int, args: argparse.Namespace) -> dict[str, Any]:
             names = fleet.strategy_names()
             daemon = Daemon(config)
             runtime = daemon.runtime
-            free = Budget(unlimited, points_per_minute=unlimited, writes_per_minute=unlimited)
-            free = replace(free, writes_per_hour=unlimited)
-            runtime.plugins["github"]._client.budget = RateBudget(free)
+            free = replace(
+                GITHUB_LIMITS,
+                primary=unlimited,
+                concurrent=unlimited,
+                points_per_minute=unlimited,
+                content_per_minute=unlimited,
+                content_per_window=unlimited,
+            )
+            runtime.plugins["github"].calls.budget = CredentialBudget(free)
             charged = fake.charged
             try:
                 cold = resync(runtime, names, how="start", timeout=args.timeout, charged=charged)
