@@ -392,7 +392,7 @@ class Daemon(Spec):
 class Config(Spec):
     """The whole of promoter.yaml."""
 
-    _indexes: dict[str, tuple[int, dict[str, Any]]] = PrivateAttr(default_factory=dict)
+    _indexes: dict[str, tuple[list[Any], int, dict[str, Any]]] = PrivateAttr(default_factory=dict)
 
     scm_providers: list[ScmProvider] = Field(default_factory=list)
     repositories: list[Repository] = Field(default_factory=list)
@@ -416,15 +416,17 @@ class Config(Spec):
 
     def _named(self, field: str) -> dict[str, Any]:
         """The items of list ``field`` by name, built once (10,000 strategies: no linear
-        search per reconcile); built again if the list changed length."""
+        search per reconcile); built again for another list (``model_copy`` shares
+        private attributes between copies) or one that changed length."""
         items: list[Any] = getattr(self, field)
         index = self._indexes.get(field)
-        if index is None or index[0] != len(items):
+        if index is None or index[0] is not items or index[1] != len(items):
             named: dict[str, Any] = {}
             for item in items:
                 named.setdefault(item.name, item)  # the first of a name, as next() found
-            index = self._indexes[field] = (len(items), named)
-        return index[1]
+            index = (items, len(items), named)
+            self._indexes[field] = index
+        return index[2]
 
     def state_path(self) -> Path:
         return Path(self.daemon.state_dir).expanduser()

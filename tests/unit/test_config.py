@@ -126,3 +126,23 @@ def test_every_configuration_field_is_documented() -> None:
     spans = [*blocks, *re.findall(r"`([^`]+)`", prose)]
     documented = {word for span in spans for word in re.findall(r"\w+", span)}
     assert fields - documented == set()
+
+
+def test_copies_of_a_config_each_find_their_own_strategies_by_name() -> None:
+    """Kubernetes mode assembles each new configuration as a copy of one base: a strategy
+    whose spec changed, the count unchanged, must be found as it is now."""
+    from promoter.config import Config, PromotionStrategy
+
+    def strategy(*branches: str) -> PromotionStrategy:
+        spec = {"name": "app", "repository": "r", "environments": [{"branch": b} for b in branches]}
+        return PromotionStrategy.model_validate(spec)
+
+    base = Config.model_validate({})
+    before = base.model_copy(update={"promotion_strategies": [strategy("dev")]})
+    after = base.model_copy(update={"promotion_strategies": [strategy("dev", "prod")]})
+    assert [e.branch for e in before.strategy("app").environments] == ["dev"]  # type: ignore[union-attr]
+    assert [e.branch for e in after.strategy("app").environments] == ["dev", "prod"]  # type: ignore[union-attr]
+    assert [e.branch for e in before.strategy("app").environments] == ["dev"]  # type: ignore[union-attr]
+    after.promotion_strategies.append(strategy("qa").model_copy(update={"name": "other"}))
+    assert after.strategy("other") is not None
+    assert base.strategy("app") is None
