@@ -10,11 +10,12 @@ every running commit, then start the daemon with empty state and time
 * an **idle resync**, as the periodic timer runs it (``Scheduler.resync``: one
   ``ls-remote`` per repository; quiet strategies skipped unless it is their turn in
   the sweep, ``settledRecheck`` 1 h over a ``resyncInterval`` of 5 min: a twelfth of
-  them, spread over the next interval and measured on their own, run at once), first
-  with the webhooks **silent** (nothing heard since the start: every strategy that
-  waits is read again), then **flowing** (CD has just re-reported ``health`` on one
+  them), first with the webhooks **silent** (nothing heard since the start: every
+  strategy that waits is read again), then **flowing** (CD has just re-reported ``health`` on one
   commit per repository: through the API on the local SCM, a signed ``status``
-  webhook on GitHub; what strategies wait for is read in turn too);
+  webhook on GitHub; what strategies wait for is read in turn too). What the timer
+  spreads over the next interval (the strategies that wait, the first at once; the
+  sweep's share) is measured on its own, run at once;
 * every strategy **woken at once** with the caches warm (a burst of webhooks);
 * a **cold restart**: a new daemon whose state dir was lost (only the SCM's data and
   what was pushed to the repositories remain), reconciling everything again; it must
@@ -24,8 +25,8 @@ That is with the local SCM. Then, in another fresh process, the same fleet on th
 **GitHub plugin** against the stateful GitHub fake (``tests/scm_github/fake_github.py``,
 in process through ``responses``: the plugin, PyGithub and requests run for real, the
 socket does not; over loopback HTTP the fake's own CPU would share the 2 cores), a
-cold start (not judged: it is the GitHub fake's setup) and two idle resyncs, counting
-the calls GitHub charges (a conditional GET answered 304 is free).
+cold start (not judged: it is the GitHub fake's setup), two silent and two flowing idle
+resyncs, counting the calls GitHub charges (a conditional GET answered 304 is free).
 
 Every 4th strategy has a new dry commit proposed for its first environment (its PR
 is opened in the cold start and stays blocked on its ``ci`` gate). Ref polling is
@@ -225,7 +226,8 @@ def resync(
         runtime.scheduler.resync()
         since = None  # quiet strategies are skipped: done when the queue is
     elif how == "sweep":
-        runtime.queue.add_many(runtime.resync.last.swept)
+        last = runtime.resync.last
+        runtime.queue.add_many([*last.spread, *last.swept])
         since = None
     else:
         runtime.queue.add_many(names)
@@ -236,6 +238,7 @@ def resync(
     spent = Counters.now() - before
     out = {"wall_s": round(wall, 2), **spent.as_json()}
     if how in ("resync", "sweep"):
+        out["spread"] = len(runtime.resync.last.spread)
         out["swept"] = len(runtime.resync.last.swept)
     if charged is not None:
         out["github_charged"] = charged() - charged_before
@@ -283,7 +286,7 @@ def measure(size: int, args: argparse.Namespace) -> dict[str, Any]:
             cold = resync(runtime, names, how="start", timeout=args.timeout)
             result = {**outcome(runtime, names), "open_prs": open_prs(runtime)}
             silent = resync(runtime, names, how="resync", timeout=args.timeout)
-            resync(runtime, names, how="sweep", timeout=args.timeout)
+            silent_share = resync(runtime, names, how="sweep", timeout=args.timeout)
             heard_locally(runtime, fleet)
             common.wait_for(lambda: settled(runtime, names, None), timeout=60, what="quiet")
             idle = resync(runtime, names, how="resync", timeout=args.timeout)
@@ -313,6 +316,7 @@ def measure(size: int, args: argparse.Namespace) -> dict[str, Any]:
         "build_s": round(build_s, 2),
         "cold": cold,
         "idle_resync_silent": silent,
+        "idle_silent_share": silent_share,
         "idle_resync": idle,
         "idle_sweep": sweep,
         "idle_warm": warm,
@@ -327,7 +331,7 @@ def measure(size: int, args: argparse.Namespace) -> dict[str, Any]:
 
 def measure_github(size: int, args: argparse.Namespace) -> dict[str, Any]:
     """The same fleet on the GitHub plugin against the GitHub fake: a cold start, then
-    two idle resyncs with what GitHub charged for them."""
+    two silent and two flowing idle resyncs with what GitHub charged for them."""
     import os
     from dataclasses import replace
 
@@ -384,8 +388,15 @@ def measure_github(size: int, args: argparse.Namespace) -> dict[str, Any]:
             try:
                 cold = resync(runtime, names, how="start", timeout=args.timeout, charged=charged)
                 result = outcome(runtime, names)
-                silent = resync(runtime, names, how="resync", timeout=args.timeout, charged=charged)
-                resync(runtime, names, how="sweep", timeout=args.timeout)
+                silent, silent_shares = [], []
+                for _ in range(2):
+                    runtime.resync.heard_at.clear()  # nothing heard for a whole interval
+                    silent.append(
+                        resync(runtime, names, how="resync", timeout=args.timeout, charged=charged)
+                    )
+                    silent_shares.append(
+                        resync(runtime, names, how="sweep", timeout=args.timeout, charged=charged)
+                    )
                 idle, sweeps = [], []
                 for _ in range(2):
                     heard_from_github(daemon, fake, fleet)
@@ -405,6 +416,7 @@ def measure_github(size: int, args: argparse.Namespace) -> dict[str, Any]:
         "repositories": args.repos,
         "cold": cold,
         "idle_resync_silent": silent,
+        "idle_silent_share": silent_shares,
         "idle_resync": idle,
         "idle_sweep": sweeps,
         "outcome": result,
@@ -414,7 +426,9 @@ def measure_github(size: int, args: argparse.Namespace) -> dict[str, Any]:
 
 def checks(run: dict[str, Any], github: dict[str, Any] | None) -> dict[str, bool]:
     repos = run["repositories"]
-    idle = [run["idle_resync"], *(github["idle_resync"] if github else [])]
+    idle = [run["idle_resync"], run["idle_resync_silent"]]
+    if github:
+        idle += [*github["idle_resync"], *github["idle_resync_silent"]]
     found = {
         "cold_s": run["cold"]["wall_s"] <= TARGETS["cold_s"],
         "cold_restart_s": run["cold_restart"]["wall_s"] <= TARGETS["cold_s"],
@@ -429,9 +443,14 @@ def checks(run: dict[str, Any], github: dict[str, Any] | None) -> dict[str, bool
         "same_outcome_after_restart": run["outcome"] == run["outcome_after_restart"],
     }
     if github is not None:
-        # The steady idle resync: the first after the start re-reads each PR list that
+        # The steady idle resyncs: the first after the start re-reads each PR list that
         # the start changed (it opened the PR), which GitHub answers 200 and charges.
-        steady = (github["idle_resync"][-1], github["idle_sweep"][-1])
+        steady = (
+            github["idle_resync_silent"][-1],
+            github["idle_silent_share"][-1],
+            github["idle_resync"][-1],
+            github["idle_sweep"][-1],
+        )
         found["idle_charged_github_calls"] = all(
             x["github_charged"] <= TARGETS["idle_charged_github_calls"] for x in steady
         )
@@ -441,7 +460,15 @@ def checks(run: dict[str, Any], github: dict[str, Any] | None) -> dict[str, bool
     return found
 
 
-PHASES = ("cold", "idle_resync_silent", "idle_resync", "idle_sweep", "idle_warm", "cold_restart")
+PHASES = (
+    "cold",
+    "idle_resync_silent",
+    "idle_silent_share",
+    "idle_resync",
+    "idle_sweep",
+    "idle_warm",
+    "cold_restart",
+)
 
 
 def growth(runs: list[dict[str, Any]]) -> dict[str, Any]:
@@ -489,6 +516,7 @@ def summary(
         )
         lines.append(line("cold, first start", r["cold"]))
         lines.append(line("idle resync, silent", r["idle_resync_silent"]))
+        lines.append(line("its share, at once", r["idle_silent_share"]))
         lines.append(line("idle resync (timer)", r["idle_resync"]))
         lines.append(line("its sweep, at once", r["idle_sweep"]))
         lines.append(line("idle, all woken", r["idle_warm"]))
@@ -499,7 +527,10 @@ def summary(
         )
         if hub:
             lines.append(line("GitHub cold start", hub["cold"]))
-            lines.append(line("GitHub idle, silent", hub["idle_resync_silent"]))
+            pairs = zip(hub["idle_resync_silent"], hub["idle_silent_share"], strict=True)
+            for n, (x, y) in enumerate(pairs, 1):
+                lines.append(line(f"GitHub idle, silent {n}", x))
+                lines.append(line("its share, at once", y))
             for n, (x, y) in enumerate(zip(hub["idle_resync"], hub["idle_sweep"], strict=True), 1):
                 lines.append(line(f"GitHub idle resync {n}", x))
                 lines.append(line("its sweep, at once", y))

@@ -19,7 +19,7 @@ import itertools
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 
 from promoter.metrics import QUEUE_DEPTH
 
@@ -73,6 +73,12 @@ class WorkQueue:
                     continue
                 self._add_locked(key)
 
+    def unpark(self, keys: Iterable[str]) -> None:
+        """Let these keys run again when next added (a change: a moved ref)."""
+        with self._cond:
+            for key in keys:
+                self._parked.pop(key, None)
+
     def park(self, key: str, reason: str) -> None:
         """Set ``key`` aside: adds without ``unpark`` drop it (a permanent error)."""
         with self._cond:
@@ -96,6 +102,31 @@ class WorkQueue:
             if firm:
                 self._firm[key] = due
             self._schedule_locked(key, due)
+
+    def add_spread(
+        self,
+        keys: Sequence[str],
+        over: float,
+        *,
+        start: int = 0,
+        soft: bool = False,
+    ) -> None:
+        """Queue ``keys`` evenly over the next ``over`` seconds, the k-th (from 0) after
+        ``(k + start) * over / len(keys)``: background work (the periodic resync's)
+        never stands in front of a webhook's for long. ``soft`` as for ``add_many``."""
+        if not keys:
+            return
+        step = max(over, 0.0) / len(keys)
+        with self._cond:
+            now = self._clock()
+            for n, key in enumerate(keys):
+                if soft and self._firm.get(key, 0.0) > now:
+                    continue
+                delay = (n + start) * step
+                if delay <= 0:
+                    self._add_locked(key)
+                elif not (self._shutdown or key in self._queued or key in self._parked):
+                    self._schedule_locked(key, now + delay)
 
     def not_before(self, key: str, delay: float) -> None:
         """Hand ``key`` out no earlier than ``delay`` from now, however often it is added."""

@@ -1,29 +1,30 @@
 """The periodic resync: one ``ls-remote`` per repository, then a reconcile of what may
 have changed, and of the rest in turn.
 
-Every strategy is enqueued, with its unsettled reads dropped so that they come from
-the SCM again (conditional reads make that free where the SCM supports them), except a
-*quiet* one (``promoter.daemon.settled``: every environment settled, nothing done,
-nothing asked) whose refs and ledger did not move: nothing it read can have changed,
-unless a webhook was lost. Settled reads are dropped in turn, those of a ``1/rounds``
-of the strategies per resync (the *sweep*); the quiet strategies of the turn are not
-run at once but spread evenly over the next resync interval, so the sweep is a
-trickle, not a burst. A lost webhook is healed
+A strategy whose refs or ledger moved is enqueued at once. One that waits for something
+(a gate, a PR, a person), or whose last reconcile failed, has its unsettled reads
+dropped, so that they come from the SCM again (conditional reads make that free where
+the SCM supports them), and is read again over the next resync interval: the first at
+once, the rest evenly spread, so that a webhook's work never queues behind thousands of
+them. A *quiet* one (``promoter.daemon.settled``: every environment settled, nothing
+done, nothing asked) whose refs and ledger did not move is left alone: nothing it read
+can have changed, unless a webhook was lost. Settled reads are dropped in turn, those
+of a ``1/rounds`` of the strategies per resync (the *sweep*, by a hash of the name);
+the quiet strategies of the turn are spread over the next interval too. A lost webhook
+is healed
 
-* within one resync interval for what a strategy waits for (a gate, a PR, a person),
-  as before, while the repository's webhooks are silent;
-* within ``rounds`` resync intervals (``daemon.settledRecheck``) for what it waits
-  for while they are *flowing* (something was heard about the repository in the last
-  interval: a webhook, a status through the API): the hook works, a delivery lost
+* within two resync intervals for what a strategy waits for while the repository's
+  webhooks are *silent* (nothing heard about it in the last interval);
+* within ``rounds`` resync intervals (``daemon.settledRecheck``) plus one for what it
+  waits for while they are *flowing* (something was heard about the repository in the
+  last interval: a webhook, a status through the API): the hook works, a delivery lost
   now and then is healed in turn, and the resync reads only a share of the waiting
   strategies too;
 * within ``rounds + 1`` resync intervals (``daemon.settledRecheck`` plus one) for a
   settled commit or a settled environment's pull requests.
 
-A strategy whose refs or ledger moved is read at every resync, as is one that failed.
-
 A repository whose mirror was never refreshed (the first start) has all its strategies
-enqueued, and its mirror is cloned by their reconciles, in parallel.
+enqueued at once, and its mirror is cloned by their reconciles, in parallel.
 """
 
 from __future__ import annotations
@@ -53,6 +54,9 @@ class ResyncCounts:
     skipped: int = 0
     flowing: list[str] = field(default_factory=list)
     """Repositories whose webhooks were heard in the last interval."""
+    spread: list[str] = field(default_factory=list)
+    """Strategies that wait for something, read again over the next interval (the first
+    at once), so that a webhook's work never queues behind the whole of them."""
     swept: list[str] = field(default_factory=list)
     """Quiet strategies whose turn it is, spread over the next interval."""
     unreachable: list[str] = field(default_factory=list)
@@ -139,13 +143,15 @@ class Resync:
                     counts.swept.append(name)
                 else:
                     counts.skipped += 1
-            self.queue.add_many(waiting, soft=True, unpark=moved)
+            if moved:
+                self.queue.unpark(waiting)
             self.queue.add_many(changed, unpark=True)
+            counts.spread.extend(waiting)
             counts.waiting += len(waiting)
             counts.moved += len(changed)
-        spread = self.config.daemon.resync_interval / max(len(counts.swept), 1)
-        for n, name in enumerate(counts.swept):
-            self.queue.add_after(name, (n + 1) * spread)
+        interval = self.config.daemon.resync_interval
+        self.queue.add_spread(counts.spread, interval, soft=True)
+        self.queue.add_spread(counts.swept, interval, start=1)
         self.last = counts
         log.info(
             "resync",

@@ -138,7 +138,8 @@ def test_while_webhooks_are_silent_a_strategy_that_waits_is_read_at_every_resync
     green = CommitStatus(key="ci", phase=Phase.SUCCESS, source="ci")
     repo = runtime.config.repository("gitops")
     plugin.set_commit_status(repo=repo, sha=proposed.hydrated_sha, status=green)  # no webhook
-    resync(runtime)
+    runtime.scheduler.resync()  # the first strategy that waits is read at once
+    assert runtime.resync.last is not None and runtime.resync.last.spread == ["guestbook"]
     wait_for(
         lambda: (
             (v := runtime.view("guestbook")) is not None

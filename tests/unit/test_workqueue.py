@@ -172,3 +172,40 @@ def test_a_delayed_key_added_at_once_no_longer_counts_as_waiting() -> None:
     assert queue.get(timeout=0) == "a"
     queue.done("a")
     assert queue.waiting() == 0
+
+
+def test_spread_keys_come_one_step_apart_and_a_webhook_is_not_queued_behind_them() -> None:
+    clock = FakeClock()
+    q = WorkQueue(clock=clock)
+    q.add_spread([f"s{i}" for i in range(100)], 300.0)  # the first at once, then every 3 s
+    q.add("webhook")
+    assert [q.get(0), q.get(0), q.get(0)] == ["s0", "webhook", None]
+    clock.now += 3.0
+    assert [q.get(0), q.get(0)] == ["s1", None]
+    clock.now += 294.0
+    assert sum(1 for _ in iter(lambda: q.get(0), None)) == 98
+    assert q.waiting() == 0
+
+
+def test_a_spread_key_added_at_once_is_handed_out_once_and_start_delays_the_first() -> None:
+    clock = FakeClock()
+    q = WorkQueue(clock=clock)
+    q.add_spread(["a", "b"], 10.0, start=1)  # at 5 s and 10 s
+    assert q.get(0) is None
+    q.add("b")  # a webhook brings it forward
+    assert q.get(0) == "b"
+    q.done("b")
+    clock.now += 10.0
+    assert [q.get(0), q.get(0)] == ["a", None]
+
+
+def test_a_soft_spread_leaves_a_firm_retry_alone() -> None:
+    clock = FakeClock()
+    q = WorkQueue(clock=clock)
+    q.add_after("a", 60.0, firm=True)
+    q.add_spread(["a", "b"], 10.0, soft=True)
+    assert [q.get(0), q.get(0)] == [None, None]
+    clock.now += 5.0
+    assert [q.get(0), q.get(0)] == ["b", None]
+    clock.now += 55.0
+    assert q.get(0) == "a"
