@@ -117,8 +117,9 @@ GITHUB_SECRET_ENV = "PROMOTER_BENCH_GITHUB_HOOK_SECRET"
 GITHUB_SECRET = "bench-hook-secret"
 
 
-MEASURED_TURNS = {1, 2, 3}
-"""The sweep turns of the measured resyncs (the start's resync is turn 0)."""
+MEASURED_TURNS = {1, 2, 3, 4}
+"""The sweep turns of the measured resyncs (the start's resync is turn 0; on GitHub two
+silent resyncs, then two while webhooks flow)."""
 
 
 def running_commits(runtime: Any, fleet: Fleet) -> dict[int, str]:

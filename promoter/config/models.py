@@ -377,8 +377,10 @@ class Daemon(Spec):
         description=(
             "Read the statuses of settled commits (merged, recorded healthy, nothing"
             " waiting on them) and their environments' pull requests again at least this"
-            " often: the periodic resync re-reads a share of them each time. A lost webhook"
-            " about them is healed within it; about anything else, within one resyncInterval."
+            " often: the periodic resync re-reads a share of them each time; so is what a"
+            " strategy waits for while its repository's webhooks flow. A lost webhook is"
+            " healed within it plus one resyncInterval (two resyncIntervals while the"
+            " repository's webhooks are silent)."
         ),
     )
     workers: int = Field(default=4, ge=1, le=64)
