@@ -360,6 +360,35 @@ class Fleet:
     def strategy_names(self) -> list[str]:
         return [f"app-{i}" for i in range(self.strategies)]
 
+    def repositories_spec(self, provider: str, *, owner: str = "") -> list[dict[str, Any]]:
+        """promoter.yaml's ``repositories`` for the fleet, ref polling off (``owner``:
+        the SCM's ``path`` is ``<owner>/gitops-<r>``)."""
+        return [
+            {
+                "name": f"gitops-{r}",
+                "url": str(self.repo_path(r)),
+                "scmProvider": provider,
+                "pollInterval": 0,
+                **({"path": f"{owner}/gitops-{r}"} if owner else {}),
+            }
+            for r in range(self.repos)
+        ]
+
+    def strategies_spec(self, *, active: tuple[str, ...] = ()) -> list[dict[str, Any]]:
+        """promoter.yaml's ``promotionStrategies``: each gated on ``ci`` (proposed) and
+        on ``active`` (the environment before)."""
+        gates = {"activeCommitStatuses": [{"key": key} for key in active]} if active else {}
+        return [
+            {
+                "name": f"app-{i}",
+                "repository": f"gitops-{i % self.repos}",
+                **gates,
+                "proposedCommitStatuses": [{"key": "ci"}],
+                "environments": [{"branch": f"app-{i}/{env}"} for env in self.environments],
+            }
+            for i in range(self.strategies)
+        ]
+
     def is_pending(self, index: int) -> bool:
         return self.pending_every > 0 and index % self.pending_every == 0
 

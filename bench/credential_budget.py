@@ -74,25 +74,8 @@ def config(fleet: Fleet, state: Path, args: argparse.Namespace) -> Any:
     return Config.model_validate(
         {
             "scmProviders": [{"name": "github", "github": {"token": {"fromEnv": TOKEN_ENV}}}],
-            "repositories": [
-                {
-                    "name": f"gitops-{r}",
-                    "url": str(fleet.repo_path(r)),
-                    "path": f"{OWNER}/gitops-{r}",
-                    "scmProvider": "github",
-                    "pollInterval": 0,
-                }
-                for r in range(fleet.repos)
-            ],
-            "promotionStrategies": [
-                {
-                    "name": f"app-{i}",
-                    "repository": f"gitops-{i % fleet.repos}",
-                    "proposedCommitStatuses": [{"key": "ci"}],
-                    "environments": [{"branch": f"app-{i}/{env}"} for env in fleet.environments],
-                }
-                for i in range(fleet.strategies)
-            ],
+            "repositories": fleet.repositories_spec("github", owner=OWNER),
+            "promotionStrategies": fleet.strategies_spec(),
             "webhooks": {"github": {"secrets": [{"fromEnv": SECRET_ENV}]}},
             "daemon": {
                 "stateDir": str(state),

@@ -81,26 +81,10 @@ def fleet_config(fleet: Fleet, state: Path, workers: int | None, *, github: bool
     return Config.model_validate(
         {
             "scmProviders": [provider],
-            "repositories": [
-                {
-                    "name": f"gitops-{r}",
-                    "url": str(fleet.repo_path(r)),
-                    "scmProvider": provider["name"],
-                    "pollInterval": 0,
-                    **({"path": f"{GITHUB_OWNER}/gitops-{r}"} if github else {}),
-                }
-                for r in range(fleet.repos)
-            ],
-            "promotionStrategies": [
-                {
-                    "name": f"app-{i}",
-                    "repository": f"gitops-{i % fleet.repos}",
-                    "activeCommitStatuses": [{"key": "health"}],
-                    "proposedCommitStatuses": [{"key": "ci"}],
-                    "environments": [{"branch": f"app-{i}/{env}"} for env in fleet.environments],
-                }
-                for i in range(fleet.strategies)
-            ],
+            "repositories": fleet.repositories_spec(
+                provider["name"], owner=GITHUB_OWNER if github else ""
+            ),
+            "promotionStrategies": fleet.strategies_spec(active=("health",)),
             "daemon": daemon,
             **(
                 {"webhooks": {"github": {"secrets": [{"fromEnv": GITHUB_SECRET_ENV}]}}}

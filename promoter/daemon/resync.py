@@ -161,6 +161,7 @@ class Resync:
                 "swept": len(counts.swept),
                 "skipped": counts.skipped,
                 "flowing": len(counts.flowing),
+                "unreachable": counts.unreachable,
             },
         )
         return counts

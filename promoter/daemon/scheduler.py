@@ -42,8 +42,8 @@ class Scheduler:
         queue: WorkQueue,
         mirrors: MirrorPool,
         *,
-        plan: Callable[[], object] | None = None,
-        index: SettledIndex | None = None,
+        plan: Callable[[], object],
+        index: SettledIndex,
     ) -> None:
         self.config = config
         self._plan = plan
@@ -56,19 +56,10 @@ class Scheduler:
         )
 
     def resync(self) -> None:
-        """Heal any missed webhook: ``plan`` (``promoter.daemon.resync``) says what to
-        read again; without one, every strategy is enqueued.
-
-        Every mirror is checked too, so that a push whose webhook was lost is seen:
-        one ``ls-remote`` per repository, and a fetch only where a ref moved.
-        """
-        if self._plan is not None:
-            self._plan()
-            return
-        for repo in self.config.repositories:
-            self.mirrors.invalidate(repo.name)
-        # Soft: a strategy backing off after failures keeps its retry time.
-        self.queue.add_many((s.name for s in self.config.promotion_strategies), soft=True)
+        """Heal any missed webhook: ``plan`` (``promoter.daemon.resync``) checks every
+        mirror (one ``ls-remote`` per repository, a fetch only where a ref moved) and
+        says what to read again."""
+        self._plan()
 
     def poll(self, repo: Repository) -> None:
         """Refresh the mirror; wake its strategies when a ref moved, or when the repository
@@ -86,9 +77,8 @@ class Scheduler:
         recovered = self.unreachable.pop(repo.name, None) is not None
         if moved or recovered:  # a change: strategies parked after a permanent error run again
             keys = strategies_of(self.config, repo.name)
-            if self._index is not None:
-                for key in keys:
-                    self._index.unsettle(key)
+            for key in keys:
+                self._index.unsettle(key)
             self.queue.add_many(keys, unpark=True)
 
     def start(self) -> None:
