@@ -43,6 +43,12 @@ class MetadataMissing(PermanentError):
     """A hydrated commit carries neither a hydrator note nor a hydrator.metadata file."""
 
 
+class NotOwner(PromoterError):
+    """This replica no longer owns the repository (its shard Lease expired or moved to
+    another replica): nothing was written, and the work is dropped here, not retried;
+    the new owner reads everything afresh."""
+
+
 class ScmError(PromoterError):
     """Base of the errors an SCM plugin raises."""
 

@@ -7,7 +7,8 @@ errors back off exponentially (capped). A permanent error (``PermanentError``: b
 credentials, a missing permission) parks the strategy: it is not retried until a
 webhook, a moved ref or a configuration change wakes it (``WorkQueue.park``). A
 ``ScmNotFound`` means what the promoter knew was wrong: it is read again, with backoff,
-as is an unexpected crash, so that nothing is lost.
+as is an unexpected crash, so that nothing is lost. ``NotOwner`` (Kubernetes mode: the
+repository's shard moved to another replica) drops the key: it is not ours to retry.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from collections.abc import Callable
 from promoter.daemon.executor import Outcome
 from promoter.daemon.queue import ShutDown, WorkQueue
 from promoter.errors import (
+    NotOwner,
     PermanentError,
     RateBudgetWait,
     ScmConflict,
@@ -79,6 +81,10 @@ class Workers:
         """Reconcile one key and schedule what follows; never raises."""
         try:
             outcome = self._reconcile(key)
+        except NotOwner as exc:
+            log.info("not ours any more: dropped", extra={"strategy": key, "error": str(exc)})
+            self.queue.forget(key)
+            return
         except ScmRateLimited as exc:
             extra = {"strategy": key, "retry_after": exc.retry_after}
             if isinstance(exc, RateBudgetWait):  # our own pacing, not a refusal

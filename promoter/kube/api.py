@@ -24,6 +24,7 @@ from promoter.kube.resources import GROUP, VERSION
 _PLURALS = ("promotionstrategies", "gitrepositories", "scmproviders", "commitstatuses")
 
 Obj = dict[str, Any]
+Leases = list[k8s.V1Lease]
 
 PERMISSIONS = frozenset(
     {(GROUP, plural, verb) for plural in _PLURALS for verb in ("list", "watch")}
@@ -33,8 +34,10 @@ PERMISSIONS = frozenset(
         ("", "events", "create"),
         ("", "secrets", "get"),
         ("coordination.k8s.io", "leases", "get"),
+        ("coordination.k8s.io", "leases", "list"),
         ("coordination.k8s.io", "leases", "create"),
         ("coordination.k8s.io", "leases", "update"),
+        ("coordination.k8s.io", "leases", "delete"),
     }
 )
 """(API group, resource, verb) of every call below: manifests/rbac.yaml grants exactly these."""
@@ -225,3 +228,21 @@ class Kube:
             lease,
         )
         return replaced
+
+    def list_leases(self, namespace: str, selector: str) -> Leases:
+        """The Leases of ``namespace`` whose labels match ``selector`` (``key=value,...``)."""
+        found: k8s.V1LeaseList = self._call(
+            "list leases",
+            self.coordination.list_namespaced_lease,
+            namespace,
+            label_selector=selector,
+        )
+        return list(found.items or [])
+
+    def delete_lease(self, namespace: str, name: str) -> None:
+        """Delete a Lease; one already gone is not an error."""
+        try:
+            self._call("delete lease", self.coordination.delete_namespaced_lease, name, namespace)
+        except KubeError as exc:
+            if exc.status != 404:
+                raise

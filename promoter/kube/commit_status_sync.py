@@ -1,8 +1,10 @@
-"""Keeps CommitStatus objects in step with the gates and, on the leader, with the SCM.
+"""Keeps CommitStatus objects in step with the gates and, on their owner, with the SCM.
 
-A changed object updates the index the gates read and wakes the strategies tracking
-its commit; the leader then publishes it on the SCM once per generation and phase, and
-writes ``status.mirroredPhase`` (or ``Ready=False`` with the reason it cannot).
+A changed object updates the index the gates read (on every replica) and wakes the
+strategies tracking its commit; the replica that works on its repository (``mine``:
+the leader, or the holder of the repository's shard) then publishes it on the SCM once
+per generation and phase, and writes ``status.mirroredPhase``; an object that names no
+valid repository gets ``Ready=False`` with the reason, from the leader.
 """
 
 from __future__ import annotations
@@ -31,14 +33,15 @@ class CommitStatusSync:
         index: CommitStatusIndex,
         writer: StatusWriter,
         runtime: Callable[[], ClusterRuntime],
-        leading: Callable[[], bool],
+        mine: Callable[[str | None], bool],
         objects: Callable[[], dict[Ident, Obj]],
         wake: Callable[[], None],
     ) -> None:
+        """``mine(repository)``: whether this replica writes for it (None: for none)."""
         self.index = index
         self.writer = writer
         self.runtime = runtime
-        self.leading = leading
+        self.mine = mine
         self.objects = objects
         self.wake = wake
         self._lock = threading.Lock()
@@ -51,8 +54,9 @@ class CommitStatusSync:
         runtime = self.runtime()
         if kind == "DELETED":
             self.index.remove(*ident)
-            if self.leading():  # a gate went away: read the strategies again
-                runtime.queue.add_many(s.name for s in runtime.config.promotion_strategies)
+            runtime.queue.add_many(  # a gate went away: read the strategies again
+                s.name for s in runtime.config.promotion_strategies if self.mine(s.repository)
+            )
             return
         try:
             repo, sha, status = parse(obj)
@@ -60,8 +64,8 @@ class CommitStatusSync:
             self._mark({ident})  # the leader writes Ready=False
             return
         self.index.put(obj, (repo, sha, status))
-        if not self.leading():
-            return  # the leader saw the same event
+        if not self.mine(repo):
+            return  # its owner saw the same event
         runtime.status_cache.put(repo, sha, status)
         tracking = set(runtime.sha_index.strategies_for(sha))
         if tracking:
@@ -80,21 +84,31 @@ class CommitStatusSync:
         self.wake()
 
     def mirror_pending(self) -> None:
-        """On the leader: publish what changed on the SCM and write the objects' status."""
+        """Publish what changed on the SCM and write the objects' status, for the objects
+        this replica writes for (the others are its owner's; ``mark_all`` brings them
+        back when this replica takes over)."""
         with self._lock:
             pending, self._pending = self._pending, set()
         objects = self.objects()
         for ident in sorted(pending):
             obj = objects.get(ident)
-            if obj is None:
+            if obj is None or not self.mine(self._repository(obj)):
                 continue
-            if not self.leading():
-                with self._lock:
-                    self._pending |= pending
-                return
             if not self._mirror(obj):
                 with self._lock:
                     self._pending.add(ident)  # retried on the next pass
+
+    def _repository(self, obj: Obj) -> str | None:
+        """The configured repository ``obj`` names, None when it names none."""
+        try:
+            repo_name, _, _ = parse(obj)
+        except ValueError:
+            return None
+        try:
+            self.runtime().config.repository(repo_name)
+        except KeyError:
+            return None
+        return repo_name
 
     def _mirror(self, obj: Obj) -> bool:
         try:

@@ -1,15 +1,23 @@
-"""A small stateful Kubernetes API server for the tests, served over real HTTP.
+"""A small stateful Kubernetes API server for the tests and benchmarks, served over real HTTP.
 
 It keeps objects per resource with a global resourceVersion, bumps ``generation``
 on spec changes, honours the ``status`` subresource, optimistic concurrency on PUT,
-JSON and merge patches, and list + watch (resourceVersion, bookmarks, timeouts).
-``hold()`` keeps events from open watches; ``expire()`` compacts the history so that
-a watch resumed from before it gets ``410 Gone``, as a real API server's does.
+JSON and merge patches, label selectors (``key=value``) on lists, and list + watch
+(resourceVersion, bookmarks, timeouts). ``hold()`` keeps events from open watches;
+``expire()`` compacts the history so that a watch resumed from before it gets ``410
+Gone``, as a real API server's does. The history is kept per resource and searched by
+resourceVersion, so thousands of objects and several replicas watching them stay cheap.
+
+In a process of its own (the benchmarks)::
+
+    python -m tests.kube.fake_api --port 8001 [--preload objects.json]
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
+import bisect
 import copy
 import json
 import threading
@@ -90,7 +98,8 @@ class FakeKube:
         self.lock = threading.Lock()
         self.rv = 0
         self.objects: dict[tuple[Resource, str, str], Obj] = {}
-        self.history: list[tuple[int, Resource, Obj]] = []
+        self.history: dict[Resource, tuple[list[int], list[Obj]]] = {}
+        """Per resource: the resourceVersions of its events, and the events."""
         self.compacted = 0
         self.held = False
         self.epoch = 0  # bumped to end every open watch
@@ -137,7 +146,19 @@ class FakeKube:
     def _bump(self, resource: Resource, kind: str, obj: Obj) -> None:
         self.rv += 1
         obj["metadata"]["resourceVersion"] = str(self.rv)
-        self.history.append((self.rv, resource, {"type": kind, "object": copy.deepcopy(obj)}))
+        rvs, events = self.history.setdefault(resource, ([], []))
+        rvs.append(self.rv)
+        events.append({"type": kind, "object": copy.deepcopy(obj)})
+
+    def preload(self, objects: list[Obj]) -> None:
+        """Create objects at once (``group/version`` from each one's ``apiVersion``)."""
+        with self.lock:
+            for obj in objects:
+                api = obj.get("apiVersion", "v1")
+                group = api.rsplit("/", 1)[0] if "/" in api else ""
+                plural = next(p for p, kind in KINDS.items() if kind == obj["kind"])
+                namespace = obj["metadata"].get("namespace", "")
+                self._create((group, plural), namespace, copy.deepcopy(obj))
 
     def _create(self, resource: Resource, namespace: str, body: Obj) -> tuple[int, Obj]:
         meta = body.setdefault("metadata", {})
@@ -214,15 +235,18 @@ class FakeKube:
                 return JSONResponse(out, status_code=code)
             if request.query_params.get("watch") in ("true", "1", "True"):
                 return self._watch(request, resource, namespace)
-            return self._list(resource, namespace)
+            return self._list(resource, namespace, request.query_params.get("labelSelector"))
         return await self._one(request, resource, namespace, name, sub)
 
-    def _list(self, resource: Resource, namespace: str) -> Response:
+    def _list(self, resource: Resource, namespace: str, selector: str | None = None) -> Response:
+        wanted = dict(part.split("=", 1) for part in (selector or "").split(",") if "=" in part)
         with self.lock:
             items = [
                 copy.deepcopy(o)
                 for (res, ns, _), o in sorted(self.objects.items())
-                if res == resource and (not namespace or ns == namespace)
+                if res == resource
+                and (not namespace or ns == namespace)
+                and all((o["metadata"].get("labels") or {}).get(k) == v for k, v in wanted.items())
             ]
             rv = self.rv
         kind = KINDS[resource[1]]
@@ -309,11 +333,11 @@ class FakeKube:
                 pending: list[Obj] = []
                 with self.lock:
                     if not self.held:
-                        for rv, res, event in self.history:
-                            if rv > cursor and res == resource:
-                                ns = event["object"]["metadata"].get("namespace", "")
-                                if not namespace or ns == namespace:
-                                    pending.append(event)
+                        rvs, events = self.history.get(resource, ([], []))
+                        for event in events[bisect.bisect_right(rvs, cursor) :]:
+                            ns = event["object"]["metadata"].get("namespace", "")
+                            if not namespace or ns == namespace:
+                                pending.append(event)
                         cursor = self.rv
                 for event in pending:
                     yield (json.dumps(event) + "\n").encode()
@@ -327,3 +351,22 @@ class FakeKube:
                 await asyncio.sleep(0.02)
 
         return StreamingResponse(events(), media_type="application/json")
+
+
+def main() -> None:
+    """Serve the stand-in on 127.0.0.1 until stopped (SIGTERM or Ctrl-C)."""
+    import uvicorn
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--port", type=int, required=True)
+    parser.add_argument("--preload", help="a JSON file: a list of objects to create first")
+    args = parser.parse_args()
+    fake = FakeKube()
+    if args.preload:
+        with open(args.preload, encoding="utf-8") as file:
+            fake.preload(json.load(file))
+    uvicorn.run(fake.app, host="127.0.0.1", port=args.port, log_level="warning")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,212 @@
+"""One replica's part in a sharded installation, as the controller uses it.
+
+It ties the shard Leases (``ShardCoordinator``), the write fence (``ShardFence``) and
+the forwarding of work to owners (``PeerForwarder``) to the current configuration:
+which shard each repository is in, what each shard weighs (its strategies), who owns a
+strategy, and this replica's share of each SCM credential's rate budget.
+
+Budgets: every replica keeps its own limiter per credential (``scm_plugins.budget``);
+each gets the share of the credential's limits that its held shards weigh among all
+the shards using that credential, re-split whenever shards move. Held shards are
+disjoint, so the shares never add up to more than the whole (plus ``MIN_SHARE`` for a
+replica holding none, which only answers API writes; a credential no strategy uses is
+split evenly).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+
+from promoter.config import Config
+from promoter.daemon import Observer, StrategyView
+from promoter.kube.api import Kube
+from promoter.kube.assignment import shard_name, shard_of
+from promoter.kube.cluster_runtime import ClusterRuntime
+from promoter.kube.cluster_scm import ClusterScm
+from promoter.kube.fence import ShardFence
+from promoter.kube.leader import LeaseSettings
+from promoter.kube.peers import PeerForwarder
+from promoter.kube.shards import ShardCoordinator, ShardSettings, Work
+from scm_plugins.protocol import ScmPlugin
+
+log = logging.getLogger("promoter.kube.sharding")
+
+MIN_SHARE = 0.01
+
+
+@dataclass
+class _Index:
+    config: Config
+    work: Work
+    repository_of: dict[str, str]
+    """Strategy -> its repository."""
+
+
+class Sharding:
+    def __init__(
+        self,
+        kube: Kube,
+        lease: LeaseSettings,
+        settings: ShardSettings,
+        identity: str,
+        *,
+        config: Callable[[], Config],
+        fallback: Callable[[list[str]], None],
+        moved: Callable[[], None],
+    ) -> None:
+        self.settings = settings
+        self.identity = identity
+        self._config = config
+        self._moved = moved
+        self._index: _Index | None = None
+        self._lock = threading.Lock()
+        self._gained: set[str] = set()
+        self._changed = False
+        self.fence = ShardFence(shard_of=self.shard_of, renew_deadline=lease.renew_deadline)
+        self.coordinator = ShardCoordinator(
+            kube,
+            lease,
+            settings,
+            identity,
+            work=lambda: self.index().work,
+            fence=self.fence,
+            on_change=self._on_change,
+        )
+        self.peers = PeerForwarder(
+            identity=identity, token=settings.peer_token, locate=self.locate, fallback=fallback
+        )
+
+    def start(self) -> None:
+        self.peers.start()
+        self.coordinator.start()
+
+    def stop(self, *, release: bool = True) -> None:
+        self.coordinator.stop(release=release)
+        self.peers.stop()
+
+    # --- the configuration, indexed ------------------------------------------------------
+
+    def shard_of(self, repository: str) -> str:
+        return shard_name(shard_of(repository, self.settings.count))
+
+    def index(self) -> _Index:
+        config = self._config()
+        index = self._index
+        if index is not None and index.config is config:
+            return index
+        weights: dict[str, float] = {}
+        repositories: dict[str, list[str]] = {}
+        for repo in config.repositories:
+            repositories.setdefault(self.shard_of(repo.name), []).append(repo.name)
+        repository_of = {}
+        for strategy in config.promotion_strategies:
+            repository_of[strategy.name] = strategy.repository
+            shard = self.shard_of(strategy.repository)
+            weights[shard] = weights.get(shard, 0.0) + 1.0
+        index = _Index(config, Work(weights, repositories), repository_of)
+        self._index = index
+        return index
+
+    # --- who works on what ---------------------------------------------------------------
+
+    def mine(self, key: str) -> bool:
+        """Whether this replica may work on strategy ``key`` now."""
+        repo = self.index().repository_of.get(key)
+        return repo is not None and self.fence.owns(repo)
+
+    def locate(self, key: str) -> tuple[str, str] | None:
+        repo = self.index().repository_of.get(key)
+        if repo is None:
+            return None
+        return self.coordinator.holder_of(self.shard_of(repo))
+
+    def owner(self, key: str) -> str | None:
+        found = self.locate(key)
+        return found[0] if found else None
+
+    def locate_repository(self, repository: str) -> tuple[str, str] | None:
+        return self.coordinator.holder_of(self.shard_of(repository))
+
+    # --- shards that moved ----------------------------------------------------------------
+
+    def _on_change(self, gained: set[str], lost: set[str]) -> None:
+        with self._lock:
+            self._gained |= gained
+            self._gained -= lost
+            self._changed = True
+        self._moved()
+
+    def take_moved(self) -> tuple[set[str], bool]:
+        """Repositories of the shards gained since the last call, and whether any moved."""
+        with self._lock:
+            gained, changed = self._gained, self._changed
+            self._gained, self._changed = set(), False
+        work = self.index().work
+        repos = {repo for shard in gained for repo in work.repositories.get(shard, [])}
+        return repos, changed
+
+    def budget_shares(self) -> dict[str, float]:
+        """Provider -> the share of its credential's limits this replica may spend."""
+        index = self.index()
+        held = self.coordinator.held()
+        provider_of = {r.name: r.scm_provider for r in index.config.repositories}
+        total: dict[str, float] = {}
+        ours: dict[str, float] = {}
+        for repo in index.repository_of.values():
+            provider = provider_of.get(repo)
+            if provider is None:
+                continue
+            total[provider] = total.get(provider, 0.0) + 1.0
+            if self.shard_of(repo) in held:
+                ours[provider] = ours.get(provider, 0.0) + 1.0
+        even = 1.0 / max(1, len(self.coordinator.table.members))
+        return {
+            p.name: max(MIN_SHARE, ours.get(p.name, 0.0) / total[p.name])
+            if total.get(p.name)
+            else even
+            for p in index.config.scm_providers
+        }
+
+    # --- acting on the replica's runtime -----------------------------------------------
+
+    def runtime(
+        self,
+        config: Config,
+        *,
+        plugins: dict[str, ScmPlugin],
+        observers: Iterable[Observer],
+        reconciled: Callable[[str, StrategyView | None], None],
+    ) -> ClusterRuntime:
+        """A Runtime that works on the held shards' repositories and forwards the rest;
+        its git pushes run inside the fence."""
+        return ClusterRuntime(
+            config,
+            plugins=plugins,
+            observers=observers,
+            mine=self.mine,
+            forward=lambda keys, wake: self.peers.forward(keys, wake=wake),
+            reconciled=reconciled,
+            owns=self.fence.owns,
+            push_guard=self.fence.writing,
+            owner=self.owner,
+        )
+
+    def take_over(self, runtime: ClusterRuntime, repositories: set[str]) -> None:
+        """Shards just gained: forget what was cached about their repositories (another
+        replica worked on them meanwhile) and read every strategy of them afresh."""
+        for repo in repositories:
+            runtime.pr_cache.forget_repository(repo)
+            runtime.status_cache.forget_repository(repo)
+        keys = [s.name for s in runtime.config.promotion_strategies if s.repository in repositories]
+        log.info("taking over", extra={"repositories": len(repositories), "strategies": len(keys)})
+        runtime.enqueue(keys)
+
+    def share_budgets(self, plugins: Mapping[str, ScmPlugin]) -> None:
+        """Give each credential's limiter this replica's share of its limits."""
+        for name, share in self.budget_shares().items():
+            plugin = plugins.get(name)
+            if isinstance(plugin, ClusterScm):
+                plugin.set_budget_share(share)
