@@ -26,6 +26,7 @@ from promoter.errors import (
     CommitNotFound,
     ConfigError,
     GitError,
+    NotOwner,
     ScmError,
     ScmRateLimited,
     ScmUnavailable,
@@ -53,6 +54,13 @@ def scm_problem(what: str, exc: ScmError) -> JSONResponse:
         headers["Retry-After"] = str(max(1, math.ceil(exc.delay or 1)))
     response = problem(status, f"{what}: {exc}")
     response.headers.update(headers)
+    return response
+
+
+def moved(exc: NotOwner) -> JSONResponse:
+    """Kubernetes mode, sharded: the repository moved to another replica meanwhile."""
+    response = problem(503, f"{exc}; try again")
+    response.headers["Retry-After"] = "1"
     return response
 
 
@@ -205,7 +213,8 @@ class Api:
         return JSONResponse(
             {
                 "strategies": [
-                    strategy_summary(s, self.views.view(s.name)) for s in self.views.strategies()
+                    strategy_summary(s, self.views.view(s.name), owner=self.views.owner(s.name))
+                    for s in self.views.strategies()
                 ]
             }
         )
@@ -215,7 +224,9 @@ class Api:
         strategy = self.views.strategy(name)
         if strategy is None:
             return problem(404, f"no strategy named {name!r}")
-        return JSONResponse(strategy_json(strategy, self.views.view(name)))
+        return JSONResponse(
+            strategy_json(strategy, self.views.view(name), owner=self.views.owner(name))
+        )
 
     async def status_page(self, request: Request) -> Response:
         """The page the promoter's checks on a PR link to."""
@@ -256,6 +267,8 @@ class Api:
             return problem(404, f"no repository named {name!r}")
         except ScmError as exc:
             return scm_problem("the SCM refused the status", exc)
+        except NotOwner as exc:
+            return moved(exc)
         return JSONResponse(
             {
                 "repository": name,
@@ -301,6 +314,8 @@ class Api:
             return problem(exc.status, str(exc))
         except ScmError as exc:
             return scm_problem(f"{operation} failed", exc)
+        except NotOwner as exc:
+            return moved(exc)
         except GitError as exc:
             return problem(502, f"{operation} failed: {exc}")
         self.commands.enqueue([name])

@@ -44,9 +44,13 @@ class Dashboard:
     def _index(self) -> HTMLResponse:
         now = datetime.now(UTC)
         rows = []
-        for strategy in self.views.strategies():
+        strategies = self.views.strategies()
+        owners = {s.name: self.views.owner(s.name) for s in strategies}
+        sharded = any(owner is not None for owner in owners.values())
+        for strategy in strategies:
             detail = strategy_json(strategy, self.views.view(strategy.name))
             name = escape(strategy.name)
+            replica = f"<td>{escape(owners[strategy.name] or '-')}</td>" if sharded else ""
             envs = " ".join(
                 f"<li>{escape(e['branch'])} {h.badge(e['state'])}</li>"
                 for e in detail["environments"]
@@ -55,13 +59,15 @@ class Dashboard:
             last = h.dora_cells(figures[-1]) if figures else "<td colspan=5>not yet</td>"
             rows.append(
                 f'<tr><th scope=row><a href="/dashboard/{name}">{name}</a></th>'
-                f"<td><code>{escape(strategy.repository)}</code></td>"
+                f"<td><code>{escape(strategy.repository)}</code></td>{replica}"
                 f'<td><ul class="inline">{envs}</ul></td>{last}</tr>'
             )
         body = (
             "<h1>Strategies</h1><table><caption>Each strategy's environments and the DORA "
             "figures of its last environment</caption><tr><th scope=col>strategy</th>"
-            "<th scope=col>repository</th><th scope=col>environments</th>"
+            "<th scope=col>repository</th>"
+            + ("<th scope=col>replica</th>" if sharded else "")
+            + "<th scope=col>environments</th>"
             "<th scope=col>deployments</th><th scope=col>lead time</th>"
             "<th scope=col>change failure rate</th><th scope=col>time to restore</th>"
             "<th scope=col>last 30 days</th></tr>" + "".join(rows) + "</table>"
@@ -81,10 +87,12 @@ class Dashboard:
         detail = strategy_json(strategy, view)
         now = datetime.now(UTC)
         commits = self._commits(name, view)
+        owner = self.views.owner(name)
+        replica = f"replica <code>{escape(owner)}</code> · " if owner is not None else ""
         parts = [
             f"<h1>{escape(name)}</h1>",
             f'<p class="muted">repository <code>{escape(strategy.repository)}</code> · dry '
-            f"branch <code>{escape(strategy.dry_branch)}</code> · reconciled "
+            f"branch <code>{escape(strategy.dry_branch)}</code> · {replica}reconciled "
             f"{escape(str(detail.get('reconciledAt') or 'not yet'))} · "
             f'<a href="/api/v1/strategies/{escape(name)}">JSON</a></p>',
         ]
