@@ -41,6 +41,8 @@ def test_three_replicas_share_the_repositories_and_each_promotes_its_own(tmp_pat
                 shard for shard, holder in leases.items() if holder == replica.settings.identity
             }
             assert f"{NS}.app-0" in {s.name for s in replica.runtime.strategies()}
+        shares = [r.sharding.budget_shares()[f"{NS}.local"] for r in replicas if r.sharding]
+        assert abs(sum(shares) - 1.0) < 1e-9, "the credential's budget is not split in whole"
 
 
 def test_a_replica_that_joins_takes_its_share_within_a_lease_and_one_that_stops_hands_over_at_once(
