@@ -37,7 +37,7 @@ from promoter.kube.config_source import (
 )
 from promoter.kube.events import EventRecorder
 from promoter.kube.leader import LeaderElector, LeaseSettings
-from promoter.kube.refresh import RefreshForwarder
+from promoter.kube.refresh import RefreshForwarder, recently_refreshed
 from promoter.kube.resources import REFRESH_ANNOTATION
 from promoter.kube.sharding import Sharding
 from promoter.kube.shards import ShardSettings
@@ -237,7 +237,11 @@ class Controller:
         self._led = leading
         gained, moved = self.sharding.take_moved()
         if gained:
-            self.sharding.take_over(self.runtime, gained)
+            recent = recently_refreshed(
+                self.watchers["promotionstrategies"].objects(),
+                within=3 * self.settings.lease.lease_duration,
+            )
+            self.sharding.take_over(self.runtime, gained, urgent=recent)
             self.commit_statuses.mark_all()
         if moved:
             self._share_budgets()

@@ -35,6 +35,8 @@ from scm_plugins.protocol import ScmPlugin
 log = logging.getLogger("promoter.kube.sharding")
 
 MIN_SHARE = 0.01
+TAKE_OVER_SPREAD = 0.005
+"""Seconds between two reads of a shard just taken over (1,000 strategies: 5 s)."""
 
 
 @dataclass
@@ -194,15 +196,33 @@ class Sharding:
             owner=self.owner,
         )
 
-    def take_over(self, runtime: ClusterRuntime, repositories: set[str]) -> None:
+    def take_over(
+        self, runtime: ClusterRuntime, repositories: set[str], *, urgent: set[str]
+    ) -> None:
         """Shards just gained: forget what was cached about their repositories (another
-        replica worked on them meanwhile) and read every strategy of them afresh."""
+        replica worked on them meanwhile) and read every strategy of them afresh: the
+        ``urgent`` ones (a webhook named them lately) at once, the others spread over
+        ``TAKE_OVER_SPREAD`` per strategy, so that the work webhooks bring meanwhile never
+        waits behind a whole shard's reads."""
         for repo in repositories:
             runtime.pr_cache.forget_repository(repo)
             runtime.status_cache.forget_repository(repo)
+            runtime.mirrors.invalidate(repo)
         keys = [s.name for s in runtime.config.promotion_strategies if s.repository in repositories]
-        log.info("taking over", extra={"repositories": len(repositories), "strategies": len(keys)})
-        runtime.enqueue(keys)
+        first = [k for k in keys if k in urgent]
+        rest = [k for k in keys if k not in urgent]
+        for key in rest:
+            runtime.settled.unsettle(key)
+        log.info(
+            "taking over",
+            extra={
+                "repositories": len(repositories),
+                "strategies": len(keys),
+                "urgent": len(first),
+            },
+        )
+        runtime.enqueue(first)
+        runtime.queue.add_spread(rest, TAKE_OVER_SPREAD * len(rest))
 
     def share_budgets(self, plugins: Mapping[str, ScmPlugin]) -> None:
         """Give each credential's limiter this replica's share of its limits."""
