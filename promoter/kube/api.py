@@ -24,7 +24,6 @@ from promoter.kube.resources import GROUP, VERSION
 _PLURALS = ("promotionstrategies", "gitrepositories", "scmproviders", "commitstatuses")
 
 Obj = dict[str, Any]
-Leases = list[k8s.V1Lease]
 
 PERMISSIONS = frozenset(
     {(GROUP, plural, verb) for plural in _PLURALS for verb in ("list", "watch")}
@@ -35,6 +34,7 @@ PERMISSIONS = frozenset(
         ("", "secrets", "get"),
         ("coordination.k8s.io", "leases", "get"),
         ("coordination.k8s.io", "leases", "list"),
+        ("coordination.k8s.io", "leases", "watch"),
         ("coordination.k8s.io", "leases", "create"),
         ("coordination.k8s.io", "leases", "update"),
         ("coordination.k8s.io", "leases", "delete"),
@@ -229,15 +229,57 @@ class Kube:
         )
         return replaced
 
-    def list_leases(self, namespace: str, selector: str) -> Leases:
-        """The Leases of ``namespace`` whose labels match ``selector`` (``key=value,...``)."""
-        found: k8s.V1LeaseList = self._call(
+    def list_leases(self, namespace: str, selector: str) -> Obj:
+        """The Leases of ``namespace`` whose labels match ``selector`` (``key=value,...``),
+        as the API server sends them (a LeaseList: JSON, camelCase)."""
+        response = self._call(
             "list leases",
             self.coordination.list_namespaced_lease,
             namespace,
             label_selector=selector,
+            _preload_content=False,
         )
-        return list(found.items or [])
+        return json.loads(response.data)  # type: ignore[no-any-return]
+
+    def open_lease_watch(
+        self, namespace: str, selector: str, resource_version: str, timeout: int
+    ) -> Any:
+        """An open watch of those Leases from ``resource_version`` (read it with ``events``)."""
+        return self._call(
+            "watch leases",
+            self.coordination.list_namespaced_lease,
+            namespace,
+            label_selector=selector,
+            watch=True,
+            resource_version=resource_version,
+            allow_watch_bookmarks=True,
+            timeout_seconds=timeout,
+            _preload_content=False,
+            _request_timeout=(10, timeout + 10),
+        )
+
+    def write_lease(self, namespace: str, body: Obj, *, create: bool) -> Obj:
+        """Create a Lease, or replace one with the resourceVersion ``body`` names (KubeError
+        409 when someone wrote first); the Lease as written (JSON)."""
+        name = body["metadata"]["name"]
+        if create:
+            response = self._call(
+                "create lease",
+                self.coordination.create_namespaced_lease,
+                namespace,
+                body,
+                _preload_content=False,
+            )
+        else:
+            response = self._call(
+                "replace lease",
+                self.coordination.replace_namespaced_lease,
+                name,
+                namespace,
+                body,
+                _preload_content=False,
+            )
+        return json.loads(response.data)  # type: ignore[no-any-return]
 
     def delete_lease(self, namespace: str, name: str) -> None:
         """Delete a Lease; one already gone is not an error."""

@@ -114,11 +114,8 @@ def shard_settings(args: argparse.Namespace, base: Config) -> ShardSettings | No
     )
     owner = None
     if os.environ.get("POD_UID") and os.environ.get("POD_NAME"):
-        from kubernetes import client as k8s
-
-        owner = k8s.V1OwnerReference(
-            api_version="v1", kind="Pod", name=os.environ["POD_NAME"], uid=os.environ["POD_UID"]
-        )
+        pod = {"name": os.environ["POD_NAME"], "uid": os.environ["POD_UID"]}
+        owner = {"apiVersion": "v1", "kind": "Pod", **pod}
     token = os.environ.get(args.peer_token_env) or None
     if token is None:
         log.warning(

@@ -78,6 +78,11 @@ class ShardFence:
         with self._cond:
             return self._in_flight[shard]
 
+    def wait_drained(self, shard: str, timeout: float) -> bool:
+        """Wait until no write is in flight on ``shard``; False on timeout."""
+        with self._cond:
+            return self._cond.wait_for(lambda: self._in_flight[shard] == 0, timeout)
+
     def held(self) -> set[str]:
         """The shards whose hold has not lapsed (revoked ones included)."""
         now = self.clock()

@@ -3,9 +3,9 @@
 Every replica holds a *member* Lease ``<group>-member-<identity>`` (it announces the
 replica and the address others forward webhooks to); each shard with work has a
 *shard* Lease ``<group>-shard-NNN`` held by the replica that works on its repositories.
-All carry the label ``promoter.argoproj.io/lease-group: <group>``, so one list call
-reads them all, and ``kubectl get leases -l promoter.argoproj.io/lease-group=promoter``
-shows who is live (HOLDER of the member Leases) and who holds each shard.
+All carry the label ``promoter.argoproj.io/lease-group: <group>``, so one watch follows
+them all, and ``kubectl get leases -l promoter.argoproj.io/lease-group=promoter`` shows
+who is live (HOLDER of the member Leases) and who holds each shard.
 
 Liveness is judged as client-go judges leader Leases: on the reader's own monotonic
 clock, from when it last saw the Lease *change* (holder, renew time or
@@ -17,8 +17,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import Any
 
-from kubernetes import client as k8s
+from promoter.kube.api import Kube, Obj
 
 GROUP_LABEL = "promoter.argoproj.io/lease-group"
 ROLE_LABEL = "promoter.argoproj.io/lease-role"
@@ -40,9 +41,40 @@ def selector(group: str) -> str:
     return f"{GROUP_LABEL}={group}"
 
 
+class LeaseSource:
+    """A group's Leases as ``Watcher`` lists and watches them."""
+
+    def __init__(self, kube: Kube, group: str) -> None:
+        self.kube = kube
+        self.selector = selector(group)
+
+    def list(self, plural: str, namespace: str | None) -> Obj:
+        assert namespace is not None
+        return self.kube.list_leases(namespace, self.selector)
+
+    def open_watch(
+        self, plural: str, namespace: str | None, resource_version: str, timeout: int
+    ) -> Any:
+        assert namespace is not None
+        return self.kube.open_lease_watch(namespace, self.selector, resource_version, timeout)
+
+
+def _version(obj: Obj) -> int:
+    try:
+        return int(obj.get("metadata", {}).get("resourceVersion") or 0)
+    except ValueError:
+        return 0
+
+
+def newest(*leases: Obj | None) -> Obj | None:
+    """The latest of several copies of one Lease (the watch's, the one we just wrote)."""
+    found = [lease for lease in leases if lease is not None]
+    return max(found, key=_version) if found else None
+
+
 @dataclass(frozen=True)
 class Seen:
-    """One Lease as listed."""
+    """One Lease as listed or watched."""
 
     name: str
     role: str
@@ -50,21 +82,19 @@ class Seen:
     address: str
     version: str
     renewed: str
-    transitions: int
-    lease: k8s.V1Lease
+    lease: Obj
 
     @classmethod
-    def of(cls, lease: k8s.V1Lease) -> Seen:
-        meta = lease.metadata or k8s.V1ObjectMeta()
-        spec = lease.spec or k8s.V1LeaseSpec()
+    def of(cls, lease: Obj) -> Seen:
+        meta = lease.get("metadata") or {}
+        spec = lease.get("spec") or {}
         return cls(
-            name=meta.name or "",
-            role=(meta.labels or {}).get(ROLE_LABEL, ""),
-            holder=spec.holder_identity or "",
-            address=(meta.annotations or {}).get(ADDRESS_ANNOTATION, ""),
-            version=str(meta.resource_version or ""),
-            renewed=str(spec.renew_time),
-            transitions=spec.lease_transitions or 0,
+            name=str(meta.get("name") or ""),
+            role=(meta.get("labels") or {}).get(ROLE_LABEL, ""),
+            holder=spec.get("holderIdentity") or "",
+            address=(meta.get("annotations") or {}).get(ADDRESS_ANNOTATION, ""),
+            version=str(meta.get("resourceVersion") or ""),
+            renewed=str(spec.get("renewTime")),
             lease=lease,
         )
 
@@ -94,6 +124,10 @@ class Observed:
         return math.inf if known is None else now - known[1]
 
 
+def _stamp(when: datetime) -> str:
+    return when.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
 def lease_object(
     *,
     name: str,
@@ -103,29 +137,39 @@ def lease_object(
     holder: str,
     duration: float,
     annotations: dict[str, str],
-    base: k8s.V1Lease | None = None,
-    owner: k8s.V1OwnerReference | None = None,
-) -> k8s.V1Lease:
-    """A Lease held by ``holder`` now (``base``: the listed one, whose resourceVersion
-    makes the write optimistic; an acquisition counts one more transition)."""
-    now = datetime.now(UTC)
-    spec = (base.spec if base is not None else None) or k8s.V1LeaseSpec()
-    same = spec.holder_identity == holder and bool(holder)
-    meta = k8s.V1ObjectMeta(
-        name=name,
-        namespace=namespace,
-        labels={GROUP_LABEL: group, ROLE_LABEL: role},
-        annotations=annotations,
-        resource_version=base.metadata.resource_version if base and base.metadata else None,
-        owner_references=[owner] if owner is not None else None,
-    )
-    return k8s.V1Lease(
-        metadata=meta,
-        spec=k8s.V1LeaseSpec(
-            holder_identity=holder or None,
-            lease_duration_seconds=max(1, math.ceil(duration)),
-            acquire_time=(spec.acquire_time if same else now) if holder else None,
-            renew_time=now if holder else None,
-            lease_transitions=(spec.lease_transitions or 0) + (0 if same or not holder else 1),
-        ),
-    )
+    base: Obj | None = None,
+    owner: Obj | None = None,
+) -> Obj:
+    """A Lease held by ``holder`` now, as JSON (``base``: the one seen, whose
+    resourceVersion makes the write optimistic; an acquisition counts one more transition)."""
+    now = _stamp(datetime.now(UTC))
+    spec = (base or {}).get("spec") or {}
+    same = bool(holder) and spec.get("holderIdentity") == holder
+    meta: Obj = {
+        "name": name,
+        "namespace": namespace,
+        "labels": {GROUP_LABEL: group, ROLE_LABEL: role},
+        "annotations": annotations,
+    }
+    version = (base or {}).get("metadata", {}).get("resourceVersion")
+    if version:
+        meta["resourceVersion"] = version
+    if owner is not None:
+        meta["ownerReferences"] = [owner]
+    transitions = int(spec.get("leaseTransitions") or 0) + (0 if same or not holder else 1)
+    body: Obj = {
+        "apiVersion": "coordination.k8s.io/v1",
+        "kind": "Lease",
+        "metadata": meta,
+        "spec": {
+            "leaseDurationSeconds": max(1, math.ceil(duration)),
+            "leaseTransitions": transitions,
+        },
+    }
+    if holder:
+        body["spec"].update(
+            holderIdentity=holder,
+            acquireTime=spec.get("acquireTime") if same else now,
+            renewTime=now,
+        )
+    return body

@@ -1,10 +1,12 @@
 """Sharded replicas: membership, the assignment, and the shard Leases of one replica.
 
-Every ``retry_period`` the loop lists the group's Leases (one call), renews this
-replica's member Lease, computes the assignment (``promoter.kube.assignment``) from the
-live members and the shards' weights, and then, shard by shard:
+The group's Leases are watched into a local cache (``Watcher`` over ``LeaseSource``).
+A round runs when one of them changes hands (a member joins or leaves, a shard is
+released or taken) and at least every ``retry_period``. It computes the assignment
+(``promoter.kube.assignment``) from the live members and the shards' weights, renews
+this replica's member Lease and its shard Leases when due (every ``retry_period``),
+and then, shard by shard:
 
-* renews the shard Leases it holds and is assigned;
 * hands over those it holds but is no longer assigned (or all of them when stopping):
   the fence refuses new writes at once, and the Lease is released (holder cleared) as
   soon as the writes in flight have ended, so the next owner takes it without waiting;
@@ -13,8 +15,9 @@ live members and the shards' weights, and then, shard by shard:
 * notices the shards another replica took from it, and those whose hold lapsed before
   it could renew them (they count as gained again, and are read afresh, once renewed).
 
-A member is live while its member Lease changes within ``lease_duration``; a dead
-replica's member and shard Leases stop changing together, so its shards are taken over
+So a hand-over takes a few watch events (tens of milliseconds), not rounds. A member
+is live while its member Lease changes within ``lease_duration``; a dead replica's
+member and shard Leases stop changing together, so its shards are taken over
 ``lease_duration`` (plus at most one ``retry_period``) after its last renewal. Replicas
 may disagree on the member set for a moment; the Leases decide, never the assignment.
 """
@@ -27,10 +30,9 @@ import time
 from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
-from kubernetes import client as k8s
-
-from promoter.kube.api import Kube, KubeError
+from promoter.kube.api import Kube, KubeError, Obj
 from promoter.kube.assignment import assign
 from promoter.kube.fence import ShardFence
 from promoter.kube.leader import LeaseSettings
@@ -40,14 +42,16 @@ from promoter.kube.leases import (
     REPOSITORIES_ANNOTATION,
     SHARD,
     STRATEGIES_ANNOTATION,
+    LeaseSource,
     Observed,
     Seen,
     lease_object,
     member_lease,
-    selector,
+    newest,
     shard_lease,
 )
 from promoter.kube.shard_metrics import record_round, record_transition
+from promoter.kube.watcher import Watcher
 
 log = logging.getLogger("promoter.kube.shards")
 
@@ -62,8 +66,9 @@ class ShardSettings:
     """``http://host:port`` other replicas forward webhooks and API writes to."""
     peer_token: str | None = field(default=None, repr=False)
     """The secret replicas sign forwarded work with (``promoter.kube.peers``)."""
-    owner: k8s.V1OwnerReference | None = None
-    """The Pod that owns the member Lease (Kubernetes deletes the Lease with it)."""
+    owner: dict[str, Any] | None = None
+    """The Pod that owns the member Lease, as an ownerReference (Kubernetes deletes the
+    Lease with the Pod)."""
 
     def __post_init__(self) -> None:
         if not 1 <= self.count <= 4096:
@@ -120,32 +125,38 @@ class ShardCoordinator:
         self.transitions: Counter[str] = Counter()
         """Shards acquired, released (handed over), lost (taken by another replica) and
         lapsed (not renewed within the renew deadline)."""
+        self.leases = Watcher(
+            LeaseSource(kube, settings.group), "leases", lease.namespace, self._changed
+        )
+        self._written: dict[str, tuple[Obj, float]] = {}
+        """Our latest write of each Lease (the watch may not show it yet), and when."""
         self._held: set[str] = set()
         self._revoked_at: dict[str, float] = {}
         self._stopping = False
         self._stop = threading.Event()
+        self._wake = threading.Event()
         self._thread = threading.Thread(target=self._run, name="shard-leases", daemon=True)
 
     # --- lifecycle -----------------------------------------------------------------------
 
     def start(self) -> None:
+        self.leases.start()
         self._thread.start()
 
     def stop(self, *, release: bool = True) -> None:
         """Stop the loop; with ``release``, hand every shard over and leave the group at
         once (the writes in flight end first: call it after the workers stopped)."""
         self._stop.set()
+        self._wake.set()
         self._thread.join(timeout=self.lease.retry_period * 2 + 10)
-        if not release:
-            return
-        self._stopping = True
-        for shard in list(self._held):
-            self.fence.revoke(shard)
-        try:
-            self._round()  # releases what is drained
-            self.kube.delete_lease(self.lease.namespace, self._member_name)
-        except KubeError as exc:
-            log.warning("leases not released", extra={"error": str(exc)})
+        if release:
+            self._stopping = True
+            try:
+                self._round()  # releases every shard: nothing is in flight any more
+                self.kube.delete_lease(self.lease.namespace, self._member_name)
+            except KubeError as exc:
+                log.warning("leases not released", extra={"error": str(exc)})
+        self.leases.stop()
 
     @property
     def _member_name(self) -> str:
@@ -154,35 +165,38 @@ class ShardCoordinator:
     def held(self) -> set[str]:
         return set(self._held)
 
+    def _changed(self, kind: str, obj: Obj, before: Obj | None) -> None:
+        """A watch event: a round at once when a Lease changed hands (not on renewals)."""
+        holder = (obj.get("spec") or {}).get("holderIdentity")
+        was = ((before or {}).get("spec") or {}).get("holderIdentity")
+        if kind != "MODIFIED" or holder != was:
+            self._wake.set()
+
     def _run(self) -> None:
         while not self._stop.is_set():
-            try:
-                self._round()
-            except Exception:  # never let the loop die: the next round tries again
-                log.exception("shard round failed")
-            self._stop.wait(self.lease.retry_period)
+            if self.leases.synced.is_set():
+                try:
+                    self._round()
+                except Exception:  # never let the loop die: the next round tries again
+                    log.exception("shard round failed")
+            self._wake.wait(self.lease.retry_period)
+            self._wake.clear()
 
     # --- one round -------------------------------------------------------------------------
 
     def _round(self) -> None:
         now = self.clock()
-        listed = {
-            s.name: s
-            for s in map(
-                Seen.of, self.kube.list_leases(self.lease.namespace, selector(self.settings.group))
-            )
-        }
+        listed = {s.name: s for s in map(Seen.of, self.leases.objects())}
         self.observed.update(listed, now)
-        self._renew_member(listed.get(self._member_name))
+        self._renew_member(self._latest(listed, self._member_name), now)
         duration = self.lease.lease_duration
         members = {
             s.holder: s.address
             for s in listed.values()
             if s.role == MEMBER and s.holder and self.observed.age(s.name, now) < duration
         }
-        if self._stopping:
-            members.pop(self.identity, None)
-        else:
+        members.pop(self.identity, None)
+        if not self._stopping:
             members[self.identity] = self.settings.address
         work = self.work()
         assigned = assign(work.weights, members)
@@ -195,9 +209,9 @@ class ShardCoordinator:
         before = set(self._held)
         holders: dict[str, str] = {}
         for shard in sorted(set(work.weights) | self._held):
-            seen = listed.get(shard_lease(self.settings.group, shard))
-            holder = self._shard(shard, seen, assigned.get(shard) == self.identity, work, now)
-            holders[shard] = holder
+            seen = self._latest(listed, shard_lease(self.settings.group, shard))
+            mine = assigned.get(shard) == self.identity
+            holders[shard] = self._shard(shard, seen, mine, work, now)
         self.table = Table(members, assigned, holders, work)
         self.rounds += 1
         record_round(self.identity, self.table, self._held)
@@ -209,6 +223,16 @@ class ShardCoordinator:
             )
             self.on_change(gained, lost)
 
+    def _latest(self, listed: dict[str, Seen], name: str) -> Seen | None:
+        ours = self._written.get(name)
+        seen = listed.get(name)
+        found = newest(seen.lease if seen else None, ours[0] if ours else None)
+        return Seen.of(found) if found is not None else None
+
+    def _due(self, name: str, now: float) -> bool:
+        written = self._written.get(name)
+        return written is None or now - written[1] >= self.lease.retry_period * 0.5
+
     def _shard(self, shard: str, seen: Seen | None, mine: bool, work: Work, now: float) -> str:
         """Act on one shard; who holds it afterwards (as far as we know)."""
         holder = seen.holder if seen is not None else ""
@@ -217,8 +241,11 @@ class ShardCoordinator:
         if holder == self.identity:
             if mine and not self._stopping:
                 self._revoked_at.pop(shard, None)
-                if self._write(shard, seen, work, holder=self.identity):
-                    self._gain(shard)
+                lapsed = shard not in self._held
+                if (lapsed or self._due(seen.name if seen else "", now)) and self._write(
+                    shard, seen, work, holder=self.identity
+                ):
+                    self._held.add(shard)
                 return self.identity
             return self._hand_over(shard, seen, work, now)
         if not mine or self._stopping:
@@ -227,7 +254,7 @@ class ShardCoordinator:
             self.lease.lease_duration
         )
         if free and self._write(shard, seen, work, holder=self.identity):
-            self._gain(shard)
+            self._held.add(shard)
             self._count("acquired")
             return self.identity
         return holder
@@ -236,9 +263,10 @@ class ShardCoordinator:
         """A shard we hold but should not: no new writes; released once drained."""
         self.fence.revoke(shard)
         since = self._revoked_at.setdefault(shard, now)
-        drained = self.fence.in_flight(shard) == 0
-        if not drained and now - since < self.lease.renew_deadline:
-            self._write(shard, seen, work, holder=self.identity)  # keep the writes covered
+        if self.fence.in_flight(shard) and now - since < self.lease.renew_deadline:
+            self._wake_when_drained(shard)
+            if self._due(seen.name if seen else "", now):
+                self._write(shard, seen, work, holder=self.identity)  # keep the writes covered
             return self.identity
         if self._write(shard, seen, work, holder=""):
             self._lose(shard, "released")
@@ -246,12 +274,16 @@ class ShardCoordinator:
             return ""
         return self.identity
 
+    def _wake_when_drained(self, shard: str) -> None:
+        def wait() -> None:
+            self.fence.wait_drained(shard, self.lease.renew_deadline)
+            self._wake.set()
+
+        threading.Thread(target=wait, name=f"drain-{shard}", daemon=True).start()
+
     def _count(self, kind: str) -> None:
         self.transitions[kind] += 1
         record_transition(self.identity, kind)
-
-    def _gain(self, shard: str) -> None:
-        self._held.add(shard)
 
     def _lose(self, shard: str, why: str) -> None:
         self.fence.drop(shard)
@@ -264,55 +296,58 @@ class ShardCoordinator:
 
     def _write(self, shard: str, seen: Seen | None, work: Work, *, holder: str) -> bool:
         """Create or replace the shard's Lease naming ``holder``; True when written."""
-        started = self.clock()
         repos = work.repositories.get(shard, [])
         annotations = {
             ADDRESS_ANNOTATION: self.settings.address if holder else "",
             STRATEGIES_ANNOTATION: str(int(work.weights.get(shard, 0))),
             REPOSITORIES_ANNOTATION: str(len(repos)),
         }
-        body = lease_object(
-            name=shard_lease(self.settings.group, shard),
-            namespace=self.lease.namespace,
-            group=self.settings.group,
-            role=SHARD,
-            holder=holder,
-            duration=self.lease.lease_duration,
-            annotations=annotations,
-            base=seen.lease if seen is not None else None,
-        )
-        try:
-            if seen is None:
-                written = self.kube.create_lease(self.lease.namespace, body)
-            else:
-                written = self.kube.replace_lease(self.lease.namespace, body)
-        except KubeError as exc:
-            log.info("shard lease not written", extra={"shard": shard, "error": str(exc)})
+        name = shard_lease(self.settings.group, shard)
+        started = self.clock()
+        if not self._put(name, SHARD, holder, annotations, seen, owner=None):
             return False
-        self.observed.wrote(Seen.of(written), started)
         if holder:
             self.fence.renewed(shard, started)
         return True
 
-    def _renew_member(self, seen: Seen | None) -> None:
+    def _renew_member(self, seen: Seen | None, now: float) -> None:
+        if self._stopping or self._due(self._member_name, now):
+            holder = "" if self._stopping else self.identity
+            annotations = {ADDRESS_ANNOTATION: self.settings.address}
+            owner = self.settings.owner
+            self._put(self._member_name, MEMBER, holder, annotations, seen, owner=owner)
+
+    def _put(
+        self,
+        name: str,
+        role: str,
+        holder: str,
+        annotations: dict[str, str],
+        seen: Seen | None,
+        *,
+        owner: Obj | None,
+    ) -> bool:
+        started = self.clock()
         body = lease_object(
-            name=self._member_name,
+            name=name,
             namespace=self.lease.namespace,
             group=self.settings.group,
-            role=MEMBER,
-            holder="" if self._stopping else self.identity,
+            role=role,
+            holder=holder,
             duration=self.lease.lease_duration,
-            annotations={ADDRESS_ANNOTATION: self.settings.address},
+            annotations=annotations,
             base=seen.lease if seen is not None else None,
-            owner=self.settings.owner,
+            owner=owner,
         )
         try:
-            if seen is None:
-                self.kube.create_lease(self.lease.namespace, body)
-            else:
-                self.kube.replace_lease(self.lease.namespace, body)
+            written = self.kube.write_lease(self.lease.namespace, body, create=seen is None)
         except KubeError as exc:
-            log.info("member lease not renewed", extra={"error": str(exc)})
+            self._written.pop(name, None)  # read it again from the watch
+            log.info("lease not written", extra={"lease": name, "error": str(exc)})
+            return False
+        self._written[name] = (written, started)
+        self.observed.wrote(Seen.of(written), started)
+        return True
 
     # --- what others read ----------------------------------------------------------------
 

@@ -22,6 +22,11 @@ TINY = {
     "remote_latency": ["--promotions", "3", "--rtt", "0.01"],
     "resync_scale": ["--size", "4", "--repos", "1"],
     "scm_calls": ["--changes", "1"],
+    "shards": [
+        *("--strategies", "24", "--repos", "6", "--replicas", "2", "--max-replicas", "3"),
+        *("--changes", "4", "--baseline", "2", "--kill-changes", "1", "--shards", "8"),
+        *("--lease", "1.5", "--renew", "1", "--retry", "0.2", "--sample", "1", "--hour", "6"),
+    ],
     "credential_budget": ["--strategies", "10", "--changes", "3", "--hour", "30"],
     "webhook_throughput": ["--duration", "0.3", "--rounds", "1", "--warmup", "0.1"],
 }
@@ -32,6 +37,7 @@ FIGURE = {
     "remote_latency": "round_trips_max",
     "resync_scale": "runs",
     "scm_calls": "plugins",
+    "shards": "scale_up",
     "credential_budget": "burst",
     "webhook_throughput": "receiver",
 }

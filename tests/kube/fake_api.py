@@ -7,15 +7,11 @@ JSON and merge patches, label selectors (``key=value``) on lists, and list + wat
 ``expire()`` compacts the history so that a watch resumed from before it gets ``410
 Gone``, as a real API server's does. The history is kept per resource and searched by
 resourceVersion, so thousands of objects and several replicas watching them stay cheap.
-
-In a process of its own (the benchmarks)::
-
-    python -m tests.kube.fake_api --port 8001 [--preload objects.json]
+``fake_api_server`` serves it from a process of its own (the benchmarks).
 """
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import bisect
 import copy
@@ -45,6 +41,8 @@ KINDS = {
     "secrets": "Secret",
 }
 WITH_STATUS = {"promotionstrategies", "gitrepositories", "scmproviders", "commitstatuses"}
+MAX_EVENTS = 50_000
+"""Events kept per resource (a benchmark renews Leases for many minutes)."""
 
 
 def _status(code: int, reason: str, message: str) -> Obj:
@@ -56,6 +54,13 @@ def _status(code: int, reason: str, message: str) -> Obj:
         "reason": reason,
         "message": message,
     }
+
+
+def _selects(selector: str | None, obj: Obj) -> bool:
+    """Whether ``obj``'s labels match a ``key=value,...`` selector (None: everything)."""
+    labels = obj.get("metadata", {}).get("labels") or {}
+    wanted = (part.split("=", 1) for part in (selector or "").split(",") if "=" in part)
+    return all(labels.get(k) == v for k, v in wanted)
 
 
 def merge_patch(target: Any, patch: Any) -> Any:
@@ -100,6 +105,8 @@ class FakeKube:
         self.objects: dict[tuple[Resource, str, str], Obj] = {}
         self.history: dict[Resource, tuple[list[int], list[Obj]]] = {}
         """Per resource: the resourceVersions of its events, and the events."""
+        self.trimmed: dict[Resource, int] = {}
+        """Per resource: events up to this resourceVersion were compacted away."""
         self.compacted = 0
         self.held = False
         self.epoch = 0  # bumped to end every open watch
@@ -149,6 +156,10 @@ class FakeKube:
         rvs, events = self.history.setdefault(resource, ([], []))
         rvs.append(self.rv)
         events.append({"type": kind, "object": copy.deepcopy(obj)})
+        if len(rvs) > MAX_EVENTS:  # compact the oldest half, as etcd compacts its history
+            half = len(rvs) // 2
+            self.trimmed[resource] = rvs[half - 1]
+            del rvs[:half], events[:half]
 
     def preload(self, objects: list[Obj]) -> None:
         """Create objects at once (``group/version`` from each one's ``apiVersion``)."""
@@ -209,6 +220,8 @@ class FakeKube:
 
     async def handle(self, request: Request) -> Response:
         self.requests += 1
+        if request.url.path == "/debug/counts":  # the benchmarks' view of the load
+            return self._counts()
         if self.broken:
             return JSONResponse(_status(500, "InternalError", "broken"), status_code=500)
         parts = request.url.path.strip("/").split("/")
@@ -238,15 +251,21 @@ class FakeKube:
             return self._list(resource, namespace, request.query_params.get("labelSelector"))
         return await self._one(request, resource, namespace, name, sub)
 
+    def _counts(self) -> Response:
+        with self.lock:
+            writes: Counter[str] = Counter()
+            for (plural, _, sub), n in self.writes.items():
+                writes[f"{plural}/status" if sub == "status" else plural] += n
+            return JSONResponse(
+                {"requests": self.requests, "watches": self.watches, "writes": dict(writes)}
+            )
+
     def _list(self, resource: Resource, namespace: str, selector: str | None = None) -> Response:
-        wanted = dict(part.split("=", 1) for part in (selector or "").split(",") if "=" in part)
         with self.lock:
             items = [
                 copy.deepcopy(o)
                 for (res, ns, _), o in sorted(self.objects.items())
-                if res == resource
-                and (not namespace or ns == namespace)
-                and all((o["metadata"].get("labels") or {}).get(k) == v for k, v in wanted.items())
+                if res == resource and (not namespace or ns == namespace) and _selects(selector, o)
             ]
             rv = self.rv
         kind = KINDS[resource[1]]
@@ -304,6 +323,7 @@ class FakeKube:
         since = request.query_params.get("resourceVersion") or ""
         timeout = float(request.query_params.get("timeoutSeconds") or 300)
         bookmarks = request.query_params.get("allowWatchBookmarks") in ("true", "True", "1")
+        selector = request.query_params.get("labelSelector")
 
         async def events() -> AsyncIterator[bytes]:
             with self.lock:
@@ -314,9 +334,11 @@ class FakeKube:
                     initial = [
                         {"type": "ADDED", "object": copy.deepcopy(o)}
                         for (res, ns, _), o in sorted(self.objects.items())
-                        if res == resource and (not namespace or ns == namespace)
+                        if res == resource
+                        and (not namespace or ns == namespace)
+                        and _selects(selector, o)
                     ]
-                elif int(since) < self.compacted:
+                elif int(since) < max(self.compacted, self.trimmed.get(resource, 0)):
                     gone = _status(
                         410, "Expired", f"too old resource version: {since} ({self.compacted})"
                     )
@@ -336,7 +358,9 @@ class FakeKube:
                         rvs, events = self.history.get(resource, ([], []))
                         for event in events[bisect.bisect_right(rvs, cursor) :]:
                             ns = event["object"]["metadata"].get("namespace", "")
-                            if not namespace or ns == namespace:
+                            if (not namespace or ns == namespace) and _selects(
+                                selector, event["object"]
+                            ):
                                 pending.append(event)
                         cursor = self.rv
                 for event in pending:
@@ -351,22 +375,3 @@ class FakeKube:
                 await asyncio.sleep(0.02)
 
         return StreamingResponse(events(), media_type="application/json")
-
-
-def main() -> None:
-    """Serve the stand-in on 127.0.0.1 until stopped (SIGTERM or Ctrl-C)."""
-    import uvicorn
-
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--port", type=int, required=True)
-    parser.add_argument("--preload", help="a JSON file: a list of objects to create first")
-    args = parser.parse_args()
-    fake = FakeKube()
-    if args.preload:
-        with open(args.preload, encoding="utf-8") as file:
-            fake.preload(json.load(file))
-    uvicorn.run(fake.app, host="127.0.0.1", port=args.port, log_level="warning")
-
-
-if __name__ == "__main__":
-    main()
