@@ -14,8 +14,8 @@ whose database all replicas share, as they would share GitHub). In one run:
 2. **1 -> 8 replicas**, one at a time: repositories moved at each step against the ideal
    (the newcomer's fair share, ``repos / n``), and how long until it held its share;
 3. **8 -> 4** by SIGTERM (hand-over time), then the **balance** at 4 (most strategies
-   on one replica over the average) and the **API-server load** (requests and Lease
-   writes a second);
+   on one replica over the average), the **API-server load** (requests and Lease
+   writes a second) and gate -> merge at 4, steady (no replica coming or going);
 4. a **rolling restart** of all four (a new replica joins, then an old one gets SIGTERM,
    as a Deployment's surge does) under a stream of ``--changes`` changes: duplicate pull
    requests, double merges and lost changes (from every replica's audit log of the
@@ -275,6 +275,8 @@ def summary(args: argparse.Namespace, f: dict[str, Any]) -> list[str]:
         f" ({up['ratio']:.2f}x)",
         f"{args.max_replicas} -> {n} by SIGTERM: hand-over {f['scale_down_s']} s",
         f"balance at {n}: {steady['balance']} (held {steady['held']})",
+        f"gate->merge at {n}, steady: p50 {steady['latency']['p50_ms']} ms,"
+        f" p99 {steady['latency']['p99_ms']} ms",
         f"API server at {n}: {steady['requests_per_s']} requests/s,"
         f" {steady['lease_writes_per_s']} Lease writes/s",
         f"rolling restart under {args.changes} changes: p50 {roll['p50_ms']} ms,"
@@ -339,6 +341,7 @@ def run(args: argparse.Namespace, root: Path) -> int:
         held = {m["identity"]: m["heldStrategies"] for m in table["members"]}
         load = cluster.api_load(args.sample)
         steady = {"balance": table["balance"], "held": held, "rss_mb": cluster.rss(), **load}
+        steady["latency"] = latencies(stream.run(take(args.baseline), args.rate / 2))
         rolling_changes = take(args.changes)
         rolling = rolling_restart(cluster, stream, rolling_changes, args.rate)
         killed = kill_one(cluster, stream, fleet, unused, args.kill_changes)
@@ -365,7 +368,11 @@ def run(args: argparse.Namespace, root: Path) -> int:
         "kill": killed["kill_to_merge_max_s"] <= args.lease + TARGETS["kill_over_lease_s"],
         "duplicate_prs": audit["duplicate_prs"] == 0,
         "double_merges": audit["double_merges"] == 0,
-        "lost_changes": rolling["lost"] + killed["lost"] + baseline["lost"] == 0,
+        "lost_changes": rolling["lost"]
+        + killed["lost"]
+        + baseline["lost"]
+        + steady["latency"]["lost"]
+        == 0,
         "p99": rolling["p99_ms"] <= TARGETS["p99_ratio"] * baseline["p99_ms"],
         "moved": scaled["ratio"] <= TARGETS["moved_ratio"],
         "budget": budget["refused_by_the_scm"] == 0,

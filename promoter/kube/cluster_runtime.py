@@ -38,6 +38,7 @@ class ClusterRuntime(Runtime):
         owns: Callable[[str], bool] = every_repository,
         push_guard: Callable[[str], AbstractContextManager[None]] | None = None,
         owner: Callable[[str], str | None] = lambda key: None,
+        handing_over: bool = False,
     ) -> None:
         super().__init__(
             config, plugins=plugins, observers=observers, owns=owns, push_guard=push_guard
@@ -46,6 +47,7 @@ class ClusterRuntime(Runtime):
         self._forward = forward
         self._reconciled = reconciled
         self._owner = owner
+        self._handing_over = handing_over
         self.workers = Workers(self.queue, self._reconcile, count=config.daemon.workers)
         self.app: ASGIApp | None = None
         """The HTTP app around this runtime (API, webhooks); set by whoever serves it."""
@@ -58,24 +60,36 @@ class ClusterRuntime(Runtime):
         return self._owner(name)
 
     def _reconcile(self, key: str) -> Outcome:
-        if not self._mine(key):
-            raise NotOwner(f"strategy {key} is worked on by another replica now")
+        """Reconcile ``key``; one that is not ours any more goes to its owner (whatever
+        brought it may still be waiting) and is dropped here."""
         try:
-            return self.reconciler.reconcile(key)
-        finally:
-            self._reconciled(key, self.reconciler.views.get(key))
+            if not self._mine(key):
+                raise NotOwner(f"strategy {key} is worked on by another replica now")
+            try:
+                return self.reconciler.reconcile(key)
+            finally:
+                self._reconciled(key, self.reconciler.views.get(key))
+        except NotOwner:
+            self._forward([key], False)
+            raise
 
     def _split(self, keys: Iterable[str]) -> tuple[list[str], list[str]]:
+        """Ours and theirs (sharded, a runtime that is not running takes nothing: a
+        stopping replica's keys go to the replica that takes its shards over)."""
         ours: list[str] = []
         theirs: list[str] = []
+        taking = self.started or not self._handing_over
         for key in keys:
-            (ours if self._mine(key) else theirs).append(key)
+            (ours if taking and self._mine(key) else theirs).append(key)
         return ours, theirs
 
     def enqueue(self, keys: Iterable[str]) -> None:
+        """Webhooks' and people's keys: ours go first in the queue (ahead of the reads of
+        a shard just taken over), the others to their owner."""
         ours, theirs = self._split(keys)
         if ours:
             super().enqueue(ours)
+            self.queue.hurry(ours)
         if theirs:
             self._forward(theirs, False)
 
@@ -83,6 +97,7 @@ class ClusterRuntime(Runtime):
         ours, theirs = self._split(keys)
         if ours:
             super().wake(ours)
+            self.queue.hurry(ours)
         if theirs:
             self._forward(theirs, True)
 
@@ -93,6 +108,7 @@ class ClusterRuntime(Runtime):
         ours, theirs = self._split(known)
         if ours:
             (super().wake if wake else super().enqueue)(ours)
+            self.queue.hurry(ours)
         return theirs
 
     def close(self) -> None:

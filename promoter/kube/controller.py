@@ -163,6 +163,7 @@ class Controller:
         self.runtime.close()
         if self.sharding is not None and release:
             self.sharding.stop(release=True)
+            self.forwarder.forward(self.runtime.queue.ready())  # to the next owners
         for watcher in self.watchers.values():
             watcher.stop()
         self.forwarder.stop()
@@ -235,6 +236,9 @@ class Controller:
         if leading and not self._led:
             self._write_ready_statuses()
         self._led = leading
+        handed = self.sharding.take_handed_over(self.runtime.queue.ready())
+        if handed:  # their next owner reads the strategies annotated lately first
+            self.forwarder.forward(handed)
         gained, moved = self.sharding.take_moved()
         if gained:
             recent = recently_refreshed(

@@ -66,6 +66,7 @@ class Sharding:
         self._index: _Index | None = None
         self._lock = threading.Lock()
         self._gained: set[str] = set()
+        self._revoked: set[str] = set()
         self._changed = False
         self.fence = ShardFence(shard_of=self.shard_of, renew_deadline=lease.renew_deadline)
         self.coordinator = ShardCoordinator(
@@ -76,6 +77,7 @@ class Sharding:
             work=lambda: self.index().work,
             fence=self.fence,
             on_change=self._on_change,
+            on_revoke=self._on_revoke,
         )
         self.peers = PeerForwarder(
             identity=identity, token=settings.peer_token, locate=self.locate, fallback=fallback
@@ -141,6 +143,11 @@ class Sharding:
             self._changed = True
         self._moved()
 
+    def _on_revoke(self, shard: str) -> None:
+        with self._lock:
+            self._revoked.add(shard)
+        self._moved()
+
     def take_moved(self) -> tuple[set[str], bool]:
         """Repositories of the shards gained since the last call, and whether any moved."""
         with self._lock:
@@ -149,6 +156,20 @@ class Sharding:
         work = self.index().work
         repos = {repo for shard in gained for repo in work.repositories.get(shard, [])}
         return repos, changed
+
+    def take_handed_over(self, keys: list[str]) -> list[str]:
+        """Of ``keys`` (queued here), those of the shards being handed over since the
+        last call: their next owner should run them first."""
+        with self._lock:
+            revoked, self._revoked = self._revoked, set()
+        if not revoked:
+            return []
+        repository_of = self.index().repository_of
+        return [
+            key
+            for key in keys
+            if key in repository_of and self.shard_of(repository_of[key]) in revoked
+        ]
 
     def budget_shares(self) -> dict[str, float]:
         """Provider -> the share of its credential's limits this replica may spend."""
@@ -194,6 +215,7 @@ class Sharding:
             owns=self.fence.owns,
             push_guard=self.fence.writing,
             owner=self.owner,
+            handing_over=True,
         )
 
     def take_over(

@@ -36,6 +36,7 @@ from promoter.kube.api import Kube, KubeError, Obj
 from promoter.kube.assignment import assign
 from promoter.kube.fence import ShardFence
 from promoter.kube.leader import LeaseSettings
+from promoter.kube.lease_writer import LeaseWriter
 from promoter.kube.leases import (
     ADDRESS_ANNOTATION,
     MEMBER,
@@ -45,9 +46,7 @@ from promoter.kube.leases import (
     LeaseSource,
     Observed,
     Seen,
-    lease_object,
     member_lease,
-    newest,
     shard_lease,
 )
 from promoter.kube.shard_metrics import record_round, record_transition
@@ -109,8 +108,10 @@ class ShardCoordinator:
         work: Callable[[], Work],
         fence: ShardFence,
         on_change: Callable[[set[str], set[str]], None] = lambda gained, lost: None,
+        on_revoke: Callable[[str], None] = lambda shard: None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
+        """``on_revoke(shard)``: a hand-over began (no new write on the shard from now)."""
         self.kube = kube
         self.lease = lease
         self.settings = settings
@@ -118,6 +119,7 @@ class ShardCoordinator:
         self.work = work
         self.fence = fence
         self.on_change = on_change
+        self.on_revoke = on_revoke
         self.clock = clock
         self.observed = Observed()
         self.table = Table({}, {}, {}, Work({}, {}))
@@ -128,8 +130,14 @@ class ShardCoordinator:
         self.leases = Watcher(
             LeaseSource(kube, settings.group), "leases", lease.namespace, self._changed
         )
-        self._written: dict[str, tuple[Obj, float]] = {}
-        """Our latest write of each Lease (the watch may not show it yet), and when."""
+        self.writer = LeaseWriter(
+            kube,
+            namespace=lease.namespace,
+            group=settings.group,
+            duration=lease.lease_duration,
+            observed=self.observed,
+            clock=clock,
+        )
         self._held: set[str] = set()
         self._revoked_at: dict[str, float] = {}
         self._stopping = False
@@ -224,14 +232,10 @@ class ShardCoordinator:
             self.on_change(gained, lost)
 
     def _latest(self, listed: dict[str, Seen], name: str) -> Seen | None:
-        ours = self._written.get(name)
-        seen = listed.get(name)
-        found = newest(seen.lease if seen else None, ours[0] if ours else None)
-        return Seen.of(found) if found is not None else None
+        return self.writer.latest(listed, name)
 
     def _due(self, name: str, now: float) -> bool:
-        written = self._written.get(name)
-        return written is None or now - written[1] >= self.lease.retry_period * 0.5
+        return self.writer.due(name, now, self.lease.retry_period * 0.5)
 
     def _shard(self, shard: str, seen: Seen | None, mine: bool, work: Work, now: float) -> str:
         """Act on one shard; who holds it afterwards (as far as we know)."""
@@ -262,6 +266,8 @@ class ShardCoordinator:
     def _hand_over(self, shard: str, seen: Seen | None, work: Work, now: float) -> str:
         """A shard we hold but should not: no new writes; released once drained."""
         self.fence.revoke(shard)
+        if shard not in self._revoked_at:
+            self.on_revoke(shard)
         since = self._revoked_at.setdefault(shard, now)
         if self.fence.in_flight(shard) and now - since < self.lease.renew_deadline:
             self._wake_when_drained(shard)
@@ -303,8 +309,8 @@ class ShardCoordinator:
             REPOSITORIES_ANNOTATION: str(len(repos)),
         }
         name = shard_lease(self.settings.group, shard)
-        started = self.clock()
-        if not self._put(name, SHARD, holder, annotations, seen, owner=None):
+        started = self.writer.put(name, SHARD, holder, annotations, seen)
+        if started is None:
             return False
         if holder:
             self.fence.renewed(shard, started)
@@ -315,39 +321,7 @@ class ShardCoordinator:
             holder = "" if self._stopping else self.identity
             annotations = {ADDRESS_ANNOTATION: self.settings.address}
             owner = self.settings.owner
-            self._put(self._member_name, MEMBER, holder, annotations, seen, owner=owner)
-
-    def _put(
-        self,
-        name: str,
-        role: str,
-        holder: str,
-        annotations: dict[str, str],
-        seen: Seen | None,
-        *,
-        owner: Obj | None,
-    ) -> bool:
-        started = self.clock()
-        body = lease_object(
-            name=name,
-            namespace=self.lease.namespace,
-            group=self.settings.group,
-            role=role,
-            holder=holder,
-            duration=self.lease.lease_duration,
-            annotations=annotations,
-            base=seen.lease if seen is not None else None,
-            owner=owner,
-        )
-        try:
-            written = self.kube.write_lease(self.lease.namespace, body, create=seen is None)
-        except KubeError as exc:
-            self._written.pop(name, None)  # read it again from the watch
-            log.info("lease not written", extra={"lease": name, "error": str(exc)})
-            return False
-        self._written[name] = (written, started)
-        self.observed.wrote(Seen.of(written), started)
-        return True
+            self.writer.put(self._member_name, MEMBER, holder, annotations, seen, owner=owner)
 
     # --- what others read ----------------------------------------------------------------
 

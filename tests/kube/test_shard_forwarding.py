@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 
 from promoter.cli.client import ApiClient
 from promoter.cli.status_table import render
@@ -38,6 +39,11 @@ def two_replicas(cluster: Cluster, root: Path) -> tuple[Controller, Controller, 
     return a, b, theirs
 
 
+def annotation(cluster: Cluster, strategy: str) -> Any:
+    obj = cluster.fake.get("promotionstrategies", NS, strategy) or {}
+    return (obj["metadata"].get("annotations") or {}).get(REFRESH_ANNOTATION)
+
+
 def received(replica: Controller) -> list[tuple[float, list[str]]]:
     """Record when forwarded keys reach ``replica``."""
     seen: list[tuple[float, list[str]]] = []
@@ -59,6 +65,7 @@ def test_a_refresh_sent_to_another_replica_reaches_the_owner_over_signed_http(
     with fake_cluster(tmp_path) as cluster:
         a, b, strategy = two_replicas(cluster, tmp_path)
         seen = received(a)
+        before = annotation(cluster, strategy)
         sent = time.perf_counter()
         answer = httpx.post(
             cluster.addresses["b"] + "/api/v1/refresh", json={"strategy": f"{NS}.{strategy}"}
@@ -71,8 +78,7 @@ def test_a_refresh_sent_to_another_replica_reaches_the_owner_over_signed_http(
         assert at - sent < 0.5
         assert b.sharding is not None
         wait_until(lambda: b.sharding.peers.sent == 1, what="b to count the delivery")
-        obj = cluster.fake.get("promotionstrategies", NS, strategy) or {}
-        assert REFRESH_ANNOTATION not in (obj["metadata"].get("annotations") or {})
+        assert annotation(cluster, strategy) == before, "the refresh went by the annotation"
 
 
 def test_forwarded_keys_without_a_good_signature_are_refused(tmp_path: Path) -> None:
@@ -101,20 +107,16 @@ def test_forwarded_keys_without_a_good_signature_are_refused(tmp_path: Path) -> 
 
 
 def test_keys_for_an_owner_that_does_not_answer_go_through_the_annotation(
-    tmp_path: Path,
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     with fake_cluster(tmp_path) as cluster:
         _, b, strategy = two_replicas(cluster, tmp_path)
         assert b.sharding is not None
-        members = b.sharding.coordinator.table.members
-        members["a"] = "http://127.0.0.1:9"  # nothing listens there: the owner is unreachable
+        unreachable = ("a", "http://127.0.0.1:9")  # nothing listens there
+        monkeypatch.setattr(b.sharding.coordinator, "holder_of", lambda shard: unreachable)
+        before = annotation(cluster, strategy)
         b.runtime.enqueue([f"{NS}.{strategy}"])
-
-        def annotated() -> Any:
-            obj = cluster.fake.get("promotionstrategies", NS, strategy) or {}
-            return (obj["metadata"].get("annotations") or {}).get(REFRESH_ANNOTATION)
-
-        wait_until(annotated, what="the refresh annotation")
+        wait_until(lambda: annotation(cluster, strategy) != before, what="the annotation")
         assert b.sharding.peers.sent == 0
 
 

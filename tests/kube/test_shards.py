@@ -8,11 +8,16 @@ import time
 from pathlib import Path
 
 from promoter.kube.controller import Controller
-from tests.kube.cluster import FAST_LEASE, NS, fake_cluster, wait_until
+from tests.kube.cluster import NS, fake_cluster, wait_until
 from tests.kube.shard_helpers import all_promoted, fleet, holders, merges, owner_of, settled
 
-LEASE = FAST_LEASE["lease_duration"]
-RETRY = FAST_LEASE["retry_period"]
+TIMED = {"lease_duration": 2.0, "renew_deadline": 1.2, "retry_period": 0.2}
+"""For the tests that time a join or a takeover: long enough that a loaded machine's
+scheduling delays stay small beside it."""
+LEASE = TIMED["lease_duration"]
+RETRY = TIMED["retry_period"]
+SLACK = 1.0
+"""Scheduling delays of a machine shared by several test runs."""
 
 
 def released(*replicas: Controller) -> int:
@@ -50,17 +55,17 @@ def test_a_replica_that_joins_takes_its_share_within_a_lease_and_one_that_stops_
 ) -> None:
     with fake_cluster(tmp_path) as cluster:
         repos = fleet(cluster, tmp_path, 6)
-        a, b = cluster.sharded("a"), cluster.sharded("b")
+        a, b = cluster.sharded("a", **TIMED), cluster.sharded("b", **TIMED)
         wait_until(lambda: settled(cluster, [a, b]), what="a and b to settle")
         before = a.sharding.coordinator.table.assigned if a.sharding else {}
         released_before = released(a, b)
-        c = cluster.sharded("c")
+        c = cluster.sharded("c", **TIMED)
         wait_until(c.synced, what="c to list everything")
         joined = time.monotonic()
         wait_until(lambda: settled(cluster, [a, b, c]), timeout=LEASE * 5, what="c's share")
         took = time.monotonic() - joined
         print(f"a joining replica held its share {took:.2f}s after it had listed (lease {LEASE}s)")
-        assert took <= LEASE + 3 * RETRY  # one lease period, and the rounds on both sides
+        assert took <= LEASE
         assert c.sharding is not None
         after = c.sharding.coordinator.table.assigned
         changed = {s for s in after if before.get(s) != after[s]}
@@ -75,7 +80,7 @@ def test_a_replica_that_joins_takes_its_share_within_a_lease_and_one_that_stops_
         wait_until(lambda: settled(cluster, [a, b]), timeout=LEASE * 5, what="c's shards back")
         handed = time.monotonic() - stopped
         print(f"a stopping replica's shards were held again after {handed:.2f}s")
-        assert handed < LEASE
+        assert handed < LEASE / 2
         a.runtime.enqueue(["team.app-0"])
         wait_until(lambda: all_promoted(cluster, change), what="the change after the hand-over")
         assert merges(repos["app-0"]) == {"environment/dev": 1, "environment/staging": 1}
@@ -86,7 +91,7 @@ def test_a_killed_replicas_repositories_are_taken_over_within_the_lease_and_prom
 ) -> None:
     with fake_cluster(tmp_path) as cluster:
         repos = fleet(cluster, tmp_path, 6)
-        replicas = [cluster.sharded(name) for name in ("a", "b", "c")]
+        replicas = [cluster.sharded(name, **TIMED) for name in ("a", "b", "c")]
         wait_until(lambda: settled(cluster, replicas), what="the shards to settle")
         b = replicas[1]
         assert b.sharding is not None
@@ -99,7 +104,7 @@ def test_a_killed_replicas_repositories_are_taken_over_within_the_lease_and_prom
         wait_until(lambda: settled(cluster, survivors), timeout=LEASE * 5, what="the takeover")
         took = time.monotonic() - killed
         print(f"a killed replica's shards were held again after {took:.2f}s (lease {LEASE}s)")
-        assert took <= LEASE + 2 * RETRY + 0.3
+        assert took <= LEASE + RETRY + SLACK
         changes = {n: repos[n].change("2.0.0", f"Bump {n}", None) for n in theirs}
         for replica in survivors:
             replica.runtime.enqueue([f"{NS}.{n}" for n in theirs])
