@@ -89,6 +89,8 @@ class Cluster:
         self.logs = root / "logs"
         self.logs.mkdir()
         self.replicas: dict[str, Replica] = {}
+        self.timeline: list[tuple[float, str, str]] = []
+        """(epoch seconds, started | stopped | killed, replica)"""
         self.store = LocalStore(self.scm / "local-scm.sqlite3")
         self.http = httpx.Client(timeout=10)
         self._n = 0
@@ -119,16 +121,20 @@ class Cluster:
         proc = subprocess.Popen(command, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
         self.replicas[name] = Replica(name, port, proc)
         wait_for(lambda: _answers(f"http://127.0.0.1:{port}/healthz"), timeout=120, what=name)
+        self.timeline.append((time.time(), "started", name))
         return name
 
     def stop(self, name: str) -> None:
         """SIGTERM, as Kubernetes ends a pod; wait for the process to exit."""
         replica = self.replicas.pop(name)
+        self.timeline.append((time.time(), "SIGTERM", name))
         replica.proc.send_signal(signal.SIGTERM)
         replica.proc.wait(120)
+        self.timeline.append((time.time(), "stopped", name))
 
     def kill(self, name: str) -> None:
         replica = self.replicas.pop(name)
+        self.timeline.append((time.time(), "SIGKILL", name))
         replica.proc.send_signal(signal.SIGKILL)
         replica.proc.wait(30)
 
@@ -222,7 +228,7 @@ class Cluster:
             "requests_per_s": rate(lambda c: c["requests"]),
             "lease_writes_per_s": rate(lambda c: c["writes"].get("leases", 0)),
             "status_writes_per_s": rate(lambda c: c["writes"].get("promotionstrategies/status", 0)),
-            "watches_open": float(second["watches"]),
+            "watches_started_per_s": rate(lambda c: c["watches"]),
         }
 
     # --- acting through any replica ----------------------------------------------------

@@ -72,8 +72,20 @@ class Change:
     sha: str
     """The hydrated commit the pull request carries."""
     made: float
+    opened: float | None = None
     gated: float | None = None
     merged: float | None = None
+
+    def story(self) -> dict[str, Any]:
+        """When each step happened (epoch seconds), for the slowest and the lost."""
+        return {
+            "strategy": f"app-{self.strategy}",
+            "repository": self.repo,
+            "made": round(self.made, 3),
+            "opened": round(self.opened, 3) if self.opened else None,
+            "gated": round(self.gated, 3) if self.gated else None,
+            "merged": round(self.merged, 3) if self.merged else None,
+        }
 
 
 class Changes:

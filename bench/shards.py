@@ -36,6 +36,7 @@ gate -> merge <= 2x the baseline's; 1 -> 8: repositories moved <= 1.1x the ideal
 from __future__ import annotations
 
 import argparse
+import json
 import random
 import shutil
 import statistics
@@ -83,6 +84,7 @@ class Stream:
             if opened is None:
                 self.done.append(change)
                 return change
+            change.opened = opened.created
             change.gated = time.time()
             path = f"/api/v1/repositories/{change.repo}/commits/{change.sha}/statuses"
             self.cluster.post_any(path, {"key": "ci", "phase": "success"})
@@ -116,6 +118,10 @@ def latencies(changes: list[Change]) -> dict[str, float]:
         "p50_ms": round(percentile(found, 50) * 1000, 1),
         "p99_ms": round(percentile(found, 99) * 1000, 1),
         "max_ms": round(max(found, default=0.0) * 1000, 1),
+        "slowest": [
+            c.story()
+            for c in sorted(changes, key=lambda c: -(c.merged or 1e12) + (c.gated or 0))[:5]
+        ],
     }
 
 
@@ -347,6 +353,7 @@ def run(args: argparse.Namespace, root: Path) -> int:
         killed = kill_one(cluster, stream, fleet, unused, args.kill_changes)
         audit = audit_figures(cluster, fleet, stream.done, since)
         store.stop()
+        (root / "timeline.json").write_text(json.dumps(cluster.timeline))
     budget = budget_split({k: float(v) for k, v in held.items()}, args.hour)
     figures = {
         "bench": "shards",

@@ -59,6 +59,13 @@ class ClusterRuntime(Runtime):
     def owner(self, name: str) -> str | None:
         return self._owner(name)
 
+    def view(self, name: str) -> StrategyView | None:
+        """The last reconcile of ``name``; sharded, only while this replica works on it
+        (what it saw before its shard moved away is stale)."""
+        if self._handing_over and not self._mine(name):
+            return None
+        return super().view(name)
+
     def _reconcile(self, key: str) -> Outcome:
         """Reconcile ``key``; one that is not ours any more goes to its owner (whatever
         brought it may still be waiting) and is dropped here."""

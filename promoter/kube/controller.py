@@ -37,7 +37,7 @@ from promoter.kube.config_source import (
 )
 from promoter.kube.events import EventRecorder
 from promoter.kube.leader import LeaderElector, LeaseSettings
-from promoter.kube.refresh import RefreshForwarder, recently_refreshed
+from promoter.kube.refresh import RefreshForwarder
 from promoter.kube.resources import REFRESH_ANNOTATION
 from promoter.kube.sharding import Sharding
 from promoter.kube.shards import ShardSettings
@@ -109,6 +109,8 @@ class Controller:
                 config=lambda: self.assembled.config,
                 fallback=self.forwarder.forward,
                 moved=self._signal,
+                ready=lambda: self.runtime.started,
+                prepare=self._warm_up,
             )
         self._led = False
         self.watchers = {
@@ -236,20 +238,14 @@ class Controller:
         if leading and not self._led:
             self._write_ready_statuses()
         self._led = leading
-        handed = self.sharding.take_handed_over(self.runtime.queue.ready())
-        if handed:  # their next owner reads the strategies annotated lately first
-            self.forwarder.forward(handed)
-        gained, moved = self.sharding.take_moved()
-        if gained:
-            recent = recently_refreshed(
-                self.watchers["promotionstrategies"].objects(),
-                within=3 * self.settings.lease.lease_duration,
-            )
-            self.sharding.take_over(self.runtime, gained, urgent=recent)
+        annotated = self.watchers["promotionstrategies"].objects
+        if self.sharding.step(self.runtime, annotated=annotated, forward=self.forwarder.forward):
             self.commit_statuses.mark_all()
-        if moved:
-            self._share_budgets()
         self.commit_statuses.mirror_pending()
+
+    def _warm_up(self, shards: set[str]) -> None:
+        if self.sharding is not None:
+            self.sharding.warm_up(self.runtime, shards)
 
     def _share_budgets(self) -> None:
         assert self.sharding is not None

@@ -18,17 +18,19 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable, Iterable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from promoter.config import Config
 from promoter.daemon import Observer, StrategyView
-from promoter.kube.api import Kube
+from promoter.kube.api import Kube, Obj
 from promoter.kube.assignment import shard_name, shard_of
 from promoter.kube.cluster_runtime import ClusterRuntime
 from promoter.kube.cluster_scm import ClusterScm
 from promoter.kube.fence import ShardFence
 from promoter.kube.leader import LeaseSettings
 from promoter.kube.peers import PeerForwarder
+from promoter.kube.refresh import recently_refreshed
 from promoter.kube.shards import ShardCoordinator, ShardSettings, Work
 from scm_plugins.protocol import ScmPlugin
 
@@ -58,9 +60,12 @@ class Sharding:
         config: Callable[[], Config],
         fallback: Callable[[list[str]], None],
         moved: Callable[[], None],
+        ready: Callable[[], bool] = lambda: True,
+        prepare: Callable[[set[str]], None] = lambda shards: None,
     ) -> None:
         self.settings = settings
         self.identity = identity
+        self.lease_duration = lease.lease_duration
         self._config = config
         self._moved = moved
         self._index: _Index | None = None
@@ -78,6 +83,8 @@ class Sharding:
             fence=self.fence,
             on_change=self._on_change,
             on_revoke=self._on_revoke,
+            ready=ready,
+            prepare=prepare,
         )
         self.peers = PeerForwarder(
             identity=identity, token=settings.peer_token, locate=self.locate, fallback=fallback
@@ -245,6 +252,45 @@ class Sharding:
         )
         runtime.enqueue(first)
         runtime.queue.add_spread(rest, TAKE_OVER_SPREAD * len(rest))
+
+    def step(
+        self,
+        runtime: ClusterRuntime,
+        *,
+        annotated: Callable[[], list[Obj]],
+        forward: Callable[[list[str]], None],
+    ) -> bool:
+        """On the controller's thread, after shards moved: hand the queued work of the
+        shards being handed over to their next owner (``forward``: the annotation), take
+        the gained ones over (the strategies ``annotated`` lately first), re-split the
+        budgets. True when shards were gained."""
+        handed = self.take_handed_over(runtime.queue.ready())
+        if handed:
+            forward(handed)
+        gained, moved = self.take_moved()
+        if gained:
+            within = 3 * self.lease_duration
+            urgent = recently_refreshed(annotated(), within=within)
+            self.take_over(runtime, gained, urgent=urgent)
+        if moved:
+            self.share_budgets(runtime.plugins)
+        return bool(gained)
+
+    def warm_up(self, runtime: ClusterRuntime, shards: set[str]) -> None:
+        """Clone or fetch the repositories of ``shards`` (four at a time), before this
+        replica joins and is given them."""
+        work = self.index().work
+        repos = sorted({r for shard in shards for r in work.repositories.get(shard, [])})
+
+        def fetch(name: str) -> None:
+            try:
+                runtime.mirrors.fresh(runtime.config.repository(name))
+            except Exception as exc:  # the reconciles will say why
+                log.info("not warmed up", extra={"repository": name, "error": str(exc)})
+
+        with ThreadPoolExecutor(max_workers=4, thread_name_prefix="warm-up") as pool:
+            list(pool.map(fetch, repos))
+        log.info("warmed up", extra={"shards": len(shards), "repositories": len(repos)})
 
     def share_budgets(self, plugins: Mapping[str, ScmPlugin]) -> None:
         """Give each credential's limiter this replica's share of its limits."""

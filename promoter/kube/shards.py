@@ -109,9 +109,15 @@ class ShardCoordinator:
         fence: ShardFence,
         on_change: Callable[[set[str], set[str]], None] = lambda gained, lost: None,
         on_revoke: Callable[[str], None] = lambda shard: None,
+        ready: Callable[[], bool] = lambda: True,
+        prepare: Callable[[set[str]], None] = lambda shards: None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        """``on_revoke(shard)``: a hand-over began (no new write on the shard from now)."""
+        """``on_revoke(shard)``: a hand-over began (no new write on the shard from now).
+        ``ready()``: whether this replica can work (it has listed the objects); until
+        then it does not join. ``prepare(shards)``: before joining, warm up for the shards
+        it is about to be given (clone their repositories), so that taking them over
+        does not start with the clones."""
         self.kube = kube
         self.lease = lease
         self.settings = settings
@@ -120,6 +126,9 @@ class ShardCoordinator:
         self.fence = fence
         self.on_change = on_change
         self.on_revoke = on_revoke
+        self.ready = ready
+        self.prepare = prepare
+        self._joined = False
         self.clock = clock
         self.observed = Observed()
         self.table = Table({}, {}, {}, Work({}, {}))
@@ -196,7 +205,6 @@ class ShardCoordinator:
         now = self.clock()
         listed = {s.name: s for s in map(Seen.of, self.leases.objects())}
         self.observed.update(listed, now)
-        self._renew_member(self._latest(listed, self._member_name), now)
         duration = self.lease.lease_duration
         members = {
             s.holder: s.address
@@ -208,6 +216,13 @@ class ShardCoordinator:
             members[self.identity] = self.settings.address
         work = self.work()
         assigned = assign(work.weights, members)
+        if not self._joined and not self._stopping:
+            if not self.ready():
+                return
+            self._joined = True
+            self.prepare({shard for shard, member in assigned.items() if member == self.identity})
+            now = self.clock()
+        self._renew_member(self._latest(listed, self._member_name), now)
         lapsed = self._held - self.fence.held()
         if lapsed:  # not renewed in time: when renewed again, they are read afresh
             log.warning("shard holds lapsed", extra={"shards": sorted(lapsed)})

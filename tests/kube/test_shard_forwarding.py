@@ -157,3 +157,14 @@ def test_any_replica_lists_every_strategy_with_its_owner_and_passes_writes_to_it
         statuses = a.runtime.status_cache.get(repo, sha) or []
         assert [s.key for s in statuses] == ["ci"]
         client.close()
+
+
+def test_a_key_that_is_not_ours_any_more_when_its_turn_comes_goes_to_its_owner(
+    tmp_path: Path,
+) -> None:
+    with fake_cluster(tmp_path) as cluster:
+        a, b, strategy = two_replicas(cluster, tmp_path)
+        seen = received(a)
+        b.runtime.queue.add(f"{NS}.{strategy}")  # queued on b as if before its shard moved
+        wait_until(lambda: seen, what="the key at its owner")
+        assert seen[0][1] == [f"{NS}.{strategy}"]
