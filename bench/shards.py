@@ -36,9 +36,11 @@ gate -> merge <= 2x the baseline's; 1 -> 8: repositories moved <= 1.1x the ideal
 from __future__ import annotations
 
 import argparse
+import faulthandler
 import json
 import random
 import shutil
+import signal
 import statistics
 import sys
 import tempfile
@@ -215,9 +217,15 @@ def budget_split(held: dict[str, float], hour: float) -> dict[str, Any]:
 
     limits = replace(GITHUB_LIMITS, window=hour, max_wait=0.0)  # an hour in ``hour`` seconds
     epoch, now = 1_700_000_000.0, [0.0]
+
+    def clock() -> float:
+        """Simulated time; a microsecond passes at every look, as real time would: a wait
+        too short to move a large float would otherwise never end."""
+        now[0] += 1e-6
+        return now[0]
+
     budgets = {
-        name: CredentialBudget(limits, clock=lambda: now[0], wall=lambda: epoch + now[0])
-        for name in held
+        name: CredentialBudget(limits, clock=clock, wall=lambda: epoch + now[0]) for name in held
     }
     total = sum(held.values())
     for name, budget in budgets.items():
@@ -297,6 +305,7 @@ def summary(args: argparse.Namespace, f: dict[str, Any]) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
+    faulthandler.register(signal.SIGUSR1)  # kill -USR1 shows where a long run is
     p = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     p.add_argument("--strategies", type=int, default=4000)
     p.add_argument("--repos", type=int, default=200)

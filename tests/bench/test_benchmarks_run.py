@@ -22,6 +22,7 @@ TINY = {
     "remote_latency": ["--promotions", "3", "--rtt", "0.01"],
     "resync_scale": ["--size", "4", "--repos", "1"],
     "scm_calls": ["--changes", "1"],
+    "shard_memory": ["--strategies", "50"],
     "shards": [
         *("--strategies", "24", "--repos", "6", "--replicas", "2", "--max-replicas", "3"),
         *("--changes", "4", "--baseline", "2", "--kill-changes", "1", "--shards", "8"),
@@ -37,6 +38,7 @@ FIGURE = {
     "remote_latency": "round_trips_max",
     "resync_scale": "runs",
     "scm_calls": "plugins",
+    "shard_memory": "status",
     "shards": "scale_up",
     "credential_budget": "burst",
     "webhook_throughput": "receiver",
