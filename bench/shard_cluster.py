@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
 import signal
 import subprocess
@@ -216,10 +217,21 @@ class Cluster:
 
         wait_for(count, timeout=timeout, what="every strategy reconciled", poll=2.0)
 
-    def api_load(self, seconds: float = 10.0) -> dict[str, float]:
+    def _cpu(self) -> dict[str, float]:
+        """CPU seconds each replica has used so far."""
+        tick = os.sysconf("SC_CLK_TCK")
+        found = {}
+        for name, replica in self.replicas.items():
+            fields = Path(f"/proc/{replica.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
+            found[name] = (int(fields[11]) + int(fields[12])) / tick
+        return found
+
+    def api_load(self, seconds: float = 10.0) -> dict[str, Any]:
         first = self.http.get(self.api + "/debug/counts").json()
+        cpu = self._cpu()
         time.sleep(seconds)  # a sampling window, not a wait for something
         second = self.http.get(self.api + "/debug/counts").json()
+        used = self._cpu()
 
         def rate(get: Any) -> float:
             return round((get(second) - get(first)) / seconds, 1)
@@ -229,6 +241,34 @@ class Cluster:
             "lease_writes_per_s": rate(lambda c: c["writes"].get("leases", 0)),
             "status_writes_per_s": rate(lambda c: c["writes"].get("promotionstrategies/status", 0)),
             "watches_started_per_s": rate(lambda c: c["watches"]),
+            "cpu_percent": {
+                name: round((used[name] - cpu[name]) / seconds * 100, 1) for name in used
+            },
+        }
+
+    def forward_delays(self) -> dict[str, Any]:
+        """``promoter_forward_seconds`` summed over the live replicas: how long keys took
+        from the replica a webhook reached to the owner's queue."""
+        buckets: dict[float, float] = {}
+        for replica in self.replicas.values():
+            text = self.http.get(replica.address + "/metrics").text
+            for line in text.splitlines():
+                if line.startswith("promoter_forward_seconds_bucket"):
+                    le = line.split('le="', 1)[1].split('"', 1)[0]
+                    bound = float("inf") if le == "+Inf" else float(le)
+                    buckets[bound] = buckets.get(bound, 0.0) + float(line.rsplit(" ", 1)[1])
+        total = buckets.get(float("inf"), 0.0)
+        if not total:
+            return {"forwarded": 0}
+
+        def quantile(q: float) -> float:
+            return next(b for b in sorted(buckets) if buckets[b] >= q * total)
+
+        return {
+            "forwarded": int(total),
+            "p50_at_most_ms": quantile(0.5) * 1000,
+            "p99_at_most_ms": quantile(0.99) * 1000,
+            "within_50ms": round(buckets.get(0.05, 0.0) / total, 3),
         }
 
     # --- acting through any replica ----------------------------------------------------

@@ -30,7 +30,8 @@ whose database all replicas share, as they would share GitHub). In one run:
 
 Targets (issue #30): balance <= 1.25; killed replica's repositories promote within
 lease + 2 s; rolling restart: 0 duplicate PRs, 0 double merges, 0 lost changes, p99
-gate -> merge <= 2x the baseline's; 1 -> 8: repositories moved <= 1.1x the ideal.
+gate -> merge <= 2x the baseline's; 1 -> 8: repositories moved <= 1.1x the ideal;
+keys forwarded to their owner within 50 ms (p99, ``promoter_forward_seconds``).
 """
 
 from __future__ import annotations
@@ -62,6 +63,7 @@ TARGETS = {
     "lost_changes": 0,
     "p99_ratio": 2.0,
     "moved_ratio": 1.1,
+    "forward_ms": 50.0,
 }
 
 
@@ -291,6 +293,7 @@ def summary(args: argparse.Namespace, f: dict[str, Any]) -> list[str]:
         f"balance at {n}: {steady['balance']} (held {steady['held']})",
         f"gate->merge at {n}, steady: p50 {steady['latency']['p50_ms']} ms,"
         f" p99 {steady['latency']['p99_ms']} ms",
+        f"forwarded to the owner: {steady['forwarding']}",
         f"API server at {n}: {steady['requests_per_s']} requests/s,"
         f" {steady['lease_writes_per_s']} Lease writes/s",
         f"rolling restart under {args.changes} changes: p50 {roll['p50_ms']} ms,"
@@ -357,6 +360,7 @@ def run(args: argparse.Namespace, root: Path) -> int:
         load = cluster.api_load(args.sample)
         steady = {"balance": table["balance"], "held": held, "rss_mb": cluster.rss(), **load}
         steady["latency"] = latencies(stream.run(take(args.baseline), args.rate / 2))
+        steady["forwarding"] = cluster.forward_delays()
         rolling_changes = take(args.changes)
         rolling = rolling_restart(cluster, stream, rolling_changes, args.rate)
         killed = kill_one(cluster, stream, fleet, unused, args.kill_changes)
@@ -392,6 +396,7 @@ def run(args: argparse.Namespace, root: Path) -> int:
         "p99": rolling["p99_ms"] <= TARGETS["p99_ratio"] * baseline["p99_ms"],
         "moved": scaled["ratio"] <= TARGETS["moved_ratio"],
         "budget": budget["refused_by_the_scm"] == 0,
+        "forwarding": steady["forwarding"].get("p99_at_most_ms", 0.0) <= TARGETS["forward_ms"],
     }
     figures["checks"] = checks
     common.report(figures, summary(args, figures))

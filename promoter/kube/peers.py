@@ -23,7 +23,7 @@ import time
 from collections.abc import Callable
 
 import httpx
-from prometheus_client import Counter
+from prometheus_client import Counter, Histogram
 
 from promoter.metrics import REGISTRY
 
@@ -37,6 +37,13 @@ FORWARDED = Counter(
     "promoter_forwarded_keys_total",
     "Strategy keys handed to the replica that owns them, by the road they took",
     ["replica", "via"],
+    registry=REGISTRY,
+)
+FORWARD_SECONDS = Histogram(
+    "promoter_forward_seconds",
+    "From keys handed to the forwarder to their owner's answer that it queued them",
+    ["replica"],
+    buckets=(0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5),
     registry=REGISTRY,
 )
 
@@ -84,7 +91,8 @@ class PeerForwarder:
         self.fallback = fallback
         self.sent = 0
         self._client = httpx.Client(timeout=timeout)
-        self._pending: dict[tuple[str, bool], set[str]] = {}
+        self._pending: dict[tuple[str, bool], tuple[set[str], float]] = {}
+        """(address, wake) -> the keys for it, and when the first of them came."""
         self._lock = threading.Lock()
         self._wake = threading.Event()
         self._stop = threading.Event()
@@ -108,7 +116,8 @@ class PeerForwarder:
                 if found is None or not found[1] or found[0] == self.identity:
                     lost.append(key)
                 else:
-                    self._pending.setdefault((found[1], wake), set()).add(key)
+                    batch = self._pending.setdefault((found[1], wake), (set(), time.monotonic()))
+                    batch[0].add(key)
         if lost:
             self._fall_back(lost)
         self._wake.set()
@@ -123,10 +132,10 @@ class PeerForwarder:
             self._wake.clear()
             with self._lock:
                 batches, self._pending = self._pending, {}
-            for (address, wake), keys in batches.items():
-                self._post(address, sorted(keys), wake)
+            for (address, wake), (keys, since) in batches.items():
+                self._post(address, sorted(keys), wake, since)
 
-    def _post(self, address: str, keys: list[str], wake: bool) -> None:
+    def _post(self, address: str, keys: list[str], wake: bool, since: float) -> None:
         assert self.token is not None
         body = json.dumps({"keys": keys, "wake": wake, "from": self.identity}).encode()
         headers = {SIGNATURE: sign(self.token, body), "content-type": "application/json"}
@@ -139,6 +148,7 @@ class PeerForwarder:
         if delivered:
             self.sent += len(keys)
             FORWARDED.labels(self.identity, "peer").inc(len(keys))
+            FORWARD_SECONDS.labels(self.identity).observe(time.monotonic() - since)
             log.debug("keys forwarded", extra={"address": address, "keys": len(keys)})
         else:
             self._fall_back(keys)

@@ -27,11 +27,13 @@ from promoter.kube.api import Kube, Obj
 from promoter.kube.assignment import shard_name, shard_of
 from promoter.kube.cluster_runtime import ClusterRuntime
 from promoter.kube.cluster_scm import ClusterScm
+from promoter.kube.config_source import config_name
 from promoter.kube.fence import ShardFence
 from promoter.kube.leader import LeaseSettings
 from promoter.kube.peers import PeerForwarder
 from promoter.kube.refresh import recently_refreshed
 from promoter.kube.shards import ShardCoordinator, ShardSettings, Work
+from promoter.kube.status import quiet
 from scm_plugins.protocol import ScmPlugin
 
 log = logging.getLogger("promoter.kube.sharding")
@@ -39,6 +41,9 @@ log = logging.getLogger("promoter.kube.sharding")
 MIN_SHARE = 0.01
 TAKE_OVER_SPREAD = 0.005
 """Seconds between two reads of a shard just taken over (1,000 strategies: 5 s)."""
+AT_REST_SPREAD = 60.0
+"""The strategies at rest of a shard just taken over are read over this long (at most
+the resync interval)."""
 
 
 @dataclass
@@ -226,32 +231,36 @@ class Sharding:
         )
 
     def take_over(
-        self, runtime: ClusterRuntime, repositories: set[str], *, urgent: set[str]
+        self,
+        runtime: ClusterRuntime,
+        repositories: set[str],
+        *,
+        urgent: set[str],
+        at_rest: set[str],
     ) -> None:
         """Shards just gained: forget what was cached about their repositories (another
         replica worked on them meanwhile) and read every strategy of them afresh: the
         ``urgent`` ones (a webhook named them lately) at once, the others spread over
-        ``TAKE_OVER_SPREAD`` per strategy, so that the work webhooks bring meanwhile never
-        waits behind a whole shard's reads."""
+        ``TAKE_OVER_SPREAD`` each, and those ``at_rest`` (their status says every
+        environment is up to date) over ``AT_REST_SPREAD``: the work webhooks bring
+        meanwhile never waits behind a whole shard's reads, nor shares the CPU with
+        all of them at once."""
         for repo in repositories:
             runtime.pr_cache.forget_repository(repo)
             runtime.status_cache.forget_repository(repo)
             runtime.mirrors.invalidate(repo)
         keys = [s.name for s in runtime.config.promotion_strategies if s.repository in repositories]
         first = [k for k in keys if k in urgent]
-        rest = [k for k in keys if k not in urgent]
-        for key in rest:
+        active = [k for k in keys if k not in urgent and k not in at_rest]
+        resting = [k for k in keys if k not in urgent and k in at_rest]
+        for key in active + resting:
             runtime.settled.unsettle(key)
-        log.info(
-            "taking over",
-            extra={
-                "repositories": len(repositories),
-                "strategies": len(keys),
-                "urgent": len(first),
-            },
-        )
+        counts = {"strategies": len(keys), "urgent": len(first), "at_rest": len(resting)}
+        log.info("taking over", extra={"repositories": len(repositories), **counts})
         runtime.enqueue(first)
-        runtime.queue.add_spread(rest, TAKE_OVER_SPREAD * len(rest))
+        runtime.queue.add_spread(active, TAKE_OVER_SPREAD * len(active))
+        over = max(AT_REST_SPREAD, TAKE_OVER_SPREAD * len(resting))
+        runtime.queue.add_spread(resting, min(over, runtime.config.daemon.resync_interval))
 
     def step(
         self,
@@ -262,16 +271,21 @@ class Sharding:
     ) -> bool:
         """On the controller's thread, after shards moved: hand the queued work of the
         shards being handed over to their next owner (``forward``: the annotation), take
-        the gained ones over (the strategies ``annotated`` lately first), re-split the
-        budgets. True when shards were gained."""
+        the gained ones over (given the strategy objects: those ``annotated`` lately
+        first, those at rest last), re-split the budgets. True when shards were gained."""
         handed = self.take_handed_over(runtime.queue.ready())
         if handed:
             forward(handed)
         gained, moved = self.take_moved()
         if gained:
-            within = 3 * self.lease_duration
-            urgent = recently_refreshed(annotated(), within=within)
-            self.take_over(runtime, gained, urgent=urgent)
+            objects = annotated()
+            urgent = recently_refreshed(objects, within=3 * self.lease_duration)
+            at_rest = {
+                config_name(o["metadata"]["namespace"], o["metadata"]["name"])
+                for o in objects
+                if quiet(o)
+            }
+            self.take_over(runtime, gained, urgent=urgent, at_rest=at_rest)
         if moved:
             self.share_budgets(runtime.plugins)
         return bool(gained)
