@@ -77,6 +77,7 @@ class Sharding:
         self._lock = threading.Lock()
         self._gained: set[str] = set()
         self._revoked: set[str] = set()
+        self._regained: set[str] = set()
         self._changed = False
         self.fence = ShardFence(shard_of=self.shard_of, renew_deadline=lease.renew_deadline)
         self.coordinator = ShardCoordinator(
@@ -148,10 +149,11 @@ class Sharding:
 
     # --- shards that moved ----------------------------------------------------------------
 
-    def _on_change(self, gained: set[str], lost: set[str]) -> None:
+    def _on_change(self, gained: set[str], lost: set[str], regained: set[str]) -> None:
         with self._lock:
             self._gained |= gained
             self._gained -= lost
+            self._regained |= regained
             self._changed = True
         self._moved()
 
@@ -160,14 +162,18 @@ class Sharding:
             self._revoked.add(shard)
         self._moved()
 
-    def take_moved(self) -> tuple[set[str], bool]:
-        """Repositories of the shards gained since the last call, and whether any moved."""
+    def take_moved(self) -> tuple[set[str], set[str], bool]:
+        """Repositories of the shards gained, and of those regained, since the last call,
+        and whether any moved."""
         with self._lock:
-            gained, changed = self._gained, self._changed
-            self._gained, self._changed = set(), False
+            gained, regained, changed = self._gained, self._regained, self._changed
+            self._gained, self._regained, self._changed = set(), set(), False
         work = self.index().work
-        repos = {repo for shard in gained for repo in work.repositories.get(shard, [])}
-        return repos, changed
+
+        def repositories(shards: set[str]) -> set[str]:
+            return {repo for shard in shards for repo in work.repositories.get(shard, [])}
+
+        return repositories(gained), repositories(regained - gained), changed
 
     def take_handed_over(self, keys: list[str]) -> list[str]:
         """Of ``keys`` (queued here), those of the shards being handed over since the
@@ -276,7 +282,16 @@ class Sharding:
         handed = self.take_handed_over(runtime.queue.ready())
         if handed:
             forward(handed)
-        gained, moved = self.take_moved()
+        gained, regained, moved = self.take_moved()
+        if regained:  # nobody else held them: only what webhooks named meanwhile
+            recent = recently_refreshed(annotated(), within=3 * self.lease_duration)
+            runtime.enqueue(
+                [
+                    s.name
+                    for s in runtime.config.promotion_strategies
+                    if s.repository in regained and s.name in recent
+                ]
+            )
         if gained:
             objects = annotated()
             urgent = recently_refreshed(objects, within=3 * self.lease_duration)

@@ -13,7 +13,10 @@ and then, shard by shard:
 * acquires those it is assigned that are free, or whose Lease has not changed for
   ``lease_duration`` on this replica's clock (its holder died or was cut off);
 * notices the shards another replica took from it, and those whose hold lapsed before
-  it could renew them (they count as gained again, and are read afresh, once renewed).
+  it could renew them (no write for them meanwhile; renewed with nobody else having
+  held them, they are *regained*: what webhooks named meanwhile is read again).
+
+A round writes up to ``WRITERS`` Leases at once.
 
 So a hand-over takes a few watch events (tens of milliseconds), not rounds. A member
 is live while its member Lease changes within ``lease_duration``; a dead replica's
@@ -29,6 +32,7 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -53,6 +57,10 @@ from promoter.kube.shard_metrics import record_round, record_transition
 from promoter.kube.watcher import Watcher
 
 log = logging.getLogger("promoter.kube.shards")
+
+WRITERS = 8
+"""Lease writes a round makes at once: renewing 64 shards one after the other would take
+longer than the renew deadline on a slow API server."""
 
 
 @dataclass(frozen=True)
@@ -96,7 +104,8 @@ class Table:
 
 
 class ShardCoordinator:
-    """Runs the loop in a thread; ``on_change(gained, lost)`` after a round that moved shards."""
+    """Runs the loop in a thread; ``on_change(gained, lost, regained)`` after a round that
+    moved shards (``regained``: held again after a lapse, by nobody else meanwhile)."""
 
     def __init__(
         self,
@@ -107,7 +116,7 @@ class ShardCoordinator:
         *,
         work: Callable[[], Work],
         fence: ShardFence,
-        on_change: Callable[[set[str], set[str]], None] = lambda gained, lost: None,
+        on_change: Callable[[set[str], set[str], set[str]], None] = lambda *moved: None,
         on_revoke: Callable[[str], None] = lambda shard: None,
         ready: Callable[[], bool] = lambda: True,
         prepare: Callable[[set[str]], None] = lambda shards: None,
@@ -148,7 +157,13 @@ class ShardCoordinator:
             clock=clock,
         )
         self._held: set[str] = set()
+        self._ever: set[str] = set()
+        """The shards this process has held: renewing one of them after its hold lapsed,
+        nobody else having written its Lease since, is a regain, not a take-over."""
+        self._regained: set[str] = set()
         self._revoked_at: dict[str, float] = {}
+        self._count_lock = threading.Lock()
+        self._pool = ThreadPoolExecutor(max_workers=WRITERS, thread_name_prefix="shard-lease")
         self._stopping = False
         self._stop = threading.Event()
         self._wake = threading.Event()
@@ -174,6 +189,7 @@ class ShardCoordinator:
             except KubeError as exc:
                 log.warning("leases not released", extra={"error": str(exc)})
         self.leases.stop()
+        self._pool.shutdown(wait=True)
 
     @property
     def _member_name(self) -> str:
@@ -230,21 +246,29 @@ class ShardCoordinator:
             for _ in lapsed:
                 self._count("lapsed")
         before = set(self._held)
-        holders: dict[str, str] = {}
-        for shard in sorted(set(work.weights) | self._held):
+        self._regained = set()
+
+        def act(shard: str) -> str:
             seen = self._latest(listed, shard_lease(self.settings.group, shard))
-            mine = assigned.get(shard) == self.identity
-            holders[shard] = self._shard(shard, seen, mine, work, now)
+            return self._shard(shard, seen, assigned.get(shard) == self.identity, work, now)
+
+        shards = sorted(set(work.weights) | self._held)
+        holders = dict(zip(shards, self._pool.map(act, shards), strict=True))
         self.table = Table(members, assigned, holders, work)
         self.rounds += 1
         record_round(self.identity, self.table, self._held)
-        gained, lost = self._held - before, before - self._held
-        if gained or lost:
+        gained, lost = self._held - before - self._regained, before - self._held
+        if gained or lost or self._regained:
             log.info(
                 "shards moved",
-                extra={"gained": sorted(gained), "lost": sorted(lost), "members": len(members)},
+                extra={
+                    "gained": sorted(gained),
+                    "lost": sorted(lost),
+                    "regained": sorted(self._regained),
+                    "members": len(members),
+                },
             )
-            self.on_change(gained, lost)
+            self.on_change(gained, lost, self._regained)
 
     def _latest(self, listed: dict[str, Seen], name: str) -> Seen | None:
         return self.writer.latest(listed, name)
@@ -264,7 +288,9 @@ class ShardCoordinator:
                 if (lapsed or self._due(seen.name if seen else "", now)) and self._write(
                     shard, seen, work, holder=self.identity
                 ):
-                    self._held.add(shard)
+                    if lapsed and shard in self._ever:
+                        self._regained.add(shard)
+                    self._gain(shard)
                 return self.identity
             return self._hand_over(shard, seen, work, now)
         if not mine or self._stopping:
@@ -273,10 +299,14 @@ class ShardCoordinator:
             self.lease.lease_duration
         )
         if free and self._write(shard, seen, work, holder=self.identity):
-            self._held.add(shard)
+            self._gain(shard)
             self._count("acquired")
             return self.identity
         return holder
+
+    def _gain(self, shard: str) -> None:
+        self._held.add(shard)
+        self._ever.add(shard)
 
     def _hand_over(self, shard: str, seen: Seen | None, work: Work, now: float) -> str:
         """A shard we hold but should not: no new writes; released once drained."""
@@ -303,7 +333,8 @@ class ShardCoordinator:
         threading.Thread(target=wait, name=f"drain-{shard}", daemon=True).start()
 
     def _count(self, kind: str) -> None:
-        self.transitions[kind] += 1
+        with self._count_lock:
+            self.transitions[kind] += 1
         record_transition(self.identity, kind)
 
     def _lose(self, shard: str, why: str) -> None:

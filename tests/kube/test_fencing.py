@@ -186,3 +186,27 @@ def test_a_replica_paused_past_its_lease_never_writes_after_it_resumes(tmp_path:
         wait_until(lambda: promoted(cluster, "app-0", change), what="b to promote the change")
         assert merges(repo) == {"environment/dev": 1, "environment/staging": 1}
         wait_until(lambda: coordinator.transitions["lapsed"], what="a to see its hold lapsed")
+
+
+def test_a_hold_that_lapsed_and_is_renewed_with_nobody_else_between_is_not_taken_over_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with fake_cluster(tmp_path) as cluster:
+        repo = fleet(cluster, tmp_path, 1)["app-0"]
+        a = cluster.sharded("a")
+        assert a.sharding is not None
+        wait_until(lambda: settled(cluster, [a]), what="a to hold the shard")
+        wait_until(lambda: promoted(cluster, "app-0", repo.tip("main")), what="app-0 read")
+        taken: list[set[str]] = []
+        monkeypatch.setattr(
+            a.sharding, "take_over", lambda runtime, repos, **_: taken.append(repos)
+        )
+        coordinator = a.sharding.coordinator
+        writes = Paused(coordinator.writer.kube)
+        coordinator.writer.kube = writes  # type: ignore[assignment]  # renewals stall
+        wait_until(lambda: not a.sharding.fence.held(), what="a's hold to lapse")
+        writes.resume.set()
+        wait_until(lambda: coordinator.transitions["lapsed"], what="a to see the lapse")
+        wait_until(lambda: a.sharding.fence.held(), what="a to hold the shard again")
+        assert taken == [], "a read its own shard afresh as if another replica had held it"
+        assert coordinator.transitions["acquired"] == 1
