@@ -49,6 +49,11 @@ class NotOwner(PromoterError):
     the new owner reads everything afresh."""
 
 
+class HoldLapsed(TemporaryError):
+    """This replica's hold on the repository's shard lapsed (its Lease was not renewed in
+    time) and no other replica holds it: nothing was written; try again shortly."""
+
+
 class ScmError(PromoterError):
     """Base of the errors an SCM plugin raises."""
 

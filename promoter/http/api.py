@@ -26,6 +26,7 @@ from promoter.errors import (
     CommitNotFound,
     ConfigError,
     GitError,
+    HoldLapsed,
     NotOwner,
     ScmError,
     ScmRateLimited,
@@ -57,8 +58,9 @@ def scm_problem(what: str, exc: ScmError) -> JSONResponse:
     return response
 
 
-def moved(exc: NotOwner) -> JSONResponse:
-    """Kubernetes mode, sharded: the repository moved to another replica meanwhile."""
+def moved(exc: NotOwner | HoldLapsed) -> JSONResponse:
+    """Kubernetes mode, sharded: the repository moved to another replica meanwhile (or
+    this replica's hold on it lapsed for a moment)."""
     response = problem(503, f"{exc}; try again")
     response.headers["Retry-After"] = "1"
     return response
@@ -267,7 +269,7 @@ class Api:
             return problem(404, f"no repository named {name!r}")
         except ScmError as exc:
             return scm_problem("the SCM refused the status", exc)
-        except NotOwner as exc:
+        except (NotOwner, HoldLapsed) as exc:
             return moved(exc)
         return JSONResponse(
             {
@@ -314,7 +316,7 @@ class Api:
             return problem(exc.status, str(exc))
         except ScmError as exc:
             return scm_problem(f"{operation} failed", exc)
-        except NotOwner as exc:
+        except (NotOwner, HoldLapsed) as exc:
             return moved(exc)
         except GitError as exc:
             return problem(502, f"{operation} failed: {exc}")

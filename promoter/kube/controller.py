@@ -20,7 +20,7 @@ from typing import Any
 
 from promoter.config import Config, ScmProvider
 from promoter.daemon import StrategyView
-from promoter.errors import NotOwner
+from promoter.errors import HoldLapsed, NotOwner
 from promoter.kube.api import Kube
 from promoter.kube.cluster_runtime import ClusterRuntime
 from promoter.kube.cluster_scm import ClusterScm, Guard, leader_guard
@@ -189,7 +189,7 @@ class Controller:
         the leader does)."""
         if self.sharding is None or repository is None:
             return self.leading()
-        return self.sharding.fence.owns(repository)
+        return self.sharding.fence.claims(repository)
 
     def _signal(self) -> None:
         self._wake.set()
@@ -358,7 +358,7 @@ class Controller:
         try:
             with self.sharding.fence.writing(strategy.repository):
                 self.writer.write("promotionstrategies", obj, status)
-        except NotOwner:
+        except (NotOwner, HoldLapsed):
             return
 
     def _write_ready_statuses(self) -> None:

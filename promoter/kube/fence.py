@@ -5,10 +5,11 @@ Each shard Lease this replica holds is valid, on this process's monotonic clock,
 shortens our hold, never another replica's wait, which is ``lease_duration`` from when
 it last saw the Lease change). Every write (a merge, a pull request opened, updated or
 closed, a comment, a commit status, a git push such as the ledger's, a status subresource)
-runs inside ``writing(repository)``: it checks the clock first and raises ``NotOwner``
-when the hold has lapsed, so a replica that was paused past its lease (a stopped
-process, a long GC, a lost network) writes nothing after it resumes, before its loop has
-even run. ``writing`` also counts the writes in flight per shard: a shard being handed
+runs inside ``writing(repository)``: it checks the clock first and refuses when the
+hold has lapsed (``HoldLapsed``, temporary: the loop may renew it yet) or the shard is
+not this replica's (``NotOwner``), so a replica that was paused past its lease (a
+stopped process, a long GC, a lost network) writes nothing after it resumes, before its
+loop has even run. ``writing`` also counts the writes in flight per shard: a shard being handed
 over (``revoke``) takes no new write, and its Lease is released only once those in
 flight have ended, so the next owner never races a write of ours.
 
@@ -27,7 +28,7 @@ from contextlib import contextmanager
 
 from prometheus_client import Counter as Metric
 
-from promoter.errors import NotOwner
+from promoter.errors import HoldLapsed, NotOwner
 from promoter.metrics import REGISTRY
 
 FENCED = Metric(
@@ -97,23 +98,37 @@ class ShardFence:
         with self._cond:
             return self._owns(shard)
 
+    def claims(self, repository: str) -> bool:
+        """Whether the repository is this replica's to work on: held, or its hold lapsed
+        with nobody else holding it yet (its writes wait for the renewal)."""
+        shard = self.shard_of(repository)
+        with self._cond:
+            return shard in self._valid_until and shard not in self._revoked
+
     def _owns(self, shard: str) -> bool:
         until = self._valid_until.get(shard)
         return until is not None and shard not in self._revoked and self.clock() < until
 
     def check(self, repository: str) -> None:
-        """``NotOwner`` unless a write on ``repository`` may start now."""
+        """``NotOwner`` or ``HoldLapsed`` unless a write on ``repository`` may start now."""
         with self.writing(repository):
             pass
 
     @contextmanager
     def writing(self, repository: str) -> Iterator[None]:
-        """Run one write on ``repository``: ``NotOwner`` (nothing written) unless held."""
+        """Run one write on ``repository``; nothing is written unless the shard is held:
+        ``HoldLapsed`` (temporary) when its hold lapsed and nobody else holds it,
+        ``NotOwner`` when it is not this replica's (or being handed over)."""
         shard = self.shard_of(repository)
         with self._cond:
             if not self._owns(shard):
                 self.refused += 1
                 FENCED.inc()
+                if shard in self._valid_until and shard not in self._revoked:
+                    raise HoldLapsed(
+                        f"the hold on {shard} lapsed (repository {repository})",
+                        delay=self.renew_deadline / 3,
+                    )
                 raise NotOwner(f"this replica does not hold {shard} (repository {repository})")
             self._in_flight[shard] += 1
         try:

@@ -130,9 +130,10 @@ class Sharding:
     # --- who works on what ---------------------------------------------------------------
 
     def mine(self, key: str) -> bool:
-        """Whether this replica may work on strategy ``key`` now."""
+        """Whether strategy ``key`` is this replica's to work on now (its writes wait
+        while the hold has lapsed)."""
         repo = self.index().repository_of.get(key)
-        return repo is not None and self.fence.owns(repo)
+        return repo is not None and self.fence.claims(repo)
 
     def locate(self, key: str) -> tuple[str, str] | None:
         repo = self.index().repository_of.get(key)
@@ -230,7 +231,7 @@ class Sharding:
             mine=self.mine,
             forward=lambda keys, wake: self.peers.forward(keys, wake=wake),
             reconciled=reconciled,
-            owns=self.fence.owns,
+            owns=self.fence.claims,
             push_guard=self.fence.writing,
             owner=self.owner,
             handing_over=True,

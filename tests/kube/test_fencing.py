@@ -11,7 +11,7 @@ import pytest
 
 from promoter.cli.sandbox import GitOpsRepo, git
 from promoter.config import Repository
-from promoter.errors import NotOwner
+from promoter.errors import HoldLapsed, NotOwner
 from promoter.git import GitMirror
 from promoter.kube.cluster_scm import ClusterScm
 from promoter.kube.commit_statuses import CommitStatusIndex
@@ -75,10 +75,13 @@ def test_writes_pass_while_the_hold_is_good_and_are_refused_once_it_lapsed() -> 
     clock.now += DEADLINE * 0.9
     plugin.merge_pull_request(repo=REPO, number=1, expected_head_sha="b" * 40, message="m")
     clock.now += DEADLINE * 0.2  # paused: no renewal came, the deadline passed
-    with pytest.raises(NotOwner):
+    with pytest.raises(HoldLapsed):  # temporary: the lease loop may renew it yet
         plugin.merge_pull_request(repo=REPO, number=2, expected_head_sha="b" * 40, message="m")
+    fence.drop("shard-001")  # the loop saw another replica hold it
+    with pytest.raises(NotOwner):
+        plugin.merge_pull_request(repo=REPO, number=3, expected_head_sha="b" * 40, message="m")
     assert inner.writes == ["merge 1"]
-    assert fence.refused == 2
+    assert fence.refused == 3
 
 
 def test_a_shard_being_handed_over_takes_no_new_write_but_lets_one_in_flight_end() -> None:
@@ -111,13 +114,15 @@ def test_a_git_push_and_the_ledger_push_nothing_once_the_hold_lapsed(tmp_path: P
     ledger.update(mirror, "app", "environment/dev", lambda e: e.model_copy(update={"paused": "x"}))
     pushed = git(remote.path, "rev-parse", LEDGER_REF)
     clock.now += DEADLINE + 0.01
-    with pytest.raises(NotOwner):
+    with pytest.raises(HoldLapsed):
         ledger.update(
             mirror, "app", "environment/staging", lambda e: e.model_copy(update={"paused": "y"})
         )
-    ledger.flush_all()  # the change kept for later is dropped, not retried for ever
+    ledger.flush_all()  # still lapsed: kept for when the hold is renewed
     assert git(remote.path, "rev-parse", LEDGER_REF) == pushed
-    clock.now -= 1.0  # even were the hold good again, nothing is left to push
+    fence.drop("shard-001")  # another replica holds it now
+    ledger.flush_all()  # the change kept for later is dropped, not retried for ever
+    fence.renewed("shard-001", started=clock.now)  # even held again: nothing left to push
     ledger.flush_all()
     assert git(remote.path, "rev-parse", LEDGER_REF) == pushed
 
