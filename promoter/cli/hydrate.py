@@ -20,7 +20,8 @@ from typing import Literal
 from urllib.parse import urlsplit
 
 from promoter.errors import GitError, PermanentError
-from promoter.git.identity import identity_env, strip_credentials
+from promoter.git.credentials import strip_credentials
+from promoter.git.identity import identity_env
 from promoter.git.metadata import METADATA_FILE, NOTES_REF, render_metadata
 from promoter.git.runner import run_git
 

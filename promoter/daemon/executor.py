@@ -18,13 +18,16 @@ from promoter.daemon.merges import Merger, UnconfirmedMerges, count_settled
 from promoter.daemon.reader import SnapshotReader
 from promoter.daemon.records import LedgerAction, record_of
 from promoter.daemon.revert_writer import RevertWriter
-from promoter.engine.actions import (
+from promoter.engine import (
     Action,
     Announce,
     ApproveChange,
     ApprovePullRequest,
     ClosePullRequest,
     CommentPullRequest,
+    EnvironmentSnapshot,
+    EnvLedger,
+    Hold,
     HoldDryCommit,
     MergeActiveIntoProposed,
     MergePullRequest,
@@ -37,15 +40,11 @@ from promoter.engine.actions import (
     ReleaseHold,
     RequeueAfter,
     ResumeEnvironment,
+    Revert,
     SetCommitStatus,
+    Snapshot,
     UpdatePullRequest,
 )
-from promoter.engine.ledger_state import (
-    EnvLedger,
-    Hold,
-    Revert,
-)
-from promoter.engine.snapshot import EnvironmentSnapshot, Snapshot
 from promoter.errors import PermanentError, ScmConflict, ScmNotFound
 from promoter.git import GitMirror
 from promoter.metrics import HOLDS, REVERTS_TOTAL

@@ -16,8 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from promoter.config import Repository
-from promoter.engine.actions import MergePullRequest
-from promoter.engine.snapshot import Snapshot
+from promoter.engine import MergePullRequest, Snapshot
 from promoter.errors import ScmConflict, ScmUnavailable
 from promoter.git import GitMirror
 from promoter.metrics import PROMOTIONS_TOTAL

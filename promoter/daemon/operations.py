@@ -14,16 +14,16 @@ from typing import Any
 
 from promoter.config import PromotionStrategy, Repository
 from promoter.daemon.reconciler import Reconciler
-from promoter.engine import operations as rules
-from promoter.engine.actions import (
+from promoter.engine import (
     Action,
     ApproveChange,
     HoldDryCommit,
     OpenPullRequest,
+    Refusal,
     ReleaseHold,
+    Snapshot,
 )
-from promoter.engine.operations import Refusal
-from promoter.engine.snapshot import Snapshot
+from promoter.engine import operations as rules
 from promoter.errors import PermanentError
 from promoter.git import GitMirror
 from promoter.models import utcnow

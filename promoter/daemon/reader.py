@@ -13,9 +13,14 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from promoter.config import GateSpec, PromotionStrategy, Repository
-from promoter.engine.dag import shape_of
-from promoter.engine.ledger_state import EnvLedger
-from promoter.engine.snapshot import AutoRevertPolicy, CommitState, EnvironmentSnapshot, Snapshot
+from promoter.engine import (
+    AutoRevertPolicy,
+    CommitState,
+    EnvironmentSnapshot,
+    EnvLedger,
+    Snapshot,
+    shape_of,
+)
 from promoter.errors import MetadataMissing
 from promoter.git import GitMirror
 from promoter.git.caches import remember

@@ -21,9 +21,7 @@ from promoter.daemon.merges import UnconfirmedMerges
 from promoter.daemon.probes import Probes
 from promoter.daemon.reader import SnapshotReader
 from promoter.daemon.settled import SettledIndex, notes_tips
-from promoter.engine import decide
-from promoter.engine.actions import Decision, EnvState, RecordHealthy
-from promoter.engine.snapshot import Snapshot
+from promoter.engine import Decision, EnvState, RecordHealthy, Snapshot, decide
 from promoter.git import GitMirror
 from promoter.git.pool import MirrorPool
 from promoter.metrics import RECONCILE_DURATION, RECONCILE_TOTAL

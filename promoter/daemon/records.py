@@ -8,24 +8,22 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import assert_never
 
-from promoter.engine.actions import (
+from promoter.engine import (
     Announce,
+    Announcement,
     ApproveChange,
+    EnvLedger,
+    HealthyRecord,
+    Hold,
     HoldDryCommit,
+    Override,
     PauseEnvironment,
+    Pin,
     PinEnvironment,
     RecordHealthy,
     RecordOverride,
     ReleaseHold,
     ResumeEnvironment,
-)
-from promoter.engine.ledger_state import (
-    Announcement,
-    EnvLedger,
-    HealthyRecord,
-    Hold,
-    Override,
-    Pin,
 )
 
 LedgerAction = (

@@ -18,7 +18,8 @@ from git import Repo
 from git.exc import GitError as GitPythonError
 
 from promoter.errors import GitError
-from promoter.git.identity import identity_env, strip_credentials, url_secrets
+from promoter.git.credentials import strip_credentials, url_secrets
+from promoter.git.identity import identity_env
 from promoter.git.runner import run_git
 from promoter.git.stale_lock import clear_stale_locks
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from datetime import datetime
 from html import escape
 
-from promoter.engine.dora import DoraFigures
+from promoter.engine import DoraFigures
 from promoter.http.timeline import duration
 from promoter.models import DryCommit
 

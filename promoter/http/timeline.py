@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from promoter.engine.ledger_state import EnvLedger
+from promoter.engine import EnvLedger
 
 
 @dataclass(frozen=True)

@@ -6,9 +6,7 @@ from typing import Any
 
 from promoter.config import PromotionStrategy
 from promoter.daemon.reconciler import StrategyView
-from promoter.engine.actions import EnvironmentVerdict
-from promoter.engine.ledger_state import Revert
-from promoter.engine.snapshot import CommitState, EnvironmentSnapshot
+from promoter.engine import CommitState, EnvironmentSnapshot, EnvironmentVerdict, Revert
 
 
 def _commit(commit: CommitState | None) -> dict[str, Any] | None:

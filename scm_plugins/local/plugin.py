@@ -19,7 +19,8 @@ from pathlib import Path
 
 from promoter.config import Repository, ScmProvider
 from promoter.errors import GitError, ScmConflict, ScmError, ScmNotFound, ScmUnavailable
-from promoter.git.identity import identity_env, noninteractive_env
+from promoter.git.credentials import noninteractive_env
+from promoter.git.identity import identity_env
 from promoter.git.runner import run_git
 from promoter.models import CommitStatus, PullRequest, PullRequestState, Review
 from scm_plugins.calls import ScmCalls

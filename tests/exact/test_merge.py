@@ -11,7 +11,7 @@ from starlette.testclient import TestClient
 
 from promoter.cli.sandbox import git
 from promoter.daemon.operations import OperationError
-from promoter.engine.ledger_state import HealthyRecord
+from promoter.engine import HealthyRecord
 from promoter.wiring import Daemon
 from tests.support import ENVIRONMENTS, GitOpsRepo, local_config, wait_for
 
