@@ -3,6 +3,7 @@
 Each runs under the strategy's lock (never beside a reconcile of it), reads the strategy
 fresh, asks the engine what the request means (``promoter.engine.operations``) and carries
 out its answer through the executor, like a reconcile would; the API then wakes the strategy.
+Each answers a typed result (``operation_results``), which the API serialises.
 """
 
 from __future__ import annotations
@@ -10,9 +11,19 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 
 from promoter.config import PromotionStrategy, Repository
+from promoter.daemon.operation_results import (
+    ApproveChangeResult,
+    ApproveResult,
+    HoldResult,
+    MergeResult,
+    PinResult,
+    PromoteResult,
+    ReleaseResult,
+    RevertResult,
+    UnpinResult,
+)
 from promoter.daemon.reconciler import Reconciler
 from promoter.engine import operations as rules
 from promoter.engine.actions import (
@@ -56,8 +67,8 @@ class Target:
         return self.snapshot.environments[self.index].branch
 
     @property
-    def later(self) -> list[str]:
-        return [e.branch for e in self.snapshot.environments[self.index :]]
+    def later(self) -> tuple[str, ...]:
+        return tuple(e.branch for e in self.snapshot.environments[self.index :])
 
 
 class Operations:
@@ -103,31 +114,31 @@ class Operations:
 
     def hold(
         self, strategy: str, environment: str, *, dry_sha: str | None, reason: str
-    ) -> dict[str, Any]:
+    ) -> HoldResult:
         target, actions = self._apply(
             strategy,
             environment,
             lambda s, i: rules.hold(s, i, dry_sha=dry_sha, reason=reason, now=utcnow()),
         )
         held = next(a.dry_sha for a in actions if isinstance(a, HoldDryCommit))
-        return {"held": held, "environments": target.later, "reason": reason}
+        return HoldResult(held=held, environments=target.later, reason=reason)
 
-    def release(self, strategy: str, environment: str, *, dry_sha: str | None) -> dict[str, Any]:
+    def release(self, strategy: str, environment: str, *, dry_sha: str | None) -> ReleaseResult:
         target, actions = self._apply(
             strategy,
             environment,
             lambda s, i: rules.release(s, i, dry_sha=dry_sha, now=utcnow()),
         )
-        shas = sorted({a.dry_sha for a in actions if isinstance(a, ReleaseHold)})
+        shas = tuple(sorted({a.dry_sha for a in actions if isinstance(a, ReleaseHold)}))
         paused = target.snapshot.environments[target.index].ledger.paused
-        return {
-            "released": shas,
-            "environments": target.later,
-            "unpaused": target.branch if paused else None,
-            "pausedFor": paused,
-        }
+        return ReleaseResult(
+            released=shas,
+            environments=target.later,
+            unpaused=target.branch if paused else None,
+            paused_for=paused,
+        )
 
-    def revert(self, strategy: str, environment: str, *, to: str | None) -> dict[str, Any]:
+    def revert(self, strategy: str, environment: str, *, to: str | None) -> RevertResult:
         def decide(snapshot: Snapshot, index: int) -> list[Action] | Refusal:
             config = self.rec.config.strategy(strategy)
             assert config is not None
@@ -137,13 +148,11 @@ class Operations:
         target, actions = self._apply(strategy, environment, decide)
         (action,) = actions
         assert action.kind == "revert"
-        return {
-            "reverting": target.branch,
-            "to": action.restore.dry_sha,
-            "from": action.bad_dry_sha,
-        }
+        return RevertResult(
+            reverting=target.branch, to=action.restore.dry_sha, from_=action.bad_dry_sha
+        )
 
-    def promote(self, strategy: str, environment: str, *, reason: str) -> dict[str, Any]:
+    def promote(self, strategy: str, environment: str, *, reason: str) -> PromoteResult:
         """Break glass: merge now past every gate but never-backwards; kept in the ledger."""
         target, actions = self._apply(
             strategy,
@@ -161,9 +170,9 @@ class Operations:
                 "reason": reason,
             },
         )
-        return {"promoted": merge.dry_sha, "environment": target.branch, "pr": merge.number}
+        return PromoteResult(promoted=merge.dry_sha, environment=target.branch, pr=merge.number)
 
-    def merge(self, strategy: str, environment: str) -> dict[str, Any]:
+    def merge(self, strategy: str, environment: str) -> MergeResult:
         """Merge the PR that waits for a person (revert, or promotion with every gate
         passing), with the head the engine read as its guard."""
         target, actions = self._apply(strategy, environment, lambda s, i: rules.merge(s, i))
@@ -174,23 +183,23 @@ class Operations:
                 f"pull request #{merge.number} was not merged now: its gates changed on the"
                 " SCM, or the SCM's answer was lost; look at it again"
             )
-        return {
-            "merged": merge.number,
-            "environment": target.branch,
-            "drySha": merge.dry_sha,
-            "revert": merge.purpose == "revert",
-        }
+        return MergeResult(
+            merged=merge.number,
+            environment=target.branch,
+            dry_sha=merge.dry_sha,
+            revert=merge.purpose == "revert",
+        )
 
-    def approve(self, strategy: str, environment: str, *, user: str) -> dict[str, Any]:
+    def approve(self, strategy: str, environment: str, *, user: str) -> ApproveResult:
         """Approve the environment's open PR as ``user`` (SCMs that take approvals from us)."""
         target, actions = self._apply(
             strategy, environment, lambda s, i: rules.approve(s, i, user=user)
         )
         (action,) = actions
         assert action.kind == "approve"
-        return {"approved": action.number, "environment": target.branch, "user": action.user}
+        return ApproveResult(approved=action.number, environment=target.branch, user=action.user)
 
-    def pin(self, strategy: str, environment: str, *, dry_sha: str, reason: str) -> dict[str, Any]:
+    def pin(self, strategy: str, environment: str, *, dry_sha: str, reason: str) -> PinResult:
         target, actions = self._apply(
             strategy,
             environment,
@@ -198,22 +207,25 @@ class Operations:
         )
         (action,) = actions
         assert action.kind == "pin"
-        return {"pinned": action.dry_sha, "environment": target.branch, "reason": reason}
+        assert action.dry_sha is not None
+        return PinResult(pinned=action.dry_sha, environment=target.branch, reason=reason)
 
-    def unpin(self, strategy: str, environment: str) -> dict[str, Any]:
+    def unpin(self, strategy: str, environment: str) -> UnpinResult:
         target, _ = self._apply(strategy, environment, lambda s, i: rules.unpin(s, i))
-        return {"unpinned": target.branch}
+        return UnpinResult(unpinned=target.branch)
 
-    def approve_change(self, strategy: str, *, dry_sha: str) -> dict[str, Any]:
+    def approve_change(self, strategy: str, *, dry_sha: str) -> ApproveChangeResult:
         """Let a blocked dry commit through (read through the strategy's first environment)."""
         config = self.rec.config.strategy(strategy)
         if config is None:
             raise OperationError(f"no strategy named {strategy!r}", status=404)
         first = config.environments[0].branch
         target, actions = self._apply(
-            strategy, first, lambda s, i: rules.approve_change(s, dry_sha=dry_sha)
+            strategy,
+            first,
+            lambda s, i: rules.approve_change(s, dry_sha=dry_sha),
         )
         approved = [a for a in actions if isinstance(a, ApproveChange)]
-        branches = [target.snapshot.environments[a.environment].branch for a in approved]
+        branches = tuple(target.snapshot.environments[a.environment].branch for a in approved)
         sha = approved[0].dry_sha if approved else dry_sha
-        return {"approved": sha, "environments": branches}
+        return ApproveChangeResult(approved=sha, environments=branches)
