@@ -3,14 +3,17 @@
 Each runs under the strategy's lock (never beside a reconcile of it), reads the strategy
 fresh, asks the engine what the request means (``promoter.engine.operations``) and carries
 out its answer through the executor, like a reconcile would; the API then wakes the strategy.
-Each answers a typed result (``operation_results``), which the API serialises.
+Each answers a typed result (``operation_results``); its log lines carry the strategy, the
+``manual_operation`` and the environment (``promoter.logs.log_context``).
 """
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Concatenate, ParamSpec, TypeVar
 
 from promoter.config import PromotionStrategy, Repository
 from promoter.daemon.operation_results import (
@@ -37,11 +40,15 @@ from promoter.engine.operations import Refusal
 from promoter.engine.snapshot import Snapshot
 from promoter.errors import PermanentError
 from promoter.git import GitMirror
+from promoter.logs import log_context
 from promoter.models import utcnow
 
 log = logging.getLogger("promoter.operations")
 
 Decide = Callable[[Snapshot, int], "list[Action] | Refusal"]
+P = ParamSpec("P")
+R = TypeVar("R")
+Method = Callable[Concatenate["Operations", str, P], R]
 
 
 class OperationError(PermanentError):
@@ -71,6 +78,21 @@ class Target:
         return tuple(e.branch for e in self.snapshot.environments[self.index :])
 
 
+def logged(operation: str) -> Callable[[Method[P, R]], Method[P, R]]:
+    """Every log line of the operation carries its strategy and ``manual_operation`` (the
+    field ``operation`` is an SCM call's)."""
+
+    def wrap(method: Method[P, R]) -> Method[P, R]:
+        def run(self: Operations, strategy: str, /, *args: P.args, **kwargs: P.kwargs) -> R:
+            with log_context(strategy=strategy, manual_operation=operation):
+                return method(self, strategy, *args, **kwargs)
+
+        functools.update_wrapper(run, method)
+        return run
+
+    return wrap
+
+
 class Operations:
     def __init__(self, reconciler: Reconciler) -> None:
         self.rec = reconciler
@@ -93,9 +115,11 @@ class Operations:
         return Target(strategy, repo, mirror, snapshot, index)
 
     def _apply(
-        self, strategy: str, environment: str, decide: Decide
+        self, strategy: str, environment: str, decide: Decide, *, one_environment: bool = True
     ) -> tuple[Target, list[Action]]:
-        """Read, ask the engine, carry out its answer; once more after opening a PR."""
+        """Read, ask the engine, carry out its answer; once more after opening a PR.
+
+        What is carried out logs the environment's branch (``one_environment``)."""
         with self.rec.key_lock(strategy):
             for _ in range(2):
                 target = self._target(strategy, environment)
@@ -104,7 +128,10 @@ class Operations:
                     raise OperationError(answer.reason, status=answer.status)
                 plugin = self.rec.plugin_for(target.repo)
                 executor = self.rec.executor(plugin, self.rec.reader(strategy, plugin))
-                outcome = executor.run(target.snapshot, target.repo, target.mirror, tuple(answer))
+                with log_context(environment=target.branch if one_environment else None):
+                    outcome = executor.run(
+                        target.snapshot, target.repo, target.mirror, tuple(answer)
+                    )
                 target.merged = outcome.merged
                 if not any(isinstance(a, OpenPullRequest) for a in answer):
                     return target, answer
@@ -112,6 +139,7 @@ class Operations:
 
     # --- the operations --------------------------------------------------------------
 
+    @logged("hold")
     def hold(
         self, strategy: str, environment: str, *, dry_sha: str | None, reason: str
     ) -> HoldResult:
@@ -123,6 +151,7 @@ class Operations:
         held = next(a.dry_sha for a in actions if isinstance(a, HoldDryCommit))
         return HoldResult(held=held, environments=target.later, reason=reason)
 
+    @logged("release")
     def release(self, strategy: str, environment: str, *, dry_sha: str | None) -> ReleaseResult:
         target, actions = self._apply(
             strategy,
@@ -138,6 +167,7 @@ class Operations:
             paused_for=paused,
         )
 
+    @logged("revert")
     def revert(self, strategy: str, environment: str, *, to: str | None) -> RevertResult:
         def decide(snapshot: Snapshot, index: int) -> list[Action] | Refusal:
             config = self.rec.config.strategy(strategy)
@@ -152,6 +182,7 @@ class Operations:
             reverting=target.branch, to=action.restore.dry_sha, from_=action.bad_dry_sha
         )
 
+    @logged("promote")
     def promote(self, strategy: str, environment: str, *, reason: str) -> PromoteResult:
         """Break glass: merge now past every gate but never-backwards; kept in the ledger."""
         target, actions = self._apply(
@@ -172,6 +203,7 @@ class Operations:
         )
         return PromoteResult(promoted=merge.dry_sha, environment=target.branch, pr=merge.number)
 
+    @logged("merge")
     def merge(self, strategy: str, environment: str) -> MergeResult:
         """Merge the PR that waits for a person (revert, or promotion with every gate
         passing), with the head the engine read as its guard."""
@@ -190,6 +222,7 @@ class Operations:
             revert=merge.purpose == "revert",
         )
 
+    @logged("approve")
     def approve(self, strategy: str, environment: str, *, user: str) -> ApproveResult:
         """Approve the environment's open PR as ``user`` (SCMs that take approvals from us)."""
         target, actions = self._apply(
@@ -199,6 +232,7 @@ class Operations:
         assert action.kind == "approve"
         return ApproveResult(approved=action.number, environment=target.branch, user=action.user)
 
+    @logged("pin")
     def pin(self, strategy: str, environment: str, *, dry_sha: str, reason: str) -> PinResult:
         target, actions = self._apply(
             strategy,
@@ -210,10 +244,12 @@ class Operations:
         assert action.dry_sha is not None
         return PinResult(pinned=action.dry_sha, environment=target.branch, reason=reason)
 
+    @logged("unpin")
     def unpin(self, strategy: str, environment: str) -> UnpinResult:
         target, _ = self._apply(strategy, environment, lambda s, i: rules.unpin(s, i))
         return UnpinResult(unpinned=target.branch)
 
+    @logged("approve-change")
     def approve_change(self, strategy: str, *, dry_sha: str) -> ApproveChangeResult:
         """Let a blocked dry commit through (read through the strategy's first environment)."""
         config = self.rec.config.strategy(strategy)
@@ -224,6 +260,7 @@ class Operations:
             strategy,
             first,
             lambda s, i: rules.approve_change(s, dry_sha=dry_sha),
+            one_environment=False,
         )
         approved = [a for a in actions if isinstance(a, ApproveChange)]
         branches = tuple(target.snapshot.environments[a.environment].branch for a in approved)
