@@ -61,12 +61,14 @@ class PullRequests(Protocol):
 
 
 class CommitStatuses(Protocol):
-    """Read a commit's gate results and write the promoter's own.
+    """Read a commit's gate results and write the promoter's own."""
 
-    A plugin may also have ``folded_gate_keys``: the gate keys whose result folds in
-    the statuses the promoter writes on the same commit (GitLab adds a commit status
-    to the commit's latest pipeline, so the pipeline gate waits for them).
-    """
+    @property
+    def folded_gate_keys(self) -> frozenset[str]:
+        """The gate keys whose result folds in the statuses the promoter writes on the same
+        commit (GitLab adds a commit status to the commit's latest pipeline, so the
+        pipeline gate waits for them); empty for an SCM that does not fold them."""
+        ...
 
     def get_commit_statuses(
         self, *, repo: Repository, sha: str, keys: Collection[str] | None = None

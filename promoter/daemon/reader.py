@@ -153,7 +153,7 @@ class SnapshotReader:
             environments=tuple(envs),
             ancestry=self._ancestry(mirror, envs),
             status_url=self.status_url,
-            folded_keys=frozenset(getattr(self.plugin, "folded_gate_keys", ())),
+            folded_keys=self.plugin.folded_gate_keys,
             labels=tuple(strategy.labels),
             now=self.clock(),
         )

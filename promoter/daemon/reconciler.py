@@ -10,7 +10,6 @@ import contextlib
 import logging
 import threading
 import time
-import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -24,6 +23,7 @@ from promoter.daemon.settled import SettledIndex, notes_tips
 from promoter.engine import Decision, EnvState, RecordHealthy, Snapshot, decide
 from promoter.git import GitMirror
 from promoter.git.pool import MirrorPool
+from promoter.logs import reconcile_context
 from promoter.metrics import RECONCILE_DURATION, RECONCILE_TOTAL
 from promoter.models import utcnow
 from promoter.state.ledger import GitLedger
@@ -90,8 +90,9 @@ class Reconciler:
         )
 
     def reconcile(self, key: str) -> Outcome:
-        """Converge one strategy; raises TemporaryError (and others) for the queue to retry."""
-        with self.key_lock(key):
+        """Converge one strategy; raises TemporaryError (and others) for the queue to retry.
+        Its log lines carry the strategy and a reconcile id (``logs.reconcile_context``)."""
+        with reconcile_context(key), self.key_lock(key):
             return self._reconcile(key)
 
     def _reconcile(self, key: str) -> Outcome:
@@ -104,7 +105,6 @@ class Reconciler:
         reader = self.reader(key, plugin)
         executor = self.executor(plugin, reader)
         started = time.perf_counter()
-        reconcile_id = uuid.uuid4().hex[:12]
         snapshot: Snapshot | None = None
         decision: Decision | None = None
         try:
@@ -147,7 +147,6 @@ class Reconciler:
             "reconciled",
             extra={
                 "strategy": key,
-                "reconcile_id": reconcile_id,
                 "actions": [a.kind for a in decision.actions],
                 "duration_ms": round((time.perf_counter() - started) * 1000, 1),
             },

@@ -27,6 +27,7 @@ from promoter.errors import (
     ScmRateLimited,
     TemporaryError,
 )
+from promoter.logs import reconcile_context
 
 log = logging.getLogger("promoter.workers")
 
@@ -69,7 +70,8 @@ class Workers:
             with self._busy_lock:
                 self.busy += 1
             try:
-                self.process(key)
+                with reconcile_context(key):  # its lines and the reconciler's: one reconcile id
+                    self.process(key)
             finally:
                 with self._busy_lock:
                     self.busy -= 1

@@ -11,6 +11,8 @@ import ipaddress
 import json
 import math
 import re
+from collections.abc import Callable
+from dataclasses import fields
 from html import escape
 from typing import Any
 
@@ -21,6 +23,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import Route
 
+from promoter.daemon.operation_results import OperationResult
 from promoter.daemon.operations import OperationError
 from promoter.errors import (
     CommitNotFound,
@@ -96,6 +99,17 @@ class OperationBody(BaseModel):
     to: str | None = Field(default=None, max_length=64)
     dry_sha: str | None = Field(default=None, alias="drySha", max_length=64)
     user: str = Field(default="promoter-cli", max_length=MAX_NAME)
+
+
+def operation_json(result: OperationResult) -> dict[str, Any]:
+    """An operation's answer: its fields in order, camelCase (``dry_sha`` is ``drySha``,
+    ``from_`` is ``from``)."""
+    return {_camel(f.name): getattr(result, f.name) for f in fields(result)}
+
+
+def _camel(name: str) -> str:
+    first, *rest = name.rstrip("_").split("_")
+    return first + "".join(part.capitalize() for part in rest)
 
 
 class RefreshBody(BaseModel):
@@ -280,7 +294,7 @@ class Api:
         except ValueError as exc:
             return invalid("body must be JSON with at least an environment", exc)
         ops = self.commands.operations
-        calls = {
+        calls: dict[str, Callable[[], OperationResult]] = {
             "revert": lambda: ops.revert(name, body.environment, to=body.to),
             "hold": lambda: ops.hold(
                 name, body.environment, dry_sha=body.dry_sha, reason=body.reason
@@ -304,7 +318,7 @@ class Api:
         except GitError as exc:
             return problem(502, f"{operation} failed: {exc}")
         self.commands.enqueue([name])
-        return JSONResponse(result)
+        return JSONResponse(operation_json(result))
 
     async def refresh(self, request: Request) -> Response:
         if not self.authorized(request):

@@ -1,14 +1,26 @@
 """What the HTTP layer needs from the daemon, and nothing more: two small ports.
 
 The daemon's ``Runtime`` provides both structurally; tests can hand the API any object
-that does.
+that does. Every answer is typed: the API serialises it (``Operations`` answers one of
+``promoter.daemon.operation_results``).
 """
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from typing import Protocol
 
 from promoter.config import PromotionStrategy
+from promoter.daemon.operation_results import (
+    ApproveChangeResult,
+    ApproveResult,
+    HoldResult,
+    MergeResult,
+    PinResult,
+    PromoteResult,
+    ReleaseResult,
+    RevertResult,
+    UnpinResult,
+)
 from promoter.daemon.reconciler import StrategyView
 from promoter.models import CommitStatus, DryCommit
 
@@ -39,29 +51,25 @@ class Views(Protocol):
 class Operations(Protocol):
     """Manual operations on one environment (``OperationError`` when refused)."""
 
-    def revert(self, strategy: str, environment: str, *, to: str | None) -> dict[str, Any]: ...
+    def revert(self, strategy: str, environment: str, *, to: str | None) -> RevertResult: ...
 
     def hold(
         self, strategy: str, environment: str, *, dry_sha: str | None, reason: str
-    ) -> dict[str, Any]: ...
+    ) -> HoldResult: ...
 
-    def release(
-        self, strategy: str, environment: str, *, dry_sha: str | None
-    ) -> dict[str, Any]: ...
+    def release(self, strategy: str, environment: str, *, dry_sha: str | None) -> ReleaseResult: ...
 
-    def promote(self, strategy: str, environment: str, *, reason: str) -> dict[str, Any]: ...
+    def promote(self, strategy: str, environment: str, *, reason: str) -> PromoteResult: ...
 
-    def merge(self, strategy: str, environment: str) -> dict[str, Any]: ...
+    def merge(self, strategy: str, environment: str) -> MergeResult: ...
 
-    def approve(self, strategy: str, environment: str, *, user: str) -> dict[str, Any]: ...
+    def approve(self, strategy: str, environment: str, *, user: str) -> ApproveResult: ...
 
-    def pin(
-        self, strategy: str, environment: str, *, dry_sha: str, reason: str
-    ) -> dict[str, Any]: ...
+    def pin(self, strategy: str, environment: str, *, dry_sha: str, reason: str) -> PinResult: ...
 
-    def unpin(self, strategy: str, environment: str) -> dict[str, Any]: ...
+    def unpin(self, strategy: str, environment: str) -> UnpinResult: ...
 
-    def approve_change(self, strategy: str, *, dry_sha: str) -> dict[str, Any]: ...
+    def approve_change(self, strategy: str, *, dry_sha: str) -> ApproveChangeResult: ...
 
 
 class Commands(Protocol):

@@ -31,7 +31,10 @@ class ClusterScm:
         self.name = inner.name
         self.is_leader = is_leader
         self.cluster_statuses = statuses
-        self.folded_gate_keys: frozenset[str] = frozenset(getattr(inner, "folded_gate_keys", ()))
+
+    @property
+    def folded_gate_keys(self) -> frozenset[str]:
+        return self.inner.folded_gate_keys
 
     def _fence(self) -> None:
         if not self.is_leader():

@@ -24,6 +24,7 @@ PAGE = 50
 
 class ForgejoScm:
     name = "forgejo"
+    folded_gate_keys: frozenset[str] = frozenset()
 
     def __init__(self, *, url: str, token: str, git_user: str = "promoter") -> None:
         self.url = url.rstrip("/")

@@ -36,6 +36,7 @@ class GitHubScm:
     """An ``ScmPlugin`` for GitHub and GitHub Enterprise Server."""
 
     name = "github"
+    folded_gate_keys: frozenset[str] = frozenset()
 
     def __init__(
         self, *, provider: ScmProvider, state_dir: str, limits: Limits = GITHUB_LIMITS

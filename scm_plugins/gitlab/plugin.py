@@ -45,7 +45,7 @@ class GitLabScm:
         self._mrs = MergeRequests(calls=self._calls, squash=self._config.squash)
         self._approvals = Approvals(calls=self._calls, gl=self._gl)
         # GitLab adds the promoter's commit statuses to the SHA's latest pipeline.
-        self.folded_gate_keys = frozenset({self._config.pipeline_gate_key})
+        self.folded_gate_keys: frozenset[str] = frozenset({self._config.pipeline_gate_key})
         self._projects: dict[int | str, Project] = {}
         self._lock = threading.Lock()
 

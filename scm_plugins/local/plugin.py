@@ -46,6 +46,7 @@ class LocalScm:
     """The ``local`` SCM plugin."""
 
     name = "local"
+    folded_gate_keys: frozenset[str] = frozenset()
 
     @staticmethod
     def preflight(
