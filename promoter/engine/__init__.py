@@ -20,6 +20,7 @@ from promoter.engine.actions import (
 )
 from promoter.engine.decide import decide
 from promoter.engine.gates import BUILTIN_GATES, Gate, effective_active_dry_sha, gates_for
+from promoter.engine.ledger_changes import LedgerAction, LedgerChanges, RevertOpened, ledger_changes
 from promoter.engine.ledger_state import HealthyRecord
 from promoter.engine.pr_text import PullRequestText, read_metadata
 from promoter.engine.snapshot import CommitState, EnvironmentSnapshot, Snapshot
@@ -39,17 +40,21 @@ __all__ = [
     "Gate",
     "GateVerdict",
     "HealthyRecord",
+    "LedgerAction",
+    "LedgerChanges",
     "MergeActiveIntoProposed",
     "MergePullRequest",
     "OpenPullRequest",
     "PullRequestText",
     "RecordHealthy",
     "RequeueAfter",
+    "RevertOpened",
     "SetCommitStatus",
     "Snapshot",
     "UpdatePullRequest",
     "decide",
     "effective_active_dry_sha",
     "gates_for",
+    "ledger_changes",
     "read_metadata",
 ]
