@@ -14,7 +14,6 @@ from promoter.engine.actions import (
     MergePullRequest,
     OpenPullRequest,
     RecordHealthy,
-    RequeueAfter,
     SetCommitStatus,
     UpdatePullRequest,
 )
@@ -47,7 +46,6 @@ __all__ = [
     "OpenPullRequest",
     "PullRequestText",
     "RecordHealthy",
-    "RequeueAfter",
     "RevertOpened",
     "SetCommitStatus",
     "Snapshot",

@@ -20,7 +20,6 @@ from promoter.engine.actions import (
     MergePullRequest,
     OpenPullRequest,
     RecordHealthy,
-    RequeueAfter,
     UpdatePullRequest,
 )
 from promoter.engine.dag import and_downstream
@@ -83,9 +82,11 @@ def decide(snapshot: Snapshot) -> Decision:
                 branch=env.branch, state=outcome.state, reason=outcome.reason, gates=outcome.gates
             )
         )
-    if requeues:
-        actions.append(RequeueAfter(seconds=min(requeues)))
-    return Decision(actions=tuple(actions), environments=tuple(verdicts))
+    return Decision(
+        actions=tuple(actions),
+        environments=tuple(verdicts),
+        requeue_after=min(requeues) if requeues else None,
+    )
 
 
 def _judge(snapshot: Snapshot, index: int) -> _Outcome:
