@@ -15,7 +15,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from promoter.config import Config, Repository
-from promoter.daemon.executor import Executor, Observer, Outcome
+from promoter.daemon.events import Observer
+from promoter.daemon.executor import Executor, Outcome
 from promoter.daemon.merges import UnconfirmedMerges
 from promoter.daemon.probes import Probes
 from promoter.daemon.reader import SnapshotReader
@@ -107,13 +108,15 @@ class Reconciler:
         started = time.perf_counter()
         snapshot: Snapshot | None = None
         decision: Decision | None = None
+        outcome = Outcome()
         try:
             mirror = self.mirrors.fresh(repo)
             tips = notes_tips(mirror)
             snapshot = reader.read(strategy, repo, mirror)
             self.sha_index.track(key, _tracked_shas(snapshot))
             decision = decide(snapshot)
-            outcome = executor.run(snapshot, repo, mirror, decision.actions)
+            outcome.requeue_after = decision.requeue_after
+            executor.run(snapshot, repo, mirror, decision.actions, outcome)
             if outcome.recorded:
                 snapshot = with_recorded(snapshot, outcome, self.ledger, mirror)
                 if any(v.state is not EnvState.UP_TO_DATE for v in decision.environments):
@@ -130,8 +133,9 @@ class Reconciler:
                 self.settled.forget(key)
             with self._lock:
                 last = self.views.get(key)
-            failed = executor.failed_environment if decision is not None else None
-            self._remember(key, failed_view(last, snapshot, decision, str(exc), failed))
+            failed = outcome.failed_environment
+            shown = with_deferred(decision, outcome) if decision is not None else None
+            self._remember(key, failed_view(last, snapshot, shown, str(exc), failed))
             raise
         finally:
             RECONCILE_DURATION.observe(time.perf_counter() - started)
@@ -141,8 +145,8 @@ class Reconciler:
                 isinstance(a, RecordHealthy) for a in decision.actions
             )
             self.settled.observe(key, snapshot, decision, notes=tips, idle=idle)
-        snapshot = with_written(snapshot, outcome)
-        self._remember(key, StrategyView(snapshot, decision, None, utcnow()))
+        shown = with_deferred(decision, outcome)
+        self._remember(key, StrategyView(with_written(snapshot, outcome), shown, None, utcnow()))
         log.debug(
             "reconciled",
             extra={
@@ -216,6 +220,20 @@ def failed_view(
         )
         decision = decision.model_copy(update={"environments": verdicts})
     return StrategyView(snapshot, decision, error, utcnow())
+
+
+def with_deferred(decision: Decision, outcome: Outcome) -> Decision:
+    """The verdicts with the merges the executor deferred: such an environment is blocked,
+    and its reason is the deferral's (a gate the SCM no longer reports success)."""
+    if not outcome.deferred:
+        return decision
+    verdicts = tuple(
+        v.model_copy(update={"state": EnvState.BLOCKED, "reason": outcome.deferred[v.branch]})
+        if v.branch in outcome.deferred
+        else v
+        for v in decision.environments
+    )
+    return decision.model_copy(update={"environments": verdicts})
 
 
 def with_written(snapshot: Snapshot, outcome: Outcome) -> Snapshot:

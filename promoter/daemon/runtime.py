@@ -16,7 +16,7 @@ from datetime import datetime
 from typing import Any
 
 from promoter.config import Config, PromotionStrategy, Repository
-from promoter.daemon.executor import Observer
+from promoter.daemon.events import Observer
 from promoter.daemon.operations import Operations
 from promoter.daemon.probes import Probes
 from promoter.daemon.queue import WorkQueue

@@ -31,7 +31,6 @@ from promoter.engine.actions import (
     RecordHealthy,
     RecordOverride,
     ReleaseHold,
-    RequeueAfter,
     ResumeEnvironment,
     SetCommitStatus,
     UpdatePullRequest,
@@ -40,6 +39,7 @@ from promoter.engine.dag import shape_of
 from promoter.engine.decide import decide
 from promoter.engine.dora import DoraFigures, dora
 from promoter.engine.gates import BUILTIN_GATES, Gate, effective_active_dry_sha, gates_for, is_no_op
+from promoter.engine.ledger_changes import LedgerAction, LedgerChanges, RevertOpened, ledger_changes
 from promoter.engine.ledger_state import (
     Announcement,
     EnvLedger,
@@ -81,6 +81,8 @@ __all__ = [
     "HealthyRecord",
     "Hold",
     "HoldDryCommit",
+    "LedgerAction",
+    "LedgerChanges",
     "MergeActiveIntoProposed",
     "MergePullRequest",
     "OpenPullRequest",
@@ -94,9 +96,9 @@ __all__ = [
     "RecordOverride",
     "Refusal",
     "ReleaseHold",
-    "RequeueAfter",
     "ResumeEnvironment",
     "Revert",
+    "RevertOpened",
     "SetCommitStatus",
     "Snapshot",
     "UpdatePullRequest",
@@ -105,6 +107,7 @@ __all__ = [
     "effective_active_dry_sha",
     "gates_for",
     "is_no_op",
+    "ledger_changes",
     "operations",
     "ours_merge_message",
     "read_metadata",

@@ -206,11 +206,6 @@ class MergeActiveIntoProposed(Frozen):
     tree_sha: str
 
 
-class RequeueAfter(Frozen):
-    kind: Literal["requeue"] = "requeue"
-    seconds: float
-
-
 Action = (
     OpenPullRequest
     | UpdatePullRequest
@@ -230,7 +225,6 @@ Action = (
     | ApprovePullRequest
     | RecordOverride
     | MergeActiveIntoProposed
-    | RequeueAfter
 )
 
 
@@ -266,3 +260,6 @@ class EnvironmentVerdict(Frozen):
 class Decision(Frozen):
     actions: tuple[Action, ...]
     environments: tuple[EnvironmentVerdict, ...]
+    requeue_after: float | None = None
+    """Seconds after which to decide again though nothing happened (a soak ends, a window
+    opens, a PR just opened is merged on the next pass); None: only when something does."""

@@ -29,7 +29,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from promoter.config import GateSpec
-from promoter.engine import Decision, RequeueAfter, Snapshot
+from promoter.engine import Decision, Snapshot
 from promoter.engine.ledger_state import EnvLedger, HealthyRecord, Hold, Pin, Revert
 from promoter.engine.snapshot import AutoRevertPolicy
 from promoter.models import Phase, Review
@@ -213,17 +213,14 @@ def render(snapshot: Snapshot, decision: Decision) -> dict[str, Any]:
         verdicts.append({"verdict": _named(line, shas), "gates": [_named(g, shas) for g in gates]})
     actions = []
     for action in decision.actions:
-        if isinstance(action, RequeueAfter):
-            continue
         fields = action.model_dump(exclude=LEFT_OUT)
         where = getattr(action, "environment", None)
         head = action.kind if where is None else f"{action.kind} {branches[where]}"
         parts = [f"{key}={_scalar(_value(value))}" for key, value in _value(fields).items()]
         actions.append(_named(" ".join([head, *parts]), shas))
     out: dict[str, Any] = {"environments": verdicts, "actions": actions}
-    requeue = requeue_after(decision)
-    if requeue is not None:
-        out["requeue_after"] = requeue
+    if decision.requeue_after is not None:
+        out["requeue_after"] = decision.requeue_after
     return out
 
 
@@ -235,9 +232,3 @@ def _scalar(value: Any) -> str:
     if isinstance(value, list):
         return "[" + ", ".join(_scalar(v) for v in value) + "]"
     return str(value)
-
-
-def requeue_after(decision: Decision) -> float | None:
-    """When the engine asks to look again by itself, in seconds."""
-    asked = [a.seconds for a in decision.actions if isinstance(a, RequeueAfter)]
-    return min(asked) if asked else None

@@ -60,6 +60,10 @@ def test_a_merge_refused_for_a_lasting_reason_is_shown_and_retried_at_the_cap(
         "error",
         "GitHub answered 405: Pull Request is not mergeable",
     )
+    view = runtime.reconciler.view("guestbook")
+    assert view is not None and view.decision is not None
+    others = [v.state.value for v in view.decision.environments if v.branch != DEV]
+    assert others and "error" not in others  # the error shows where it happened only
     clock.now = 299.0
     assert queue.get(timeout=0) is None
     clock.now = 300.0
