@@ -47,8 +47,13 @@ class ScmError(PromoterError):
     """Base of the errors an SCM plugin raises."""
 
 
-class ScmNotFound(ScmError, PermanentError):
-    """The repository, pull request or commit does not exist (or is not visible)."""
+class ScmNotFound(ScmError, TemporaryError):
+    """The repository, pull request or commit does not exist (or is not visible).
+
+    Temporary: it says that what the promoter knew was wrong (a PR merged or closed
+    meanwhile, a branch deleted), so the strategy is read again, with backoff, and never
+    parked. Callers that expect a missing thing (a group member, a review) catch it.
+    """
 
 
 class ScmConflict(ScmError, TemporaryError):
