@@ -127,6 +127,8 @@ class Receiver:
     async def _handle(
         self, scope: Scope, receive: Receive, headers: dict[str, str]
     ) -> tuple[str, int, str, bytes]:
+        """Read the body (capped), verify and parse it, refusing what fails; ``_apply`` does
+        the rest. Returns the result, the HTTP status, the event label and the body to answer."""
         provider = self.provider
         event = provider.event_name(headers)
         label = provider.event_label(event, trusted=False)
@@ -162,7 +164,13 @@ class Receiver:
         except PayloadError as exc:
             return self._invalid(label, headers, str(exc))
 
-        delivery = None if isinstance(parsed, Ping) else provider.delivery_id(headers, body)
+        return await self._apply(parsed, label, headers, body)
+
+    async def _apply(
+        self, parsed: Event, label: str, headers: Mapping[str, str], body: bytes
+    ) -> tuple[str, int, str, bytes]:
+        """De-duplicate a verified, parsed delivery, dispatch it and say what to answer."""
+        delivery = None if isinstance(parsed, Ping) else self.provider.delivery_id(headers, body)
         if delivery is not None and not self._first(delivery):
             if log.isEnabledFor(logging.DEBUG):
                 log.debug("webhook duplicate", extra=self._fields(label, headers))

@@ -235,56 +235,11 @@ def _run(base: Path, *, scripted: bool, port: int) -> int:
     _runtime, server = demo.start()
     client = ApiClient(demo.url)
     try:
-        view = client.strategy(STRATEGY)
-        for env in view["environments"]:
-            if env.get("active"):
-                demo.set_once(
-                    client,
-                    env["active"]["hydratedSha"],
-                    "health",
-                    env["branch"],
-                    "health check green",
-                )
-        change = demo.gitops.change(
-            "1.1.0", "Bump guestbook to 1.1.0", values="image: guestbook:1.1.0\nreplicas: 3\n"
-        )
-        say(f"new dry commit {short(change)}: Bump guestbook to 1.1.0")
-        say("hydrated it onto environment/{dev,staging,prod}-next")
-        final = demo.drive(client, change)
-        say("")
-        say(status_table.render([final]))
-        say("")
-        say(
-            f"prod runs {short(change)}: promoted dev -> staging -> prod in "
-            f"{time.monotonic() - started:.1f}s"
-        )
-        prod = final["environments"][-1]["active"]
-        demo.set_once(client, prod["hydratedSha"], "health", ENVIRONMENTS[-1], "health check green")
-        view = demo.act_two(client, change)
-        envs = {e["branch"]: e for e in view["environments"]}
-        prod_dry = (envs[ENVIRONMENTS[-1]].get("active") or {}).get("drySha")
-        if prod_dry != change:
-            raise RuntimeError(f"prod moved to {short(prod_dry)}; it must stay on {short(change)}")
-        say("")
-        say(status_table.render([view]))
-        say("")
-        say(f"staging was reverted to {short(change)} by PR; prod never ran the bad change")
-        fix = demo.gitops.change(
-            "1.2.1", "Fix guestbook 1.2.0", values="image: guestbook:1.2.1\nreplicas: 3\n"
-        )
-        say(f"\nAct 3: new dry commit {short(fix)}: Fix guestbook 1.2.0")
-        final = demo.drive(client, fix)
-        say("")
-        say(status_table.render([final]))
-        say(f"\nprod runs the fix {short(fix)} (total {time.monotonic() - started:.1f}s)")
+        change = _act_one(demo, client, started)
+        _act_two(demo, client, change)
+        _act_three(demo, client, started)
         if not scripted:
-            say(f"\nThe daemon keeps running at {demo.url} (Ctrl-C to stop). Try:")
-            say(f"  open {demo.url}/dashboard/{STRATEGY} in a browser (the dashboard)")
-            say(f"  promoter status --url {demo.url}")
-            say(f"  curl {demo.url}/api/v1/strategies/{STRATEGY}")
-            say(f"  config: {demo.base / 'promoter.yaml'}")
-            while server.alive():
-                time.sleep(0.5)
+            _keep_running(demo, server)
         return 0
     except (TimeoutError, RuntimeError) as exc:
         print(f"demo failed: {exc}", file=sys.stderr)
@@ -295,3 +250,69 @@ def _run(base: Path, *, scripted: bool, port: int) -> int:
         client.close()
         server.stop(30)
         logging.getLogger("promoter").info("demo finished")
+
+
+def _act_one(demo: Demo, client: ApiClient, started: float) -> str:
+    """A good change promoted dev -> staging -> prod; its dry SHA."""
+    view = client.strategy(STRATEGY)
+    for env in view["environments"]:
+        if env.get("active"):
+            demo.set_once(
+                client,
+                env["active"]["hydratedSha"],
+                "health",
+                env["branch"],
+                "health check green",
+            )
+    change = demo.gitops.change(
+        "1.1.0", "Bump guestbook to 1.1.0", values="image: guestbook:1.1.0\nreplicas: 3\n"
+    )
+    say(f"new dry commit {short(change)}: Bump guestbook to 1.1.0")
+    say("hydrated it onto environment/{dev,staging,prod}-next")
+    final = demo.drive(client, change)
+    say("")
+    say(status_table.render([final]))
+    say("")
+    say(
+        f"prod runs {short(change)}: promoted dev -> staging -> prod in "
+        f"{time.monotonic() - started:.1f}s"
+    )
+    prod = final["environments"][-1]["active"]
+    demo.set_once(client, prod["hydratedSha"], "health", ENVIRONMENTS[-1], "health check green")
+    return change
+
+
+def _act_two(demo: Demo, client: ApiClient, change: str) -> None:
+    """A bad change reverted in staging (``Demo.act_two``); prod stays on ``change``."""
+    view = demo.act_two(client, change)
+    envs = {e["branch"]: e for e in view["environments"]}
+    prod_dry = (envs[ENVIRONMENTS[-1]].get("active") or {}).get("drySha")
+    if prod_dry != change:
+        raise RuntimeError(f"prod moved to {short(prod_dry)}; it must stay on {short(change)}")
+    say("")
+    say(status_table.render([view]))
+    say("")
+    say(f"staging was reverted to {short(change)} by PR; prod never ran the bad change")
+
+
+def _act_three(demo: Demo, client: ApiClient, started: float) -> None:
+    """The bad change's fix promoted to prod."""
+    fix = demo.gitops.change(
+        "1.2.1", "Fix guestbook 1.2.0", values="image: guestbook:1.2.1\nreplicas: 3\n"
+    )
+    say(f"\nAct 3: new dry commit {short(fix)}: Fix guestbook 1.2.0")
+    final = demo.drive(client, fix)
+    say("")
+    say(status_table.render([final]))
+    say(f"\nprod runs the fix {short(fix)} (total {time.monotonic() - started:.1f}s)")
+
+
+def _keep_running(demo: Demo, server: ThreadServer) -> None:
+    """Say how to look at the daemon, and keep it running until Ctrl-C."""
+    say(f"\nThe daemon keeps running at {demo.url} (Ctrl-C to stop). Try:")
+    say(f"  open {demo.url}/dashboard/{STRATEGY} in a browser (the dashboard)")
+    say(f"  promoter status --url {demo.url}")
+    say(f"  curl {demo.url}/api/v1/strategies/{STRATEGY}")
+    say(f"  config: {demo.base / 'promoter.yaml'}")
+    while server.alive():
+        time.sleep(0.5)

@@ -117,9 +117,6 @@ class GitOpsRepo:
     def tip(self, branch: str) -> str:
         return git(self.path, "rev-parse", f"refs/heads/{branch}")
 
-    def first_parents(self, branch: str) -> list[str]:
-        return git(self.path, "rev-list", "--first-parent", f"refs/heads/{branch}").split()
-
 
 def sandbox_config(
     repo: Path,

@@ -7,25 +7,29 @@ from promoter.config.durations import Duration, parse_duration
 from promoter.config.gates import GateSpec
 from promoter.config.loader import json_schema, load_config, parse_config
 from promoter.config.models import (
-    AutoRevert,
     Config,
     Daemon,
-    Environment,
-    ExternalPlugin,
     ForgejoWebhook,
-    GitHubApp,
-    GitHubProvider,
     GitHubWebhook,
-    GitLabProvider,
     GitLabWebhook,
-    LocalProvider,
-    PromotionStrategy,
-    Repository,
-    ScmProvider,
-    StatusKey,
     Webhooks,
 )
+from promoter.config.providers import (
+    ExternalPlugin,
+    GitHubApp,
+    GitHubProvider,
+    GitLabProvider,
+    LocalProvider,
+    ScmProvider,
+)
 from promoter.config.secrets import SecretRef
+from promoter.config.strategies import (
+    AutoRevert,
+    Environment,
+    PromotionStrategy,
+    Repository,
+    StatusKey,
+)
 
 __all__ = [
     "AutoRevert",

@@ -12,13 +12,15 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from promoter.config import GateSpec, PromotionStrategy, Repository
+from promoter.config import Environment, GateSpec, PromotionStrategy, Repository
 from promoter.engine import (
     AutoRevertPolicy,
     CommitState,
     EnvironmentSnapshot,
     EnvLedger,
+    Rollout,
     Snapshot,
+    UpstreamGroup,
     shape_of,
 )
 from promoter.errors import MetadataMissing
@@ -93,59 +95,7 @@ class SnapshotReader:
         shapes = shape_of(strategy)
         for position, env in enumerate(strategy.environments):
             upstreams, rollout = shapes[position]
-            proposed_branch = strategy.proposed_branch(env)
-            active = self._commit(repo, mirror, env.branch, proposed_branch)
-            proposed = self._commit(repo, mirror, proposed_branch)
-            error = None if active is not None else f"branch {env.branch} does not exist"
-            pull_request = None
-            changelog: tuple[DryCommit, ...] = ()
-            if active is not None and proposed is not None:
-                pull_request = self.open_pull_request(
-                    repo, proposed_branch, env.branch, proposed.hydrated_sha
-                )
-                if proposed.dry_sha and proposed.dry_sha != active.dry_sha:
-                    changelog = tuple(self._changelog(mirror, active.dry_sha, proposed.dry_sha))
-            ledger, ledger_error = self._ledger(mirror, strategy.name, env.branch)
-            error = error or ledger_error
-            gates = tuple(strategy.gates_of(env))
-            reviews, reviews_error = self._reviews(repo, gates, pull_request)
-            envs.append(
-                EnvironmentSnapshot(
-                    branch=env.branch,
-                    proposed_branch=proposed_branch,
-                    auto_merge=env.auto_merge,
-                    active_keys=(
-                        *strategy.active_keys(env),
-                        *(g.key for g in gates if g.active),
-                    ),
-                    proposed_keys=(
-                        *strategy.proposed_keys(env),
-                        *(g.key for g in gates if g.http is not None),
-                    ),
-                    active=active,
-                    proposed=proposed,
-                    pull_request=pull_request,
-                    changelog=changelog,
-                    ledger=ledger,
-                    active_since=mirror.commit_time(active.hydrated_sha) if active else None,
-                    auto_revert=AutoRevertPolicy(
-                        enabled=env.auto_revert.enabled,
-                        settle_time=env.auto_revert.settle_time,
-                        auto_merge=env.auto_revert.auto_merge,
-                    ),
-                    revert_pull_request=self._revert_pull_request(
-                        repo, mirror, env.branch, active, ledger
-                    ),
-                    proposed_in_active=_contains(mirror, active, proposed),
-                    merge_conflicts=self.conflicts.check(mirror, active, proposed),
-                    error=error,
-                    gates=gates,
-                    reviews=reviews,
-                    reviews_error=reviews_error,
-                    upstreams=upstreams,
-                    rollout=rollout,
-                )
-            )
+            envs.append(self._environment(strategy, repo, mirror, env, upstreams, rollout))
         return Snapshot(
             strategy=strategy.name,
             repository=repo.name,
@@ -156,6 +106,66 @@ class SnapshotReader:
             folded_keys=self.plugin.folded_gate_keys,
             labels=tuple(strategy.labels),
             now=self.clock(),
+        )
+
+    def _environment(
+        self,
+        strategy: PromotionStrategy,
+        repo: Repository,
+        mirror: GitMirror,
+        env: Environment,
+        upstreams: tuple[UpstreamGroup, ...] | None,
+        rollout: Rollout,
+    ) -> EnvironmentSnapshot:
+        """One environment's part of the snapshot: its branches, PR, ledger and reviews."""
+        proposed_branch = strategy.proposed_branch(env)
+        active = self._commit(repo, mirror, env.branch, proposed_branch)
+        proposed = self._commit(repo, mirror, proposed_branch)
+        error = None if active is not None else f"branch {env.branch} does not exist"
+        pull_request = None
+        changelog: tuple[DryCommit, ...] = ()
+        if active is not None and proposed is not None:
+            pull_request = self.open_pull_request(
+                repo, proposed_branch, env.branch, proposed.hydrated_sha
+            )
+            if proposed.dry_sha and proposed.dry_sha != active.dry_sha:
+                changelog = tuple(self._changelog(mirror, active.dry_sha, proposed.dry_sha))
+        ledger, ledger_error = self._ledger(mirror, strategy.name, env.branch)
+        error = error or ledger_error
+        gates = tuple(strategy.gates_of(env))
+        reviews, reviews_error = self._reviews(repo, gates, pull_request)
+        return EnvironmentSnapshot(
+            branch=env.branch,
+            proposed_branch=proposed_branch,
+            auto_merge=env.auto_merge,
+            active_keys=(
+                *strategy.active_keys(env),
+                *(g.key for g in gates if g.active),
+            ),
+            proposed_keys=(
+                *strategy.proposed_keys(env),
+                *(g.key for g in gates if g.http is not None),
+            ),
+            active=active,
+            proposed=proposed,
+            pull_request=pull_request,
+            changelog=changelog,
+            ledger=ledger,
+            active_since=mirror.commit_time(active.hydrated_sha) if active else None,
+            auto_revert=AutoRevertPolicy(
+                enabled=env.auto_revert.enabled,
+                settle_time=env.auto_revert.settle_time,
+                auto_merge=env.auto_revert.auto_merge,
+            ),
+            revert_pull_request=self._revert_pull_request(repo, mirror, env.branch, active, ledger),
+            proposed_in_active=_contains(mirror, active, proposed),
+            merge_conflicts=self.conflicts.check(mirror, active, proposed),
+            error=error,
+            gates=gates,
+            reviews=reviews,
+            reviews_error=reviews_error,
+            upstreams=upstreams,
+            rollout=rollout,
         )
 
     def _ledger(

@@ -1,13 +1,13 @@
 """Worker threads: take a key from the queue, reconcile it, schedule its retry or requeue.
 
-Errors decide the retry, and each failure is logged once, here: ``ScmRateLimited``
-waits its ``retry_after`` (no add can jump it); a lasting refusal (``ScmConflict``
-with ``lasting``: a conflict, branch protection) waits the cap; other temporary
-errors back off exponentially (capped). A permanent error (``PermanentError``: bad
-credentials, a missing permission) parks the strategy: it is not retried until a
-webhook, a moved ref or a configuration change wakes it (``WorkQueue.park``). A
-``ScmNotFound`` means what the promoter knew was wrong: it is read again, with backoff,
-as is an unexpected crash, so that nothing is lost.
+Errors decide the retry (the tree is drawn in ``promoter.errors``), and each failure is
+logged once, here: ``ScmRateLimited`` waits its ``retry_after`` (no add can jump it); a
+lasting refusal (``ScmConflict`` with ``lasting``: a conflict, branch protection) waits
+the cap; other temporary errors back off exponentially (capped), among them
+``ScmNotFound``, which means that what the promoter knew was wrong: it is read again. A
+permanent error (``PermanentError``: bad credentials, a missing permission) parks the
+strategy: it is not retried until a webhook, a moved ref or a configuration change wakes
+it (``WorkQueue.park``). An unexpected crash backs off too, so that nothing is lost.
 """
 
 from __future__ import annotations
@@ -23,7 +23,6 @@ from promoter.errors import (
     PermanentError,
     RateBudgetWait,
     ScmConflict,
-    ScmNotFound,
     ScmRateLimited,
     TemporaryError,
 )
@@ -100,13 +99,6 @@ class Workers:
             self.queue.add_after(key, delay, firm=True)
             return
         except PermanentError as exc:
-            if isinstance(exc, ScmNotFound):
-                delay = self.queue.backoff(key)
-                log.warning(
-                    "reconcile failed", extra={"strategy": key, "delay": delay, "error": str(exc)}
-                )
-                self.queue.add_after(key, delay, firm=True)
-                return
             self.queue.park(key, str(exc))
             log.error(
                 "reconcile failed",

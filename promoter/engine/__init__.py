@@ -53,7 +53,14 @@ from promoter.engine.mergeable import message as ours_merge_message
 from promoter.engine.operations import Refusal
 from promoter.engine.pr_text import PullRequestText, read_metadata
 from promoter.engine.pr_text import short as short_sha
-from promoter.engine.snapshot import AutoRevertPolicy, CommitState, EnvironmentSnapshot, Snapshot
+from promoter.engine.snapshot import (
+    AutoRevertPolicy,
+    CommitState,
+    EnvironmentSnapshot,
+    Rollout,
+    Snapshot,
+    UpstreamGroup,
+)
 
 __all__ = [
     "BUILTIN_GATES",
@@ -99,9 +106,11 @@ __all__ = [
     "ResumeEnvironment",
     "Revert",
     "RevertOpened",
+    "Rollout",
     "SetCommitStatus",
     "Snapshot",
     "UpdatePullRequest",
+    "UpstreamGroup",
     "decide",
     "dora",
     "effective_active_dry_sha",

@@ -27,7 +27,6 @@ _NAME_RE = re.compile(r"^[a-zA-Z0-9][a-zA-Z0-9_.-]*$")
 _URL_RE = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*://|^[^/]+:")
 MIRRORED = ("refs/heads/", "refs/notes/")
 """The refs a mirror copies from its remote."""
-_ZERO = "0" * 40
 HEAL_CHECK = 0.5
 """Seconds between two checks, on object reads, that the repository is still on disk
 (every git command checks first)."""
@@ -226,19 +225,6 @@ class BareRepository:
         args = ["commit-tree", tree, *(a for p in parents for a in ("-p", p)), "-m", message]
         with self._lock:
             return self._run(args, commit=True)[1].strip()
-
-    def update_ref(self, ref: str, new: str, old: str | None) -> None:
-        """Compare-and-swap ``ref`` from ``old`` (None: must not exist) to ``new``."""
-        if not ref.startswith("refs/"):
-            raise ValueError(f"a full ref name is needed, not {ref!r}")
-        with self._lock:
-            self._refs = None
-            self._run(["update-ref", "-m", "promoter", ref, new, old or _ZERO])
-
-    def write_blob(self, data: bytes) -> str:
-        """Store ``data`` as a blob in the mirror; its SHA (for notes on synthetic keys)."""
-        with self._lock:
-            return self._run(["hash-object", "-w", "--stdin"], stdin=data)[1].strip()
 
     def merge_tree(self, ours: str, theirs: str) -> tuple[bool, str]:
         """A three-way merge of two commits, written as a tree only: ``(clean, tree)``.

@@ -117,11 +117,6 @@ class ExternalScm:
     def process(self) -> PluginProcess | None:
         return self._process
 
-    @property
-    def restarts(self) -> int:
-        """How many times the plugin was started again after its first start."""
-        return max(self.starts - 1, 0)
-
     def _ensure(self) -> PluginProcess:
         with self._lock:
             process = self._process

@@ -247,20 +247,6 @@ def test_an_atomic_push_with_fresh_leases_moves_every_ref(
     assert mirror.refresh() is True
 
 
-def test_update_ref_is_a_compare_and_swap(mirror: GitMirror, remote: GitSandbox) -> None:
-    old = remote.branch_sha("main") or ""
-    new = mirror.commit_tree(mirror.tree_sha(old), [old], "local")
-    with pytest.raises(GitError):
-        mirror.update_ref("refs/heads/main", new, "1" * 40)
-    mirror.update_ref("refs/heads/main", new, old)
-    assert mirror.branch_sha("main") == new
-    mirror.update_ref("refs/heads/fresh", new, None)
-    with pytest.raises(GitError):
-        mirror.update_ref("refs/heads/fresh", old, None)
-    with pytest.raises(ValueError, match="full ref name"):
-        mirror.update_ref("main", new, old)
-
-
 def test_commits_and_notes_are_written_without_any_git_identity(
     mirror: GitMirror, remote: GitSandbox, monkeypatch: pytest.MonkeyPatch
 ) -> None:
