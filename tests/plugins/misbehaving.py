@@ -1,0 +1,68 @@
+"""A plugin process for tests, run as a script: it misbehaves as its ``settings`` say.
+
+Standard library only, one request at a time (like the Node.js example). Settings:
+``failCredentials`` (the first N ``git/environment`` calls fail as unavailable),
+``expiresIn`` (seconds: the credentials' ``expiresAt``), ``delay`` (seconds every call
+but ``initialize`` takes), ``garbage`` (a line written instead of the answer to
+``pullRequests/findOpen``), ``protocol`` (the version it picks; default: the promoter's
+first), ``record`` (a file that gets one line per method called).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+UNAVAILABLE = -32004
+
+
+def main() -> None:
+    settings: dict[str, Any] = {}
+    credentials = 0
+    for line in sys.stdin:
+        message = json.loads(line)
+        ident, method, params = message["id"], message["method"], message.get("params") or {}
+        if settings.get("record"):
+            with open(settings["record"], "a") as out:
+                out.write(method + "\n")
+        if method == "initialize":
+            settings = params["settings"]
+            result = {
+                "name": "misbehaving",
+                "version": "0.0.1",
+                "protocolVersion": settings.get("protocol") or params["protocolVersions"][0],
+            }
+            answer(ident, result)
+            continue
+        if method == "shutdown":
+            answer(ident, None)
+            return
+        time.sleep(float(settings.get("delay", 0)))
+        if method == "git/environment":
+            credentials += 1
+            if credentials <= int(settings.get("failCredentials", 0)):
+                error = {"code": UNAVAILABLE, "message": "token service down"}
+                print(json.dumps({"jsonrpc": "2.0", "id": ident, "error": error}), flush=True)
+                continue
+            env: dict[str, Any] = {"env": {"GIT_TERMINAL_PROMPT": "0"}}
+            if "expiresIn" in settings:
+                when = datetime.now(UTC) + timedelta(seconds=float(settings["expiresIn"]))
+                env["expiresAt"] = when.isoformat()
+            answer(ident, env)
+        elif method == "pullRequests/findOpen" and settings.get("garbage"):
+            print(settings["garbage"], flush=True)
+        elif method == "commitStatuses/get":
+            answer(ident, [])
+        else:
+            answer(ident, None)
+
+
+def answer(ident: int, result: Any) -> None:
+    print(json.dumps({"jsonrpc": "2.0", "id": ident, "result": result}), flush=True)
+
+
+if __name__ == "__main__":
+    main()
