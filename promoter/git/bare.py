@@ -137,8 +137,12 @@ class BareRepository:
         stdin: bytes | None = None,
         ok: tuple[int, ...] = (0,),
     ) -> tuple[int, str, str]:
-        """Run ``git args`` in the mirror: ``(status, stdout, stderr)``; ``GitError`` if not ok."""
-        env = self._extra_env()
+        """Run ``git args`` in the mirror: ``(status, stdout, stderr)``; ``GitError`` if not ok.
+
+        Only a command that reaches the remote (``network``) reads the credentials: a
+        local one has no use for them, and they may cost a call to a plugin.
+        """
+        env = self._extra_env() if network else {}
         if commit:
             if self._identity is None:
                 self._identity = identity_env(git_dir=self.path)
