@@ -17,7 +17,11 @@ MAX_LINE = 16 * 1024 * 1024
 
 
 class FramingError(ValueError):
-    """A line that is not one JSON-RPC message."""
+    """A line that is not one JSON-RPC message (``line``: the line, as read)."""
+
+    def __init__(self, message: str, line: bytes = b"") -> None:
+        super().__init__(message)
+        self.line = line
 
 
 def encode(message: dict[str, Any]) -> bytes:
@@ -26,13 +30,13 @@ def encode(message: dict[str, Any]) -> bytes:
 
 def decode(line: bytes) -> dict[str, Any]:
     if len(line) > MAX_LINE:
-        raise FramingError("message too long")
+        raise FramingError("message too long", line[:1024])
     try:
         value = json.loads(line)
     except ValueError as exc:
-        raise FramingError("not JSON") from exc
+        raise FramingError("not JSON", line) from exc
     if not isinstance(value, dict) or value.get("jsonrpc") != "2.0":
-        raise FramingError("not a JSON-RPC 2.0 message")
+        raise FramingError("not a JSON-RPC 2.0 message", line)
     return value
 
 
