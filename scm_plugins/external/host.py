@@ -3,7 +3,8 @@
 It starts the executable (found by name or given as a command), handshakes
 (``initialize``), refuses a plugin that speaks no protocol version we speak, and
 then forwards each ``ScmPlugin`` method as one JSON-RPC call with a time limit,
-counted in ``promoter_scm_calls_total`` under the plugin's name like a built-in.
+counted in ``promoter_scm_calls_total`` under the provider's name like a built-in's
+calls. Git credentials are reused until shortly before their stated expiry.
 
 A crashed plugin is restarted on the next call, with a backoff between attempts
 (none for the first crash, then 0.5 s doubling to 30 s); calls in flight when it
@@ -33,6 +34,7 @@ from promoter.errors import ConfigError, ScmError, ScmUnavailable
 from promoter.models import CommitStatus, PullRequest
 from scm_plugins.calls import ScmCalls
 from scm_plugins.external import messages as m
+from scm_plugins.external.credentials import CredentialCache
 from scm_plugins.external.discovery import PREFIX, command_line
 from scm_plugins.external.errors import PluginError
 from scm_plugins.external.process import PluginProcess
@@ -97,7 +99,9 @@ class ExternalScm:
         self._state_dir = Path(state_dir) / "plugins" / provider.name
         self.timeout = spec.timeout
         self._clock = clock
-        self._calls = ScmCalls(self.name, _translate)
+        self._calls = ScmCalls(provider.name, _translate)
+        """Counted under the provider's name: two providers running one plugin stay apart."""
+        self._credentials = CredentialCache(clock=clock)
         self._lock = threading.Lock()
         self._process: PluginProcess | None = None
         self._crashes = 0
@@ -109,7 +113,6 @@ class ExternalScm:
         self._ensure()
         if spec.name is None and self.info is not None:
             self.name = self.info.name
-            self._calls = ScmCalls(self.name, _translate)
 
     # --- life cycle ------------------------------------------------------------------
 
@@ -168,6 +171,7 @@ class ExternalScm:
             )
         self.info = info
         self.starts += 1
+        self._credentials.clear()
         log.info(
             "plugin started",
             extra={
@@ -306,8 +310,13 @@ class ExternalScm:
         )
 
     def git_environment(self, *, repo: Repository) -> Mapping[str, str]:
+        """The plugin's answer, reused until shortly before it expires (``credentials``)."""
+        cached = self._credentials.get(repo.name)
+        if cached is not None:
+            return cached
         params = m.GitEnvironmentParams(repository=m.RepositoryRef.of(repo))
         result: m.GitEnvironmentResult = self._call(
             "git_environment", "git/environment", params, repository=repo.name
         )
+        self._credentials.put(repo.name, result.env, result.expires_at)
         return result.env

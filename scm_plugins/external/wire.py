@@ -9,8 +9,12 @@ from __future__ import annotations
 import json
 from typing import IO, Any
 
-PROTOCOL = "promoter.scm/v1"
-SUPPORTED = (PROTOCOL,)
+V1 = "promoter.scm/v1"
+V1_1 = "promoter.scm/v1.1"
+"""v1 plus, when both sides pick it: events (``events/subscribe`` and the plugin's
+notifications), ``capabilities.events`` and ``expiresAt`` on git credentials."""
+PROTOCOL = V1_1
+SUPPORTED = (V1_1, V1)
 """Protocol versions this promoter speaks, most preferred first."""
 
 MAX_LINE = 16 * 1024 * 1024
@@ -52,6 +56,11 @@ def read_message(stream: IO[bytes]) -> dict[str, Any] | None:
 
 def request(ident: int, method: str, params: dict[str, Any]) -> dict[str, Any]:
     return {"jsonrpc": "2.0", "id": ident, "method": method, "params": params}
+
+
+def notification(method: str, params: dict[str, Any]) -> dict[str, Any]:
+    """A message that wants no answer (no ``id``): a plugin's event."""
+    return {"jsonrpc": "2.0", "method": method, "params": params}
 
 
 def result(ident: Any, value: Any) -> dict[str, Any]:

@@ -72,7 +72,7 @@ def test_the_protocol_schema_has_params_and_result_of_every_method(
 ) -> None:
     assert main(["schema", "--plugin-protocol"]) == 0
     schema = json.loads(capsys.readouterr().out)
-    assert schema["title"] == "promoter.scm/v1"
+    assert schema["title"] == "promoter.scm/v1.1"
     assert set(schema["methods"]) == set(METHODS)
     merge = schema["methods"]["pullRequests/merge"]["params"]
     assert set(merge["required"]) == {"repository", "number", "expectedHeadSha", "message"}
