@@ -20,6 +20,7 @@ BASE = {
     "promoter.metrics",
     "promoter.logs",
     "promoter.redaction",
+    "promoter.activity",
 }
 """Shared values, errors and observability: anything may use them; they use nothing (but the
 logs hide the secrets the process knows)."""
@@ -31,6 +32,7 @@ ALLOWED: dict[str, set[str]] = {
     "promoter.metrics": set(),
     "promoter.logs": {"promoter.redaction"},
     "promoter.redaction": set(),
+    "promoter.activity": set(),
     "promoter.config": BASE,
     "promoter.engine": BASE | {"promoter.config"},
     "promoter.git": BASE | {"promoter.config"},

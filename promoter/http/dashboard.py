@@ -90,6 +90,8 @@ class Dashboard:
         ]
         if detail.get("error"):
             parts.append(f"<p>{h.badge('error')} {escape(str(detail['error']))}</p>")
+        if detail.get("waiting"):
+            parts.append(f"<p>{h.badge('waiting')} {escape(str(detail['waiting']))}</p>")
         parts.append(_rollout(detail))
         parts.append('<div class="columns">')
         parts.extend(_column(env, commits, now) for env in detail["environments"])

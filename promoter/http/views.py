@@ -99,16 +99,17 @@ def strategy_json(strategy: PromotionStrategy, view: StrategyView | None) -> dic
         "name": strategy.name,
         "repository": strategy.repository,
         "dryBranch": strategy.dry_branch,
-        "reconciledAt": view.reconciled_at.isoformat() if view else None,
+        "reconciledAt": view.reconciled_at.isoformat() if view and view.reconciled_at else None,
         "error": view.error if view else None,
+        "waiting": view.waiting if view else None,
         "rollout": rollout_json(strategy),
         "environments": [],
     }
     if view is None or view.snapshot is None:
         state, reason = ("error", view.error) if view and view.error else ("unknown", "")
+        reason = reason or (view.waiting if view else None) or "not reconciled yet"
         out["environments"] = [
-            {"branch": e.branch, "state": state, "reason": reason or "not reconciled yet"}
-            for e in strategy.environments
+            {"branch": e.branch, "state": state, "reason": reason} for e in strategy.environments
         ]
         return out
     verdicts = {v.branch: v for v in view.decision.environments} if view.decision else {}
@@ -127,6 +128,7 @@ def strategy_summary(strategy: PromotionStrategy, view: StrategyView | None) -> 
         "name": detail["name"],
         "repository": detail["repository"],
         "error": detail["error"],
+        "waiting": detail["waiting"],
         "environments": [
             {
                 "branch": e["branch"],

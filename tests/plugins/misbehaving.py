@@ -3,9 +3,10 @@
 Standard library only, one request at a time (like the Node.js example). Settings:
 ``failCredentials`` (the first N ``git/environment`` calls fail as unavailable),
 ``expiresIn`` (seconds: the credentials' ``expiresAt``), ``delay`` (seconds every call
-but ``initialize`` takes), ``garbage`` (a line written instead of the answer to
-``pullRequests/findOpen``), ``protocol`` (the version it picks; default: the promoter's
-first), ``record`` (a file that gets one line per method called).
+but ``initialize`` takes, or only the methods listed in ``slow``), ``garbage`` (a line
+written instead of the answer to ``pullRequests/findOpen``), ``protocol`` (the version
+it picks; default: the promoter's first), ``record`` (a file that gets one line per
+method called).
 """
 
 from __future__ import annotations
@@ -40,7 +41,8 @@ def main() -> None:
         if method == "shutdown":
             answer(ident, None)
             return
-        time.sleep(float(settings.get("delay", 0)))
+        if method in settings.get("slow", [method]):
+            time.sleep(float(settings.get("delay", 0)))
         if method == "git/environment":
             credentials += 1
             if credentials <= int(settings.get("failCredentials", 0)):
