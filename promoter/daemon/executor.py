@@ -19,6 +19,7 @@ from promoter.daemon.reader import SnapshotReader
 from promoter.daemon.records import LedgerAction, record_of
 from promoter.daemon.revert_writer import RevertWriter
 from promoter.engine.actions import (
+    REVERT_LABEL,
     Action,
     Announce,
     ApproveChange,
@@ -49,6 +50,7 @@ from promoter.engine.snapshot import EnvironmentSnapshot, Snapshot
 from promoter.errors import PermanentError, ScmConflict, ScmNotFound
 from promoter.git import GitMirror
 from promoter.metrics import HOLDS, REVERTS_TOTAL
+from promoter.models import PullRequest
 from promoter.state import GitLedger, PullRequestCache, StatusCache
 from scm_plugins.protocol import Approvals, ScmPlugin
 
@@ -223,6 +225,7 @@ class Executor:
                     labels=action.labels,
                 )
                 self.pr_cache.put(key, pr)
+                self._kept(snapshot, env.branch, action.labels, pr)
                 log.info("pull request opened", extra={**fields, "pr": pr.number})
                 self._emit("opened", snapshot, env.branch, action.title, pr.head_sha, pr.number)
             case UpdatePullRequest():
@@ -234,6 +237,7 @@ class Executor:
                     labels=action.labels,
                 )
                 self.pr_cache.put(key, pr)
+                self._kept(snapshot, env.branch, action.labels, pr)
                 log.info("pull request updated", extra={**fields, "pr": action.number})
                 self._emit("updated", snapshot, env.branch, action.title, pr=action.number)
             case ClosePullRequest():
@@ -253,6 +257,23 @@ class Executor:
                 self._emit("closed", snapshot, env.branch, action.comment, pr=action.number)
             case _:
                 assert_never(action)
+
+    def _kept(
+        self, snapshot: Snapshot, branch: str, wanted: tuple[str, ...], pr: PullRequest
+    ) -> None:
+        """Labels the SCM did not keep are set aside (``UnheldLabels``) and reported once."""
+        refused = self.pr_cache.unheld.observe(snapshot.repository, wanted, pr.labels)
+        if refused:
+            log.warning(
+                "the SCM did not keep labels on a pull request; asking again later",
+                extra={
+                    "strategy": snapshot.strategy,
+                    "environment": branch,
+                    "pr": pr.number,
+                    "labels": sorted(refused),
+                    "retry_in": min(refused.values()),
+                },
+            )
 
     def _approve(self, snapshot: Snapshot, repo: Repository, action: ApprovePullRequest) -> None:
         if not isinstance(self.plugin, Approvals):
@@ -304,6 +325,7 @@ class Executor:
         env = snapshot.environments[index]
         branch, commit, pr = RevertWriter(self.plugin).write(repo, self._mirror, env, action)
         self.pr_cache.put((repo.name, branch, env.branch), pr)
+        self._kept(snapshot, env.branch, (REVERT_LABEL,), pr)
         revert = Revert(
             bad_dry_sha=action.bad_dry_sha,
             bad_hydrated_sha=action.bad_hydrated_sha,

@@ -150,6 +150,7 @@ class SnapshotReader:
             status_url=self.status_url,
             folded_keys=frozenset(getattr(self.plugin, "folded_gate_keys", ())),
             labels=tuple(strategy.labels),
+            unheld_labels=self.pr_cache.unheld.current(repo.name),
             now=self.clock(),
         )
 

@@ -8,7 +8,7 @@ from promoter.config import PromotionStrategy
 from promoter.daemon.reconciler import StrategyView
 from promoter.engine.actions import EnvironmentVerdict
 from promoter.engine.ledger_state import Revert
-from promoter.engine.snapshot import CommitState, EnvironmentSnapshot
+from promoter.engine.snapshot import CommitState, EnvironmentSnapshot, Snapshot
 
 
 def _commit(commit: CommitState | None) -> dict[str, Any] | None:
@@ -55,7 +55,17 @@ def _pin(env: EnvironmentSnapshot) -> dict[str, str] | None:
     return {"drySha": pin.dry_sha, "reason": pin.reason, "since": pin.since.isoformat()}
 
 
-def _environment(env: EnvironmentSnapshot, verdict: EnvironmentVerdict | None) -> dict[str, Any]:
+def _not_kept(snapshot: Snapshot, env: EnvironmentSnapshot) -> list[str]:
+    """The strategy's labels the SCM did not keep on this environment's open PR lately."""
+    pr = env.pull_request
+    if pr is None:
+        return []
+    return [n for n in snapshot.labels if n in snapshot.unheld_labels and n not in pr.labels]
+
+
+def _environment(
+    env: EnvironmentSnapshot, verdict: EnvironmentVerdict | None, not_kept: list[str]
+) -> dict[str, Any]:
     pr = env.pull_request
     return {
         "branch": env.branch,
@@ -75,6 +85,7 @@ def _environment(env: EnvironmentSnapshot, verdict: EnvironmentVerdict | None) -
         "active": _commit(env.active),
         "proposed": _commit(env.proposed),
         "pullRequest": pr.model_dump(mode="json", by_alias=True) if pr else None,
+        "labelsNotKept": not_kept,
         "lastHealthy": _healthy(env),
         "holds": [
             {
@@ -113,8 +124,10 @@ def strategy_json(strategy: PromotionStrategy, view: StrategyView | None) -> dic
         ]
         return out
     verdicts = {v.branch: v for v in view.decision.environments} if view.decision else {}
+    snapshot = view.snapshot
     out["environments"] = [
-        _environment(env, verdicts.get(env.branch)) for env in view.snapshot.environments
+        _environment(env, verdicts.get(env.branch), _not_kept(snapshot, env))
+        for env in snapshot.environments
     ]
     if view.error:  # the last reconcile failed: what is shown is older than the failure
         for env in out["environments"]:
