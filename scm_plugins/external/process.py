@@ -2,8 +2,9 @@
 
 Concurrency: any number of threads may ``call`` at once. Writes are serialised by a
 lock (one whole line at a time); one reader thread matches each response to its
-waiting caller by id, so answers may come in any order. A caller that times out
-stops waiting and its late answer is dropped. When the process exits, every waiting
+waiting caller by id, so answers may come in any order; a message without an id (an
+event, ``promoter.scm/v1.1``) goes to ``notified`` on that thread. A caller that times
+out stops waiting and its late answer is dropped. When the process exits, every waiting
 caller gets ``ScmUnavailable`` at once; a stdout line that is not a protocol message
 fails at once the call it was written for, with the line in the error. The process
 gets no secret on its command line; secrets travel in ``initialize`` (see ``host``).
@@ -16,7 +17,7 @@ import json
 import logging
 import subprocess
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from contextlib import suppress
 from typing import IO, Any
 
@@ -40,11 +41,23 @@ class _Pending:
         """A line that is not a protocol message, written while this call waited."""
 
 
+Notified = Callable[[str, Any], None]
+"""Receives a notification the plugin wrote (method, params), on the reader thread."""
+
+
 class PluginProcess:
     """A started plugin; ``call`` is thread-safe."""
 
-    def __init__(self, argv: list[str], *, label: str, env: Mapping[str, str]) -> None:
+    def __init__(
+        self,
+        argv: list[str],
+        *,
+        label: str,
+        env: Mapping[str, str],
+        notified: Notified | None = None,
+    ) -> None:
         self.label = label
+        self._notified = notified
         self.proc = subprocess.Popen(
             argv,
             stdin=subprocess.PIPE,
@@ -132,6 +145,9 @@ class PluginProcess:
                     continue
                 if message is None:
                     break
+                if "id" not in message and isinstance(message.get("method"), str):
+                    self._notification(message["method"], message.get("params"))
+                    continue
                 ident = message.get("id")
                 with self._lock:
                     pending = self._pending.get(ident) if isinstance(ident, int) else None
@@ -150,6 +166,16 @@ class PluginProcess:
                 pending.done.set()
             if not self._stopping:
                 log.warning("plugin exited", extra=self._fields(returncode=self.proc.poll()))
+
+    def _notification(self, method: str, params: Any) -> None:
+        """A message without ``id``: an event (v1.1), handed on; never fails the reader."""
+        if self._notified is None:
+            log.debug("plugin notification dropped", extra=self._fields(method=method[:100]))
+            return
+        try:
+            self._notified(method, params)
+        except Exception:
+            log.exception("plugin notification failed", extra=self._fields(method=method[:100]))
 
     def _garbage(self, exc: wire.FramingError) -> None:
         """A stdout line that is not a protocol message fails at once the call it answered

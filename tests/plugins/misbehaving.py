@@ -6,7 +6,9 @@ Standard library only, one request at a time (like the Node.js example). Setting
 but ``initialize`` takes, or only the methods listed in ``slow``), ``garbage`` (a line
 written instead of the answer to ``pullRequests/findOpen``), ``protocol`` (the version
 it picks; default: the promoter's first), ``record`` (a file that gets one line per
-method called).
+method called), ``events`` (it offers events; after ``events/subscribe`` it writes the
+notifications listed in ``notify``, ``[method, params]`` each, before its answer;
+with ``early``, also before its answer to ``initialize``).
 """
 
 from __future__ import annotations
@@ -35,7 +37,10 @@ def main() -> None:
                 "name": "misbehaving",
                 "version": "0.0.1",
                 "protocolVersion": settings.get("protocol") or params["protocolVersions"][0],
+                "capabilities": {"events": True} if settings.get("events") else {},
             }
+            for method, event in settings.get("notify", []) if settings.get("early") else []:
+                print(json.dumps({"jsonrpc": "2.0", "method": method, "params": event}))
             answer(ident, result)
             continue
         if method == "shutdown":
@@ -58,6 +63,10 @@ def main() -> None:
             print(settings["garbage"], flush=True)
         elif method == "commitStatuses/get":
             answer(ident, [])
+        elif method == "events/subscribe":
+            for event_method, event in settings.get("notify", []):
+                print(json.dumps({"jsonrpc": "2.0", "method": event_method, "params": event}))
+            answer(ident, None)
         else:
             answer(ident, None)
 
