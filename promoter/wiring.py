@@ -38,7 +38,7 @@ def add_plugin_arguments(parser: Any) -> None:
 
 
 def print_plugin_protocol_schema() -> int:
-    """``promoter schema --plugin-protocol``: the JSON Schemas of ``promoter.scm/v1``."""
+    """``promoter schema --plugin-protocol``: the JSON Schemas of ``promoter.scm/v1.1``."""
     from scm_plugins.external.cli import print_protocol_schema
 
     return print_protocol_schema()
