@@ -23,6 +23,7 @@ from promoter.errors import ConfigError
 from promoter.http import Api, build_app, is_loopback
 from promoter.models import utcnow
 from promoter.notify import Notifier
+from scm_plugins.external.events import EventSource
 from scm_plugins.protocol import ScmPlugin
 from scm_plugins.registry import build_plugin
 from scm_plugins.registry import preflight as plugins_preflight
@@ -37,7 +38,7 @@ def add_plugin_arguments(parser: Any) -> None:
 
 
 def print_plugin_protocol_schema() -> int:
-    """``promoter schema --plugin-protocol``: the JSON Schemas of ``promoter.scm/v1``."""
+    """``promoter schema --plugin-protocol``: the JSON Schemas of ``promoter.scm/v1.1``."""
     from scm_plugins.external.cli import print_protocol_schema
 
     return print_protocol_schema()
@@ -167,4 +168,14 @@ class Daemon:
             pr_cache=rt.pr_cache,
         )
         rt.on_stop(mounted)
+        self._plugin_events(mounted.dispatcher)
         return list(mounted.routes)
+
+    def _plugin_events(self, dispatcher: webhooks.Dispatcher) -> None:
+        """Plugins that send events (``promoter.scm/v1.1``) report them for the
+        repositories they serve, through the webhooks' dispatcher."""
+        rt = self.runtime
+        for name, plugin in rt.plugins.items():
+            served = [r for r in rt.config.repositories if r.scm_provider == name]
+            if served and isinstance(plugin, EventSource):
+                plugin.subscribe(served, webhooks.PluginEvents(dispatcher, provider=name))

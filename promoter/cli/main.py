@@ -65,7 +65,7 @@ def schema_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--plugin-protocol",
         action="store_true",
-        help="print the JSON Schemas of the plugin protocol promoter.scm/v1 instead",
+        help="print the JSON Schemas of the plugin protocol promoter.scm/v1.1 instead",
     )
 
 

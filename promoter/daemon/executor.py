@@ -23,6 +23,7 @@ from promoter.daemon.pull_requests import PullRequests, pr_key
 from promoter.daemon.reader import SnapshotReader
 from promoter.daemon.revert_writer import RevertWriter
 from promoter.engine import (
+    REVERT_LABEL,
     Action,
     Announce,
     ApproveChange,
@@ -224,6 +225,7 @@ class Executor:
         env = snapshot.environments[action.environment]
         branch, commit, pr = RevertWriter(self.plugin).write(repo, mirror, env, action)
         self.pr_cache.put((repo.name, branch, env.branch), pr)
+        self.pull_requests.kept(snapshot, env.branch, (REVERT_LABEL,), pr)
         self._write(snapshot, mirror, RevertOpened(action, branch, commit, pr.number))
         REVERTS_TOTAL.labels(snapshot.strategy, env.branch, action.trigger).inc()
 

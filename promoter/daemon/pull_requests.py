@@ -25,6 +25,7 @@ from promoter.engine import (
     UpdatePullRequest,
 )
 from promoter.errors import PermanentError
+from promoter.models import PullRequest
 from promoter.state import PullRequestCache
 from scm_plugins.protocol import Approvals, ScmPlugin
 
@@ -68,6 +69,7 @@ class PullRequests:
                     labels=action.labels,
                 )
                 self.pr_cache.put(key, pr)
+                self.kept(snapshot, env.branch, action.labels, pr)
                 log.info("pull request opened", extra={**fields, "pr": pr.number})
                 self._tell("opened", snapshot, env, action.title, pr.head_sha, pr.number)
             case UpdatePullRequest():
@@ -79,6 +81,7 @@ class PullRequests:
                     labels=action.labels,
                 )
                 self.pr_cache.put(key, pr)
+                self.kept(snapshot, env.branch, action.labels, pr)
                 log.info("pull request updated", extra={**fields, "pr": action.number})
                 self._tell("updated", snapshot, env, action.title, pr=action.number)
             case ClosePullRequest():
@@ -107,6 +110,23 @@ class PullRequests:
         self.pr_cache.put(key, None)
         log.info("pull request closed", extra={**fields, "pr": action.number})
         self._tell("closed", snapshot, env, action.comment, pr=action.number)
+
+    def kept(
+        self, snapshot: Snapshot, branch: str, wanted: tuple[str, ...], pr: PullRequest
+    ) -> None:
+        """Labels the SCM did not keep are set aside (``UnheldLabels``) and reported once."""
+        refused = self.pr_cache.unheld.observe(snapshot.repository, wanted, pr.labels)
+        if refused:
+            log.warning(
+                "the SCM did not keep labels on a pull request; asking again later",
+                extra={
+                    "strategy": snapshot.strategy,
+                    "environment": branch,
+                    "pr": pr.number,
+                    "labels": sorted(refused),
+                    "retry_in": min(refused.values()),
+                },
+            )
 
     def comment(self, repo: Repository, action: CommentPullRequest) -> None:
         self.plugin.comment_pull_request(repo=repo, number=action.number, body=action.body)

@@ -105,6 +105,7 @@ class SnapshotReader:
             status_url=self.status_url,
             folded_keys=self.plugin.folded_gate_keys,
             labels=tuple(strategy.labels),
+            unheld_labels=self.pr_cache.unheld.current(repo.name),
             now=self.clock(),
         )
 

@@ -43,7 +43,9 @@ class StrategyView:
     snapshot: Snapshot | None
     decision: Decision | None
     error: str | None
-    reconciled_at: datetime
+    reconciled_at: datetime | None
+    waiting: str | None = None
+    """What a reconcile running long waits on now (a slow SCM call): ``promoter.activity``."""
 
 
 @dataclass

@@ -15,6 +15,7 @@ from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
+from promoter.activity import ACTIVITY
 from promoter.config import Config, PromotionStrategy, Repository
 from promoter.daemon.events import Observer
 from promoter.daemon.operations import Operations
@@ -157,6 +158,10 @@ class Runtime:
 
     def view(self, name: str) -> StrategyView | None:
         view = self.reconciler.view(name)
+        waiting = ACTIVITY.waiting(name)
+        if waiting is not None:
+            view = StrategyView(None, None, None, None) if view is None else view
+            view = replace(view, waiting=waiting)
         reason = self.queue.parked().get(name)
         if view is None or reason is None:
             return view

@@ -17,6 +17,7 @@ import threading
 import time
 from collections.abc import Callable
 
+from promoter.activity import ACTIVITY
 from promoter.daemon.executor import Outcome
 from promoter.daemon.queue import ShutDown, WorkQueue
 from promoter.errors import (
@@ -79,7 +80,8 @@ class Workers:
     def process(self, key: str) -> None:
         """Reconcile one key and schedule what follows; never raises."""
         try:
-            outcome = self._reconcile(key)
+            with ACTIVITY.working(key):
+                outcome = self._reconcile(key)
         except ScmRateLimited as exc:
             extra = {"strategy": key, "retry_after": exc.retry_after}
             if isinstance(exc, RateBudgetWait):  # our own pacing, not a refusal

@@ -127,6 +127,9 @@ class Snapshot(Frozen):
     same commit (GitLab's pipeline gate): the summary check must not wait for them."""
     labels: tuple[str, ...] = ()
     """The labels every promotion PR carries (the strategy's ``labels``)."""
+    unheld_labels: tuple[str, ...] = ()
+    """Labels the SCM did not keep on a pull request lately (Forgejo drops a label the
+    repository lacks): not asked for again until their retry, with backoff."""
     now: datetime
 
     def descends(self, descendant: str, ancestor: str) -> bool:

@@ -78,7 +78,11 @@ class BareRepository:
     # -- running git ------------------------------------------------------------------
 
     def ensure(self) -> None:
-        """Create the bare mirror if it is missing and point its ``origin`` at ``url``."""
+        """Create the bare mirror if it is missing and point its ``origin`` at ``url``.
+
+        The mirror counts as ready only once its ``origin`` is set: a set-up that fails
+        half-way (a lock, a full disk) is done again from the start by the next use.
+        """
         with self._lock:
             if self._repo is not None:
                 return
@@ -87,10 +91,20 @@ class BareRepository:
                     self.path.mkdir(parents=True, exist_ok=True)
                     run_git(["init", "--bare", "--quiet", str(self.path)])
                 clear_stale_locks(self.path)
-                self._repo = Repo(self.path)
+                repo = Repo(self.path)
             except (OSError, GitPythonError) as exc:
                 raise GitError(f"cannot create the mirror at {self.path}: {exc}") from exc
-            self._run(["config", "remote.origin.url", self.url])
+            try:
+                run_git(
+                    ["config", "remote.origin.url", self.url],
+                    cwd=self.path,
+                    secrets=url_secrets(self.url),
+                    what=f"in mirror {self.name}",
+                )
+            except GitError:
+                repo.close()
+                raise
+            self._repo = repo
 
     def _heal(self) -> None:
         """Called before every use: a subclass repairs a repository deleted under it."""
@@ -123,8 +137,12 @@ class BareRepository:
         stdin: bytes | None = None,
         ok: tuple[int, ...] = (0,),
     ) -> tuple[int, str, str]:
-        """Run ``git args`` in the mirror: ``(status, stdout, stderr)``; ``GitError`` if not ok."""
-        env = self._extra_env()
+        """Run ``git args`` in the mirror: ``(status, stdout, stderr)``; ``GitError`` if not ok.
+
+        Only a command that reaches the remote (``network``) reads the credentials: a
+        local one has no use for them, and they may cost a call to a plugin.
+        """
+        env = self._extra_env() if network else {}
         if commit:
             if self._identity is None:
                 self._identity = identity_env(git_dir=self.path)

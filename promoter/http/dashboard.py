@@ -90,6 +90,8 @@ class Dashboard:
         ]
         if detail.get("error"):
             parts.append(f"<p>{h.badge('error')} {escape(str(detail['error']))}</p>")
+        if detail.get("waiting"):
+            parts.append(f"<p>{h.badge('waiting')} {escape(str(detail['waiting']))}</p>")
         parts.append(_rollout(detail))
         parts.append('<div class="columns">')
         parts.extend(_column(env, commits, now) for env in detail["environments"])
@@ -140,6 +142,9 @@ def _column(env: dict[str, Any], commits: dict[str, DryCommit], now: datetime) -
         url, label = str(pr.get("url") or ""), f"#{pr['number']} ({escape(str(pr['state']))})"
         link = f'<a href="{escape(url)}">{label}</a>' if url.startswith("http") else label
         rows.append(f"<dt>pull request</dt><dd>{link}</dd>")
+    if env.get("labelsNotKept"):
+        names = ", ".join(escape(str(name)) for name in env["labelsNotKept"])
+        rows.append(f"<dt>labels not kept</dt><dd class=labels>{names}</dd>")
     healthy = env.get("lastHealthy")
     if healthy:
         rows.append(f"<dt>last healthy</dt><dd>{h.commit(healthy['drySha'], commits, now)}</dd>")
