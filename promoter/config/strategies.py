@@ -9,6 +9,7 @@ from pydantic import AfterValidator, Field, field_validator, model_validator
 
 from promoter.config.base import Spec
 from promoter.config.durations import Duration
+from promoter.config.freezes import FreezeWindow
 from promoter.config.gates import GateSpec, merge_gates, unique_keys
 from promoter.config.rollout import BlockedChanges, Tier, Upstream, check_dag
 
@@ -101,6 +102,10 @@ class PromotionStrategy(Spec):
         default_factory=list,
         description="Labels on every promotion PR. On GitHub a PR with labels costs one "
         "more API call (GitHub cannot label a pull request when opening it).",
+    )
+    freezes: list[FreezeWindow] = Field(
+        default_factory=list,
+        description="Freeze dates or ranges of this strategy (docs/freezes.md).",
     )
 
     @model_validator(mode="after")

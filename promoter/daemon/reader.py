@@ -13,11 +13,14 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from promoter.config import Environment, GateSpec, PromotionStrategy, Repository
+from promoter.config.freezes import GlobalFreezeWindow
+from promoter.daemon.freezes import configured, dated_periods, manual_periods
 from promoter.engine import (
     AutoRevertPolicy,
     CommitState,
     EnvironmentSnapshot,
     EnvLedger,
+    FreezePeriod,
     Rollout,
     Snapshot,
     UpstreamGroup,
@@ -48,6 +51,8 @@ class SnapshotReader:
     lineage: Lineage = field(default_factory=Lineage)
     """Dry SHAs of commits that merges made (``promoter.git.lineage``)."""
     conflicts: MergeConflicts = field(default_factory=lambda: MergeConflicts())
+    global_freezes: tuple[GlobalFreezeWindow, ...] = ()
+    """The configuration's top-level freeze dates (``Config.freezes``)."""
 
     def statuses(self, repo: Repository, sha: str, *, fresh: bool = False) -> list[CommitStatus]:
         """A SHA's statuses from the cache when complete and fresh, else from the SCM."""
@@ -133,6 +138,8 @@ class SnapshotReader:
                 changelog = tuple(self._changelog(mirror, active.dry_sha, proposed.dry_sha))
         ledger, ledger_error = self._ledger(mirror, strategy.name, env.branch)
         error = error or ledger_error
+        freezes, freeze_error = self._freezes(strategy, mirror, env.branch, ledger)
+        error = error or freeze_error
         gates = tuple(strategy.gates_of(env))
         reviews, reviews_error = self._reviews(repo, gates, pull_request)
         return EnvironmentSnapshot(
@@ -167,6 +174,7 @@ class SnapshotReader:
             reviews_error=reviews_error,
             upstreams=upstreams,
             rollout=rollout,
+            freezes=freezes,
         )
 
     def _ledger(
@@ -177,6 +185,24 @@ class SnapshotReader:
             return self.ledger.read(mirror, strategy, branch), None
         except LedgerUnreadable as exc:
             return EnvLedger(), f"the ledger of {branch} cannot be read: {exc}"
+
+    def _freezes(
+        self, strategy: PromotionStrategy, mirror: GitMirror, branch: str, ledger: EnvLedger
+    ) -> tuple[tuple[FreezePeriod, ...], str | None]:
+        """The freezes covering ``branch``: people's (ledger notes), and the configuration's
+        dates not over yet. A note that cannot be read blocks the environment (fail closed)."""
+
+        def read(strategy_key: str, environment_key: str) -> EnvLedger:
+            return self.ledger.read(mirror, strategy_key, environment_key)
+
+        now = self.clock()
+        try:
+            found = manual_periods(read, strategy.name, branch, ledger)
+        except LedgerUnreadable as exc:
+            return (), f"the freezes of {branch} cannot be read: {exc}"
+        for windows, scope in configured(strategy, self.global_freezes):
+            found += dated_periods([windows], scope, branch, now)
+        return tuple(found), None
 
     def _reviews(
         self, repo: Repository, gates: tuple[GateSpec, ...], pr: PullRequest | None

@@ -191,6 +191,7 @@ class Reconciler:
             self.pr_cache,
             self._status_url(key),
             clock=self.clock,
+            global_freezes=tuple(self.config.freezes),
         )
 
     def _status_url(self, key: str) -> str:

@@ -38,11 +38,14 @@ from promoter.engine.actions import (
 from promoter.engine.dag import shape_of
 from promoter.engine.decide import decide
 from promoter.engine.dora import DoraFigures, dora
+from promoter.engine.freeze import FREEZE_KEY
 from promoter.engine.gates import BUILTIN_GATES, Gate, effective_active_dry_sha, gates_for, is_no_op
 from promoter.engine.ledger_changes import LedgerAction, LedgerChanges, RevertOpened, ledger_changes
 from promoter.engine.ledger_state import (
     Announcement,
     EnvLedger,
+    Freeze,
+    FreezeEvent,
     HealthyRecord,
     Hold,
     Override,
@@ -57,6 +60,7 @@ from promoter.engine.snapshot import (
     AutoRevertPolicy,
     CommitState,
     EnvironmentSnapshot,
+    FreezePeriod,
     Rollout,
     Snapshot,
     UpstreamGroup,
@@ -64,6 +68,7 @@ from promoter.engine.snapshot import (
 
 __all__ = [
     "BUILTIN_GATES",
+    "FREEZE_KEY",
     "GATES_KEY",
     "HOLD_KEY",
     "PREVIOUS_ENVIRONMENT_KEY",
@@ -83,6 +88,9 @@ __all__ = [
     "EnvState",
     "EnvironmentSnapshot",
     "EnvironmentVerdict",
+    "Freeze",
+    "FreezeEvent",
+    "FreezePeriod",
     "Gate",
     "GateVerdict",
     "HealthyRecord",

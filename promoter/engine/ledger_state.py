@@ -75,6 +75,23 @@ class Announcement(Frozen):
     at: datetime
 
 
+class Freeze(Frozen):
+    """A person stopped the line here (``promoter freeze``): no promotion until lifted."""
+
+    reason: str
+    by: str
+    since: datetime
+
+
+class FreezeEvent(Frozen):
+    """A freeze set or lifted, and by whom: the freezes' audit trail, kept in git."""
+
+    action: Literal["freeze", "unfreeze"]
+    reason: str
+    by: str
+    at: datetime
+
+
 class EnvLedger(Frozen):
     """One environment's ledger; every field is history the promoter wrote to git."""
 
@@ -90,6 +107,9 @@ class EnvLedger(Frozen):
     approved_changes: tuple[str, ...] = ()
     """Blocked dry commits a person let through (``promoter approve-change``)."""
     announcements: tuple[Announcement, ...] = ()
+    freeze: Freeze | None = None
+    """A freeze in force on this key (an environment, a strategy's ``*`` or ``*`` ``*``)."""
+    freeze_log: tuple[FreezeEvent, ...] = ()
 
     @property
     def last_healthy(self) -> HealthyRecord | None:
@@ -127,3 +147,18 @@ class EnvLedger(Frozen):
 
     def announced(self, dry_sha: str) -> Announcement | None:
         return next((a for a in self.announcements if a.dry_sha == dry_sha), None)
+
+    def frozen(self, freeze: Freeze) -> EnvLedger:
+        """Frozen by ``freeze`` (a freeze already in force keeps its start), logged."""
+        event = FreezeEvent(action="freeze", reason=freeze.reason, by=freeze.by, at=freeze.since)
+        kept = self.freeze or freeze
+        log = (*self.freeze_log, event)[-MAX_HISTORY:]
+        return self.model_copy(update={"freeze": kept, "freeze_log": log})
+
+    def unfrozen(self, *, by: str, at: datetime) -> EnvLedger:
+        """The freeze lifted, logged; unchanged when none is in force."""
+        if self.freeze is None:
+            return self
+        event = FreezeEvent(action="unfreeze", reason=self.freeze.reason, by=by, at=at)
+        log = (*self.freeze_log, event)[-MAX_HISTORY:]
+        return self.model_copy(update={"freeze": None, "freeze_log": log})

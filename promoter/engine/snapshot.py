@@ -57,6 +57,20 @@ class Rollout(Frozen):
     """A promotion PR with this label stops here until a person approves its change."""
 
 
+class FreezePeriod(Frozen):
+    """A freeze that covers an environment: a person's (no end) or a configured date or range."""
+
+    reason: str
+    scope: str
+    """What it freezes, in words: "everything", "strategy guestbook", "environment/prod"."""
+    start: datetime | None = None
+    end: datetime | None = None
+    time_zone: str = "UTC"
+    """The zone its end is shown in."""
+    by: str = ""
+    """Who froze it (a person's freeze)."""
+
+
 class EnvironmentSnapshot(Frozen):
     """One environment: its configuration and the state of its two branches."""
 
@@ -102,6 +116,9 @@ class EnvironmentSnapshot(Frozen):
         description="What this environment waits for; None: the environment before it.",
     )
     rollout: Rollout = Field(default_factory=lambda: Rollout())
+    freezes: tuple[FreezePeriod, ...] = Field(
+        default=(), description="Freezes covering the environment, in force or to come."
+    )
 
     @property
     def last_healthy(self) -> HealthyRecord | None:
