@@ -104,6 +104,13 @@ class Review(Model):
     teams: tuple[str, ...] = ()
 
 
+class Verification(Model):
+    """An SCM's own verdict on a commit's signature (GitHub's ``verification``)."""
+
+    verified: bool
+    reason: str = ""
+
+
 class HydratorMetadata(Model):
     """What a hydrated commit says about the dry commit it was rendered from."""
 

@@ -11,7 +11,7 @@ from collections.abc import Collection, Mapping
 from typing import Protocol, runtime_checkable
 
 from promoter.config import Repository, ScmProvider
-from promoter.models import CommitStatus, PullRequest, Review
+from promoter.models import CommitStatus, PullRequest, Review, Verification
 
 
 class PullRequests(Protocol):
@@ -108,6 +108,13 @@ class Approvals(Protocol):
     """Optional: approving a pull request as a named user (the local SCM)."""
 
     def approve_pull_request(self, *, repo: Repository, number: int, user: str) -> None: ...
+
+
+@runtime_checkable
+class CommitVerifications(Protocol):
+    """Optional: the SCM's own verdict on a commit's signature (the signedCommits gate)."""
+
+    def commit_verification(self, *, repo: Repository, sha: str) -> Verification: ...
 
 
 @runtime_checkable

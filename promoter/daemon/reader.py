@@ -15,6 +15,7 @@ from datetime import datetime
 from promoter.config import Environment, GateSpec, PromotionStrategy, Repository
 from promoter.config.freezes import GlobalFreezeWindow
 from promoter.daemon.freezes import configured, dated_periods, manual_periods
+from promoter.daemon.signature_check import SignatureReading
 from promoter.engine import (
     AutoRevertPolicy,
     CommitState,
@@ -53,6 +54,8 @@ class SnapshotReader:
     conflicts: MergeConflicts = field(default_factory=lambda: MergeConflicts())
     global_freezes: tuple[GlobalFreezeWindow, ...] = ()
     """The configuration's top-level freeze dates (``Config.freezes``)."""
+    signatures: SignatureReading = field(default_factory=SignatureReading)
+    """Verified signatures of dry commits (long-lived: the reconciler's)."""
 
     def statuses(self, repo: Repository, sha: str, *, fresh: bool = False) -> list[CommitStatus]:
         """A SHA's statuses from the cache when complete and fresh, else from the SCM."""
@@ -142,6 +145,14 @@ class SnapshotReader:
         error = error or freeze_error
         gates = tuple(strategy.gates_of(env))
         reviews, reviews_error = self._reviews(repo, gates, pull_request)
+        signatures, signatures_error = self.signatures.read(
+            self.plugin,
+            repo,
+            mirror,
+            gates,
+            active.dry_sha if active else None,
+            proposed.dry_sha if active and proposed else None,
+        )
         return EnvironmentSnapshot(
             branch=env.branch,
             proposed_branch=proposed_branch,
@@ -175,6 +186,8 @@ class SnapshotReader:
             upstreams=upstreams,
             rollout=rollout,
             freezes=freezes,
+            signatures=signatures,
+            signatures_error=signatures_error,
         )
 
     def _ledger(

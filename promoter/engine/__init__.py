@@ -58,6 +58,7 @@ from promoter.engine.pr_text import PullRequestText, read_metadata
 from promoter.engine.pr_text import short as short_sha
 from promoter.engine.snapshot import (
     AutoRevertPolicy,
+    CommitSignature,
     CommitState,
     EnvironmentSnapshot,
     FreezePeriod,
@@ -81,6 +82,7 @@ __all__ = [
     "AutoRevertPolicy",
     "ClosePullRequest",
     "CommentPullRequest",
+    "CommitSignature",
     "CommitState",
     "Decision",
     "DoraFigures",

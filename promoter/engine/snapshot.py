@@ -57,6 +57,19 @@ class Rollout(Frozen):
     """A promotion PR with this label stops here until a person approves its change."""
 
 
+class CommitSignature(Frozen):
+    """A dry commit's signature as git verified it against the configured signers."""
+
+    sha: str
+    verdict: str
+    """good, unsigned, unknown-signer, bad, expired or revoked."""
+    signer: str = ""
+    key: str = ""
+    scm_verified: bool | None = None
+    """The SCM's own verdict when asked for (None: not asked, or not read)."""
+    scm_reason: str = ""
+
+
 class FreezePeriod(Frozen):
     """A freeze that covers an environment: a person's (no end) or a configured date or range."""
 
@@ -116,6 +129,12 @@ class EnvironmentSnapshot(Frozen):
         description="What this environment waits for; None: the environment before it.",
     )
     rollout: Rollout = Field(default_factory=lambda: Rollout())
+    signatures: tuple[CommitSignature, ...] | None = Field(
+        default=None,
+        description="Signatures of the dry commits being promoted, oldest first; None when "
+        "no signedCommits gate asks, or they could not be read (signatures_error).",
+    )
+    signatures_error: str | None = None
     freezes: tuple[FreezePeriod, ...] = Field(
         default=(), description="Freezes covering the environment, in force or to come."
     )

@@ -13,7 +13,7 @@ from collections.abc import Collection, Mapping
 
 from promoter.config import GitHubProvider, Repository, ScmProvider, transport
 from promoter.errors import ConfigError
-from promoter.models import CommitStatus, PullRequest, Review
+from promoter.models import CommitStatus, PullRequest, Review, Verification
 from scm_plugins.budget import CredentialBudget, Limits
 from scm_plugins.calls import ScmCalls
 from scm_plugins.github.api import RepoApi
@@ -59,6 +59,7 @@ class GitHubScm:
         api = RepoApi(
             client=self._client, credentials=credentials, renewable=config.app is not None
         )
+        self._api = api
         self._pulls = Pulls(api, merge_method=config.merge_method)
         self._statuses = Statuses(api, mode=config.status_checks)
         self._reviews = Reviews(api)
@@ -124,6 +125,21 @@ class GitHubScm:
         self, *, repo: Repository, number: int, teams: Collection[str] = ()
     ) -> list[Review]:
         return self._reviews.get(repo=repo, number=number, teams=teams)
+
+    def commit_verification(self, *, repo: Repository, sha: str) -> Verification:
+        """GitHub's verdict on ``sha``'s signature (``GET /commits/{sha}``, conditional)."""
+        data = self._api.call(
+            repo,
+            "get_commit",
+            "GET",
+            f"/commits/{sha}",
+            conditional=True,
+            keep=lambda d: (d.get("commit") or {}).get("verification") or {},
+            sha=sha,
+        )
+        return Verification(
+            verified=bool(data.get("verified")), reason=str(data.get("reason") or "")
+        )
 
     def git_environment(self, *, repo: Repository) -> Mapping[str, str]:
         transport.check(repo.url, allow_insecure=self._allow_insecure, what="the repository URL")

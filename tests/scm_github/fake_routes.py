@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from . import fake_git
+from .fake_commits import CommitRoutes
 from .fake_reviews import ReviewRoutes
 from .fake_state import NOT_FOUND, Answer, FakeRepo, Handler, Refused, now
 from .fake_statuses import StatusRoutes
@@ -27,7 +28,7 @@ def _validation(message: str, **error: str) -> Answer:
     return 422, {}, {"message": "Validation Failed", "errors": errors, "documentation_url": ""}
 
 
-class Routes(ReviewRoutes, StatusRoutes):
+class Routes(ReviewRoutes, StatusRoutes, CommitRoutes):
     app: Any
 
     def __init__(self, genuine: Genuine, *, base_url: str, html_url: str) -> None:
@@ -58,6 +59,7 @@ class Routes(ReviewRoutes, StatusRoutes):
             ("POST", re.compile(r"^/app/installations/(\d+)/access_tokens$"), self._mint, "app"),
         ]
         self._table.extend(self.review_routes())
+        self._table.extend(self.commit_routes())
 
     def new_repository(self, full_name: str, git_dir: Path) -> FakeRepo:
         return FakeRepo(full_name, git_dir)
