@@ -111,6 +111,15 @@ class Approvals(Protocol):
 
 
 @runtime_checkable
+class ReviewerRequests(Protocol):
+    """Optional: request reviews on a pull request from people and teams (or groups)."""
+
+    def request_reviewers(
+        self, *, repo: Repository, number: int, users: Collection[str], teams: Collection[str]
+    ) -> None: ...
+
+
+@runtime_checkable
 class CommitVerifications(Protocol):
     """Optional: the SCM's own verdict on a commit's signature (the signedCommits gate)."""
 

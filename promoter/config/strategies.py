@@ -56,6 +56,22 @@ class AutoRevert(Spec):
     auto_merge: bool = False
 
 
+class Reviewers(Spec):
+    """Reviewers requested on each promotion PR of an environment, once per PR."""
+
+    users: list[str] = Field(default_factory=list, description="User names (logins).")
+    teams: list[str] = Field(
+        default_factory=list,
+        description="GitHub teams (org/slug, or a slug of the repository's owner); GitLab "
+        "groups (their members are requested).",
+    )
+    codeowners: bool = Field(
+        default=False,
+        description="Also the owners, by the active branch's CODEOWNERS, of what the "
+        "promotion changes.",
+    )
+
+
 class Environment(Spec):
     branch: str = Field(min_length=1, description="The active branch, e.g. environment/dev.")
     auto_merge: bool = True
@@ -64,6 +80,9 @@ class Environment(Spec):
     auto_revert: AutoRevert = Field(default_factory=AutoRevert)
     gates: Annotated[list[GateSpec], AfterValidator(unique_keys)] = Field(
         default_factory=list, description="Built-in gates of this environment (docs/gates.md)."
+    )
+    reviewers: Reviewers | None = Field(
+        default=None, description="Reviewers requested on each promotion PR (once per PR)."
     )
     depends_on: list[str] | None = Field(
         default=None,

@@ -41,6 +41,7 @@ from promoter.engine import (
     RecordHealthy,
     RecordOverride,
     ReleaseHold,
+    RequestReviewers,
     ResumeEnvironment,
     RevertOpened,
     SetCommitStatus,
@@ -169,6 +170,15 @@ class Executor:
             case ApprovePullRequest():
                 self.pull_requests.approve(snapshot, repo, action)
                 outcome.requeue(0.0)
+            case RequestReviewers():
+                self.pull_requests.request_reviewers(snapshot, repo, action)
+                number = action.number
+                self.ledger.update(
+                    mirror,
+                    snapshot.strategy,
+                    branch,
+                    lambda led: led.with_reviewers_requested(number),
+                )
             case MergePullRequest():
                 self._merge(snapshot, repo, action, outcome)
             case OpenRevert():

@@ -30,6 +30,7 @@ from promoter.engine import (
 from promoter.errors import MetadataMissing
 from promoter.git import GitMirror
 from promoter.git.caches import remember
+from promoter.git.codeowners import change_owners
 from promoter.git.lineage import Lineage
 from promoter.models import CommitStatus, DryCommit, PullRequest, Review, utcnow
 from promoter.state.ledger import GitLedger, LedgerUnreadable
@@ -145,6 +146,7 @@ class SnapshotReader:
         error = error or freeze_error
         gates = tuple(strategy.gates_of(env))
         reviews, reviews_error = self._reviews(repo, gates, pull_request)
+        users, teams = _reviewers(env, mirror, active, proposed, pull_request, ledger)
         signatures, signatures_error = self.signatures.read(
             self.plugin,
             repo,
@@ -188,6 +190,8 @@ class SnapshotReader:
             freezes=freezes,
             signatures=signatures,
             signatures_error=signatures_error,
+            reviewers=users,
+            reviewer_teams=teams,
         )
 
     def _ledger(
@@ -292,6 +296,28 @@ class SnapshotReader:
             if env.proposed is not None and env.proposed.dry_sha:
                 pairs.update((h.dry_sha, env.proposed.dry_sha) for h in env.ledger.holds)
         return frozenset((a, d) for a, d in pairs if a != d and mirror.is_ancestor(a, d))
+
+
+def _reviewers(
+    env: Environment,
+    mirror: GitMirror,
+    active: CommitState | None,
+    proposed: CommitState | None,
+    pr: PullRequest | None,
+    ledger: EnvLedger,
+) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The users and teams to request on the open PR: configured, and (``codeowners``) the
+    owners of what it changes by the active branch's CODEOWNERS; read only until asked."""
+    wanted = env.reviewers
+    if wanted is None or pr is None or pr.number in ledger.reviewers_requested:
+        return (), ()
+    users, teams = list(wanted.users), list(wanted.teams)
+    if wanted.codeowners and active is not None and proposed is not None:
+        for owner in change_owners(
+            mirror.path, active.hydrated_sha, active.hydrated_sha, proposed.hydrated_sha
+        ):
+            (teams if "/" in owner else users).append(owner)
+    return tuple(dict.fromkeys(users)), tuple(dict.fromkeys(teams))
 
 
 def _contains(mirror: GitMirror, active: CommitState | None, proposed: CommitState | None) -> bool:

@@ -170,6 +170,16 @@ class CommentPullRequest(Frozen):
     body: str
 
 
+class RequestReviewers(Frozen):
+    """Ask for reviews on a promotion PR, once: the ledger records it."""
+
+    kind: Literal["reviewers"] = "reviewers"
+    environment: int
+    number: int
+    users: tuple[str, ...]
+    teams: tuple[str, ...]
+
+
 class ApprovePullRequest(Frozen):
     """A person approves the open PR of an environment (through an SCM that allows it)."""
 
@@ -223,6 +233,7 @@ Action = (
     | PauseEnvironment
     | CommentPullRequest
     | ApprovePullRequest
+    | RequestReviewers
     | RecordOverride
     | MergeActiveIntoProposed
 )

@@ -36,6 +36,7 @@ from promoter.engine.publish import (
     rule_status,
 )
 from promoter.engine.revert import judge_revert
+from promoter.engine.reviewers import request_reviewers
 from promoter.engine.rollout import limit_parallel
 from promoter.engine.snapshot import CommitState, Snapshot
 from promoter.models import Phase, PullRequest, PullRequestState
@@ -158,6 +159,7 @@ def _promote(snapshot: Snapshot, index: int, proposed: CommitState, active_sha: 
     outcome = _verdict(snapshot, index, proposed, gates, pr)
     outcome.actions = [
         *([open_pull_request(snapshot, index, text)] if pr is None else _update(index, pr, text)),
+        *request_reviewers(snapshot, index, pr),
         *_checks(snapshot, index, proposed, gates, pr),
         *outcome.actions,  # the merge comes last, after the checks it is decided on
     ]

@@ -107,6 +107,8 @@ class EnvLedger(Frozen):
     approved_changes: tuple[str, ...] = ()
     """Blocked dry commits a person let through (``promoter approve-change``)."""
     announcements: tuple[Announcement, ...] = ()
+    reviewers_requested: tuple[int, ...] = ()
+    """Promotion PRs whose reviewers were requested (never twice)."""
     freeze: Freeze | None = None
     """A freeze in force on this key (an environment, a strategy's ``*`` or ``*`` ``*``)."""
     freeze_log: tuple[FreezeEvent, ...] = ()
@@ -162,3 +164,9 @@ class EnvLedger(Frozen):
         event = FreezeEvent(action="unfreeze", reason=self.freeze.reason, by=by, at=at)
         log = (*self.freeze_log, event)[-MAX_HISTORY:]
         return self.model_copy(update={"freeze": None, "freeze_log": log})
+
+    def with_reviewers_requested(self, number: int) -> EnvLedger:
+        if number in self.reviewers_requested:
+            return self
+        done = (*self.reviewers_requested, number)[-MAX_HISTORY:]
+        return self.model_copy(update={"reviewers_requested": done})

@@ -135,6 +135,10 @@ class EnvironmentSnapshot(Frozen):
         "no signedCommits gate asks, or they could not be read (signatures_error).",
     )
     signatures_error: str | None = None
+    reviewers: tuple[str, ...] = ()
+    """Users to request on the promotion PR (configured, and code owners when asked)."""
+    reviewer_teams: tuple[str, ...] = ()
+    """Teams (GitHub) or groups (GitLab) to request on the promotion PR."""
     freezes: tuple[FreezePeriod, ...] = Field(
         default=(), description="Freezes covering the environment, in force or to come."
     )

@@ -126,6 +126,13 @@ class GitHubScm:
     ) -> list[Review]:
         return self._reviews.get(repo=repo, number=number, teams=teams)
 
+    def request_reviewers(
+        self, *, repo: Repository, number: int, users: Collection[str], teams: Collection[str]
+    ) -> None:
+        self._pulls.request_reviewers(
+            repo=repo, number=number, users=list(users), teams=list(teams)
+        )
+
     def commit_verification(self, *, repo: Repository, sha: str) -> Verification:
         """GitHub's verdict on ``sha``'s signature (``GET /commits/{sha}``, conditional)."""
         data = self._api.call(

@@ -15,6 +15,7 @@ from typing import Any
 
 from . import fake_git
 from .fake_commits import CommitRoutes
+from .fake_requested import RequestedRoutes
 from .fake_reviews import ReviewRoutes
 from .fake_state import NOT_FOUND, Answer, FakeRepo, Handler, Refused, now
 from .fake_statuses import StatusRoutes
@@ -28,7 +29,7 @@ def _validation(message: str, **error: str) -> Answer:
     return 422, {}, {"message": "Validation Failed", "errors": errors, "documentation_url": ""}
 
 
-class Routes(ReviewRoutes, StatusRoutes, CommitRoutes):
+class Routes(ReviewRoutes, StatusRoutes, CommitRoutes, RequestedRoutes):
     app: Any
 
     def __init__(self, genuine: Genuine, *, base_url: str, html_url: str) -> None:
@@ -60,6 +61,7 @@ class Routes(ReviewRoutes, StatusRoutes, CommitRoutes):
         ]
         self._table.extend(self.review_routes())
         self._table.extend(self.commit_routes())
+        self._table.extend(self.requested_routes())
 
     def new_repository(self, full_name: str, git_dir: Path) -> FakeRepo:
         return FakeRepo(full_name, git_dir)
@@ -116,6 +118,15 @@ class Routes(ReviewRoutes, StatusRoutes, CommitRoutes):
             closed_at=pr["closed_at"],
             merged_at=pr["merged_at"],
             merge_commit_sha=pr["merge_commit_sha"],
+        )
+        people, teams = out.get("requested_reviewers") or [{}], out.get("requested_teams") or [{}]
+        out.update(
+            requested_reviewers=[
+                {**people[0], "login": u} for u in pr.get("requested_reviewers", [])
+            ],
+            requested_teams=[
+                {**teams[0], "slug": t, "name": t} for t in pr.get("requested_teams", [])
+            ],
         )
         out["head"].update(label=f"{owner}:{pr['head']}", ref=pr["head"], sha=head_sha)
         out["base"].update(label=f"{owner}:{pr['base']}", ref=pr["base"], sha=base_sha)
