@@ -8,7 +8,7 @@ their boundary, through ``scm_plugins.calls.ScmCalls``).
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping
-from typing import Protocol, runtime_checkable
+from typing import Literal, Protocol, runtime_checkable
 
 from promoter.config import Repository, ScmProvider
 from promoter.models import CommitStatus, PullRequest, Review, Verification
@@ -108,6 +108,42 @@ class Approvals(Protocol):
     """Optional: approving a pull request as a named user (the local SCM)."""
 
     def approve_pull_request(self, *, repo: Repository, number: int, user: str) -> None: ...
+
+
+DeploymentState = Literal["in_progress", "success", "failure", "inactive"]
+
+
+@runtime_checkable
+class Deployments(Protocol):
+    """Optional: promotions reported as deployments to an environment (docs/deployments.md)."""
+
+    def create_deployment(
+        self,
+        *,
+        repo: Repository,
+        environment: str,
+        ref: str,
+        sha: str,
+        description: str,
+        url: str,
+        log_url: str,
+    ) -> str:
+        """A deployment of ``sha`` (on branch ``ref``) to ``environment``, in progress; its id."""
+        ...
+
+    def set_deployment_status(
+        self,
+        *,
+        repo: Repository,
+        deployment_id: str,
+        environment: str,
+        state: DeploymentState,
+        description: str,
+        url: str,
+        log_url: str,
+    ) -> None:
+        """Raises ScmNotFound for a deployment the SCM does not know (any more)."""
+        ...
 
 
 @runtime_checkable

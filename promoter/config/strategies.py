@@ -56,6 +56,19 @@ class AutoRevert(Spec):
     auto_merge: bool = False
 
 
+class Deployments(Spec):
+    """Report each promotion as a deployment to the environment on the SCM (docs/deployments.md)."""
+
+    enabled: bool = True
+    environment: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=255,
+        description="The SCM environment's name; default: the branch's last part (prod).",
+    )
+    url: str | None = Field(default=None, description="Where the environment is reached.")
+
+
 class Reviewers(Spec):
     """Reviewers requested on each promotion PR of an environment, once per PR."""
 
@@ -83,6 +96,9 @@ class Environment(Spec):
     )
     reviewers: Reviewers | None = Field(
         default=None, description="Reviewers requested on each promotion PR (once per PR)."
+    )
+    deployments: Deployments | None = Field(
+        default=None, description="SCM deployments of this environment (the strategy's when unset)."
     )
     depends_on: list[str] | None = Field(
         default=None,
@@ -121,6 +137,11 @@ class PromotionStrategy(Spec):
         default_factory=list,
         description="Labels on every promotion PR. On GitHub a PR with labels costs one "
         "more API call (GitHub cannot label a pull request when opening it).",
+    )
+    deployments: Deployments | None = Field(
+        default=None,
+        description="Report promotions as SCM deployments, in every environment "
+        "(docs/deployments.md); off by default: each costs SCM calls.",
     )
     freezes: list[FreezeWindow] = Field(
         default_factory=list,
@@ -187,6 +208,13 @@ class PromotionStrategy(Spec):
     def proposed_keys(self, env: Environment) -> list[str]:
         """Keys that must be success on the proposed hydrated commit."""
         return _merge_keys(self.proposed_commit_statuses, env.proposed_commit_statuses)
+
+    def deployment_of(self, env: Environment) -> tuple[str, str] | None:
+        """The SCM environment name and URL ``env`` deploys as, or None when off."""
+        spec = env.deployments or self.deployments
+        if spec is None or not spec.enabled:
+            return None
+        return (spec.environment or env.branch.rsplit("/", 1)[-1], spec.url or "")
 
     def gates_of(self, env: Environment) -> list[GateSpec]:
         """The built-in gates of ``env``: the strategy's, then its own (same name: its own)."""

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import assert_never
 
 from promoter.config import Repository
+from promoter.daemon.deployments import DeploymentReporter
 from promoter.daemon.events import Observer, tell
 from promoter.daemon.mergeable import merge_active_into_proposed
 from promoter.daemon.merges import Deferred, Merger, UnconfirmedMerges, count_settled
@@ -30,6 +31,7 @@ from promoter.engine import (
     ApprovePullRequest,
     ClosePullRequest,
     CommentPullRequest,
+    CreateDeployment,
     HoldDryCommit,
     LedgerAction,
     MergeActiveIntoProposed,
@@ -45,6 +47,7 @@ from promoter.engine import (
     ResumeEnvironment,
     RevertOpened,
     SetCommitStatus,
+    SetDeploymentStatus,
     Snapshot,
     UpdatePullRequest,
     ledger_changes,
@@ -65,6 +68,8 @@ class Outcome:
 
     requeue_after: float | None = None
     merged: list[str] = field(default_factory=list)
+    merge_shas: dict[str, str] = field(default_factory=dict)
+    """The commit each environment's merge made, by environment branch."""
     deferred: dict[str, str] = field(default_factory=dict)
     """Environments whose merge waits for a gate the SCM no longer reports success, and why."""
     written: list[SetCommitStatus] = field(default_factory=list)
@@ -94,9 +99,11 @@ class Executor:
     unconfirmed: UnconfirmedMerges = field(default_factory=UnconfirmedMerges)
     """Merges whose answer was lost (shared by every reconcile of the daemon)."""
     pull_requests: PullRequests = field(init=False)
+    deployments: DeploymentReporter = field(init=False)
 
     def __post_init__(self) -> None:
         self.pull_requests = PullRequests(self.plugin, self.pr_cache, self.observers)
+        self.deployments = DeploymentReporter(self.plugin, self.ledger)
 
     def run(
         self,
@@ -170,6 +177,12 @@ class Executor:
             case ApprovePullRequest():
                 self.pull_requests.approve(snapshot, repo, action)
                 outcome.requeue(0.0)
+            case CreateDeployment():
+                sha = action.sha or outcome.merge_shas.get(branch)
+                if sha is not None:  # created once its merge happened
+                    self.deployments.create(snapshot, repo, mirror, action, sha)
+            case SetDeploymentStatus():
+                self.deployments.status(snapshot, repo, mirror, action)
             case RequestReviewers():
                 self.pull_requests.request_reviewers(snapshot, repo, action)
                 number = action.number
@@ -221,6 +234,7 @@ class Executor:
         if isinstance(result, Deferred):
             outcome.deferred[env.branch] = result.reason
             return
+        outcome.merge_shas[env.branch] = result.sha
         kind = "reverted" if action.purpose == "revert" else "merged"
         what = f"merged {action.dry_sha[:7]}"
         tell(

@@ -36,7 +36,7 @@ from promoter.models import CommitStatus, DryCommit, PullRequest, Review, utcnow
 from promoter.state.ledger import GitLedger, LedgerUnreadable
 from promoter.state.pulls import MISSING, PullRequestCache
 from promoter.state.statuses import StatusCache
-from scm_plugins.protocol import Reviews, ScmPlugin
+from scm_plugins.protocol import Deployments, Reviews, ScmPlugin
 
 log = logging.getLogger("promoter.reader")
 
@@ -192,7 +192,15 @@ class SnapshotReader:
             signatures_error=signatures_error,
             reviewers=users,
             reviewer_teams=teams,
+            **self._deployment(strategy, env),
         )
+
+    def _deployment(self, strategy: PromotionStrategy, env: Environment) -> dict[str, str]:
+        """The SCM environment promotions of ``env`` are reported to, if on and possible."""
+        target = strategy.deployment_of(env)
+        if target is None or not isinstance(self.plugin, Deployments):
+            return {}
+        return {"deployment_environment": target[0], "deployment_url": target[1]}
 
     def _ledger(
         self, mirror: GitMirror, strategy: str, branch: str

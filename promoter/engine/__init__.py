@@ -17,6 +17,7 @@ from promoter.engine.actions import (
     ApprovePullRequest,
     ClosePullRequest,
     CommentPullRequest,
+    CreateDeployment,
     Decision,
     EnvironmentVerdict,
     EnvState,
@@ -34,6 +35,7 @@ from promoter.engine.actions import (
     RequestReviewers,
     ResumeEnvironment,
     SetCommitStatus,
+    SetDeploymentStatus,
     UpdatePullRequest,
 )
 from promoter.engine.dag import shape_of
@@ -44,6 +46,7 @@ from promoter.engine.gates import BUILTIN_GATES, Gate, effective_active_dry_sha,
 from promoter.engine.ledger_changes import LedgerAction, LedgerChanges, RevertOpened, ledger_changes
 from promoter.engine.ledger_state import (
     Announcement,
+    Deployment,
     EnvLedger,
     Freeze,
     FreezeEvent,
@@ -85,7 +88,9 @@ __all__ = [
     "CommentPullRequest",
     "CommitSignature",
     "CommitState",
+    "CreateDeployment",
     "Decision",
+    "Deployment",
     "DoraFigures",
     "EnvLedger",
     "EnvState",
@@ -120,6 +125,7 @@ __all__ = [
     "RevertOpened",
     "Rollout",
     "SetCommitStatus",
+    "SetDeploymentStatus",
     "Snapshot",
     "UpdatePullRequest",
     "UpstreamGroup",

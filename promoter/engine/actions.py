@@ -170,6 +170,37 @@ class CommentPullRequest(Frozen):
     body: str
 
 
+class CreateDeployment(Frozen):
+    """Report what the environment runs as a new SCM deployment, in progress.
+
+    ``sha`` None: the commit the merge decided in the same pass makes (created only when
+    that merge happened). ``supersedes``: the deployment it replaces, set inactive."""
+
+    kind: Literal["deployment"] = "deployment"
+    environment: int
+    sha: str | None
+    dry_sha: str
+    scm_environment: str
+    url: str = ""
+    pr: int | None = None
+    pr_url: str = ""
+    supersedes: str | None = None
+
+
+class SetDeploymentStatus(Frozen):
+    """A deployment's state changes: success (active gates green), failure (a gate failed,
+    or a revert opened), inactive (superseded)."""
+
+    kind: Literal["deployment-status"] = "deployment-status"
+    environment: int
+    deployment_id: str
+    scm_environment: str
+    state: Literal["in_progress", "success", "failure", "inactive"]
+    description: str
+    url: str = ""
+    log_url: str = ""
+
+
 class RequestReviewers(Frozen):
     """Ask for reviews on a promotion PR, once: the ledger records it."""
 
@@ -234,6 +265,8 @@ Action = (
     | CommentPullRequest
     | ApprovePullRequest
     | RequestReviewers
+    | CreateDeployment
+    | SetDeploymentStatus
     | RecordOverride
     | MergeActiveIntoProposed
 )

@@ -23,6 +23,7 @@ from promoter.engine.actions import (
     UpdatePullRequest,
 )
 from promoter.engine.dag import and_downstream
+from promoter.engine.deployments import deployment_actions
 from promoter.engine.gates import error_reason, evaluate, is_no_op, phase_of
 from promoter.engine.mergeable import REQUEUE_MERGEABLE, keep_mergeable
 from promoter.engine.pr_text import short
@@ -75,6 +76,7 @@ def decide(snapshot: Snapshot) -> Decision:
         if revert.requeue is not None:
             requeues.append(revert.requeue)
         actions.extend(outcome.actions)
+        actions.extend(deployment_actions(snapshot, index, (*revert.actions, *outcome.actions)))
         actions.extend(_healthy(snapshot, index))
         if outcome.requeue is not None:
             requeues.append(outcome.requeue)

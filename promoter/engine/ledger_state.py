@@ -75,6 +75,19 @@ class Announcement(Frozen):
     at: datetime
 
 
+class Deployment(Frozen):
+    """A promotion reported to the SCM as a deployment to the environment."""
+
+    id: str
+    hydrated_sha: str
+    dry_sha: str
+    state: Literal["in_progress", "success", "failure", "inactive"]
+    at: datetime
+    pr: int | None = None
+    link: str = ""
+    """Where its statuses link to: the promotion PR (or the strategy's status page)."""
+
+
 class Freeze(Frozen):
     """A person stopped the line here (``promoter freeze``): no promotion until lifted."""
 
@@ -107,6 +120,8 @@ class EnvLedger(Frozen):
     approved_changes: tuple[str, ...] = ()
     """Blocked dry commits a person let through (``promoter approve-change``)."""
     announcements: tuple[Announcement, ...] = ()
+    deployments: tuple[Deployment, ...] = ()
+    """The SCM deployments of this environment, newest last."""
     reviewers_requested: tuple[int, ...] = ()
     """Promotion PRs whose reviewers were requested (never twice)."""
     freeze: Freeze | None = None
@@ -170,3 +185,11 @@ class EnvLedger(Frozen):
             return self
         done = (*self.reviewers_requested, number)[-MAX_HISTORY:]
         return self.model_copy(update={"reviewers_requested": done})
+
+    def with_deployment(self, deployment: Deployment) -> EnvLedger:
+        """``deployment`` recorded: in the place of the record of the same id, else last."""
+        if any(d.id == deployment.id for d in self.deployments):
+            found = tuple(deployment if d.id == deployment.id else d for d in self.deployments)
+            return self.model_copy(update={"deployments": found})
+        found = (*self.deployments, deployment)[-MAX_HISTORY:]
+        return self.model_copy(update={"deployments": found})

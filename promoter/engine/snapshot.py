@@ -135,6 +135,9 @@ class EnvironmentSnapshot(Frozen):
         "no signedCommits gate asks, or they could not be read (signatures_error).",
     )
     signatures_error: str | None = None
+    deployment_environment: str | None = None
+    """The SCM environment promotions are reported to as deployments (None: not reported)."""
+    deployment_url: str = ""
     reviewers: tuple[str, ...] = ()
     """Users to request on the promotion PR (configured, and code owners when asked)."""
     reviewer_teams: tuple[str, ...] = ()

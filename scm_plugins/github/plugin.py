@@ -25,11 +25,13 @@ from scm_plugins.github.auth import (
     git_environment,
 )
 from scm_plugins.github.client import GitHubClient
+from scm_plugins.github.deployments import GitHubDeployments
 from scm_plugins.github.errors import translate
 from scm_plugins.github.limits import GITHUB_LIMITS
 from scm_plugins.github.pulls import Pulls
 from scm_plugins.github.reviews import Reviews
 from scm_plugins.github.statuses import Statuses
+from scm_plugins.protocol import DeploymentState
 
 
 class GitHubScm:
@@ -63,6 +65,7 @@ class GitHubScm:
         self._pulls = Pulls(api, merge_method=config.merge_method)
         self._statuses = Statuses(api, mode=config.status_checks)
         self._reviews = Reviews(api)
+        self._deployments = GitHubDeployments(api)
 
     # --- PullRequests ----------------------------------------------------------------
 
@@ -125,6 +128,48 @@ class GitHubScm:
         self, *, repo: Repository, number: int, teams: Collection[str] = ()
     ) -> list[Review]:
         return self._reviews.get(repo=repo, number=number, teams=teams)
+
+    def create_deployment(
+        self,
+        *,
+        repo: Repository,
+        environment: str,
+        ref: str,
+        sha: str,
+        description: str,
+        url: str,
+        log_url: str,
+    ) -> str:
+        return self._deployments.create(
+            repo=repo,
+            environment=environment,
+            ref=ref,
+            sha=sha,
+            description=description,
+            url=url,
+            log_url=log_url,
+        )
+
+    def set_deployment_status(
+        self,
+        *,
+        repo: Repository,
+        deployment_id: str,
+        environment: str,
+        state: DeploymentState,
+        description: str,
+        url: str,
+        log_url: str,
+    ) -> None:
+        self._deployments.status(
+            repo=repo,
+            deployment_id=deployment_id,
+            environment=environment,
+            state=state,
+            description=description,
+            url=url,
+            log_url=log_url,
+        )
 
     def request_reviewers(
         self, *, repo: Repository, number: int, users: Collection[str], teams: Collection[str]

@@ -21,6 +21,11 @@ from scm_plugins.gitlab.approvals import Approvals
 from scm_plugins.gitlab.client import connect
 from scm_plugins.gitlab.errors import translate
 from scm_plugins.gitlab.merge_requests import MergeRequests
+from scm_plugins.protocol import DeploymentState
+
+DEPLOYMENT_STATUS = {"in_progress": "running", "success": "success", "failure": "failed"}
+"""GitLab's word for each deployment state; an inactive one needs no call (GitLab shows the
+environment's latest deployment, and keeps older ones as they were)."""
 
 PROVIDER = "gitlab"
 
@@ -126,6 +131,43 @@ class GitLabScm:
 
     def set_commit_status(self, *, repo: Repository, sha: str, status: CommitStatus) -> None:
         statuses.write_status(self._project(repo), sha=sha, status=status, calls=self._calls)
+
+    # --- deployments ---------------------------------------------------------------------
+
+    def create_deployment(
+        self,
+        *,
+        repo: Repository,
+        environment: str,
+        ref: str,
+        sha: str,
+        description: str,
+        url: str,
+        log_url: str,
+    ) -> str:
+        """``POST /projects/:id/deployments`` (running): one call; GitLab makes the environment
+        the first time, and links the merge requests a successful deployment brought."""
+        data = {"environment": environment, "sha": sha, "ref": ref, "tag": False}
+        with self._calls.call("create_deployment", sha=sha):
+            made = self._project(repo).deployments.create({**data, "status": "running"})
+        return str(made.get_id())
+
+    def set_deployment_status(
+        self,
+        *,
+        repo: Repository,
+        deployment_id: str,
+        environment: str,
+        state: DeploymentState,
+        description: str,
+        url: str,
+        log_url: str,
+    ) -> None:
+        status = DEPLOYMENT_STATUS.get(state)
+        if status is None:
+            return
+        with self._calls.call("set_deployment_status", deployment=deployment_id):
+            self._project(repo).deployments.update(int(deployment_id), {"status": status})
 
     # --- git credentials ---------------------------------------------------------------
 

@@ -15,6 +15,7 @@ from typing import Any
 
 from . import fake_git
 from .fake_commits import CommitRoutes
+from .fake_deployments import DeploymentRoutes
 from .fake_requested import RequestedRoutes
 from .fake_reviews import ReviewRoutes
 from .fake_state import NOT_FOUND, Answer, FakeRepo, Handler, Refused, now
@@ -29,7 +30,7 @@ def _validation(message: str, **error: str) -> Answer:
     return 422, {}, {"message": "Validation Failed", "errors": errors, "documentation_url": ""}
 
 
-class Routes(ReviewRoutes, StatusRoutes, CommitRoutes, RequestedRoutes):
+class Routes(ReviewRoutes, StatusRoutes, CommitRoutes, RequestedRoutes, DeploymentRoutes):
     app: Any
 
     def __init__(self, genuine: Genuine, *, base_url: str, html_url: str) -> None:
@@ -62,6 +63,7 @@ class Routes(ReviewRoutes, StatusRoutes, CommitRoutes, RequestedRoutes):
         self._table.extend(self.review_routes())
         self._table.extend(self.commit_routes())
         self._table.extend(self.requested_routes())
+        self._table.extend(self.deployment_routes())
 
     def new_repository(self, full_name: str, git_dir: Path) -> FakeRepo:
         return FakeRepo(full_name, git_dir)
