@@ -11,7 +11,7 @@ from collections.abc import Collection, Mapping
 from typing import Literal, Protocol, runtime_checkable
 
 from promoter.config import Repository, ScmProvider
-from promoter.models import CommitStatus, PullRequest, Review, Verification
+from promoter.models import CommitStatus, PullRequest, QueueEntry, Review, Verification
 
 
 class PullRequests(Protocol):
@@ -143,6 +143,22 @@ class Deployments(Protocol):
         log_url: str,
     ) -> None:
         """Raises ScmNotFound for a deployment the SCM does not know (any more)."""
+        ...
+
+
+@runtime_checkable
+class MergeQueues(Protocol):
+    """Optional: a base branch that merges through a queue (GitHub's merge queue, GitLab's
+    merge trains): the PR is enqueued instead of merged, and its place read back."""
+
+    def enqueue_pull_request(
+        self, *, repo: Repository, number: int, expected_head_sha: str
+    ) -> QueueEntry:
+        """Enqueue only while the PR's head is ``expected_head_sha`` (else ScmConflict)."""
+        ...
+
+    def queue_entry(self, *, repo: Repository, number: int) -> QueueEntry:
+        """Where the PR stands in its queue, or why it left it."""
         ...
 
 

@@ -94,6 +94,11 @@ class Environment(Spec):
     gates: Annotated[list[GateSpec], AfterValidator(unique_keys)] = Field(
         default_factory=list, description="Built-in gates of this environment (docs/gates.md)."
     )
+    merge_queue: bool = Field(
+        default=False,
+        description="The branch merges through a queue (GitHub's merge queue, GitLab's merge "
+        "trains): promotion PRs are enqueued instead of merged (docs/merge-queues.md).",
+    )
     reviewers: Reviewers | None = Field(
         default=None, description="Reviewers requested on each promotion PR (once per PR)."
     )

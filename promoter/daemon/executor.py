@@ -21,6 +21,7 @@ from promoter.daemon.events import Observer, tell
 from promoter.daemon.mergeable import merge_active_into_proposed
 from promoter.daemon.merges import Deferred, Merger, UnconfirmedMerges, count_settled
 from promoter.daemon.pull_requests import PullRequests, pr_key
+from promoter.daemon.queues import QueueRunner
 from promoter.daemon.reader import SnapshotReader
 from promoter.daemon.revert_writer import RevertWriter
 from promoter.engine import (
@@ -32,6 +33,7 @@ from promoter.engine import (
     ClosePullRequest,
     CommentPullRequest,
     CreateDeployment,
+    EnqueuePullRequest,
     HoldDryCommit,
     LedgerAction,
     MergeActiveIntoProposed,
@@ -40,6 +42,7 @@ from promoter.engine import (
     OpenRevert,
     PauseEnvironment,
     PinEnvironment,
+    RecordDequeue,
     RecordHealthy,
     RecordOverride,
     ReleaseHold,
@@ -181,6 +184,17 @@ class Executor:
                 sha = action.sha or outcome.merge_shas.get(branch)
                 if sha is not None:  # created once its merge happened
                     self.deployments.create(snapshot, repo, mirror, action, sha)
+            case EnqueuePullRequest():
+                deferred = QueueRunner(self.plugin, self.reader.gates, self.ledger).enqueue(
+                    snapshot, repo, mirror, action
+                )
+                if deferred is not None:
+                    outcome.deferred[branch] = deferred.reason
+                outcome.requeue(0.0)
+            case RecordDequeue():
+                QueueRunner(self.plugin, self.reader.gates, self.ledger).dequeued(
+                    snapshot, mirror, action
+                )
             case SetDeploymentStatus():
                 self.deployments.status(snapshot, repo, mirror, action)
             case RequestReviewers():

@@ -32,11 +32,11 @@ from promoter.git import GitMirror
 from promoter.git.caches import remember
 from promoter.git.codeowners import change_owners
 from promoter.git.lineage import Lineage
-from promoter.models import CommitStatus, DryCommit, PullRequest, Review, utcnow
+from promoter.models import CommitStatus, DryCommit, PullRequest, QueueEntry, Review, utcnow
 from promoter.state.ledger import GitLedger, LedgerUnreadable
 from promoter.state.pulls import MISSING, PullRequestCache
 from promoter.state.statuses import StatusCache
-from scm_plugins.protocol import Deployments, Reviews, ScmPlugin
+from scm_plugins.protocol import Deployments, MergeQueues, Reviews, ScmPlugin
 
 log = logging.getLogger("promoter.reader")
 
@@ -193,7 +193,23 @@ class SnapshotReader:
             reviewers=users,
             reviewer_teams=teams,
             **self._deployment(strategy, env),
+            merge_queue=env.merge_queue,
+            queue=self._queue(repo, env, pull_request, ledger),
         )
+
+    def _queue(
+        self, repo: Repository, env: Environment, pr: PullRequest | None, ledger: EnvLedger
+    ) -> QueueEntry | None:
+        """The open PR's place in the merge queue, read while the promoter's attempt waits
+        there (one call; nothing without an attempt)."""
+        attempt = ledger.queue
+        if not env.merge_queue or pr is None or attempt is None or attempt.dequeued_at:
+            return None
+        if (attempt.number, attempt.head_sha) != (pr.number, pr.head_sha):
+            return None
+        if not isinstance(self.plugin, MergeQueues):
+            return None
+        return self.plugin.queue_entry(repo=repo, number=pr.number)
 
     def _deployment(self, strategy: PromotionStrategy, env: Environment) -> dict[str, str]:
         """The SCM environment promotions of ``env`` are reported to, if on and possible."""

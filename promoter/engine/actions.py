@@ -170,6 +170,29 @@ class CommentPullRequest(Frozen):
     body: str
 
 
+class EnqueuePullRequest(Frozen):
+    """Rule 6 through a merge queue: enqueue the PR with its head as the guard, after the
+    required gates are read again (like a merge)."""
+
+    kind: Literal["enqueue"] = "enqueue"
+    environment: int
+    number: int
+    expected_head_sha: str
+    dry_sha: str
+    attempt: int
+    required_keys: tuple[str, ...] = ()
+
+
+class RecordDequeue(Frozen):
+    """The queue took the PR out without merging it: a failed attempt, told on the PR."""
+
+    kind: Literal["dequeue"] = "dequeue"
+    environment: int
+    number: int
+    reason: str
+    at: datetime
+
+
 class CreateDeployment(Frozen):
     """Report what the environment runs as a new SCM deployment, in progress.
 
@@ -267,6 +290,8 @@ Action = (
     | RequestReviewers
     | CreateDeployment
     | SetDeploymentStatus
+    | EnqueuePullRequest
+    | RecordDequeue
     | RecordOverride
     | MergeActiveIntoProposed
 )

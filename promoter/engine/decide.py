@@ -36,6 +36,7 @@ from promoter.engine.publish import (
     previous_environment_status,
     rule_status,
 )
+from promoter.engine.queue import queue_step
 from promoter.engine.revert import judge_revert
 from promoter.engine.reviewers import request_reviewers
 from promoter.engine.rollout import limit_parallel
@@ -217,6 +218,11 @@ def _verdict(
     elif not env.auto_merge:
         outcome.state = EnvState.READY
         outcome.reason = "every gate passes; waiting for a person to merge"
+    elif env.merge_queue:
+        outcome.state, outcome.reason, queued, outcome.requeue = queue_step(
+            snapshot, index, proposed, pr
+        )
+        outcome.actions.extend(queued)
     else:
         outcome.state = EnvState.PROMOTING
         outcome.reason = f"merging pull request #{pr.number} to promote {short(proposed.dry_sha)}"

@@ -88,6 +88,18 @@ class Deployment(Frozen):
     """Where its statuses link to: the promotion PR (or the strategy's status page)."""
 
 
+class QueueAttempt(Frozen):
+    """The promoter enqueued PR ``number`` at head ``head_sha``; the queue may have taken it
+    out again (``dequeued_at``, with the queue's reason), a failed attempt."""
+
+    number: int
+    head_sha: str
+    attempts: int
+    enqueued_at: datetime
+    dequeued_at: datetime | None = None
+    reason: str = ""
+
+
 class Freeze(Frozen):
     """A person stopped the line here (``promoter freeze``): no promotion until lifted."""
 
@@ -120,6 +132,8 @@ class EnvLedger(Frozen):
     approved_changes: tuple[str, ...] = ()
     """Blocked dry commits a person let through (``promoter approve-change``)."""
     announcements: tuple[Announcement, ...] = ()
+    queue: QueueAttempt | None = None
+    """The latest merge-queue attempt of this environment's promotion PR."""
     deployments: tuple[Deployment, ...] = ()
     """The SCM deployments of this environment, newest last."""
     reviewers_requested: tuple[int, ...] = ()

@@ -11,7 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from promoter.config.gates import GateSpec
 from promoter.engine.ledger_state import EnvLedger, HealthyRecord
-from promoter.models import CommitStatus, DryCommit, PullRequest, Review
+from promoter.models import CommitStatus, DryCommit, PullRequest, QueueEntry, Review
 
 
 class Frozen(BaseModel):
@@ -135,6 +135,10 @@ class EnvironmentSnapshot(Frozen):
         "no signedCommits gate asks, or they could not be read (signatures_error).",
     )
     signatures_error: str | None = None
+    merge_queue: bool = False
+    """The branch merges through a queue: promotion PRs are enqueued, not merged."""
+    queue: QueueEntry | None = None
+    """The open PR's place in the queue, read while the promoter's attempt is in it."""
     deployment_environment: str | None = None
     """The SCM environment promotions are reported to as deployments (None: not reported)."""
     deployment_url: str = ""

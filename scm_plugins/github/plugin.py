@@ -13,7 +13,7 @@ from collections.abc import Collection, Mapping
 
 from promoter.config import GitHubProvider, Repository, ScmProvider, transport
 from promoter.errors import ConfigError
-from promoter.models import CommitStatus, PullRequest, Review, Verification
+from promoter.models import CommitStatus, PullRequest, QueueEntry, Review, Verification
 from scm_plugins.budget import CredentialBudget, Limits
 from scm_plugins.calls import ScmCalls
 from scm_plugins.github.api import RepoApi
@@ -29,6 +29,7 @@ from scm_plugins.github.deployments import GitHubDeployments
 from scm_plugins.github.errors import translate
 from scm_plugins.github.limits import GITHUB_LIMITS
 from scm_plugins.github.pulls import Pulls
+from scm_plugins.github.queue import GitHubQueue
 from scm_plugins.github.reviews import Reviews
 from scm_plugins.github.statuses import Statuses
 from scm_plugins.protocol import DeploymentState
@@ -66,6 +67,7 @@ class GitHubScm:
         self._statuses = Statuses(api, mode=config.status_checks)
         self._reviews = Reviews(api)
         self._deployments = GitHubDeployments(api)
+        self._queue = GitHubQueue(api)
 
     # --- PullRequests ----------------------------------------------------------------
 
@@ -128,6 +130,14 @@ class GitHubScm:
         self, *, repo: Repository, number: int, teams: Collection[str] = ()
     ) -> list[Review]:
         return self._reviews.get(repo=repo, number=number, teams=teams)
+
+    def enqueue_pull_request(
+        self, *, repo: Repository, number: int, expected_head_sha: str
+    ) -> QueueEntry:
+        return self._queue.enqueue(repo=repo, number=number, expected_head_sha=expected_head_sha)
+
+    def queue_entry(self, *, repo: Repository, number: int) -> QueueEntry:
+        return self._queue.entry(repo=repo, number=number)
 
     def create_deployment(
         self,

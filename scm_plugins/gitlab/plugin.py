@@ -14,13 +14,14 @@ from gitlab.v4.objects import Project
 
 from promoter.config import GitLabProvider, Repository, ScmProvider, transport
 from promoter.errors import ConfigError
-from promoter.models import CommitStatus, PullRequest, Review
+from promoter.models import CommitStatus, PullRequest, QueueEntry, Review
 from scm_plugins.calls import ScmCalls
 from scm_plugins.gitlab import credentials, statuses
 from scm_plugins.gitlab.approvals import Approvals
 from scm_plugins.gitlab.client import connect
 from scm_plugins.gitlab.errors import translate
 from scm_plugins.gitlab.merge_requests import MergeRequests
+from scm_plugins.gitlab.trains import MergeTrains
 from scm_plugins.protocol import DeploymentState
 
 DEPLOYMENT_STATUS = {"in_progress": "running", "success": "success", "failure": "failed"}
@@ -49,6 +50,7 @@ class GitLabScm:
         )
         self._mrs = MergeRequests(calls=self._calls, squash=self._config.squash)
         self._approvals = Approvals(calls=self._calls, gl=self._gl)
+        self._trains = MergeTrains(calls=self._calls, mrs=self._mrs)
         # GitLab adds the promoter's commit statuses to the SHA's latest pipeline.
         self.folded_gate_keys: frozenset[str] = frozenset({self._config.pipeline_gate_key})
         self._projects: dict[int | str, Project] = {}
@@ -131,6 +133,18 @@ class GitLabScm:
 
     def set_commit_status(self, *, repo: Repository, sha: str, status: CommitStatus) -> None:
         statuses.write_status(self._project(repo), sha=sha, status=status, calls=self._calls)
+
+    # --- merge trains --------------------------------------------------------------------
+
+    def enqueue_pull_request(
+        self, *, repo: Repository, number: int, expected_head_sha: str
+    ) -> QueueEntry:
+        return self._trains.add(
+            self._project(repo), number=number, expected_head_sha=expected_head_sha
+        )
+
+    def queue_entry(self, *, repo: Repository, number: int) -> QueueEntry:
+        return self._trains.entry(self._project(repo), number=number)
 
     # --- deployments ---------------------------------------------------------------------
 

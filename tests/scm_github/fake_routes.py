@@ -16,6 +16,7 @@ from typing import Any
 from . import fake_git
 from .fake_commits import CommitRoutes
 from .fake_deployments import DeploymentRoutes
+from .fake_queue import QUEUE_REQUIRED, QueueRoutes
 from .fake_requested import RequestedRoutes
 from .fake_reviews import ReviewRoutes
 from .fake_state import NOT_FOUND, Answer, FakeRepo, Handler, Refused, now
@@ -30,7 +31,9 @@ def _validation(message: str, **error: str) -> Answer:
     return 422, {}, {"message": "Validation Failed", "errors": errors, "documentation_url": ""}
 
 
-class Routes(ReviewRoutes, StatusRoutes, CommitRoutes, RequestedRoutes, DeploymentRoutes):
+class Routes(
+    ReviewRoutes, StatusRoutes, CommitRoutes, RequestedRoutes, DeploymentRoutes, QueueRoutes
+):
     app: Any
 
     def __init__(self, genuine: Genuine, *, base_url: str, html_url: str) -> None:
@@ -64,6 +67,7 @@ class Routes(ReviewRoutes, StatusRoutes, CommitRoutes, RequestedRoutes, Deployme
         self._table.extend(self.commit_routes())
         self._table.extend(self.requested_routes())
         self._table.extend(self.deployment_routes())
+        self._table.extend(self.queue_routes())
 
     def new_repository(self, full_name: str, git_dir: Path) -> FakeRepo:
         return FakeRepo(full_name, git_dir)
@@ -220,6 +224,8 @@ class Routes(ReviewRoutes, StatusRoutes, CommitRoutes, RequestedRoutes, Deployme
             return 422, {}, {"message": "Validation Failed", "errors": ["merge_method"]}
         if pr["state"] != "open":
             return 405, {}, self.genuine.openapi("pulls.merge.405")
+        if (repo.full_name.lower(), pr["base"]) in self.queue_branches:
+            return 405, {}, {"message": QUEUE_REQUIRED, "documentation_url": ""}
         head_sha = fake_git.branch_sha(repo.git_dir, pr["head"])
         if head_sha is None:
             return 405, {}, self.genuine.openapi("pulls.merge.405")

@@ -42,7 +42,7 @@ from urllib.parse import parse_qs, unquote, urlsplit
 import requests
 import responses
 
-from tests.scm_gitlab import fake_gitlab_deployments
+from tests.scm_gitlab import fake_gitlab_deployments, fake_gitlab_trains
 from tests.scm_gitlab.fake_gitlab_routes import json_answer, now, route
 
 Answer = tuple[int, dict[str, str], str]
@@ -61,6 +61,7 @@ class FakeProject:
     pipelines: list[dict[str, Any]] = field(default_factory=list)
     deployments: list[dict[str, Any]] = field(default_factory=list)
     environments: dict[str, dict[str, Any]] = field(default_factory=dict)
+    train: dict[int, dict[str, Any]] = field(default_factory=dict)
 
     def git(self, *args: str) -> str:
         done = subprocess.run(
@@ -104,6 +105,7 @@ class FakeGitLab:
             "pipeline": _load(rest / "python-gitlab" / "test_pipelines.pipeline_content.json"),
             "note": _load(rest / "drone-go-scm" / "merge_note.json"),
             "deployment": fake_gitlab_deployments.template(fixtures),
+            "train": fake_gitlab_trains.template(fixtures),
         }
         self.url = url.rstrip("/")
         self.token = token
@@ -248,7 +250,7 @@ class FakeGitLab:
         project = self._project(segments[1])
         if project is None:
             return json_answer(404, {"message": "404 Project Not Found"})
-        for extra in (fake_gitlab_deployments.route,):
+        for extra in (fake_gitlab_deployments.route, fake_gitlab_trains.route):
             answer = extra(self, project, method, segments[2:], params)
             if answer is not None:
                 return answer
