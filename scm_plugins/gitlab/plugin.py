@@ -21,6 +21,7 @@ from scm_plugins.gitlab.approvals import Approvals
 from scm_plugins.gitlab.client import connect
 from scm_plugins.gitlab.errors import translate
 from scm_plugins.gitlab.merge_requests import MergeRequests
+from scm_plugins.gitlab.reviewers import GitLabReviewers
 from scm_plugins.gitlab.trains import MergeTrains
 from scm_plugins.protocol import DeploymentState
 
@@ -51,6 +52,7 @@ class GitLabScm:
         self._mrs = MergeRequests(calls=self._calls, squash=self._config.squash)
         self._approvals = Approvals(calls=self._calls, gl=self._gl)
         self._trains = MergeTrains(calls=self._calls, mrs=self._mrs)
+        self._reviewers = GitLabReviewers(calls=self._calls, gl=self._gl)
         # GitLab adds the promoter's commit statuses to the SHA's latest pipeline.
         self.folded_gate_keys: frozenset[str] = frozenset({self._config.pipeline_gate_key})
         self._projects: dict[int | str, Project] = {}
@@ -133,6 +135,11 @@ class GitLabScm:
 
     def set_commit_status(self, *, repo: Repository, sha: str, status: CommitStatus) -> None:
         statuses.write_status(self._project(repo), sha=sha, status=status, calls=self._calls)
+
+    def request_reviewers(
+        self, *, repo: Repository, number: int, users: Collection[str], teams: Collection[str]
+    ) -> None:
+        self._reviewers.request(self._project(repo), number=number, users=users, groups=teams)
 
     # --- merge trains --------------------------------------------------------------------
 
