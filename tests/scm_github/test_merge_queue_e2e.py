@@ -15,7 +15,6 @@ import pytest
 from starlette.testclient import TestClient
 
 from promoter.config.loader import parse_config
-from promoter.engine import queue as queue_rules
 from promoter.wiring import Daemon
 from tests.fixture_paths import GITHUB_WEBHOOKS
 from tests.support import GitOpsRepo, wait_for
@@ -86,7 +85,7 @@ def test_a_queue_that_dequeues_then_succeeds(
 ) -> None:
     monkeypatch.setenv(TOKEN_ENV, TOKEN)
     monkeypatch.setenv(SECRET_ENV, SECRET)
-    monkeypatch.setattr(queue_rules, "RETRY", 2.0)
+    monkeypatch.setattr("promoter.engine.queue.RETRY", 2.0)  # a quicker retry for the test
     text = config_text(gitops.path, tmp_path / "state").replace(
         "- {branch: environment/dev}", "- {branch: environment/dev, mergeQueue: true}"
     )
