@@ -63,6 +63,11 @@ class ApiClient:
         )
         return result
 
+    def post(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
+        """A write to ``path`` with a JSON body (freeze, unfreeze)."""
+        result: dict[str, Any] = self._call("POST", path, json=body)
+        return result
+
     def refresh(self, strategy: str | None = None) -> dict[str, Any]:
         result: dict[str, Any] = self._call(
             "POST", "/api/v1/refresh", json={"strategy": strategy} if strategy else {}

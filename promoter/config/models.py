@@ -15,6 +15,7 @@ from pydantic import Field, PrivateAttr
 
 from promoter.config.base import Spec
 from promoter.config.durations import Duration
+from promoter.config.freezes import GlobalFreezeWindow
 from promoter.config.notifications import Notifications
 from promoter.config.providers import ScmProvider
 from promoter.config.secrets import SecretRef
@@ -90,6 +91,10 @@ class Config(Spec):
     webhooks: Webhooks = Field(default_factory=Webhooks)
     daemon: Daemon = Field(default_factory=Daemon)
     notifications: Notifications = Field(default_factory=Notifications)
+    freezes: list[GlobalFreezeWindow] = Field(
+        default_factory=list,
+        description="Freeze dates or ranges of every strategy (docs/freezes.md).",
+    )
 
     def provider(self, name: str) -> ScmProvider:
         return next(p for p in self.scm_providers if p.name == name)

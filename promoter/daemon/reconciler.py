@@ -21,6 +21,7 @@ from promoter.daemon.merges import UnconfirmedMerges
 from promoter.daemon.probes import Probes
 from promoter.daemon.reader import SnapshotReader
 from promoter.daemon.settled import SettledIndex, notes_tips
+from promoter.daemon.signature_check import SignatureReading
 from promoter.engine import Decision, EnvState, RecordHealthy, Snapshot, decide
 from promoter.git import GitMirror
 from promoter.git.pool import MirrorPool
@@ -64,6 +65,8 @@ class Reconciler:
     probes: Probes = field(default_factory=Probes)
     unconfirmed: UnconfirmedMerges = field(default_factory=UnconfirmedMerges)
     views: dict[str, StrategyView] = field(default_factory=dict)
+    signatures: SignatureReading = field(default_factory=SignatureReading)
+    """Dry commits' verified signatures, kept across reconciles."""
     settled: SettledIndex | None = None
     """What each reconcile read and which of it is settled, for the resync."""
     _lock: threading.Lock = field(default_factory=threading.Lock)
@@ -191,6 +194,8 @@ class Reconciler:
             self.pr_cache,
             self._status_url(key),
             clock=self.clock,
+            global_freezes=tuple(self.config.freezes),
+            signatures=self.signatures,
         )
 
     def _status_url(self, key: str) -> str:

@@ -18,6 +18,7 @@ from typing import Any
 from promoter.activity import ACTIVITY
 from promoter.config import Config, PromotionStrategy, Repository
 from promoter.daemon.events import Observer
+from promoter.daemon.freezes import Freezes
 from promoter.daemon.operations import Operations
 from promoter.daemon.probes import Probes
 from promoter.daemon.queue import WorkQueue
@@ -78,6 +79,7 @@ class Runtime:
             settled=self.settled,
         )
         self.operations = Operations(self.reconciler)
+        self.freezes = Freezes(config, self.ledger, self.mirrors.fresh, clock)
         self.workers = Workers(self.queue, self.reconciler.reconcile, count=config.daemon.workers)
         d = config.daemon
         self.resync = Resync(

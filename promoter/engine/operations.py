@@ -25,6 +25,7 @@ from promoter.engine.actions import (
 )
 from promoter.engine.dag import and_downstream
 from promoter.engine.decide import backwards_reason, open_pull_request
+from promoter.engine.freeze import frozen
 from promoter.engine.gates import error_reason, evaluate
 from promoter.engine.pr_text import for_environment, merge_message, short, unique
 from promoter.engine.revert import manual_revert
@@ -148,6 +149,9 @@ def promote(
     backwards = backwards_reason(snapshot, index, proposed)
     if backwards is not None:
         return Refusal(reason=backwards)
+    freeze = frozen(snapshot, index)
+    if freeze is not None:  # a freeze stops break-glass promotions too: lift it first
+        return Refusal(reason=f"{env.branch} is {freeze.reason}; unfreeze it first")
     pr = env.pull_request
     if pr is None:
         text = for_environment(snapshot, index, dry_sha=proposed, active_dry_sha=active)

@@ -35,6 +35,7 @@ from promoter.errors import (
 )
 from promoter.http.body import MAX_BODY, BodyTooLarge, read_body
 from promoter.http.dora_view import DoraCollector, dora_json, strategy_dora
+from promoter.http.freeze_api import FreezeApi
 from promoter.http.ports import Commands, Views
 from promoter.http.status_page import render
 from promoter.http.views import strategy_json, strategy_summary
@@ -175,6 +176,12 @@ class Api:
                 methods=["POST"],
             ),
             Route("/api/v1/refresh", self.refresh, methods=["POST"]),
+            *FreezeApi(
+                views=self.views,
+                commands=self.commands,
+                authorized=self.authorized,
+                problem=problem,
+            ).routes(),
             Route("/api/v1/strategies/{name}/{operation:str}", self.operate, methods=["POST"]),
         ]
 

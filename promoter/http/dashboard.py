@@ -93,6 +93,11 @@ class Dashboard:
         if detail.get("waiting"):
             parts.append(f"<p>{h.badge('waiting')} {escape(str(detail['waiting']))}</p>")
         parts.append(_rollout(detail))
+        parts.append(
+            '<div class="ops js-only" role="group" aria-label="freeze">'
+            '<button type="button" data-freeze="freeze">Freeze this strategy</button>'
+            '<button type="button" data-freeze="unfreeze">Unfreeze this strategy</button></div>'
+        )
         parts.append('<div class="columns">')
         parts.extend(_column(env, commits, now) for env in detail["environments"])
         parts.append("</div><h2>History</h2>")
@@ -161,6 +166,12 @@ def _column(env: dict[str, Any], commits: dict[str, DryCommit], now: datetime) -
         )
     if env.get("paused"):
         rows.append(f"<dt>paused</dt><dd class=paused>{escape(str(env['paused']))}</dd>")
+    for freeze in env.get("freezes") or []:
+        until = f" until {escape(str(freeze['end']))}" if freeze.get("end") else ""
+        rows.append(
+            f"<dt>freeze</dt><dd class=freeze>{escape(str(freeze['reason']))}{until} "
+            f"({escape(str(freeze['scope']))})</dd>"
+        )
     rows.append("</dl>")
     gates = env.get("gates") or []
     if gates:
@@ -175,6 +186,10 @@ def _column(env: dict[str, Any], commits: dict[str, DryCommit], now: datetime) -
         f'<button type="button" data-op="{op}" data-env="{branch}" '
         f'data-confirm="{escape(question.format(env=env["branch"]))}">{label}</button>'
         for op, label, question in OPERATIONS
+    )
+    rows.append(
+        f'<button type="button" data-freeze="freeze" data-env="{branch}">Freeze</button>'
+        f'<button type="button" data-freeze="unfreeze" data-env="{branch}">Unfreeze</button>'
     )
     rows.append("</div></section>")
     return "\n".join(rows)

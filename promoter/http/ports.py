@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Protocol
 
 from promoter.config import PromotionStrategy
+from promoter.daemon.freezes import FreezeResult
 from promoter.daemon.operation_results import (
     ApproveChangeResult,
     ApproveResult,
@@ -72,11 +73,27 @@ class Operations(Protocol):
     def approve_change(self, strategy: str, *, dry_sha: str) -> ApproveChangeResult: ...
 
 
+class Freezing(Protocol):
+    """A person's freeze of everything, a strategy or an environment (``LookupError`` for an
+    unknown one, or an unfreeze of a scope not frozen)."""
+
+    def freeze(
+        self, *, strategy: str | None, environment: str | None, reason: str, by: str
+    ) -> FreezeResult: ...
+
+    def unfreeze(
+        self, *, strategy: str | None, environment: str | None, by: str
+    ) -> FreezeResult: ...
+
+
 class Commands(Protocol):
     """Writes that reach the SCM or the queue."""
 
     @property
     def operations(self) -> Operations: ...
+
+    @property
+    def freezes(self) -> Freezing: ...
 
     def resolve_commit(self, repo_name: str, sha: str) -> str: ...
 

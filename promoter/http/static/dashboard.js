@@ -69,6 +69,35 @@
     }
   }
 
+  async function freeze(button) {
+    const op = button.dataset.freeze, env = button.dataset.env || null;
+    const strategy = main().dataset.strategy;
+    const what = env ? env + " of " + strategy : "strategy " + strategy;
+    const body = { strategy: strategy, user: "dashboard" };
+    if (env) body.environment = env;
+    if (op === "freeze") {
+      const reason = window.prompt("Freeze " + what + "? No promotion until unfrozen. Why:", "");
+      if (!reason) return;
+      body.reason = reason;
+    } else if (!window.confirm("Unfreeze " + what + "?")) {
+      return;
+    }
+    const headers = { "Content-Type": "application/json" };
+    const token = document.getElementById("token").value.trim();
+    if (token) headers.Authorization = "Bearer " + token;
+    const response = await fetch("/api/v1/" + op, {
+      method: "POST", headers: headers, body: JSON.stringify(body)
+    });
+    let answer = {};
+    try { answer = await response.json(); } catch (e) { answer = {}; }
+    if (!response.ok) {
+      say(op + " " + what + " refused (" + response.status + "): " + (answer.error || response.statusText), "error");
+      return;
+    }
+    say(op + " " + what + ": done", "ok");
+    refresh();
+  }
+
   document.addEventListener("DOMContentLoaded", function () {
     const field = document.getElementById("token");
     field.value = sessionStorage.getItem(KEY) || "";
@@ -77,6 +106,8 @@
     document.addEventListener("click", function (event) {
       const button = event.target.closest("button[data-op]");
       if (button) operate(button);
+      const switcher = event.target.closest("button[data-freeze]");
+      if (switcher) freeze(switcher);
     });
     listen();
   });
