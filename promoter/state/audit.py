@@ -47,6 +47,8 @@ class AuditTrail:
         self._pending: dict[str, list[AuditEntry]] = {}
         self._pushed: set[str] = set()
         self._journal: dict[str, AuditEntry] = {}
+        self._pushed_to: set[str] = set()
+        """Repositories this process pushed to last time, whose notes it may trust."""
         self._recover()
 
     # --- writing -------------------------------------------------------------------------
@@ -67,8 +69,11 @@ class AuditTrail:
             mirror = self.mirror_of(repository)
             try:
                 if mirror is not None:
-                    audit_notes.append(mirror, entries)
+                    fetch = repository not in self._pushed_to
+                    audit_notes.append(mirror, entries, fetch=fetch)
+                    self._pushed_to.add(repository)
             except Exception as exc:
+                self._pushed_to.discard(repository)
                 log.warning(
                     "audit push failed", extra={"repository": repository, "error": str(exc)}
                 )

@@ -84,11 +84,18 @@ def _merged(note: dict[str, Any], entries: list[AuditEntry]) -> dict[str, Any] |
     return {**note, "entries": [*note["entries"], *added], "refusedNotKept": not_kept}
 
 
-def append(mirror: GitMirror, entries: list[AuditEntry]) -> None:
-    """Add ``entries`` to their days' notes and push them, as one notes commit."""
+def append(mirror: GitMirror, entries: list[AuditEntry], *, fetch: bool = False) -> None:
+    """Add ``entries`` to their days' notes and push them, as one notes commit.
+
+    ``fetch`` first when the mirror's notes may hold a commit that was written and never
+    pushed (a push that failed, a process that died before it): entries already there,
+    by id, are not written again, so they must be compared with what the remote has."""
     days: dict[date, list[AuditEntry]] = {}
     for entry in entries:
         days.setdefault(_day(entry), []).append(entry)
+    if fetch:
+        with mirror.lock:
+            mirror.fetch()
     for _ in range(ATTEMPTS):
         with mirror.lock:
             before = mirror.refs().get(AUDIT_REF)
