@@ -79,7 +79,7 @@ class BrowserGuard:
         self.hosts = hosts
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope["path"].startswith(WEBHOOKS):
+        if scope["type"] != "http" or _route_path(scope).startswith(WEBHOOKS):
             await self.app(scope, receive, send)
             return
         host = next((v.decode("latin-1") for k, v in scope["headers"] if k == b"host"), "")
@@ -93,6 +93,15 @@ class BrowserGuard:
             await send(message)
 
         await self.app(scope, receive, with_headers)
+
+
+def _route_path(scope: Scope) -> str:
+    """The path the router sees: without the ``root_path`` a proxy mounted the app at."""
+    path: str = scope["path"]
+    root: str = scope.get("root_path", "")
+    if root and path.startswith(root + "/"):
+        return path[len(root) :]
+    return path
 
 
 async def _misdirected(host: str, send: Send) -> None:

@@ -203,11 +203,16 @@ def test_no_cookie_is_ever_set(client: TestClient) -> None:
     assert "set-cookie" not in client.post("/api/v1/refresh", json={}).headers
 
 
-def test_webhooks_are_left_to_their_own_signature_checks(client: TestClient) -> None:
+@pytest.mark.parametrize("root", ["", "/promoter"])
+def test_webhooks_are_left_to_their_own_signature_checks(
+    served: tuple[TestClient, GitOpsRepo], root: str
+) -> None:
     """An SCM sends neither a browser's headers nor, for GitHub, always JSON: a foreign
-    Host and a form body reach the receiver, which refuses the unsigned delivery."""
+    Host and a form body reach the receiver, which refuses the unsigned delivery; also
+    when a proxy serves the daemon under a path (its POSTs then take the usual way)."""
+    client = TestClient(served[0].app, base_url="http://127.0.0.1", root_path=root)
     answer = client.post(
-        "/webhooks/github",
+        f"{root}/webhooks/github",
         content="payload=%7B%7D",
         headers={
             "host": "promoter.example.com",
