@@ -1,5 +1,6 @@
-"""Text quoted into someone else's markup, escaped for it: Slack's mrkdwn, Markdown (PR
-comments and bodies, GitHub check runs), HTML.
+"""Text quoted into someone else's markup, escaped for it: Slack's mrkdwn and Markdown (PR
+comments and bodies, GitHub check runs). The pages the daemon serves escape for HTML
+themselves (``html.escape``).
 
 What the promoter quotes (a commit subject, a hold reason, a person's name) is plain
 text: once escaped it shows as written and can neither link, ping nor format. The only
@@ -8,11 +9,11 @@ links a message carries are the URLs the promoter builds itself, added by the ca
 
 from __future__ import annotations
 
-import html
 import re
 
 _MARKDOWN_PUNCTUATION = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~=\"'&:;,/?%$^])")
 _MENTION = re.compile(r"@(?=\w)")
+_WWW = re.compile(r"(?i)\b(www)(?=\\?\.)")
 _LINE_BREAKS = re.compile(r"[\r\n\u2028\u2029]+")
 
 
@@ -24,13 +25,9 @@ def slack(text: str) -> str:
 
 def markdown(text: str) -> str:
     """For Markdown on one line: every ASCII punctuation CommonMark could read as markup
-    backslash-escaped, line breaks as spaces, and ``@name`` broken by a zero-width space
-    so that it mentions nobody."""
+    backslash-escaped (so ``https://`` is no autolink either), line breaks as spaces, and
+    a zero-width space after ``@`` and ``www`` so that GitHub's and GitLab's extensions
+    find no mention and no ``www.`` link in it."""
     one_line = _LINE_BREAKS.sub(" ", text)
     escaped = _MARKDOWN_PUNCTUATION.sub(r"\\\1", one_line)
-    return _MENTION.sub("@\u200b", escaped)
-
-
-def html_text(text: str) -> str:
-    """For HTML, in text or in a quoted attribute."""
-    return html.escape(text, quote=True)
+    return _WWW.sub("\\1\u200b", _MENTION.sub("@\u200b", escaped))
