@@ -239,7 +239,7 @@ class LocalDriver(Driver):
         config = local_config(self.gitops.path, self.tmp / "state")
         self.daemon = Daemon(config, observers=[self.events])
         self.runtime = self.daemon.runtime
-        with TestClient(self.daemon.app) as self.client:
+        with TestClient(self.daemon.app, base_url=common.LOOPBACK) as self.client:
             yield self
 
     def ci_green(self, branch: str, sha: str) -> None:
@@ -281,7 +281,7 @@ class GitHubDriver(Driver):
             )
             self.daemon = Daemon(parse_config(text), observers=[self.events])
             self.runtime = self.daemon.runtime
-            with TestClient(self.daemon.app) as self.client:
+            with TestClient(self.daemon.app, base_url=common.LOOPBACK) as self.client:
                 self.robot = GitHubCI(self.client, fake)
                 yield self
 
@@ -334,7 +334,7 @@ class GitLabDriver(Driver):
             )
             self.daemon = Daemon(parse_config(text), observers=[self.events])
             self.runtime = self.daemon.runtime
-            with TestClient(self.daemon.app) as self.client:
+            with TestClient(self.daemon.app, base_url=common.LOOPBACK) as self.client:
                 self.harness = Harness(self.runtime, self.client, fake, self.gitops, hook)
                 yield self
 
