@@ -232,6 +232,9 @@ class WriteRoutes:
             return attempt.finish(problem(404, f"no repository named {name!r}"))
         except ScmError as exc:
             return attempt.finish(scm_problem("the SCM refused the status", exc))
+        except Exception as exc:
+            attempt.finish(problem(500, f"set-status failed: {type(exc).__name__}"))
+            raise
         answer = {
             "repository": name,
             "sha": sha,
