@@ -259,7 +259,7 @@ class LocalDriver(Driver):
         config = local_config(self.gitops.path, self.tmp / "state")
         self.daemon = Daemon(config, observers=[self.events])
         self.runtime = self.daemon.runtime
-        with TestClient(self.daemon.app) as self.client:
+        with TestClient(self.daemon.app, base_url=common.LOOPBACK) as self.client:
             yield self
 
     def ci_green(self, branch: str, sha: str) -> None:
@@ -301,7 +301,7 @@ class GitHubDriver(Driver):
             )
             self.daemon = Daemon(parse_config(featured(text)), observers=[self.events])
             self.runtime = self.daemon.runtime
-            with TestClient(self.daemon.app) as self.client:
+            with TestClient(self.daemon.app, base_url=common.LOOPBACK) as self.client:
                 self.robot = GitHubCI(self.client, fake)
                 yield self
 
@@ -355,7 +355,7 @@ class GitLabDriver(Driver):
             fake.add_user("ada")
             self.daemon = Daemon(parse_config(featured(text)), observers=[self.events])
             self.runtime = self.daemon.runtime
-            with TestClient(self.daemon.app) as self.client:
+            with TestClient(self.daemon.app, base_url=common.LOOPBACK) as self.client:
                 self.harness = Harness(self.runtime, self.client, fake, self.gitops, hook)
                 yield self
 

@@ -9,12 +9,13 @@ import httpx
 
 from promoter.errors import PromoterError
 
-TOKEN_HINT = "pass --token TOKEN or set PROMOTER_API_TOKEN (the daemon's daemon.apiToken)"
+TOKEN_HINT = "pass --token TOKEN or set PROMOTER_API_TOKEN (a token of the daemon's access.tokens)"
 
 
 class ApiClient:
     def __init__(self, url: str, *, token: str | None = None, timeout: float = 10.0) -> None:
-        token = token or os.environ.get("PROMOTER_API_TOKEN")
+        """``token``: None reads ``PROMOTER_API_TOKEN``; "" sends none."""
+        token = os.environ.get("PROMOTER_API_TOKEN") if token is None else token
         self._has_token = bool(token)
         headers = {"authorization": f"Bearer {token}"} if token else {}
         self._http = httpx.Client(base_url=url.rstrip("/"), headers=headers, timeout=timeout)

@@ -1,12 +1,11 @@
 """``promoter freeze`` and ``promoter unfreeze``: stop every promotion of everything, a
 strategy or one environment until lifted (reverts still go through), through a running
-daemon's API (docs/freezes.md)."""
+daemon's API, as the caller its token names (an ``admin``; docs/freezes.md)."""
 
 from __future__ import annotations
 
 import argparse
 import json
-import os
 
 from promoter.cli.client import ApiClient
 from promoter.cli.commands import Command, add_client_arguments
@@ -17,11 +16,6 @@ def _arguments(p: argparse.ArgumentParser, *, freezing: bool) -> None:
     p.add_argument("environment", nargs="?", help="only this environment of the strategy")
     if freezing:
         p.add_argument("--reason", required=True, help="why, shown on every PR it stops")
-    p.add_argument(
-        "--user",
-        default=os.environ.get("USER") or "promoter-cli",
-        help="who, kept in the freeze's log ($USER when set)",
-    )
     add_client_arguments(p)
 
 
@@ -30,7 +24,6 @@ def _run(args: argparse.Namespace) -> int:
         "strategy": args.strategy,
         "environment": args.environment,
         "reason": getattr(args, "reason", None),
-        "user": args.user,
     }
     client = ApiClient(args.url, token=args.token)
     try:

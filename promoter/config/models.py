@@ -13,6 +13,7 @@ from typing import Any, Literal
 
 from pydantic import Field, PrivateAttr
 
+from promoter.config.access import Access
 from promoter.config.base import Spec
 from promoter.config.durations import Duration
 from promoter.config.freezes import GlobalFreezeWindow
@@ -75,7 +76,9 @@ class Daemon(Spec):
     workers: int = Field(default=4, ge=1, le=64)
     max_backoff: Duration = Field(default=300.0, description="Cap of the retry backoff.")
     api_token: SecretRef | None = Field(
-        default=None, description="Bearer token for write calls to /api/v1 when not on loopback."
+        default=None,
+        description="One shared bearer token, the caller 'api-token' with the admin role"
+        " (access.tokens names each caller instead).",
     )
     log_level: Literal["debug", "info", "warning", "error"] = "info"
 
@@ -95,6 +98,7 @@ class Config(Spec):
         default_factory=list,
         description="Freeze dates or ranges of every strategy (docs/freezes.md).",
     )
+    access: Access = Field(default_factory=Access)
 
     def provider(self, name: str) -> ScmProvider:
         return next(p for p in self.scm_providers if p.name == name)

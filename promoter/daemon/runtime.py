@@ -28,8 +28,10 @@ from promoter.daemon.scheduler import Scheduler, strategies_of
 from promoter.daemon.settled import SettledIndex
 from promoter.daemon.workers import Workers
 from promoter.errors import CommitNotFound
+from promoter.git import GitMirror
 from promoter.git.pool import MirrorPool
 from promoter.models import CommitStatus, DryCommit, utcnow
+from promoter.state.audit import AuditTrail
 from promoter.state.ledger import GitLedger
 from promoter.state.pulls import PullRequestCache
 from promoter.state.statuses import StatusCache
@@ -62,6 +64,7 @@ class Runtime:
         self.sha_index = ShaIndex()
         self.pr_cache = PullRequestCache(max_age=config.daemon.resync_interval)
         self.ledger = GitLedger()
+        self.audit = AuditTrail(self.state_dir / "audit", mirror_of=self._mirror_of)
         self.queue = WorkQueue(max_delay=config.daemon.max_backoff)
         self.settled = SettledIndex(self.status_cache, self.pr_cache)
         self.reconciler = Reconciler(
@@ -100,6 +103,11 @@ class Runtime:
     def public_url(self) -> str:
         d = self.config.daemon
         return d.public_url or f"http://{d.host}:{d.port}"
+
+    def _mirror_of(self, repo_name: str) -> GitMirror | None:
+        if not self.has_repository(repo_name):
+            return None
+        return self.mirrors.get(self.config.repository(repo_name))
 
     def _credentials(self, repo: Repository) -> dict[str, str]:
         return dict(self.plugins[repo.scm_provider].git_environment(repo=repo))
@@ -228,6 +236,7 @@ class Runtime:
             return
         self.workers.start()
         self.scheduler.every(LEDGER_FLUSH_INTERVAL, self.ledger.flush_all, "ledger-flush")
+        self.scheduler.every(LEDGER_FLUSH_INTERVAL, self.audit.flush_all, "audit-flush")
         self.scheduler.start()
         self.scheduler.resync()
         self.started = True
@@ -247,6 +256,7 @@ class Runtime:
         self.scheduler.stop()
         finished = self.workers.stop(timeout=60)
         self.ledger.flush_all()
+        self.audit.flush_all()
         for closer in self._closers:
             closer.close()
         for plugin in self.plugins.values():

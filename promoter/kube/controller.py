@@ -36,6 +36,7 @@ from promoter.kube.refresh import RefreshForwarder
 from promoter.kube.resources import REFRESH_ANNOTATION
 from promoter.kube.status import ready_status, strategy_status
 from promoter.kube.status_writer import StatusWriter
+from promoter.kube.token_review import TokenReviewer
 from promoter.kube.watcher import Watcher
 from promoter.wiring import Daemon
 from scm_plugins.protocol import ScmPlugin
@@ -234,7 +235,8 @@ class Controller:
             forward=self.forwarder.forward,
             reconciled=self._reconciled,
         )
-        runtime.app = Daemon(config, runtime=runtime).app
+        reviewer = TokenReviewer(self.kube, audiences=config.access.kubernetes.audiences)
+        runtime.app = Daemon(config, runtime=runtime, review=reviewer).app
         return runtime
 
     # --- watch events --------------------------------------------------------------------

@@ -11,6 +11,7 @@ from starlette.testclient import TestClient
 
 from promoter.cli.sandbox import git
 from promoter.wiring import Daemon
+from tests.people import access_yaml, bearer
 from tests.support import GitOpsRepo, local_config, wait_for
 
 from .test_local_promotion import active_dry, env_view, set_status, wait_state
@@ -25,8 +26,14 @@ def freeze_check(client: TestClient, head: str) -> dict[str, Any] | None:
     return next((s for s in found if s.key == "promoter/freeze"), None)
 
 
+PEOPLE = {"ada": ["role: admin"], "bob": ["role: admin"], "olga": ["role: operator"]}
+"""Two admins who freeze and unfreeze, an operator who may not; the tokenless loopback
+caller (``local``, an admin) plays CI."""
+
+
 def start(gitops: GitOpsRepo, state: Path) -> tuple[Daemon, TestClient]:
-    daemon = Daemon(local_config(gitops.path, state))
+    access = access_yaml(state.parent / f"{state.name}-tokens", PEOPLE, anonymous="admin")
+    daemon = Daemon(local_config(gitops.path, state, access=access))
     client = TestClient(daemon.app)
     client.__enter__()
     client.runtime = daemon.runtime  # type: ignore[attr-defined]
@@ -44,11 +51,26 @@ def test_a_freeze_set_during_a_promotion_holds_it_until_lifted(
         env = wait_for(lambda: (e := env_view(client, DEV))["pullRequest"] and e, what="a PR")
         head = env["proposed"]["hydratedSha"]
 
-        refused = client.post("/api/v1/freeze", json={"strategy": "guestbook"})
+        refused = client.post(
+            "/api/v1/freeze", json={"strategy": "guestbook"}, headers=bearer("ada")
+        )
         assert refused.status_code == 422  # a freeze needs a reason
+        operator = client.post(
+            "/api/v1/freeze",
+            json={"strategy": "guestbook", "reason": "mine"},
+            headers=bearer("olga"),
+        )
+        assert operator.status_code == 403  # a freeze is an admin's
+        named = client.post(
+            "/api/v1/freeze",
+            json={"strategy": "guestbook", "reason": "x", "user": "mallory"},
+            headers=bearer("ada"),
+        )
+        assert named.status_code == 422  # who freezes is the caller, never a name in the body
         frozen = client.post(
             "/api/v1/freeze",
-            json={"strategy": "guestbook", "reason": "incident 42", "user": "ada"},
+            json={"strategy": "guestbook", "reason": "incident 42"},
+            headers=bearer("ada"),
         )
         assert frozen.status_code == 200, frozen.text
         assert frozen.json()["scope"] == "strategy guestbook"
@@ -69,6 +91,12 @@ def test_a_freeze_set_during_a_promotion_holds_it_until_lifted(
         assert active_dry(client, DEV) == before
         listed = client.get("/api/v1/freezes").json()["freezes"]
         assert [f["reason"] for f in listed] == ["incident 42"]
+        audit = client.get("/api/v1/audit", params={"action": "freeze"}).json()["entries"]
+        assert {(e["who"], e["outcome"], e["status"]) for e in audit} == {
+            ("ada", "failed", 422),
+            ("olga", "refused", 403),
+            ("ada", "allowed", 200),
+        }
     finally:
         client.__exit__(None, None, None)
 
@@ -83,8 +111,11 @@ def test_a_freeze_set_during_a_promotion_holds_it_until_lifted(
             lambda: "frozen by ada" in env_view(client, DEV)["reason"], what="frozen after restart"
         )
         assert active_dry(client, DEV) == before
-        assert client.post("/api/v1/unfreeze", json={"strategy": "nope"}).status_code == 404
-        lifted = client.post("/api/v1/unfreeze", json={"strategy": "guestbook", "user": "bob"})
+        nope = client.post("/api/v1/unfreeze", json={"strategy": "nope"}, headers=bearer("bob"))
+        assert nope.status_code == 404
+        lifted = client.post(
+            "/api/v1/unfreeze", json={"strategy": "guestbook"}, headers=bearer("bob")
+        )
         assert lifted.status_code == 200, lifted.text
         wait_for(lambda: active_dry(client, DEV) == change, what="dev promoted once unfrozen")
         check = wait_for(
@@ -94,7 +125,9 @@ def test_a_freeze_set_during_a_promotion_holds_it_until_lifted(
             what="the freeze check green",
         )
         assert check.description == "no freeze on this commit"
-        again = client.post("/api/v1/unfreeze", json={"strategy": "guestbook"})
+        again = client.post(
+            "/api/v1/unfreeze", json={"strategy": "guestbook"}, headers=bearer("bob")
+        )
         assert again.status_code == 404  # not frozen any more
     finally:
         client.__exit__(None, None, None)
@@ -109,7 +142,7 @@ def test_a_freeze_set_during_a_promotion_holds_it_until_lifted(
     assert logged and '"by":"bob"' in logged[0] and '"action":"unfreeze"' in logged[0]
 
 
-def test_freeze_and_unfreeze_need_the_token_off_loopback(
+def test_freeze_and_unfreeze_need_credentials_off_loopback(
     gitops: GitOpsRepo, tmp_path: Path
 ) -> None:
     config = local_config(gitops.path, tmp_path / "state", host="0.0.0.0")
