@@ -27,6 +27,7 @@ test: $(STAMP)
 	bash .ci/browser
 	$(BIN)/ruff check promoter scm_plugins webhooks tests bench
 	$(BIN)/mypy
+	$(BIN)/lint-imports --no-cache
 	$(BIN)/pytest -m "not slow" $(PYTEST_ARGS)
 
 test-slow: $(STAMP)
@@ -36,4 +37,4 @@ bench: $(STAMP)
 	$(BIN)/python bench/webhook_throughput.py
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .import_linter_cache

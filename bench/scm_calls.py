@@ -28,7 +28,9 @@ itself makes through the daemon's API (those are CI's calls, not the promoter's)
     python bench/scm_calls.py [--changes 3] [--plugin github --plugin gitlab-manual ...]
 
 Target: at most 5 calls for every environment on GitHub and GitLab (the local SCM is
-reported: it is in process and has no webhooks).
+reported: it is in process and has no webhooks), with no ``--feature``. ``--feature
+deployments --feature reviewers`` turns on issue 31's features that cost calls, to measure
+them (docs/deployments.md, docs/gates.md); the target then does not apply.
 """
 
 from __future__ import annotations
@@ -58,9 +60,27 @@ POLL = "1h"
 """Pushes reach GitHub's and GitLab's daemons by webhook, as in production: no polling."""
 PLUGINS = ("local", "github", "gitlab", "github-manual", "gitlab-manual")
 """``-manual``: prod has ``autoMerge: false`` and a person merges its PR in the SCM."""
+FEATURES = ("deployments", "reviewers")
+"""``--feature``: issue 31's features that cost SCM calls, turned on to measure what they cost
+(off, the counts are those of the target)."""
+ON: list[str] = []
 STRATEGY = "guestbook"
 TIMEOUT = 30.0
 FIXTURES = common.ROOT / "tests" / "fixtures"
+
+
+def featured(text: str) -> str:
+    """The configuration with the ``--feature``s on: deployments in every environment, one
+    reviewer requested on every promotion PR."""
+    if "deployments" in ON:
+        text = text.replace("    environments:\n", "    deployments: {}\n    environments:\n", 1)
+    if "reviewers" in ON:
+        for env in ("dev", "staging", "prod"):
+            text = text.replace(
+                f"branch: environment/{env}",
+                f"reviewers: {{users: [ada]}}, branch: environment/{env}",
+            )
+    return text
 
 
 # --- the call log --------------------------------------------------------------------
@@ -239,7 +259,7 @@ class LocalDriver(Driver):
         config = local_config(self.gitops.path, self.tmp / "state")
         self.daemon = Daemon(config, observers=[self.events])
         self.runtime = self.daemon.runtime
-        with TestClient(self.daemon.app) as self.client:
+        with TestClient(self.daemon.app, base_url=common.LOOPBACK) as self.client:
             yield self
 
     def ci_green(self, branch: str, sha: str) -> None:
@@ -279,9 +299,9 @@ class GitHubDriver(Driver):
                 poll_interval=POLL,
                 prod_auto_merge=not self.manual_prod,
             )
-            self.daemon = Daemon(parse_config(text), observers=[self.events])
+            self.daemon = Daemon(parse_config(featured(text)), observers=[self.events])
             self.runtime = self.daemon.runtime
-            with TestClient(self.daemon.app) as self.client:
+            with TestClient(self.daemon.app, base_url=common.LOOPBACK) as self.client:
                 self.robot = GitHubCI(self.client, fake)
                 yield self
 
@@ -332,9 +352,10 @@ class GitLabDriver(Driver):
                 poll_interval=POLL,
                 prod=", autoMerge: false" if self.manual_prod else "",
             )
-            self.daemon = Daemon(parse_config(text), observers=[self.events])
+            fake.add_user("ada")
+            self.daemon = Daemon(parse_config(featured(text)), observers=[self.events])
             self.runtime = self.daemon.runtime
-            with TestClient(self.daemon.app) as self.client:
+            with TestClient(self.daemon.app, base_url=common.LOOPBACK) as self.client:
                 self.harness = Harness(self.runtime, self.client, fake, self.gitops, hook)
                 yield self
 
@@ -514,7 +535,11 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("--changes", type=int, default=3, help="dry changes promoted to prod")
     parser.add_argument("--plugin", action="append", choices=PLUGINS, help="(repeatable)")
+    parser.add_argument(
+        "--feature", action="append", choices=FEATURES, default=[], help="turn on (repeatable)"
+    )
     args = parser.parse_args(argv)
+    ON[:] = args.feature
     common.quiet_logs()
     os.environ.update(common.IDENTITY)
     results = {p: as_json(measure(p, args.changes)) for p in args.plugin or PLUGINS}
@@ -528,6 +553,7 @@ def main(argv: list[str] | None = None) -> int:
     figures = {
         "bench": "scm_calls",
         "changes": args.changes,
+        "features": args.feature,
         "plugins": results,
         "target_calls_per_env_promotion": TARGET,
         "checks": checks,

@@ -5,4 +5,6 @@ Layers, innermost first: ``models``/``errors`` (shared values), ``config``, ``en
 See docs/architecture.md.
 """
 
+__all__ = ["__version__"]
+
 __version__ = "0.1.0"

@@ -1,7 +1,33 @@
 """The promoter's error classes: temporary errors are retried, permanent ones are reported.
 
 Third-party exceptions (PyGithub, python-gitlab, GitPython) are translated into
-these once, at the boundary, with the original kept as ``__cause__``.
+these once, at the boundary, with the original kept as ``__cause__``. The tree, with
+what each class means and what a worker (``promoter.daemon.workers``) does when a
+reconcile raises it. Backoff is exponential per strategy, capped at ``daemon.maxBackoff``
+and reset by a success; a parked strategy waits for a webhook, a moved ref or a new
+configuration (the resync skips it)::
+
+    PromoterError               raised on purpose; anything else is a crash: backoff
+    ├── TemporaryError          worth retrying: backoff, and no sooner than its ``delay``
+    │   ├── GitError            a git command failed (remote unreachable, lock held): backoff
+    │   ├── ScmNotFound         what we knew is gone (a PR, a branch): read again, backoff
+    │   ├── ScmConflict         the SCM refused the change: read again, retry soon or at the cap
+    │   ├── ScmRateLimited      the SCM's rate limit is spent: after ``retry_after``, not before
+    │   │   └── RateBudgetWait  our own budget for the credential says wait: as ScmRateLimited
+    │   ├── ScmUnavailable      the SCM is down, timed out or answered 5xx: backoff
+    │   └── HoldLapsed          sharded: our shard's hold lapsed, nobody else holds it: backoff
+    ├── PermanentError          retrying fails the same way: reported, the strategy parked
+    │   ├── ConfigError         the configuration is invalid (every problem): refused at load
+    │   ├── CommitNotFound      a SHA (prefix) names no commit, or several: the API answers 422
+    │   ├── MetadataMissing     a hydrated commit has no hydrator metadata: its environment blocked
+    │   └── ScmAuthError        credentials refused (401), a permission missing (403): parked
+    ├── NotOwner                sharded: another replica holds the repository now: dropped
+    └── ScmError                what an SCM plugin raises: every Scm* class above is one too
+
+Defined next to their use: ``OperationError`` (``promoter.daemon.operations``),
+``LedgerUnreadable`` (``promoter.state.ledger``), ``HydrateError``
+(``promoter.cli.hydrate``), all permanent; ``PluginError`` (permanent) and
+``PluginTemporaryError`` (``scm_plugins.external.errors``).
 """
 
 from __future__ import annotations
@@ -58,8 +84,13 @@ class ScmError(PromoterError):
     """Base of the errors an SCM plugin raises."""
 
 
-class ScmNotFound(ScmError, PermanentError):
-    """The repository, pull request or commit does not exist (or is not visible)."""
+class ScmNotFound(ScmError, TemporaryError):
+    """The repository, pull request or commit does not exist (or is not visible).
+
+    Temporary: it says that what the promoter knew was wrong (a PR merged or closed
+    meanwhile, a branch deleted), so the strategy is read again, with backoff, and never
+    parked. Callers that expect a missing thing (a group member, a review) catch it.
+    """
 
 
 class ScmConflict(ScmError, TemporaryError):

@@ -30,6 +30,19 @@ SCM_CALLS_TOTAL = Counter(
     ["provider", "operation", "outcome"],
     registry=REGISTRY,
 )
+SCM_CALL_DURATION = Histogram(
+    "promoter_scm_call_duration_seconds",
+    "Wall time of one SCM call by provider and operation (a slow plugin shows here).",
+    ["provider", "operation"],
+    buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30),
+    registry=REGISTRY,
+)
+PLUGIN_EVENTS_TOTAL = Counter(
+    "promoter_plugin_events_total",
+    "Events pushed by out-of-process SCM plugins, by provider, event and result.",
+    ["provider", "event", "result"],
+    registry=REGISTRY,
+)
 SCM_RATE_LIMIT_REMAINING = Gauge(
     "promoter_scm_rate_limit_remaining",
     "Rate-limit budget left, as the SCM last reported it.",

@@ -104,6 +104,29 @@ class Review(Model):
     teams: tuple[str, ...] = ()
 
 
+class Verification(Model):
+    """An SCM's own verdict on a commit's signature (GitHub's ``verification``)."""
+
+    verified: bool
+    reason: str = ""
+
+
+class QueueEntry(Model):
+    """A pull request's place in its base branch's merge queue (GitHub) or merge train
+    (GitLab), or why it left it."""
+
+    queued: bool
+    state: str = ""
+    """The SCM's word for where it stands (GitHub: QUEUED, AWAITING_CHECKS, MERGEABLE,
+    UNMERGEABLE, LOCKED; GitLab: idle, stale, fresh, merging)."""
+    position: int | None = None
+    checks: str = ""
+    """The merge group's checks as the SCM sums them up (GitHub: SUCCESS, PENDING, FAILURE)."""
+    removed_reason: str = ""
+    """Why it was last taken out of the queue, when it is not in it."""
+    removed_at: datetime | None = None
+
+
 class HydratorMetadata(Model):
     """What a hydrated commit says about the dry commit it was rendered from."""
 

@@ -20,9 +20,10 @@ from promoter.config import Config
 from promoter.config.loader import load_config
 from promoter.daemon import Observer, Runtime
 from promoter.errors import ConfigError
-from promoter.http import Api, build_app, is_loopback
+from promoter.http import AccessControl, Api, TokenReview, build_app
 from promoter.models import utcnow
 from promoter.notify import Notifier
+from scm_plugins.external.events import EventSource
 from scm_plugins.protocol import ScmPlugin
 from scm_plugins.registry import build_plugin
 from scm_plugins.registry import preflight as plugins_preflight
@@ -37,7 +38,7 @@ def add_plugin_arguments(parser: Any) -> None:
 
 
 def print_plugin_protocol_schema() -> int:
-    """``promoter schema --plugin-protocol``: the JSON Schemas of ``promoter.scm/v1``."""
+    """``promoter schema --plugin-protocol``: the JSON Schemas of ``promoter.scm/v1.1``."""
     from scm_plugins.external.cli import print_protocol_schema
 
     return print_protocol_schema()
@@ -119,8 +120,10 @@ class Daemon:
         observers: Iterable[Observer] = (),
         clock: Callable[[], datetime] = utcnow,
         runtime: Runtime | None = None,
+        review: TokenReview | None = None,
     ) -> None:
-        """``runtime``: one built already (Kubernetes mode's, which forwards when not leading)."""
+        """``runtime``: one built already (Kubernetes mode's, which forwards when not leading);
+        ``review``: Kubernetes mode's TokenReview of bearer tokens (``access.kubernetes``)."""
         config = with_state_dir(config)
         self.notifier = notifier_for(config) if runtime is None else None
         extra = [self.notifier] if self.notifier else []
@@ -130,12 +133,10 @@ class Daemon:
             observers=[*observers, *extra],
             clock=clock,
         )
-        token = config.daemon.api_token
         api = Api(
             views=self.runtime,
             commands=self.runtime,
-            token=token.resolve() if token else None,
-            loopback_only=is_loopback(config.daemon.host),
+            access=AccessControl.from_config(config, review=review),
         )
         self.app: Starlette = build_app(
             api,
@@ -167,4 +168,14 @@ class Daemon:
             pr_cache=rt.pr_cache,
         )
         rt.on_stop(mounted)
+        self._plugin_events(mounted.dispatcher)
         return list(mounted.routes)
+
+    def _plugin_events(self, dispatcher: webhooks.Dispatcher) -> None:
+        """Plugins that send events (``promoter.scm/v1.1``) report them for the
+        repositories they serve, through the webhooks' dispatcher."""
+        rt = self.runtime
+        for name, plugin in rt.plugins.items():
+            served = [r for r in rt.config.repositories if r.scm_provider == name]
+            if served and isinstance(plugin, EventSource):
+                plugin.subscribe(served, webhooks.PluginEvents(dispatcher, provider=name))

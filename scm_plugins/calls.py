@@ -3,7 +3,8 @@
 A plugin wraps each remote call in ``with calls.call("operation"):``; the block's
 exceptions are translated by the plugin's ``translate`` function into
 ``promoter.errors.Scm*`` (original kept as ``__cause__``), and the outcome is
-counted in ``promoter_scm_calls_total{provider,operation,outcome}``. Every error that
+counted in ``promoter_scm_calls_total{provider,operation,outcome}`` and timed in
+``promoter_scm_call_duration_seconds{provider,operation}``. Every error that
 leaves a call, with its causes, is scrubbed of every secret the process knows
 (``promoter.redaction``): an SCM that echoes a token back in an error body cannot put it
 into the API, ``/readyz`` or a log line, whichever plugin made the call. A rate limit
@@ -22,6 +23,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager, suppress
 
+from promoter.activity import ACTIVITY
 from promoter.errors import (
     RateBudgetWait,
     ScmConflict,
@@ -30,7 +32,7 @@ from promoter.errors import (
     ScmRateLimited,
     ScmUnavailable,
 )
-from promoter.metrics import SCM_CALLS_TOTAL, SCM_RATE_LIMIT_REMAINING
+from promoter.metrics import SCM_CALL_DURATION, SCM_CALLS_TOTAL, SCM_RATE_LIMIT_REMAINING
 from promoter.redaction import KNOWN
 from scm_plugins.budget import Cost, CredentialBudget, Throttled, Ticket
 from scm_plugins.limiter import CredentialPause
@@ -96,7 +98,8 @@ class ScmCalls:
             )
         ticket = self._admit(operation, cost, fields)
         try:
-            yield Receipt(self, ticket)
+            with ACTIVITY.calling(self.provider, operation):
+                yield Receipt(self, ticket)
         except ScmError as exc:
             error = exc
             KNOWN.scrub_exception(exc)
@@ -118,14 +121,16 @@ class ScmCalls:
             if ticket is not None:
                 ticket.close()
             outcome = _outcome(error)
+            took = time.perf_counter() - started
             SCM_CALLS_TOTAL.labels(self.provider, operation, outcome).inc()
+            SCM_CALL_DURATION.labels(self.provider, operation).observe(took)
             log.debug(
                 "scm call",
                 extra={
                     "provider": self.provider,
                     "operation": operation,
                     "outcome": outcome,
-                    "duration_ms": round((time.perf_counter() - started) * 1000, 2),
+                    "duration_ms": round(took * 1000, 2),
                     **fields,
                 },
             )

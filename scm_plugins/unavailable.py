@@ -20,6 +20,7 @@ class UnavailableScm:
 
     def __init__(self, *, provider: str, kind: str, reason: str) -> None:
         self.name = kind
+        self.folded_gate_keys: frozenset[str] = frozenset()
         self._message = f"the {kind} provider {provider!r} is not available here: {reason}"
 
     def _refuse(self) -> NoReturn:

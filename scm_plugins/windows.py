@@ -22,11 +22,6 @@ class SlidingWindow:
         self._log: deque[tuple[float, float]] = deque()
         self._total = 0.0
 
-    def used(self, now: float) -> float:
-        """Units spent within the last ``span`` seconds."""
-        self._expire(now)
-        return self._total
-
     def wait(self, amount: float, now: float, *, reserve: float = 0.0) -> float:
         """Seconds until ``amount`` fits with ``reserve`` units left over; 0 when it fits
         now, ``inf`` when it never can."""
@@ -66,10 +61,6 @@ class TokenBucket:
         self.capacity = capacity
         self._tokens = capacity
         self._at = now
-
-    def tokens(self, now: float) -> float:
-        self._refill(now)
-        return self._tokens
 
     def wait(self, amount: float, now: float, *, reserve: float = 0.0) -> float:
         """Seconds until ``amount`` tokens can be taken with ``reserve`` left over."""

@@ -1,148 +1,165 @@
 """The packages depend on each other in one direction only (docs/architecture.md).
 
-Every import in the source, at module level or inside a function, is checked against
-the layer table below; a reverse import fails with the module and line that made it.
+The layers are import-linter contracts (``[tool.importlinter]`` in pyproject.toml), run by
+``make test`` as ``lint-imports``. These tests prove that the contracts bite: each breaks
+when an import it forbids is planted in the import graph, the one hidden inside a function
+is caught by ``lint-imports`` itself, and no import cycle joins two modules of ours.
 """
 
 from __future__ import annotations
 
-import ast
+import copy
+import functools
+import shutil
+import subprocess
+import sys
 from pathlib import Path
+from typing import Any
 
+import grimp
 import pytest
+from importlinter.api import read_configuration
+from importlinter.contracts.acyclic_siblings import AcyclicSiblingsContract
+from importlinter.contracts.forbidden import ForbiddenContract
+from importlinter.contracts.independence import IndependenceContract
+from importlinter.contracts.layers import LayersContract
+from importlinter.contracts.protected import ProtectedContract
 
 ROOT = Path(__file__).resolve().parent.parent
 
-BASE = {
-    "promoter",
-    "promoter.models",
-    "promoter.errors",
-    "promoter.metrics",
-    "promoter.logs",
-    "promoter.redaction",
+CONTRACT_TYPES = {
+    kind.type_name: kind
+    for kind in (
+        AcyclicSiblingsContract,
+        ForbiddenContract,
+        IndependenceContract,
+        LayersContract,
+        ProtectedContract,
+    )
 }
-"""Shared values, errors and observability: anything may use them; they use nothing (but the
-logs hide the secrets the process knows)."""
-
-ALLOWED: dict[str, set[str]] = {
-    "promoter": set(),
-    "promoter.models": set(),
-    "promoter.errors": set(),
-    "promoter.metrics": set(),
-    "promoter.logs": {"promoter.redaction"},
-    "promoter.redaction": set(),
-    "promoter.config": BASE,
-    "promoter.engine": BASE | {"promoter.config"},
-    "promoter.git": BASE | {"promoter.config"},
-    "promoter.state": BASE | {"promoter.config", "promoter.engine", "promoter.git"},
-    "promoter.daemon": BASE
-    | {"promoter.config", "promoter.engine", "promoter.git", "promoter.state"}
-    | {"scm_plugins.protocol"},
-    "promoter.http": BASE
-    | {"promoter.config", "promoter.engine", "promoter.state", "promoter.daemon"},
-    "promoter.cli": BASE
-    | {"promoter.config", "promoter.engine", "promoter.git", "promoter.state"}
-    | {"promoter.daemon", "promoter.http", "promoter.wiring", "promoter.kube"}
-    | {"promoter.notify"},
-    "promoter.notify": BASE | {"promoter.config", "promoter.daemon"},
-    "promoter.wiring": BASE
-    | {"promoter.config", "promoter.daemon", "promoter.http", "promoter.notify"}
-    | {"scm_plugins", "webhooks"},
-    "promoter.kube": BASE
-    | {"promoter.config", "promoter.engine", "promoter.state", "promoter.daemon"}
-    | {"promoter.http", "promoter.wiring", "scm_plugins"},
-    "scm_plugins": BASE | {"promoter.config", "promoter.git"},
-    "webhooks": BASE | {"promoter.config", "promoter.state"},
-}
-"""For each package (or top-level module): the packages it may import besides itself."""
-
-OURS = ("promoter", "scm_plugins", "webhooks")
 
 
-def owner(module: str) -> str:
-    """The entry of ALLOWED a module belongs to (the longest matching prefix)."""
-    parts = module.split(".")
-    for size in range(len(parts), 0, -1):
-        name = ".".join(parts[:size])
-        if name in ALLOWED:
-            return name
-    return module
+@functools.cache
+def configuration() -> dict[str, Any]:
+    return read_configuration(str(ROOT / "pyproject.toml"))
 
 
-def imports(source: str, module: str, *, is_package: bool = False) -> list[tuple[int, str]]:
-    """``(line, imported module)`` for every import of our packages in ``source``."""
-    found = []
-    package = module if is_package else module.rsplit(".", 1)[0]
-    for node in ast.walk(ast.parse(source)):
-        if isinstance(node, ast.Import):
-            found += [(node.lineno, alias.name) for alias in node.names]
-        elif isinstance(node, ast.ImportFrom):
-            base = node.module or ""
-            if node.level:
-                anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
-                base = ".".join([*anchor, base] if base else anchor)
-            names = [f"{base}.{a.name}" for a in node.names]
-            # ``from promoter import logs`` imports promoter.logs; keep what is a module.
-            found += [
-                (node.lineno, n if owner(n) != owner(base) or n in ALLOWED else base) for n in names
-            ]
-    return [(line, name) for line, name in found if name.split(".")[0] in OURS]
+@functools.cache
+def import_graph() -> grimp.ImportGraph:
+    session = configuration()["session_options"]
+    return grimp.build_graph(
+        *session["root_packages"],
+        include_external_packages=session["include_external_packages"],
+        cache_dir=None,
+    )
 
 
-def reverse_imports(source: str, module: str, *, is_package: bool = False) -> list[str]:
-    """The imports of ``module`` that break the layer table, as ``module:line imports x``."""
-    mine = owner(module)
-    allowed = ALLOWED[mine]
-    bad = []
-    for line, target in imports(source, module, is_package=is_package):
-        theirs = owner(target)
-        if theirs == mine or theirs in allowed or target in allowed:
-            continue
-        bad.append(f"{module}:{line} imports {target}")
-    return bad
-
-
-def our_modules() -> list[tuple[str, Path]]:
-    """Every module of ours by dotted name (a package by its own name)."""
-    found = []
-    for top in OURS:
-        for path in sorted((ROOT / top).rglob("*.py")):
-            parts = path.relative_to(ROOT).with_suffix("").parts
-            if parts[-1] == "__init__":
-                parts = parts[:-1]
-            found.append((".".join(parts), path))
-    return found
-
-
-def test_every_module_imports_only_the_layers_below_it() -> None:
-    bad = [
-        problem
-        for module, path in our_modules()
-        for problem in reverse_imports(
-            path.read_text(encoding="utf-8"), module, is_package=path.name == "__init__.py"
+def broken_contracts(*planted: tuple[str, str]) -> list[str]:
+    """The ids of the contracts that the source breaks with the ``planted`` imports added."""
+    graph = copy.deepcopy(import_graph())
+    for importer, imported in planted:
+        assert {importer, imported} <= graph.modules, "plant an import between real modules"
+        graph.add_import(
+            importer=importer, imported=imported, line_number=1, line_contents="planted"
         )
-    ]
-    assert bad == []
+    session = configuration()["session_options"]
+    broken = []
+    for options in configuration()["contracts_options"]:
+        contract = CONTRACT_TYPES[options["type"]](
+            name=options["name"], session_options=session, contract_options=options
+        )
+        if not contract.check(copy.deepcopy(graph), verbose=False).kept:
+            broken.append(options["id"])
+    return broken
 
 
-@pytest.mark.parametrize(
-    ("module", "source"),
-    [
-        ("promoter.engine.decide", "from promoter.daemon.reconciler import Reconciler\n"),
-        ("promoter.engine.decide", "def f():\n    import promoter.git\n"),
-        ("promoter.daemon.executor", "from scm_plugins.github import GitHubScm\n"),
-        ("promoter.daemon.runtime", "import webhooks\n"),
-        ("promoter.http.api", "from promoter.wiring import Daemon\n"),
-        ("promoter.config.models", "from promoter.engine import decide\n"),
-        ("webhooks.github", "from promoter.daemon import Runtime\n"),
-        ("promoter.models", "from promoter.config import Config\n"),
-    ],
-)
-def test_a_reverse_import_is_caught(module: str, source: str) -> None:
-    assert reverse_imports(source, module) != []
+REVERSE_IMPORTS = [
+    ("promoter.engine.decide", "promoter.daemon.reconciler", "layers"),
+    ("promoter.config.models", "promoter.engine", "layers"),
+    ("promoter.models", "promoter.config", "layers"),
+    ("promoter.wiring", "promoter.kube", "layers"),
+    ("promoter.engine.decide", "promoter.git", "layers"),
+    ("promoter.http.api", "promoter.notify", "layers"),
+    ("promoter", "promoter.config", "root"),
+    ("promoter.models", "promoter.redaction", "shared"),
+    ("promoter.logs", "promoter", "shared-root"),
+    ("promoter.http.api", "promoter.git.mirror", "http"),
+    ("promoter.notify.notifier", "promoter.state", "notify"),
+    ("promoter.wiring", "promoter.engine", "wiring"),
+    ("promoter.kube.controller", "promoter.git", "kube"),
+    ("scm_plugins.github.plugin", "promoter.state", "plugins-below"),
+    ("promoter.daemon.executor", "scm_plugins.github", "plugins-above"),
+    ("promoter.cli.main", "scm_plugins.registry", "plugins-above"),
+    ("scm_plugins.gitlab.plugin", "scm_plugins.github.client", "plugins-independent"),
+    ("scm_plugins.local.plugin", "scm_plugins.external.server", "plugins-independent"),
+    ("webhooks.github", "promoter.daemon", "webhooks-below"),
+    ("promoter.daemon.runtime", "webhooks", "webhooks-above"),
+    ("webhooks.forgejo", "webhooks.github", "receivers-independent"),
+    ("promoter.engine.gates", "promoter.state.ledger", "engine-pure"),
+    ("promoter.engine.decide", "subprocess", "engine-no-io-libraries"),
+    ("promoter.engine.windows", "git", "engine-no-io-libraries"),
+    ("promoter.engine.dora", "logging", "engine-no-io-libraries"),
+    ("promoter.git.runner", "promoter.git.identity", "acyclic"),
+    ("promoter.daemon.reader", "promoter.daemon.reconciler", "acyclic"),
+]
 
 
-def test_the_table_names_every_package() -> None:
-    """A new top-level module of promoter must be given its place in the table."""
-    unplaced = [m for m, _ in our_modules() if owner(m) == "promoter" and m != "promoter"]
-    assert unplaced == []
+def test_the_source_keeps_every_contract() -> None:
+    assert broken_contracts() == []
+
+
+@pytest.mark.parametrize(("importer", "imported", "contract"), REVERSE_IMPORTS)
+def test_a_forbidden_import_breaks_its_contract(
+    importer: str, imported: str, contract: str
+) -> None:
+    assert contract in broken_contracts((importer, imported))
+
+
+def test_every_contract_is_seen_to_bite() -> None:
+    declared = {options["id"] for options in configuration()["contracts_options"]}
+    assert declared == {contract for _, _, contract in REVERSE_IMPORTS}
+
+
+def test_every_package_of_promoter_has_its_place_in_the_layers() -> None:
+    """A new top-level module of promoter must be given its place in the layers contract."""
+    layers = next(c for c in configuration()["contracts_options"] if c["id"] == "layers")
+    placed = {name.strip() for layer in layers["layers"] for name in layer.split("|")}
+    assert import_graph().find_children("promoter") - placed == set()
+
+
+def test_no_import_cycle_joins_two_modules_of_ours() -> None:
+    """Imports inside functions and of a package's ``__init__`` count too."""
+    graph = import_graph()
+    ours = sorted(m for m in graph.modules if not graph.is_module_squashed(m))
+    cycles = []
+    for module in ours:
+        for imported in graph.find_modules_directly_imported_by(module):
+            back = graph.find_shortest_chain(importer=imported, imported=module)
+            if back is not None:
+                cycles.append(f"{module} -> {' -> '.join(back)}")
+    assert cycles == []
+
+
+def test_lint_imports_catches_a_cycle_hidden_inside_a_function(tmp_path: Path) -> None:
+    for top in configuration()["session_options"]["root_packages"]:
+        shutil.copytree(ROOT / top, tmp_path / top, ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(ROOT / "pyproject.toml", tmp_path)
+    runner = tmp_path / "promoter" / "git" / "runner.py"
+    runner.write_text(
+        runner.read_text(encoding="utf-8")
+        + "\n\ndef _committer() -> dict[str, str]:\n"
+        + "    from promoter.git.identity import identity_env\n\n"
+        + "    return identity_env()\n",
+        encoding="utf-8",
+    )
+    done = subprocess.run(
+        [str(Path(sys.executable).with_name("lint-imports")), "--no-cache"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 1
+    assert "No cycles are allowed in promoter.git" in done.stdout
+    assert ".runner -> .identity" in done.stdout

@@ -40,6 +40,7 @@ from webhooks.forgejo import Forgejo
 from webhooks.github import GitHub
 from webhooks.gitlab import GitLab
 from webhooks.index import StrategyIndex
+from webhooks.plugin_events import PluginEvents
 from webhooks.receiver import Receiver
 from webhooks.verify import GitHubSignature, GitLabToken, SignedDelivery
 
@@ -55,6 +56,7 @@ __all__ = [
     "GitLabToken",
     "Ignored",
     "Ping",
+    "PluginEvents",
     "PullRequestChange",
     "Push",
     "Receiver",
@@ -74,10 +76,13 @@ class WebhookRoutes(list[BaseRoute]):
     """The routes ``POST /webhooks/{github,gitlab,forgejo}`` (a plain list).
 
     Also carries what the daemon may need afterwards: the receivers, the delivery
-    log, and ``close()`` for shutdown.
+    log, the dispatcher (which plugins' events go through too), and ``close()`` for
+    shutdown.
     """
 
-    def __init__(self, receivers: list[Receiver], deliveries: DeliveryLog) -> None:
+    def __init__(
+        self, receivers: list[Receiver], deliveries: DeliveryLog, dispatcher: Dispatcher
+    ) -> None:
         super().__init__(
             Route(
                 f"/webhooks/{r.provider.name}",
@@ -89,6 +94,7 @@ class WebhookRoutes(list[BaseRoute]):
         )
         self.receivers = receivers
         self.deliveries = deliveries
+        self.dispatcher = dispatcher
 
     @property
     def routes(self) -> list[BaseRoute]:
@@ -143,4 +149,4 @@ def build_routes(
         Receiver(p, dispatcher=dispatcher, deliveries=deliveries, max_body=hooks.max_body_bytes)
         for p in (github, gitlab, forgejo)
     ]
-    return WebhookRoutes(receivers, deliveries)
+    return WebhookRoutes(receivers, deliveries, dispatcher)

@@ -65,8 +65,8 @@ class DeliveryLog:
         self._batch_lock = threading.Lock()
         """Held around a whole batch (journal rotated, rows taken, committed)."""
         self._lock = threading.Lock()
-        """Guards the ids in memory: ``_seen``, ``_pending``, ``_writing``, ``_deletes``,
-        ``_unjournaled``, and ``_pruned``."""
+        """Guards the ids in memory: ``_seen``, ``_pending``, ``_writing``, ``_deletes``
+        and ``_unjournaled``."""
         self._pending: dict[str, float] = {}
         """Recorded, not yet taken by a batch."""
         self._writing: dict[str, float] = {}
@@ -74,8 +74,6 @@ class DeliveryLog:
         self._deletes: list[str] = []
         self._unjournaled: list[tuple[str, float, str]] = []
         """Entries not yet appended to the journal."""
-        self._pruned = 0
-        """Rows pruned from SQLite since the last ``prune()``."""
         self._store = DeliveryStore(path)
         self._journal = (
             None if str(path) == ":memory:" else Journal(Path(path).with_suffix(".journal"))
@@ -134,15 +132,6 @@ class DeliveryLog:
     def flush(self) -> None:
         """Write the ids held in memory to SQLite, on the calling thread."""
         self._write_batch()
-
-    def prune(self) -> int:
-        """Forget deliveries older than the retention; the number deleted from SQLite since
-        the last call (the writer thread may have pruned some of them itself)."""
-        self._write_batch()
-        self._prune(self._clock())
-        with self._lock:
-            pruned, self._pruned = self._pruned, 0
-        return pruned
 
     def __len__(self) -> int:
         """Ids stored, after writing what is pending (and pruning, when due)."""
@@ -255,6 +244,4 @@ class DeliveryLog:
                 if seen[oldest] >= cutoff:
                     break
                 del seen[oldest]
-        pruned = self._store.prune(cutoff)
-        with self._lock:
-            self._pruned += pruned
+        self._store.prune(cutoff)

@@ -74,6 +74,13 @@ class Dispatcher:
         repos = self._index.repositories(event.repo)
         if not repos:
             return Applied("ignored", reason="unknown repository")
+        return self.apply_to(event, repos)
+
+    def apply_to(
+        self, event: Push | StatusChange | StatusBatch | PullRequestChange, repos: tuple[str, ...]
+    ) -> Applied:
+        """``event`` about these configured repositories: for a source that names them
+        itself (a plugin's events, ``webhooks.plugin_events``)."""
         enqueue = self._enqueue
         if isinstance(event, Push):
             keys = self._push(event, repos)

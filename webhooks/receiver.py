@@ -22,6 +22,7 @@ from prometheus_client import Counter
 from starlette.concurrency import run_in_threadpool
 from starlette.types import Receive, Scope, Send
 
+from promoter.logs import log_context
 from promoter.metrics import WEBHOOK_DURATION, WEBHOOK_REQUESTS_TOTAL
 from webhooks.body import BadLength, BodyTooLarge, ClientGone, read_capped
 from webhooks.deliveries import DeliveryLog
@@ -95,7 +96,9 @@ class Receiver:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         started = time.perf_counter()
-        result, status, label, body = await self._handle(scope, receive)
+        request = header_map(scope["headers"])
+        with log_context(delivery_id=self.provider.delivery_id(request, None)):
+            result, status, label, body = await self._handle(scope, receive, request)
         headers = [_CONTENT_TYPE, (b"content-length", b"%d" % len(body))]
         if result == "too_large":
             headers.append(_CLOSE)  # the rest is never read
@@ -112,17 +115,21 @@ class Receiver:
         counter.inc()
 
     def _fields(self, label: str, headers: Mapping[str, str], **more: Any) -> dict[str, Any]:
-        """What a log line about a delivery says: the delivery id as the SCM's UI shows it."""
+        """What a log line about a delivery says: the delivery id as the SCM's UI shows it
+        (every other line logged while the delivery is handled has it from the log context)."""
         return {
             "provider": self.provider.name,
             "event": label,
-            "delivery": self.provider.delivery_id(headers, None),
+            "delivery_id": self.provider.delivery_id(headers, None),
             **more,
         }
 
-    async def _handle(self, scope: Scope, receive: Receive) -> tuple[str, int, str, bytes]:
+    async def _handle(
+        self, scope: Scope, receive: Receive, headers: dict[str, str]
+    ) -> tuple[str, int, str, bytes]:
+        """Read the body (capped), verify and parse it, refusing what fails; ``_apply`` does
+        the rest. Returns the result, the HTTP status, the event label and the body to answer."""
         provider = self.provider
-        headers = header_map(scope["headers"])
         event = provider.event_name(headers)
         label = provider.event_label(event, trusted=False)
         try:
@@ -157,7 +164,13 @@ class Receiver:
         except PayloadError as exc:
             return self._invalid(label, headers, str(exc))
 
-        delivery = None if isinstance(parsed, Ping) else provider.delivery_id(headers, body)
+        return await self._apply(parsed, label, headers, body)
+
+    async def _apply(
+        self, parsed: Event, label: str, headers: Mapping[str, str], body: bytes
+    ) -> tuple[str, int, str, bytes]:
+        """De-duplicate a verified, parsed delivery, dispatch it and say what to answer."""
+        delivery = None if isinstance(parsed, Ping) else self.provider.delivery_id(headers, body)
         if delivery is not None and not self._first(delivery):
             if log.isEnabledFor(logging.DEBUG):
                 log.debug("webhook duplicate", extra=self._fields(label, headers))

@@ -119,6 +119,17 @@ class GitHubPullRequest(TypedDict, total=False):
     pull_request: GitHubPullRequestFields | None
 
 
+class GitHubMergeGroupFields(TypedDict, total=False):
+    base_ref: Any
+    base_sha: Any
+
+
+class GitHubMergeGroup(TypedDict, total=False):
+    action: Any
+    repository: GitHubRepository | None
+    merge_group: GitHubMergeGroupFields | None
+
+
 # --- GitLab ------------------------------------------------------------------------------
 
 

@@ -5,12 +5,16 @@ so the promoter first makes the fix's promotion mergeable again after the revert
 
 The demo plays the parts a real set-up has elsewhere: the hydrator (``promoter
 hydrate``), CI (the proposed gate ``ci``) and the health checker (the active gate
-``health``); it sets statuses through the daemon's HTTP API like any client.
+``health``); it sets statuses through the daemon's HTTP API like any client. It plays
+two people too: this machine's user, the local admin (no token, as on any loopback
+daemon), and the release manager, who approves prod with a token of their own (an
+approval is recorded as the caller, never as a name the caller gives).
 """
 
 from __future__ import annotations
 
 import logging
+import secrets
 import shutil
 import sys
 import tempfile
@@ -23,7 +27,7 @@ from promoter.cli import status_table
 from promoter.cli.client import ApiClient
 from promoter.cli.sandbox import ENVIRONMENTS, STRATEGY, GitOpsRepo, init_bare, sandbox_config
 from promoter.config.loader import parse_config
-from promoter.daemon.executor import ActionEvent
+from promoter.daemon.events import ActionEvent
 from promoter.http.loopback import ThreadServer, free_port
 from promoter.wiring import Daemon
 
@@ -73,6 +77,7 @@ class Demo:
         self.port = port or free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.done_keys: set[tuple[str, str]] = set()
+        self.approver_token = secrets.token_urlsafe(24)
 
     def seed(self) -> str:
         say(f"sandbox: {self.base}")
@@ -83,6 +88,9 @@ class Demo:
         return first
 
     def start(self) -> tuple[Daemon, ThreadServer]:
+        token_file = self.base / f"{APPROVER}.token"
+        token_file.write_text(self.approver_token + "\n")
+        token_file.chmod(0o600)
         text = sandbox_config(
             self.repo,
             self.base / "state",
@@ -95,13 +103,18 @@ class Demo:
                 "resyncInterval": "30s",
                 "workers": 2,
             },
+            access=(
+                f"  tokens: [{{name: {APPROVER}, secret: {{fromFile: {token_file}}}}}]\n"
+                f"  grants: [{{role: approver, users: [{APPROVER}], environments: [prod]}}]\n"
+                "  anonymous: admin"
+            ),
         )
         (self.base / "promoter.yaml").write_text(text)
         runtime = Daemon(
             parse_config(text, source=str(self.base / "promoter.yaml")), observers=[_on_event]
         )
         server = ThreadServer(runtime.app, self.port, name="promoter-demo-server").start(20)
-        say(f"daemon up at {self.url} (local SCM, no tokens)")
+        say(f"daemon up at {self.url} (local SCM; no token needed on this machine)")
         say(f"dashboard: {self.url}/dashboard/{STRATEGY} (live; open it in a browser)")
         return runtime, server
 
@@ -124,7 +137,11 @@ class Demo:
         if pr is None or not waiting or ("approve", str(pr["number"])) in self.done_keys:
             return
         self.done_keys.add(("approve", str(pr["number"])))
-        client.operate(STRATEGY, "approve", environment=env["branch"], user=APPROVER)
+        approver = ApiClient(self.url, token=self.approver_token)
+        try:
+            approver.operate(STRATEGY, "approve", environment=env["branch"])
+        finally:
+            approver.close()
         name = env["branch"].removeprefix("environment/")
         say(f"  [{name}] {APPROVER} approves PR #{pr['number']}")
 
@@ -233,58 +250,13 @@ def _run(base: Path, *, scripted: bool, port: int) -> int:
     demo = Demo(base, port)
     demo.seed()
     _runtime, server = demo.start()
-    client = ApiClient(demo.url)
+    client = ApiClient(demo.url, token="")  # this machine's user: the local admin
     try:
-        view = client.strategy(STRATEGY)
-        for env in view["environments"]:
-            if env.get("active"):
-                demo.set_once(
-                    client,
-                    env["active"]["hydratedSha"],
-                    "health",
-                    env["branch"],
-                    "health check green",
-                )
-        change = demo.gitops.change(
-            "1.1.0", "Bump guestbook to 1.1.0", values="image: guestbook:1.1.0\nreplicas: 3\n"
-        )
-        say(f"new dry commit {short(change)}: Bump guestbook to 1.1.0")
-        say("hydrated it onto environment/{dev,staging,prod}-next")
-        final = demo.drive(client, change)
-        say("")
-        say(status_table.render([final]))
-        say("")
-        say(
-            f"prod runs {short(change)}: promoted dev -> staging -> prod in "
-            f"{time.monotonic() - started:.1f}s"
-        )
-        prod = final["environments"][-1]["active"]
-        demo.set_once(client, prod["hydratedSha"], "health", ENVIRONMENTS[-1], "health check green")
-        view = demo.act_two(client, change)
-        envs = {e["branch"]: e for e in view["environments"]}
-        prod_dry = (envs[ENVIRONMENTS[-1]].get("active") or {}).get("drySha")
-        if prod_dry != change:
-            raise RuntimeError(f"prod moved to {short(prod_dry)}; it must stay on {short(change)}")
-        say("")
-        say(status_table.render([view]))
-        say("")
-        say(f"staging was reverted to {short(change)} by PR; prod never ran the bad change")
-        fix = demo.gitops.change(
-            "1.2.1", "Fix guestbook 1.2.0", values="image: guestbook:1.2.1\nreplicas: 3\n"
-        )
-        say(f"\nAct 3: new dry commit {short(fix)}: Fix guestbook 1.2.0")
-        final = demo.drive(client, fix)
-        say("")
-        say(status_table.render([final]))
-        say(f"\nprod runs the fix {short(fix)} (total {time.monotonic() - started:.1f}s)")
+        change = _act_one(demo, client, started)
+        _act_two(demo, client, change)
+        _act_three(demo, client, started)
         if not scripted:
-            say(f"\nThe daemon keeps running at {demo.url} (Ctrl-C to stop). Try:")
-            say(f"  open {demo.url}/dashboard/{STRATEGY} in a browser (the dashboard)")
-            say(f"  promoter status --url {demo.url}")
-            say(f"  curl {demo.url}/api/v1/strategies/{STRATEGY}")
-            say(f"  config: {demo.base / 'promoter.yaml'}")
-            while server.alive():
-                time.sleep(0.5)
+            _keep_running(demo, server)
         return 0
     except (TimeoutError, RuntimeError) as exc:
         print(f"demo failed: {exc}", file=sys.stderr)
@@ -295,3 +267,69 @@ def _run(base: Path, *, scripted: bool, port: int) -> int:
         client.close()
         server.stop(30)
         logging.getLogger("promoter").info("demo finished")
+
+
+def _act_one(demo: Demo, client: ApiClient, started: float) -> str:
+    """A good change promoted dev -> staging -> prod; its dry SHA."""
+    view = client.strategy(STRATEGY)
+    for env in view["environments"]:
+        if env.get("active"):
+            demo.set_once(
+                client,
+                env["active"]["hydratedSha"],
+                "health",
+                env["branch"],
+                "health check green",
+            )
+    change = demo.gitops.change(
+        "1.1.0", "Bump guestbook to 1.1.0", values="image: guestbook:1.1.0\nreplicas: 3\n"
+    )
+    say(f"new dry commit {short(change)}: Bump guestbook to 1.1.0")
+    say("hydrated it onto environment/{dev,staging,prod}-next")
+    final = demo.drive(client, change)
+    say("")
+    say(status_table.render([final]))
+    say("")
+    say(
+        f"prod runs {short(change)}: promoted dev -> staging -> prod in "
+        f"{time.monotonic() - started:.1f}s"
+    )
+    prod = final["environments"][-1]["active"]
+    demo.set_once(client, prod["hydratedSha"], "health", ENVIRONMENTS[-1], "health check green")
+    return change
+
+
+def _act_two(demo: Demo, client: ApiClient, change: str) -> None:
+    """A bad change reverted in staging (``Demo.act_two``); prod stays on ``change``."""
+    view = demo.act_two(client, change)
+    envs = {e["branch"]: e for e in view["environments"]}
+    prod_dry = (envs[ENVIRONMENTS[-1]].get("active") or {}).get("drySha")
+    if prod_dry != change:
+        raise RuntimeError(f"prod moved to {short(prod_dry)}; it must stay on {short(change)}")
+    say("")
+    say(status_table.render([view]))
+    say("")
+    say(f"staging was reverted to {short(change)} by PR; prod never ran the bad change")
+
+
+def _act_three(demo: Demo, client: ApiClient, started: float) -> None:
+    """The bad change's fix promoted to prod."""
+    fix = demo.gitops.change(
+        "1.2.1", "Fix guestbook 1.2.0", values="image: guestbook:1.2.1\nreplicas: 3\n"
+    )
+    say(f"\nAct 3: new dry commit {short(fix)}: Fix guestbook 1.2.0")
+    final = demo.drive(client, fix)
+    say("")
+    say(status_table.render([final]))
+    say(f"\nprod runs the fix {short(fix)} (total {time.monotonic() - started:.1f}s)")
+
+
+def _keep_running(demo: Demo, server: ThreadServer) -> None:
+    """Say how to look at the daemon, and keep it running until Ctrl-C."""
+    say(f"\nThe daemon keeps running at {demo.url} (Ctrl-C to stop). Try:")
+    say(f"  open {demo.url}/dashboard/{STRATEGY} in a browser (the dashboard)")
+    say(f"  promoter status --url {demo.url}")
+    say(f"  curl {demo.url}/api/v1/strategies/{STRATEGY}")
+    say(f"  config: {demo.base / 'promoter.yaml'}")
+    while server.alive():
+        time.sleep(0.5)

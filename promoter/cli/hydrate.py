@@ -20,7 +20,8 @@ from typing import Literal
 from urllib.parse import urlsplit
 
 from promoter.errors import GitError, PermanentError
-from promoter.git.identity import identity_env, strip_credentials
+from promoter.git.credentials import strip_credentials
+from promoter.git.identity import identity_env
 from promoter.git.metadata import METADATA_FILE, NOTES_REF, render_metadata
 from promoter.git.runner import run_git
 
@@ -147,24 +148,7 @@ def _render(
         dry = git("rev-parse", "--verify", "--end-of-options", f"{dry_ref}^{{commit}}").strip()
     except GitError:
         raise HydrateError(f"the dry ref {dry_ref!r} is not a commit") from None
-    author, date, subject, body = git(
-        "log", "-1", "--format=%an <%ae>%x00%aI%x00%s%x00%b", dry
-    ).split("\0")
-    text = render_metadata(
-        dry_sha=dry,
-        repo_url=repo_url,
-        author=author,
-        date=date,
-        subject=subject,
-        body=body.strip(),
-    )
-    if style == "argocd":  # Go's encoder: two-space indent, empty fields left out
-        fields = {k: v for k, v in json.loads(text).items() if v}
-        text = json.dumps(fields, indent=2, ensure_ascii=False) + "\n"
-    file_blob = git("hash-object", "-w", "--stdin", stdin=text).strip()
-    note = text if style == "file" else json.dumps({"drySha": dry}, separators=(",", ":"))
-    blob = git("hash-object", "-w", "--stdin", stdin=note).strip()
-    metadata_records = [] if style == "note" else [f"100644 blob {file_blob}\t{METADATA_FILE}"]
+    subject, metadata_records, blob = _metadata(git, dry, repo_url, style)
     tips = dict(
         line.split(" ", 1)[::-1]
         for line in git(
@@ -199,6 +183,32 @@ def _render(
         if current != blob:
             git("notes", f"--ref={NOTES_REF}", "add", "-f", "-C", blob, result.sha)
     return results
+
+
+def _metadata(
+    git: _Plumbing, dry: str, repo_url: str, style: MetadataStyle
+) -> tuple[str, list[str], str]:
+    """The dry commit's subject, the tree records of its metadata file (none in ``note``
+    style) and the blob of the hydrator note, written into the repository."""
+    author, date, subject, body = git(
+        "log", "-1", "--format=%an <%ae>%x00%aI%x00%s%x00%b", dry
+    ).split("\0")
+    text = render_metadata(
+        dry_sha=dry,
+        repo_url=repo_url,
+        author=author,
+        date=date,
+        subject=subject,
+        body=body.strip(),
+    )
+    if style == "argocd":  # Go's encoder: two-space indent, empty fields left out
+        fields = {k: v for k, v in json.loads(text).items() if v}
+        text = json.dumps(fields, indent=2, ensure_ascii=False) + "\n"
+    file_blob = git("hash-object", "-w", "--stdin", stdin=text).strip()
+    note = text if style == "file" else json.dumps({"drySha": dry}, separators=(",", ":"))
+    blob = git("hash-object", "-w", "--stdin", stdin=note).strip()
+    metadata_records = [] if style == "note" else [f"100644 blob {file_blob}\t{METADATA_FILE}"]
+    return subject, metadata_records, blob
 
 
 PLACEHOLDERS = {

@@ -3,31 +3,38 @@
 Everything else receives a validated ``Config``; nothing below reads files or the environment.
 """
 
+from promoter.config.access import Access, ApiToken, Grant, Proxy, Role
 from promoter.config.durations import Duration, parse_duration
 from promoter.config.gates import GateSpec
 from promoter.config.loader import json_schema, load_config, parse_config
 from promoter.config.models import (
-    AutoRevert,
     Config,
     Daemon,
-    Environment,
-    ExternalPlugin,
     ForgejoWebhook,
-    GitHubApp,
-    GitHubProvider,
     GitHubWebhook,
-    GitLabProvider,
     GitLabWebhook,
-    LocalProvider,
-    PromotionStrategy,
-    Repository,
-    ScmProvider,
-    StatusKey,
     Webhooks,
 )
+from promoter.config.providers import (
+    ExternalPlugin,
+    GitHubApp,
+    GitHubProvider,
+    GitLabProvider,
+    LocalProvider,
+    ScmProvider,
+)
 from promoter.config.secrets import SecretRef
+from promoter.config.strategies import (
+    AutoRevert,
+    Environment,
+    PromotionStrategy,
+    Repository,
+    StatusKey,
+)
 
 __all__ = [
+    "Access",
+    "ApiToken",
     "AutoRevert",
     "Config",
     "Daemon",
@@ -41,9 +48,12 @@ __all__ = [
     "GitHubWebhook",
     "GitLabProvider",
     "GitLabWebhook",
+    "Grant",
     "LocalProvider",
     "PromotionStrategy",
+    "Proxy",
     "Repository",
+    "Role",
     "ScmProvider",
     "SecretRef",
     "StatusKey",

@@ -1,8 +1,8 @@
 """Built-in gates (DESIGN rule 5) as configured under ``gates:`` of a strategy or environment.
 
 Each entry names exactly one kind: ``soak``, ``window``, ``approval``, ``http``,
-``commitMessage``, ``argocd`` or ``flux``. Its result shows on the PR as the commit
-status ``promoter/<name>`` (the name defaults to the kind).
+``commitMessage``, ``argocd``, ``flux`` or ``signedCommits``. Its result shows on the PR
+as the commit status ``promoter/<name>`` (the name defaults to the kind).
 """
 
 from __future__ import annotations
@@ -17,7 +17,16 @@ from promoter.config.base import Spec
 from promoter.config.durations import Duration
 from promoter.config.secrets import SecretRef
 
-GATE_KINDS = ("soak", "window", "approval", "http", "commit_message", "argocd", "flux")
+GATE_KINDS = (
+    "soak",
+    "window",
+    "approval",
+    "http",
+    "commit_message",
+    "argocd",
+    "flux",
+    "signed_commits",
+)
 ACTIVE_KINDS = frozenset({"argocd", "flux"})
 """Kinds that judge an environment's running commit (health), not the proposed change."""
 
@@ -148,6 +157,27 @@ class Flux(Spec):
     interval: Duration = Field(default=30.0, description="How often to look again.")
 
 
+class SignedCommits(Spec):
+    """Every dry commit being promoted carries a valid signature by an allowed signer."""
+
+    allowed_signers: SecretRef | None = Field(
+        default=None,
+        description="SSH signers: an allowed_signers file (git's gpg.ssh.allowedSignersFile).",
+    )
+    keyring: SecretRef | None = Field(
+        default=None, description="OpenPGP signers: their public keys, ASCII-armoured."
+    )
+    scm_verification: bool = Field(
+        default=False, description="Also require the SCM's own verdict that it is verified."
+    )
+
+    @model_validator(mode="after")
+    def _some_signer(self) -> SignedCommits:
+        if self.allowed_signers is None and self.keyring is None:
+            raise ValueError("give allowedSigners (SSH), keyring (OpenPGP), or both")
+        return self
+
+
 class GateSpec(Spec):
     """One built-in gate: exactly one kind, and an optional name (default: the kind)."""
 
@@ -159,6 +189,7 @@ class GateSpec(Spec):
     commit_message: CommitMessage | None = None
     argocd: ArgoCd | None = None
     flux: Flux | None = None
+    signed_commits: SignedCommits | None = None
 
     @model_validator(mode="after")
     def _exactly_one(self) -> GateSpec:

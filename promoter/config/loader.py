@@ -27,6 +27,10 @@ def _where(loc: Iterable[str | int], marks: dict[Path_, Location]) -> tuple[str,
     return dotted or "(top level)", None
 
 
+Report = Callable[[Path_, str], None]
+"""Records a problem at a path of the file."""
+
+
 def _references(data: dict[str, Any], marks: dict[Path_, Location], source: str) -> list[str]:
     """Cross-references pydantic cannot see: names that must exist and be unique."""
     problems: list[str] = []
@@ -36,22 +40,11 @@ def _references(data: dict[str, Any], marks: dict[Path_, Location], source: str)
         at = f"{source}:{pos[0]}:{pos[1]}" if pos else source
         problems.append(f"{at}: {dotted}: {message}")
 
-    def names(section: str) -> dict[str, int]:
-        seen: dict[str, int] = {}
-        items = data.get(section)
-        for i, item in enumerate(items if isinstance(items, list) else []):
-            name = item.get("name") if isinstance(item, dict) else None
-            if isinstance(name, str):
-                if name in seen:
-                    report((section, i, "name"), f"duplicate name {name!r}")
-                seen[name] = i
-        return seen
-
     for loc, message in insecure_repositories(data):
         report(loc, message)
-    providers = names("scmProviders")
-    repositories = names("repositories")
-    names("promotionStrategies")
+    providers = _names(data, "scmProviders", report)
+    repositories = _names(data, "repositories", report)
+    _names(data, "promotionStrategies", report)
     for i, repo in enumerate(data.get("repositories") or []):
         if (
             isinstance(repo, dict)
@@ -73,30 +66,49 @@ def _references(data: dict[str, Any], marks: dict[Path_, Location], source: str)
                 ("promotionStrategies", i, "repository"),
                 f"no repositories entry named {strategy['repository']!r}",
             )
-        branches: set[str] = set()
-        envs = strategy.get("environments")
-        proposed = _proposed_branches(strategy)
-        for j, env in enumerate(envs if isinstance(envs, list) else []):
-            branch = env.get("branch") if isinstance(env, dict) else None
-            if isinstance(branch, str):
-                if branch in branches:
-                    report(
-                        ("promotionStrategies", i, "environments", j, "branch"),
-                        f"environment branch {branch!r} appears twice",
-                    )
-                if branch in proposed:
-                    report(
-                        ("promotionStrategies", i, "environments", j, "branch"),
-                        f"environment branch {branch!r} is the proposed branch of environment "
-                        f"{proposed[branch]!r}: the hydrator writes there",
-                    )
-                if branch == strategy.get("dryBranch", "main"):
-                    report(
-                        ("promotionStrategies", i, "environments", j, "branch"),
-                        "an environment branch cannot be the dry branch",
-                    )
-                branches.add(branch)
+        _branches(i, strategy, report)
     return problems
+
+
+def _names(data: dict[str, Any], section: str, report: Report) -> dict[str, int]:
+    """The names in list ``section`` (raw YAML data), each at its index; reports duplicates."""
+    seen: dict[str, int] = {}
+    items = data.get(section)
+    for i, item in enumerate(items if isinstance(items, list) else []):
+        name = item.get("name") if isinstance(item, dict) else None
+        if isinstance(name, str):
+            if name in seen:
+                report((section, i, "name"), f"duplicate name {name!r}")
+            seen[name] = i
+    return seen
+
+
+def _branches(i: int, strategy: dict[str, Any], report: Report) -> None:
+    """Reports an environment branch of strategy ``i`` (raw YAML data) that appears twice,
+    is another environment's proposed branch, or is the dry branch."""
+    branches: set[str] = set()
+    envs = strategy.get("environments")
+    proposed = _proposed_branches(strategy)
+    for j, env in enumerate(envs if isinstance(envs, list) else []):
+        branch = env.get("branch") if isinstance(env, dict) else None
+        if isinstance(branch, str):
+            if branch in branches:
+                report(
+                    ("promotionStrategies", i, "environments", j, "branch"),
+                    f"environment branch {branch!r} appears twice",
+                )
+            if branch in proposed:
+                report(
+                    ("promotionStrategies", i, "environments", j, "branch"),
+                    f"environment branch {branch!r} is the proposed branch of environment "
+                    f"{proposed[branch]!r}: the hydrator writes there",
+                )
+            if branch == strategy.get("dryBranch", "main"):
+                report(
+                    ("promotionStrategies", i, "environments", j, "branch"),
+                    "an environment branch cannot be the dry branch",
+                )
+            branches.add(branch)
 
 
 Checks = Callable[[Config], Iterable[tuple[Path_, str]]]

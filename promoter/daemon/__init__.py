@@ -4,7 +4,8 @@ A reconcile reads a strategy fresh (``reader``), asks the engine, and carries ou
 actions (``executor``); manual operations go through the same path (``operations``).
 """
 
-from promoter.daemon.executor import ActionEvent, Executor, Observer, Outcome
+from promoter.daemon.events import ActionEvent, Observer
+from promoter.daemon.executor import Executor, Outcome
 from promoter.daemon.operations import OperationError, Operations
 from promoter.daemon.queue import ShutDown, WorkQueue
 from promoter.daemon.reader import SnapshotReader

@@ -1,8 +1,11 @@
 """Carries out the engine's actions through the SCM plugin, the ledger and the caches.
 
-Every action is logged with a fixed message and fields, and reported to observers
-(the demo prints them). A merge re-reads the required gates from the SCM first,
-because the cache may be stale (DESIGN rule 6).
+Every action is logged with a fixed message and fields, and reported to observers (the
+demo prints them). Pull requests are opened, updated and closed by ``pull_requests``;
+a merge re-reads the required gates from the SCM first (``merges``: the cache may be
+stale, DESIGN rule 6); what a ledger action writes is the engine's
+(``engine.ledger_changes``). The executor keeps nothing between runs: what a run did,
+and where it failed, is in its ``Outcome``.
 """
 
 from __future__ import annotations
@@ -13,72 +16,72 @@ from dataclasses import dataclass, field
 from typing import assert_never
 
 from promoter.config import Repository
+from promoter.daemon.deployments import DeploymentReporter
+from promoter.daemon.events import Observer, tell
 from promoter.daemon.mergeable import merge_active_into_proposed
-from promoter.daemon.merges import Merger, UnconfirmedMerges, count_settled
+from promoter.daemon.merges import Deferred, Merger, UnconfirmedMerges, count_settled
+from promoter.daemon.pull_requests import PullRequests, pr_key
+from promoter.daemon.queues import QueueRunner
 from promoter.daemon.reader import SnapshotReader
-from promoter.daemon.records import LedgerAction, record_of
 from promoter.daemon.revert_writer import RevertWriter
-from promoter.engine.actions import (
+from promoter.engine import (
+    REVERT_LABEL,
     Action,
     Announce,
     ApproveChange,
     ApprovePullRequest,
     ClosePullRequest,
     CommentPullRequest,
+    CreateDeployment,
+    EnqueuePullRequest,
     HoldDryCommit,
+    LedgerAction,
     MergeActiveIntoProposed,
     MergePullRequest,
     OpenPullRequest,
     OpenRevert,
     PauseEnvironment,
     PinEnvironment,
+    RecordDequeue,
     RecordHealthy,
     RecordOverride,
     ReleaseHold,
-    RequeueAfter,
+    RequestReviewers,
     ResumeEnvironment,
+    RevertOpened,
     SetCommitStatus,
+    SetDeploymentStatus,
+    Snapshot,
     UpdatePullRequest,
+    ledger_changes,
 )
-from promoter.engine.ledger_state import (
-    EnvLedger,
-    Hold,
-    Revert,
-)
-from promoter.engine.snapshot import EnvironmentSnapshot, Snapshot
-from promoter.errors import PermanentError, ScmConflict, ScmNotFound
+from promoter.errors import ScmConflict, ScmNotFound
 from promoter.git import GitMirror
+from promoter.logs import log_context
 from promoter.metrics import HOLDS, REVERTS_TOTAL
 from promoter.state import GitLedger, PullRequestCache, StatusCache
-from scm_plugins.protocol import Approvals, ScmPlugin
+from scm_plugins.protocol import ScmPlugin
 
 log = logging.getLogger("promoter.actions")
 
 
-@dataclass(frozen=True)
-class ActionEvent:
-    """What happened, for observers: ``kind`` is opened/updated/closed/merged/status/healthy."""
-
-    kind: str
-    strategy: str
-    environment: str
-    message: str
-    sha: str = ""
-    pr: int | None = None
-
-
-Observer = Callable[[ActionEvent], None]
-
-
 @dataclass
 class Outcome:
+    """What one run of the executor did, for the reconciler and the view."""
+
     requeue_after: float | None = None
     merged: list[str] = field(default_factory=list)
+    merge_shas: dict[str, str] = field(default_factory=dict)
+    """The commit each environment's merge made, by environment branch."""
+    deferred: dict[str, str] = field(default_factory=dict)
+    """Environments whose merge waits for a gate the SCM no longer reports success, and why."""
     written: list[SetCommitStatus] = field(default_factory=list)
     """Statuses written: the view served shows them at once, not after the next read."""
     recorded: list[str] = field(default_factory=list)
     """Environments recorded healthy: the view shows the record at once; the reconciler
     runs the strategy again only if something may wait on it."""
+    failed_environment: str | None = None
+    """The environment whose action failed (the run raised), for the view to show it there."""
 
     def requeue(self, seconds: float) -> None:
         self.requeue_after = (
@@ -98,8 +101,12 @@ class Executor:
     on_merged: Callable[[Repository], None]
     unconfirmed: UnconfirmedMerges = field(default_factory=UnconfirmedMerges)
     """Merges whose answer was lost (shared by every reconcile of the daemon)."""
-    failed_environment: str | None = field(default=None, init=False)
-    """The environment whose action failed in the last run, for the view to show it there."""
+    pull_requests: PullRequests = field(init=False)
+    deployments: DeploymentReporter = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.pull_requests = PullRequests(self.plugin, self.pr_cache, self.observers)
+        self.deployments = DeploymentReporter(self.plugin, self.ledger)
 
     def run(
         self,
@@ -107,18 +114,16 @@ class Executor:
         repo: Repository,
         mirror: GitMirror,
         actions: tuple[Action, ...],
+        outcome: Outcome | None = None,
     ) -> Outcome:
-        self._mirror = mirror
+        """Carry out ``actions`` in order, into ``outcome`` (the caller's, to read when the
+        run raises). A refused action does not stop the others; the first refusal is
+        raised at the end, for the queue to retry with its backoff."""
+        outcome = Outcome() if outcome is None else outcome
         count_settled(snapshot, mirror, self.unconfirmed)
-        self.failed_environment = None
-        outcome = Outcome()
         refused: ScmConflict | ScmNotFound | None = None
         for action in actions:
-            if isinstance(action, RequeueAfter):
-                outcome.requeue(action.seconds)
-                continue
             env = snapshot.environments[action.environment]
-            key = _pr_key(repo, env, action)
             if isinstance(action, RecordOverride) and env.branch not in outcome.merged:
                 # A break-glass promotion is recorded only when its merge happened.
                 log.warning(
@@ -127,11 +132,12 @@ class Executor:
                 )
                 continue
             try:
-                self._one(snapshot, repo, action, outcome)
+                with log_context(environment=env.branch):
+                    self._one(snapshot, repo, mirror, action, outcome)
             except (ScmConflict, ScmNotFound) as exc:
-                self.failed_environment = self.failed_environment or env.branch
+                outcome.failed_environment = outcome.failed_environment or env.branch
                 # What we knew about the PR was wrong: forget it and read again.
-                self.pr_cache.forget(key)
+                self.pr_cache.forget(pr_key(repo, env, action))
                 log.info(
                     "action refused, will re-read",
                     extra={
@@ -143,42 +149,78 @@ class Executor:
                 )
                 refused = refused or exc
             except Exception:
-                self.failed_environment = env.branch
+                outcome.failed_environment = env.branch
                 raise
         if refused is not None:
             raise refused  # the queue retries with its backoff: quick once, slower if it repeats
         return outcome
 
-    def _one(self, snapshot: Snapshot, repo: Repository, action: Action, outcome: Outcome) -> None:
+    def _one(
+        self,
+        snapshot: Snapshot,
+        repo: Repository,
+        mirror: GitMirror,
+        action: Action,
+        outcome: Outcome,
+    ) -> None:
         """Carry out one action; every kind of action has its case (checked by mypy)."""
+        branch = snapshot.environments[action.environment].branch
         match action:
-            case RequeueAfter():
-                outcome.requeue(action.seconds)
             case SetCommitStatus():
-                self._status(snapshot, repo, action)
+                self.plugin.set_commit_status(repo=repo, sha=action.sha, status=action.status)
+                self.status_cache.put(repo.name, action.sha, action.status)
+                what = f"{action.status.key}: {action.status.description}"
+                tell(self.observers, "status", snapshot.strategy, branch, what, action.sha)
                 outcome.written.append(action)
             case OpenPullRequest() | UpdatePullRequest() | ClosePullRequest():
-                self._pull_request(snapshot, repo, action)
+                self.pull_requests.change(snapshot, repo, action)
                 outcome.requeue(0.0)
             case CommentPullRequest():
-                self.plugin.comment_pull_request(repo=repo, number=action.number, body=action.body)
+                self.pull_requests.comment(repo, action)
             case ApprovePullRequest():
-                self._approve(snapshot, repo, action)
+                self.pull_requests.approve(snapshot, repo, action)
                 outcome.requeue(0.0)
+            case CreateDeployment():
+                sha = action.sha or outcome.merge_shas.get(branch)
+                if sha is not None:  # created once its merge happened
+                    self.deployments.create(snapshot, repo, mirror, action, sha)
+            case EnqueuePullRequest():
+                deferred = QueueRunner(self.plugin, self.reader.gates, self.ledger).enqueue(
+                    snapshot, repo, mirror, action
+                )
+                if deferred is not None:
+                    outcome.deferred[branch] = deferred.reason
+                outcome.requeue(0.0)
+            case RecordDequeue():
+                QueueRunner(self.plugin, self.reader.gates, self.ledger).dequeued(
+                    snapshot, mirror, action
+                )
+            case SetDeploymentStatus():
+                self.deployments.status(snapshot, repo, mirror, action)
+            case RequestReviewers():
+                self.pull_requests.request_reviewers(snapshot, repo, action)
+                number = action.number
+                self.ledger.update(
+                    mirror,
+                    snapshot.strategy,
+                    branch,
+                    lambda led: led.with_reviewers_requested(number),
+                )
             case MergePullRequest():
                 self._merge(snapshot, repo, action, outcome)
             case OpenRevert():
-                self._revert(snapshot, repo, action, outcome)
+                self._revert(snapshot, repo, mirror, action)
+                outcome.requeue(0.0)
             case MergeActiveIntoProposed():
-                sha = merge_active_into_proposed(self._mirror, action, strategy=snapshot.strategy)
+                sha = merge_active_into_proposed(mirror, action, strategy=snapshot.strategy)
                 if sha is not None:
                     what = f"{action.active_branch} merged into {action.proposed_branch}"
-                    self._emit("mergeable", snapshot, action.active_branch, what, sha)
+                    tell(self.observers, "mergeable", snapshot.strategy, branch, what, sha)
                 self.on_merged(repo)  # the proposed branch moved, or someone else moved it
                 outcome.requeue(0.0)
             case RecordHealthy():
-                self._record(snapshot, action)
-                outcome.recorded.append(snapshot.environments[action.environment].branch)
+                self._write(snapshot, mirror, action)
+                outcome.recorded.append(branch)
             case (
                 ReleaseHold()
                 | HoldDryCommit()
@@ -189,92 +231,10 @@ class Executor:
                 | PauseEnvironment()
                 | RecordOverride()
             ):
-                self._record(snapshot, action)
+                self._write(snapshot, mirror, action)
                 outcome.requeue(0.0)  # the ledger changed: show it at once
             case _:
                 assert_never(action)
-
-    def _status(self, snapshot: Snapshot, repo: Repository, action: SetCommitStatus) -> None:
-        env = snapshot.environments[action.environment]
-        status = action.status
-        self.plugin.set_commit_status(repo=repo, sha=action.sha, status=status)
-        self.status_cache.put(repo.name, action.sha, status)
-        self._emit(
-            "status", snapshot, env.branch, f"{status.key}: {status.description}", action.sha
-        )
-
-    def _pull_request(
-        self,
-        snapshot: Snapshot,
-        repo: Repository,
-        action: OpenPullRequest | UpdatePullRequest | ClosePullRequest,
-    ) -> None:
-        env = snapshot.environments[action.environment]
-        key = _pr_key(repo, env, action)
-        fields = {"strategy": snapshot.strategy, "environment": env.branch}
-        match action:
-            case OpenPullRequest():
-                pr = self.plugin.open_pull_request(
-                    repo=repo,
-                    head=action.head,
-                    base=action.base,
-                    title=action.title,
-                    body=action.body,
-                    labels=action.labels,
-                )
-                self.pr_cache.put(key, pr)
-                log.info("pull request opened", extra={**fields, "pr": pr.number})
-                self._emit("opened", snapshot, env.branch, action.title, pr.head_sha, pr.number)
-            case UpdatePullRequest():
-                pr = self.plugin.update_pull_request(
-                    repo=repo,
-                    number=action.number,
-                    title=action.title,
-                    body=action.body,
-                    labels=action.labels,
-                )
-                self.pr_cache.put(key, pr)
-                log.info("pull request updated", extra={**fields, "pr": action.number})
-                self._emit("updated", snapshot, env.branch, action.title, pr=action.number)
-            case ClosePullRequest():
-                current = self.plugin.find_open_pull_request(
-                    repo=repo, head=env.proposed_branch, base=env.branch
-                )
-                if current is None or current.number != action.number:
-                    # A person merged or closed it meanwhile: leave it alone.
-                    self.pr_cache.put(key, current)
-                    log.info("pull request no longer open, left alone", extra=fields)
-                    return
-                self.plugin.close_pull_request(
-                    repo=repo, number=action.number, comment=action.comment
-                )
-                self.pr_cache.put(key, None)
-                log.info("pull request closed", extra={**fields, "pr": action.number})
-                self._emit("closed", snapshot, env.branch, action.comment, pr=action.number)
-            case _:
-                assert_never(action)
-
-    def _approve(self, snapshot: Snapshot, repo: Repository, action: ApprovePullRequest) -> None:
-        if not isinstance(self.plugin, Approvals):
-            raise PermanentError(
-                f"the {self.plugin.name} SCM takes approvals in its own UI, not from promoter"
-            )
-        self.plugin.approve_pull_request(repo=repo, number=action.number, user=action.user)
-        env = snapshot.environments[action.environment]
-        fields = {"strategy": snapshot.strategy, "environment": env.branch, "pr": action.number}
-        log.info("pull request approved", extra={**fields, "user": action.user})
-        self._emit("approved", snapshot, env.branch, f"approved by {action.user}", pr=action.number)
-
-    def _record(self, snapshot: Snapshot, action: LedgerAction) -> None:
-        """A ledger write; healthy records may reach git a moment later."""
-        env = snapshot.environments[action.environment]
-        record = record_of(action)
-        self._ledger(snapshot, env.branch, record.change, durable=record.durable)
-        if record.message:
-            fields = {"strategy": snapshot.strategy, "environment": env.branch}
-            log.log(record.level, record.message, extra={**fields, "sha": record.sha})
-        if record.event:
-            self._emit(record.event, snapshot, env.branch, record.text, record.sha)
 
     def _merge(
         self, snapshot: Snapshot, repo: Repository, action: MergePullRequest, outcome: Outcome
@@ -283,106 +243,52 @@ class Executor:
         merger = Merger(
             self.plugin, self.reader.gates, self.pr_cache, self.unconfirmed, self.on_merged
         )
-        merge_sha = merger.merge(snapshot, repo, action, _pr_key(repo, env, action))
+        result = merger.merge(snapshot, repo, action, pr_key(repo, env, action))
         outcome.requeue(0.0)
-        if merge_sha is None:
+        if isinstance(result, Deferred):
+            outcome.deferred[env.branch] = result.reason
             return
-        self._emit(
-            "reverted" if action.purpose == "revert" else "merged",
-            snapshot,
-            env.branch,
-            f"merged {action.dry_sha[:7]}",
-            action.dry_sha,
-            action.number,
+        outcome.merge_shas[env.branch] = result.sha
+        kind = "reverted" if action.purpose == "revert" else "merged"
+        what = f"merged {action.dry_sha[:7]}"
+        tell(
+            self.observers, kind, snapshot.strategy, env.branch, what, action.dry_sha, action.number
         )
         outcome.merged.append(env.branch)
 
     def _revert(
-        self, snapshot: Snapshot, repo: Repository, action: OpenRevert, outcome: Outcome
+        self, snapshot: Snapshot, repo: Repository, mirror: GitMirror, action: OpenRevert
     ) -> None:
-        index = action.environment
-        env = snapshot.environments[index]
-        branch, commit, pr = RevertWriter(self.plugin).write(repo, self._mirror, env, action)
+        """Push the revert commit, open its PR, then write the revert and its holds."""
+        env = snapshot.environments[action.environment]
+        branch, commit, pr = RevertWriter(self.plugin).write(repo, mirror, env, action)
         self.pr_cache.put((repo.name, branch, env.branch), pr)
-        revert = Revert(
-            bad_dry_sha=action.bad_dry_sha,
-            bad_hydrated_sha=action.bad_hydrated_sha,
-            restored_dry_sha=action.restore.dry_sha,
-            restored_hydrated_sha=action.restore.hydrated_sha,
-            reason=action.reason,
-            trigger=action.trigger,
-            opened_at=snapshot.now,
-            branch=branch,
-            revert_sha=commit,
-            pr=pr.number,
-            auto_merge=action.auto_merge,
-        )
-        hold = Hold(
-            dry_sha=action.bad_dry_sha,
-            reason=f"reverted out of {env.branch}: {action.reason}",
-            since=snapshot.now,
-            source="revert",
-        )
-        holders = action.hold_in or tuple(range(index, len(snapshot.environments)))
-        changes: dict[str, Callable[[EnvLedger], EnvLedger]] = {
-            snapshot.environments[p].branch: lambda led: led.with_hold(hold)
-            for p in holders
-            if p != index
-        }
-        changes[env.branch] = lambda led: led.with_revert(revert).with_hold(hold)
-        # One notes commit, one push: a kill leaves the revert with all its holds, or none.
-        written = self.ledger.update_many(self._mirror, snapshot.strategy, changes)
+        self.pull_requests.kept(snapshot, env.branch, (REVERT_LABEL,), pr)
+        self._write(snapshot, mirror, RevertOpened(action, branch, commit, pr.number))
+        REVERTS_TOTAL.labels(snapshot.strategy, env.branch, action.trigger).inc()
+
+    def _write(
+        self, snapshot: Snapshot, mirror: GitMirror, action: LedgerAction | RevertOpened
+    ) -> None:
+        """Write what the engine says ``action`` changes, then tell it. Changes to several
+        environments (a revert and its holds) are one notes commit and one push."""
+        branches = [env.branch for env in snapshot.environments]
+        told = ledger_changes(action, branches=branches, now=snapshot.now)
+        if len(told.changes) == 1:
+            [(branch, change)] = told.changes.items()
+            written = {
+                branch: self.ledger.update(
+                    mirror, snapshot.strategy, branch, change, durable=told.durable
+                )
+            }
+        else:
+            written = self.ledger.update_many(mirror, snapshot.strategy, told.changes)
         for branch, ledger in written.items():
             HOLDS.labels(snapshot.strategy, branch).set(len(ledger.holds))
-        REVERTS_TOTAL.labels(snapshot.strategy, env.branch, action.trigger).inc()
-        log.warning(
-            "revert opened",
-            extra={
-                "strategy": snapshot.strategy,
-                "environment": env.branch,
-                "pr": pr.number,
-                "sha": action.bad_dry_sha,
-                "restore": action.restore.dry_sha,
-                "reason": action.reason,
-            },
-        )
-        self._emit("revert", snapshot, env.branch, action.reason, action.bad_dry_sha, pr.number)
-        outcome.requeue(0.0)
-
-    def _ledger(
-        self,
-        snapshot: Snapshot,
-        branch: str,
-        change: Callable[[EnvLedger], EnvLedger],
-        *,
-        durable: bool = True,
-    ) -> None:
-        """Write the ledger; healthy records may be pushed a moment later (``durable``)."""
-        ledger = self.ledger.update(
-            self._mirror, snapshot.strategy, branch, change, durable=durable
-        )
-        HOLDS.labels(snapshot.strategy, branch).set(len(ledger.holds))
-
-    def _emit(
-        self,
-        kind: str,
-        snapshot: Snapshot,
-        environment: str,
-        message: str,
-        sha: str = "",
-        pr: int | None = None,
-    ) -> None:
-        event = ActionEvent(kind, snapshot.strategy, environment, message, sha, pr)
-        for observer in self.observers:
-            try:
-                observer(event)
-            except Exception:
-                log.exception("observer failed", extra={"kind": kind})
-
-
-def _pr_key(repo: Repository, env: EnvironmentSnapshot, action: Action) -> tuple[str, str, str]:
-    """The PR cache key of the pull request an action is about (a revert PR has its own head)."""
-    revert = env.revert_pull_request
-    if isinstance(action, MergePullRequest) and action.purpose == "revert" and revert is not None:
-        return (repo.name, revert.head_branch, env.branch)
-    return (repo.name, env.proposed_branch, env.branch)
+        if told.message:
+            extra = {"strategy": snapshot.strategy, "environment": told.environment}
+            level = logging.WARNING if told.level == "warning" else logging.INFO
+            log.log(level, told.message, extra={**extra, "sha": told.sha, **told.fields})
+        if told.event:
+            strategy, branch = snapshot.strategy, told.environment
+            tell(self.observers, told.event, strategy, branch, told.text, told.sha, told.pr)

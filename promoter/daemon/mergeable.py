@@ -10,8 +10,7 @@ from __future__ import annotations
 
 import logging
 
-from promoter.engine.actions import MergeActiveIntoProposed
-from promoter.engine.mergeable import message
+from promoter.engine import MergeActiveIntoProposed, ours_merge_message
 from promoter.git import GitMirror, PushRejected
 
 log = logging.getLogger("promoter.actions")
@@ -30,7 +29,7 @@ def merge_active_into_proposed(
     }
     with mirror.lock:
         parents = [action.proposed_sha, action.active_sha]
-        commit = mirror.commit_tree(action.tree_sha, parents, message(action))
+        commit = mirror.commit_tree(action.tree_sha, parents, ours_merge_message(action))
         try:
             mirror.push([f"{commit}:{ref}"], leases={ref: action.proposed_sha})
         except PushRejected:

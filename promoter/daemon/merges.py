@@ -1,6 +1,9 @@
 """Carrying out a merge: re-read the gates, merge with the head guard, and never lose
 track of a merge whose answer was lost.
 
+A required gate that is no longer success in the re-read defers the merge (``Deferred``,
+with its reason for the view); the next reconcile decides again on what it reads then.
+
 A merge the SCM answered with a 5xx (or a dropped connection) may have happened. It is
 remembered as *unconfirmed*: the next reconcile reads everything fresh (the PR and the
 mirror are forgotten first), and when the active branch contains the merged head the
@@ -16,8 +19,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from promoter.config import Repository
-from promoter.engine.actions import MergePullRequest
-from promoter.engine.snapshot import Snapshot
+from promoter.daemon.pull_requests import PrKey
+from promoter.engine import (
+    MergePullRequest,
+    Snapshot,
+    short_sha,
+)
 from promoter.errors import ScmConflict, ScmUnavailable
 from promoter.git import GitMirror
 from promoter.metrics import PROMOTIONS_TOTAL
@@ -27,7 +34,17 @@ from scm_plugins.protocol import ScmPlugin
 
 log = logging.getLogger("promoter.actions")
 
-PrKey = tuple[str, str, str]
+
+@dataclass(frozen=True)
+class Merged:
+    sha: str
+    """The merge commit."""
+
+
+@dataclass(frozen=True)
+class Deferred:
+    reason: str
+    """Which required gates are not success on the head, for the view."""
 
 
 @dataclass(frozen=True)
@@ -98,8 +115,8 @@ class Merger:
 
     def merge(
         self, snapshot: Snapshot, repo: Repository, action: MergePullRequest, key: PrKey
-    ) -> str | None:
-        """The merge commit, or None when the gates changed since the decision."""
+    ) -> Merged | Deferred:
+        """Merged, or deferred when a required gate is no longer success on the SCM."""
         env = snapshot.environments[action.environment]
         fields = {"strategy": snapshot.strategy, "environment": env.branch, "pr": action.number}
         statuses = self.gates(repo, action.expected_head_sha, action.required_keys)
@@ -110,7 +127,7 @@ class Merger:
         ]
         if stale:
             log.info("merge deferred: gates changed", extra={**fields, "gates": stale})
-            return None
+            return Deferred(deferral(stale, statuses, action.expected_head_sha))
         try:
             merge_sha = self.plugin.merge_pull_request(
                 repo=repo,
@@ -143,4 +160,18 @@ class Merger:
             extra={**fields, "sha": action.dry_sha, "merge": merge_sha, "purpose": action.purpose},
         )
         self.on_merged(repo)
-        return merge_sha
+        return Merged(merge_sha)
+
+
+def deferral(stale: list[str], statuses: dict[str, CommitStatus], head_sha: str) -> str:
+    """Why a merge waits: "merge deferred: ci is pending on 1a2b3c4"."""
+    said = []
+    for key in stale:
+        status = statuses.get(key)
+        if status is None:
+            said.append(f"{key} has no status")
+        elif status.phase is Phase.FAILURE:
+            said.append(f"{key} failed")
+        else:
+            said.append(f"{key} is {status.phase.value}")
+    return f"merge deferred: {', '.join(said)} on {short_sha(head_sha)}"

@@ -19,8 +19,7 @@ import requests
 
 from promoter.config import GateSpec, Repository
 from promoter.daemon.checks import Target, argocd_check, flux_check, http_check
-from promoter.engine.gates import is_no_op
-from promoter.engine.snapshot import CommitState, EnvironmentSnapshot, Snapshot
+from promoter.engine import CommitState, EnvironmentSnapshot, Snapshot, is_no_op
 from promoter.models import CommitStatus, utcnow
 from promoter.state import StatusCache
 from scm_plugins.protocol import ScmPlugin

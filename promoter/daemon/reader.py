@@ -12,19 +12,31 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from promoter.config import GateSpec, PromotionStrategy, Repository
-from promoter.engine.dag import shape_of
-from promoter.engine.ledger_state import EnvLedger
-from promoter.engine.snapshot import AutoRevertPolicy, CommitState, EnvironmentSnapshot, Snapshot
+from promoter.config import Environment, GateSpec, PromotionStrategy, Repository
+from promoter.config.freezes import GlobalFreezeWindow
+from promoter.daemon.freezes import configured, dated_periods, manual_periods
+from promoter.daemon.signature_check import SignatureReading
+from promoter.engine import (
+    AutoRevertPolicy,
+    CommitState,
+    EnvironmentSnapshot,
+    EnvLedger,
+    FreezePeriod,
+    Rollout,
+    Snapshot,
+    UpstreamGroup,
+    shape_of,
+)
 from promoter.errors import MetadataMissing
 from promoter.git import GitMirror
 from promoter.git.caches import remember
+from promoter.git.codeowners import change_owners
 from promoter.git.lineage import Lineage
-from promoter.models import CommitStatus, DryCommit, PullRequest, Review, utcnow
+from promoter.models import CommitStatus, DryCommit, PullRequest, QueueEntry, Review, utcnow
 from promoter.state.ledger import GitLedger, LedgerUnreadable
 from promoter.state.pulls import MISSING, PullRequestCache
 from promoter.state.statuses import StatusCache
-from scm_plugins.protocol import Reviews, ScmPlugin
+from scm_plugins.protocol import Deployments, MergeQueues, Reviews, ScmPlugin
 
 log = logging.getLogger("promoter.reader")
 
@@ -41,6 +53,10 @@ class SnapshotReader:
     lineage: Lineage = field(default_factory=Lineage)
     """Dry SHAs of commits that merges made (``promoter.git.lineage``)."""
     conflicts: MergeConflicts = field(default_factory=lambda: MergeConflicts())
+    global_freezes: tuple[GlobalFreezeWindow, ...] = ()
+    """The configuration's top-level freeze dates (``Config.freezes``)."""
+    signatures: SignatureReading = field(default_factory=SignatureReading)
+    """Verified signatures of dry commits (long-lived: the reconciler's)."""
 
     def statuses(self, repo: Repository, sha: str, *, fresh: bool = False) -> list[CommitStatus]:
         """A SHA's statuses from the cache when complete and fresh, else from the SCM."""
@@ -88,59 +104,7 @@ class SnapshotReader:
         shapes = shape_of(strategy)
         for position, env in enumerate(strategy.environments):
             upstreams, rollout = shapes[position]
-            proposed_branch = strategy.proposed_branch(env)
-            active = self._commit(repo, mirror, env.branch, proposed_branch)
-            proposed = self._commit(repo, mirror, proposed_branch)
-            error = None if active is not None else f"branch {env.branch} does not exist"
-            pull_request = None
-            changelog: tuple[DryCommit, ...] = ()
-            if active is not None and proposed is not None:
-                pull_request = self.open_pull_request(
-                    repo, proposed_branch, env.branch, proposed.hydrated_sha
-                )
-                if proposed.dry_sha and proposed.dry_sha != active.dry_sha:
-                    changelog = tuple(self._changelog(mirror, active.dry_sha, proposed.dry_sha))
-            ledger, ledger_error = self._ledger(mirror, strategy.name, env.branch)
-            error = error or ledger_error
-            gates = tuple(strategy.gates_of(env))
-            reviews, reviews_error = self._reviews(repo, gates, pull_request)
-            envs.append(
-                EnvironmentSnapshot(
-                    branch=env.branch,
-                    proposed_branch=proposed_branch,
-                    auto_merge=env.auto_merge,
-                    active_keys=(
-                        *strategy.active_keys(env),
-                        *(g.key for g in gates if g.active),
-                    ),
-                    proposed_keys=(
-                        *strategy.proposed_keys(env),
-                        *(g.key for g in gates if g.http is not None),
-                    ),
-                    active=active,
-                    proposed=proposed,
-                    pull_request=pull_request,
-                    changelog=changelog,
-                    ledger=ledger,
-                    active_since=mirror.commit_time(active.hydrated_sha) if active else None,
-                    auto_revert=AutoRevertPolicy(
-                        enabled=env.auto_revert.enabled,
-                        settle_time=env.auto_revert.settle_time,
-                        auto_merge=env.auto_revert.auto_merge,
-                    ),
-                    revert_pull_request=self._revert_pull_request(
-                        repo, mirror, env.branch, active, ledger
-                    ),
-                    proposed_in_active=_contains(mirror, active, proposed),
-                    merge_conflicts=self.conflicts.check(mirror, active, proposed),
-                    error=error,
-                    gates=gates,
-                    reviews=reviews,
-                    reviews_error=reviews_error,
-                    upstreams=upstreams,
-                    rollout=rollout,
-                )
-            )
+            envs.append(self._environment(strategy, repo, mirror, env, upstreams, rollout))
         return Snapshot(
             strategy=strategy.name,
             repository=repo.name,
@@ -148,10 +112,111 @@ class SnapshotReader:
             environments=tuple(envs),
             ancestry=self._ancestry(mirror, envs),
             status_url=self.status_url,
-            folded_keys=frozenset(getattr(self.plugin, "folded_gate_keys", ())),
+            folded_keys=self.plugin.folded_gate_keys,
             labels=tuple(strategy.labels),
+            unheld_labels=self.pr_cache.unheld.current(repo.name),
             now=self.clock(),
         )
+
+    def _environment(
+        self,
+        strategy: PromotionStrategy,
+        repo: Repository,
+        mirror: GitMirror,
+        env: Environment,
+        upstreams: tuple[UpstreamGroup, ...] | None,
+        rollout: Rollout,
+    ) -> EnvironmentSnapshot:
+        """One environment's part of the snapshot: its branches, PR, ledger and reviews."""
+        proposed_branch = strategy.proposed_branch(env)
+        active = self._commit(repo, mirror, env.branch, proposed_branch)
+        proposed = self._commit(repo, mirror, proposed_branch)
+        error = None if active is not None else f"branch {env.branch} does not exist"
+        pull_request = None
+        changelog: tuple[DryCommit, ...] = ()
+        if active is not None and proposed is not None:
+            pull_request = self.open_pull_request(
+                repo, proposed_branch, env.branch, proposed.hydrated_sha
+            )
+            if proposed.dry_sha and proposed.dry_sha != active.dry_sha:
+                changelog = tuple(self._changelog(mirror, active.dry_sha, proposed.dry_sha))
+        ledger, ledger_error = self._ledger(mirror, strategy.name, env.branch)
+        error = error or ledger_error
+        freezes, freeze_error = self._freezes(strategy, mirror, env.branch, ledger)
+        error = error or freeze_error
+        gates = tuple(strategy.gates_of(env))
+        reviews, reviews_error = self._reviews(repo, gates, pull_request)
+        users, teams = _reviewers(env, mirror, active, proposed, pull_request, ledger)
+        signatures, signatures_error = self.signatures.read(
+            self.plugin,
+            repo,
+            mirror,
+            gates,
+            active.dry_sha if active else None,
+            proposed.dry_sha if active and proposed else None,
+        )
+        return EnvironmentSnapshot(
+            branch=env.branch,
+            proposed_branch=proposed_branch,
+            auto_merge=env.auto_merge,
+            active_keys=(
+                *strategy.active_keys(env),
+                *(g.key for g in gates if g.active),
+            ),
+            proposed_keys=(
+                *strategy.proposed_keys(env),
+                *(g.key for g in gates if g.http is not None),
+            ),
+            active=active,
+            proposed=proposed,
+            pull_request=pull_request,
+            changelog=changelog,
+            ledger=ledger,
+            active_since=mirror.commit_time(active.hydrated_sha) if active else None,
+            auto_revert=AutoRevertPolicy(
+                enabled=env.auto_revert.enabled,
+                settle_time=env.auto_revert.settle_time,
+                auto_merge=env.auto_revert.auto_merge,
+            ),
+            revert_pull_request=self._revert_pull_request(repo, mirror, env.branch, active, ledger),
+            proposed_in_active=_contains(mirror, active, proposed),
+            merge_conflicts=self.conflicts.check(mirror, active, proposed),
+            error=error,
+            gates=gates,
+            reviews=reviews,
+            reviews_error=reviews_error,
+            upstreams=upstreams,
+            rollout=rollout,
+            freezes=freezes,
+            signatures=signatures,
+            signatures_error=signatures_error,
+            reviewers=users,
+            reviewer_teams=teams,
+            **self._deployment(strategy, env),
+            merge_queue=env.merge_queue,
+            queue=self._queue(repo, env, pull_request, ledger),
+        )
+
+    def _queue(
+        self, repo: Repository, env: Environment, pr: PullRequest | None, ledger: EnvLedger
+    ) -> QueueEntry | None:
+        """The open PR's place in the merge queue, read while the promoter's attempt waits
+        there (one call; nothing without an attempt)."""
+        attempt = ledger.queue
+        if not env.merge_queue or pr is None or attempt is None or attempt.dequeued_at:
+            return None
+        if (attempt.number, attempt.head_sha) != (pr.number, pr.head_sha):
+            return None
+        if not isinstance(self.plugin, MergeQueues):
+            return None
+        return self.plugin.queue_entry(repo=repo, number=pr.number)
+
+    def _deployment(self, strategy: PromotionStrategy, env: Environment) -> dict[str, str]:
+        """The SCM environment promotions of ``env`` are reported to, if on and possible."""
+        target = strategy.deployment_of(env)
+        if target is None or not isinstance(self.plugin, Deployments):
+            return {}
+        return {"deployment_environment": target[0], "deployment_url": target[1]}
 
     def _ledger(
         self, mirror: GitMirror, strategy: str, branch: str
@@ -161,6 +226,24 @@ class SnapshotReader:
             return self.ledger.read(mirror, strategy, branch), None
         except LedgerUnreadable as exc:
             return EnvLedger(), f"the ledger of {branch} cannot be read: {exc}"
+
+    def _freezes(
+        self, strategy: PromotionStrategy, mirror: GitMirror, branch: str, ledger: EnvLedger
+    ) -> tuple[tuple[FreezePeriod, ...], str | None]:
+        """The freezes covering ``branch``: people's (ledger notes), and the configuration's
+        dates not over yet. A note that cannot be read blocks the environment (fail closed)."""
+
+        def read(strategy_key: str, environment_key: str) -> EnvLedger:
+            return self.ledger.read(mirror, strategy_key, environment_key)
+
+        now = self.clock()
+        try:
+            found = manual_periods(read, strategy.name, branch, ledger)
+        except LedgerUnreadable as exc:
+            return (), f"the freezes of {branch} cannot be read: {exc}"
+        for windows, scope in configured(strategy, self.global_freezes):
+            found += dated_periods([windows], scope, branch, now)
+        return tuple(found), None
 
     def _reviews(
         self, repo: Repository, gates: tuple[GateSpec, ...], pr: PullRequest | None
@@ -237,6 +320,28 @@ class SnapshotReader:
             if env.proposed is not None and env.proposed.dry_sha:
                 pairs.update((h.dry_sha, env.proposed.dry_sha) for h in env.ledger.holds)
         return frozenset((a, d) for a, d in pairs if a != d and mirror.is_ancestor(a, d))
+
+
+def _reviewers(
+    env: Environment,
+    mirror: GitMirror,
+    active: CommitState | None,
+    proposed: CommitState | None,
+    pr: PullRequest | None,
+    ledger: EnvLedger,
+) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The users and teams to request on the open PR: configured, and (``codeowners``) the
+    owners of what it changes by the active branch's CODEOWNERS; read only until asked."""
+    wanted = env.reviewers
+    if wanted is None or pr is None or pr.number in ledger.reviewers_requested:
+        return (), ()
+    users, teams = list(wanted.users), list(wanted.teams)
+    if wanted.codeowners and active is not None and proposed is not None:
+        for owner in change_owners(
+            mirror.path, active.hydrated_sha, active.hydrated_sha, proposed.hydrated_sha
+        ):
+            (teams if "/" in owner else users).append(owner)
+    return tuple(dict.fromkeys(users)), tuple(dict.fromkeys(teams))
 
 
 def _contains(mirror: GitMirror, active: CommitState | None, proposed: CommitState | None) -> bool:

@@ -10,22 +10,22 @@ import contextlib
 import logging
 import threading
 import time
-import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 
 from promoter.config import Config, Repository
-from promoter.daemon.executor import Executor, Observer, Outcome
+from promoter.daemon.events import Observer
+from promoter.daemon.executor import Executor, Outcome
 from promoter.daemon.merges import UnconfirmedMerges
 from promoter.daemon.probes import Probes
 from promoter.daemon.reader import SnapshotReader
 from promoter.daemon.settled import SettledIndex, notes_tips
-from promoter.engine import decide
-from promoter.engine.actions import Decision, EnvState, RecordHealthy
-from promoter.engine.snapshot import Snapshot
+from promoter.daemon.signature_check import SignatureReading
+from promoter.engine import Decision, EnvState, RecordHealthy, Snapshot, decide
 from promoter.git import GitMirror
 from promoter.git.pool import MirrorPool
+from promoter.logs import reconcile_context
 from promoter.metrics import RECONCILE_DURATION, RECONCILE_TOTAL
 from promoter.models import utcnow
 from promoter.state.ledger import GitLedger
@@ -44,7 +44,9 @@ class StrategyView:
     snapshot: Snapshot | None
     decision: Decision | None
     error: str | None
-    reconciled_at: datetime
+    reconciled_at: datetime | None
+    waiting: str | None = None
+    """What a reconcile running long waits on now (a slow SCM call): ``promoter.activity``."""
 
 
 @dataclass
@@ -63,6 +65,8 @@ class Reconciler:
     probes: Probes = field(default_factory=Probes)
     unconfirmed: UnconfirmedMerges = field(default_factory=UnconfirmedMerges)
     views: dict[str, StrategyView] = field(default_factory=dict)
+    signatures: SignatureReading = field(default_factory=SignatureReading)
+    """Dry commits' verified signatures, kept across reconciles."""
     settled: SettledIndex | None = None
     """What each reconcile read and which of it is settled, for the resync."""
     _lock: threading.Lock = field(default_factory=threading.Lock)
@@ -92,8 +96,9 @@ class Reconciler:
         )
 
     def reconcile(self, key: str) -> Outcome:
-        """Converge one strategy; raises TemporaryError (and others) for the queue to retry."""
-        with self.key_lock(key):
+        """Converge one strategy; raises TemporaryError (and others) for the queue to retry.
+        Its log lines carry the strategy and a reconcile id (``logs.reconcile_context``)."""
+        with reconcile_context(key), self.key_lock(key):
             return self._reconcile(key)
 
     def _reconcile(self, key: str) -> Outcome:
@@ -106,16 +111,17 @@ class Reconciler:
         reader = self.reader(key, plugin)
         executor = self.executor(plugin, reader)
         started = time.perf_counter()
-        reconcile_id = uuid.uuid4().hex[:12]
         snapshot: Snapshot | None = None
         decision: Decision | None = None
+        outcome = Outcome()
         try:
             mirror = self.mirrors.fresh(repo)
             tips = notes_tips(mirror)
             snapshot = reader.read(strategy, repo, mirror)
             self.sha_index.track(key, _tracked_shas(snapshot))
             decision = decide(snapshot)
-            outcome = executor.run(snapshot, repo, mirror, decision.actions)
+            outcome.requeue_after = decision.requeue_after
+            executor.run(snapshot, repo, mirror, decision.actions, outcome)
             if outcome.recorded:
                 snapshot = with_recorded(snapshot, outcome, self.ledger, mirror)
                 if any(v.state is not EnvState.UP_TO_DATE for v in decision.environments):
@@ -132,8 +138,9 @@ class Reconciler:
                 self.settled.forget(key)
             with self._lock:
                 last = self.views.get(key)
-            failed = executor.failed_environment if decision is not None else None
-            self._remember(key, failed_view(last, snapshot, decision, str(exc), failed))
+            failed = outcome.failed_environment
+            shown = with_deferred(decision, outcome) if decision is not None else None
+            self._remember(key, failed_view(last, snapshot, shown, str(exc), failed))
             raise
         finally:
             RECONCILE_DURATION.observe(time.perf_counter() - started)
@@ -143,13 +150,12 @@ class Reconciler:
                 isinstance(a, RecordHealthy) for a in decision.actions
             )
             self.settled.observe(key, snapshot, decision, notes=tips, idle=idle)
-        snapshot = with_written(snapshot, outcome)
-        self._remember(key, StrategyView(snapshot, decision, None, utcnow()))
+        shown = with_deferred(decision, outcome)
+        self._remember(key, StrategyView(with_written(snapshot, outcome), shown, None, utcnow()))
         log.debug(
             "reconciled",
             extra={
                 "strategy": key,
-                "reconcile_id": reconcile_id,
                 "actions": [a.kind for a in decision.actions],
                 "duration_ms": round((time.perf_counter() - started) * 1000, 1),
             },
@@ -188,6 +194,8 @@ class Reconciler:
             self.pr_cache,
             self._status_url(key),
             clock=self.clock,
+            global_freezes=tuple(self.config.freezes),
+            signatures=self.signatures,
         )
 
     def _status_url(self, key: str) -> str:
@@ -219,6 +227,20 @@ def failed_view(
         )
         decision = decision.model_copy(update={"environments": verdicts})
     return StrategyView(snapshot, decision, error, utcnow())
+
+
+def with_deferred(decision: Decision, outcome: Outcome) -> Decision:
+    """The verdicts with the merges the executor deferred: such an environment is blocked,
+    and its reason is the deferral's (a gate the SCM no longer reports success)."""
+    if not outcome.deferred:
+        return decision
+    verdicts = tuple(
+        v.model_copy(update={"state": EnvState.BLOCKED, "reason": outcome.deferred[v.branch]})
+        if v.branch in outcome.deferred
+        else v
+        for v in decision.environments
+    )
+    return decision.model_copy(update={"environments": verdicts})
 
 
 def with_written(snapshot: Snapshot, outcome: Outcome) -> Snapshot:

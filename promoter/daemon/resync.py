@@ -35,7 +35,7 @@ import zlib
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
-from promoter.config import Config
+from promoter.config import Config, Repository
 from promoter.daemon.queue import WorkQueue
 from promoter.daemon.scheduler import every_repository
 from promoter.daemon.settled import Seen, SettledIndex, notes_tips
@@ -102,56 +102,8 @@ class Resync:
             by_repo.setdefault(strategy.repository, []).append(strategy.name)
         for repo in self.config.repositories:
             names = by_repo.get(repo.name)
-            if not names or not self.owns(repo.name):
-                continue
-            if not self.mirrors.refreshed(repo.name):
-                self.mirrors.invalidate(repo.name)
-                self._enqueue(names, counts)
-                continue
-            try:
-                moved = self.mirrors.poll(repo)
-            except Exception as exc:  # each strategy's reconcile fails with the reason
-                log.warning(
-                    "resync poll failed", extra={"repository": repo.name, "error": str(exc)}
-                )
-                counts.unreachable.append(repo.name)
-                self._enqueue(names, counts)
-                continue
-            mirror = self.mirrors.get(repo)
-            tips = notes_tips(mirror)
-            heard = self.heard_at.get(repo.name)
-            flowing = heard is not None and started - heard <= self.config.daemon.resync_interval
-            if flowing:
-                counts.flowing.append(repo.name)
-            waiting, changed = [], []
-            for name in names:
-                seen = self.index.get(name)
-                mine = self.turn_of(name) == turn
-                if seen is None or not seen.quiet:
-                    if seen is not None and flowing and not mine:
-                        if not self._moved(name, seen, mirror, tips):
-                            counts.skipped += 1
-                            continue
-                        self.index.unsettle(name)
-                        changed.append(name)
-                        continue
-                    if seen is not None:
-                        self.index.drop(seen, everything=mine)
-                    waiting.append(name)
-                elif self._moved(name, seen, mirror, tips):
-                    self.index.unsettle(name)
-                    changed.append(name)
-                elif mine:
-                    self.index.unsettle(name, forget=True)
-                    counts.swept.append(name)
-                else:
-                    counts.skipped += 1
-            if moved:
-                self.queue.unpark(waiting)
-            self.queue.add_many(changed, unpark=True)
-            counts.spread.extend(waiting)
-            counts.waiting += len(waiting)
-            counts.moved += len(changed)
+            if names and self.owns(repo.name):
+                self._repository(repo, names, turn=turn, started=started, counts=counts)
         interval = self.config.daemon.resync_interval
         self.queue.add_spread(counts.spread, interval, soft=True)
         self.queue.add_spread(counts.swept, interval, start=1)
@@ -168,6 +120,74 @@ class Resync:
             },
         )
         return counts
+
+    def _repository(
+        self,
+        repo: Repository,
+        names: list[str],
+        *,
+        turn: int,
+        started: float,
+        counts: ResyncCounts,
+    ) -> None:
+        """Poll one repository's refs; enqueue its strategies that moved, note those that
+        wait for something in ``counts.spread`` and its quiet ones whose turn it is in
+        ``counts.swept``."""
+        if not self.mirrors.refreshed(repo.name):
+            self.mirrors.invalidate(repo.name)
+            self._enqueue(names, counts)
+            return
+        try:
+            moved = self.mirrors.poll(repo)
+        except Exception as exc:  # each strategy's reconcile fails with the reason
+            log.warning("resync poll failed", extra={"repository": repo.name, "error": str(exc)})
+            counts.unreachable.append(repo.name)
+            self._enqueue(names, counts)
+            return
+        mirror = self.mirrors.get(repo)
+        heard = self.heard_at.get(repo.name)
+        flowing = heard is not None and started - heard <= self.config.daemon.resync_interval
+        if flowing:
+            counts.flowing.append(repo.name)
+        waiting, changed = self._sort(names, mirror, turn=turn, flowing=flowing, counts=counts)
+        if moved:
+            self.queue.unpark(waiting)
+        self.queue.add_many(changed, unpark=True)
+        counts.spread.extend(waiting)
+        counts.waiting += len(waiting)
+        counts.moved += len(changed)
+
+    def _sort(
+        self, names: list[str], mirror: GitMirror, *, turn: int, flowing: bool, counts: ResyncCounts
+    ) -> tuple[list[str], list[str]]:
+        """One repository's strategies: those that wait for something (their reads dropped)
+        and those whose refs, notes or ledger moved (unsettled); the quiet ones of this turn
+        (every read dropped) go to ``counts.swept``, the others are skipped."""
+        tips = notes_tips(mirror)
+        waiting, changed = [], []
+        for name in names:
+            seen = self.index.get(name)
+            mine = self.turn_of(name) == turn
+            if seen is None or not seen.quiet:
+                if seen is not None and flowing and not mine:
+                    if not self._moved(name, seen, mirror, tips):
+                        counts.skipped += 1
+                        continue
+                    self.index.unsettle(name)
+                    changed.append(name)
+                    continue
+                if seen is not None:
+                    self.index.drop(seen, everything=mine)
+                waiting.append(name)
+            elif self._moved(name, seen, mirror, tips):
+                self.index.unsettle(name)
+                changed.append(name)
+            elif mine:
+                self.index.unsettle(name, forget=True)
+                counts.swept.append(name)
+            else:
+                counts.skipped += 1
+        return waiting, changed
 
     def _enqueue(self, names: list[str], counts: ResyncCounts) -> None:
         for name in names:

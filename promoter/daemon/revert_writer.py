@@ -11,10 +11,9 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
+from promoter import markup
 from promoter.config import Repository
-from promoter.engine.actions import REVERT_LABEL, OpenRevert
-from promoter.engine.pr_text import short
-from promoter.engine.snapshot import EnvironmentSnapshot
+from promoter.engine import REVERT_LABEL, EnvironmentSnapshot, OpenRevert, short_sha
 from promoter.errors import MetadataMissing
 from promoter.git import NOTES_REF, GitMirror, render_metadata
 from promoter.git.lineage import mirror_metadata
@@ -23,23 +22,23 @@ from scm_plugins.protocol import ScmPlugin
 
 
 def revert_branch(env: EnvironmentSnapshot, action: OpenRevert) -> str:
-    return f"{env.branch}-revert-{short(action.bad_hydrated_sha)}"
+    return f"{env.branch}-revert-{short_sha(action.bad_hydrated_sha)}"
 
 
 def revert_body(env: EnvironmentSnapshot, action: OpenRevert) -> str:
     restore = action.restore
     return "\n".join(
         [
-            f"## Revert {env.branch} to `{short(restore.dry_sha)}`",
+            f"## Revert {env.branch} to `{short_sha(restore.dry_sha)}`",
             "",
-            f"**What failed:** {action.reason}.",
-            f"**Running now:** dry `{short(action.bad_dry_sha)}`"
-            f" (hydrated `{short(action.bad_hydrated_sha)}`).",
-            f"**Restores:** dry `{short(restore.dry_sha)}` (hydrated"
-            f" `{short(restore.hydrated_sha)}`), healthy since"
+            f"**What failed:** {markup.markdown(action.reason)}.",
+            f"**Running now:** dry `{short_sha(action.bad_dry_sha)}`"
+            f" (hydrated `{short_sha(action.bad_hydrated_sha)}`).",
+            f"**Restores:** dry `{short_sha(restore.dry_sha)}` (hydrated"
+            f" `{short_sha(restore.hydrated_sha)}`), healthy since"
             f" {restore.healthy_since:%Y-%m-%d %H:%M:%S} UTC.",
             "",
-            f"`{short(action.bad_dry_sha)}` is held in {env.branch} and every later"
+            f"`{short_sha(action.bad_dry_sha)}` is held in {env.branch} and every later"
             " environment until a dry commit that descends from it arrives, or a person"
             " releases it (`promoter release`).",
             "",
@@ -69,7 +68,7 @@ class RevertWriter:
             repo=repo,
             head=branch,
             base=env.branch,
-            title=f"Revert {env.branch} to {short(action.restore.dry_sha)}",
+            title=f"Revert {env.branch} to {short_sha(action.restore.dry_sha)}",
             body=revert_body(env, action),
             labels=(REVERT_LABEL, env.branch.rsplit("/", 1)[-1]),
         )
@@ -86,8 +85,8 @@ class RevertWriter:
     ) -> str:
         assert env.active is not None
         message = (
-            f"Revert {env.branch} to {short(action.restore.dry_sha)}\n\n"
-            f"{action.reason}. Restores the tree of {short(action.restore.hydrated_sha)}.\n"
+            f"Revert {env.branch} to {short_sha(action.restore.dry_sha)}\n\n"
+            f"{action.reason}. Restores the tree of {short_sha(action.restore.hydrated_sha)}.\n"
         )
         commit = mirror.commit_tree(tree, [env.active.hydrated_sha], message)
         healthy = mirror_metadata(mirror, action.restore.hydrated_sha)

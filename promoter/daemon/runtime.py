@@ -16,8 +16,10 @@ from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
+from promoter.activity import ACTIVITY
 from promoter.config import Config, PromotionStrategy, Repository
-from promoter.daemon.executor import Observer
+from promoter.daemon.events import Observer
+from promoter.daemon.freezes import Freezes
 from promoter.daemon.operations import Operations
 from promoter.daemon.probes import Probes
 from promoter.daemon.queue import WorkQueue
@@ -27,8 +29,10 @@ from promoter.daemon.scheduler import Scheduler, every_repository, strategies_of
 from promoter.daemon.settled import SettledIndex
 from promoter.daemon.workers import Workers
 from promoter.errors import CommitNotFound
+from promoter.git import GitMirror
 from promoter.git.pool import MirrorPool
 from promoter.models import CommitStatus, DryCommit, utcnow
+from promoter.state.audit import AuditTrail
 from promoter.state.ledger import GitLedger
 from promoter.state.pulls import PullRequestCache
 from promoter.state.statuses import StatusCache
@@ -68,6 +72,7 @@ class Runtime:
         self.sha_index = ShaIndex()
         self.pr_cache = PullRequestCache(max_age=config.daemon.resync_interval)
         self.ledger = GitLedger()
+        self.audit = AuditTrail(self.state_dir / "audit", mirror_of=self._mirror_of)
         self.queue = WorkQueue(max_delay=config.daemon.max_backoff)
         self.settled = SettledIndex(self.status_cache, self.pr_cache)
         self.reconciler = Reconciler(
@@ -85,6 +90,7 @@ class Runtime:
             settled=self.settled,
         )
         self.operations = Operations(self.reconciler)
+        self.freezes = Freezes(config, self.ledger, self.mirrors.fresh, clock)
         self.workers = Workers(self.queue, self.reconciler.reconcile, count=config.daemon.workers)
         d = config.daemon
         self.resync = Resync(
@@ -106,6 +112,11 @@ class Runtime:
     def public_url(self) -> str:
         d = self.config.daemon
         return d.public_url or f"http://{d.host}:{d.port}"
+
+    def _mirror_of(self, repo_name: str) -> GitMirror | None:
+        if not self.has_repository(repo_name):
+            return None
+        return self.mirrors.get(self.config.repository(repo_name))
 
     def _credentials(self, repo: Repository) -> dict[str, str]:
         return dict(self.plugins[repo.scm_provider].git_environment(repo=repo))
@@ -166,6 +177,10 @@ class Runtime:
 
     def view(self, name: str) -> StrategyView | None:
         view = self.reconciler.view(name)
+        waiting = ACTIVITY.waiting(name)
+        if waiting is not None:
+            view = StrategyView(None, None, None, None) if view is None else view
+            view = replace(view, waiting=waiting)
         reason = self.queue.parked().get(name)
         if view is None or reason is None:
             return view
@@ -235,6 +250,7 @@ class Runtime:
             return
         self.workers.start()
         self.scheduler.every(LEDGER_FLUSH_INTERVAL, self.ledger.flush_all, "ledger-flush")
+        self.scheduler.every(LEDGER_FLUSH_INTERVAL, self.audit.flush_all, "audit-flush")
         self.scheduler.start()
         self.scheduler.resync()
         self.started = True
@@ -254,6 +270,7 @@ class Runtime:
         self.scheduler.stop()
         finished = self.workers.stop(timeout=60)
         self.ledger.flush_all()
+        self.audit.flush_all()
         for closer in self._closers:
             closer.close()
         for plugin in self.plugins.values():

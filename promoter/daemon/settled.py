@@ -21,9 +21,7 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass
 
-from promoter.engine.actions import Decision, EnvState
-from promoter.engine.ledger_state import EnvLedger
-from promoter.engine.snapshot import EnvironmentSnapshot, Snapshot
+from promoter.engine import Decision, EnvironmentSnapshot, EnvLedger, EnvState, Snapshot
 from promoter.git import GitMirror
 from promoter.git.lineage import LINEAGE_REF
 from promoter.git.metadata import NOTES_REF

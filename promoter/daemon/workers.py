@@ -1,14 +1,15 @@
 """Worker threads: take a key from the queue, reconcile it, schedule its retry or requeue.
 
-Errors decide the retry, and each failure is logged once, here: ``ScmRateLimited``
-waits its ``retry_after`` (no add can jump it); a lasting refusal (``ScmConflict``
-with ``lasting``: a conflict, branch protection) waits the cap; other temporary
-errors back off exponentially (capped). A permanent error (``PermanentError``: bad
-credentials, a missing permission) parks the strategy: it is not retried until a
-webhook, a moved ref or a configuration change wakes it (``WorkQueue.park``). A
-``ScmNotFound`` means what the promoter knew was wrong: it is read again, with backoff,
-as is an unexpected crash, so that nothing is lost. ``NotOwner`` (Kubernetes mode: the
-repository's shard moved to another replica) drops the key: it is not ours to retry.
+Errors decide the retry (the tree is drawn in ``promoter.errors``), and each failure is
+logged once, here: ``ScmRateLimited`` waits its ``retry_after`` (no add can jump it); a
+lasting refusal (``ScmConflict`` with ``lasting``: a conflict, branch protection) waits
+the cap; other temporary errors back off exponentially (capped), among them
+``ScmNotFound``, which means that what the promoter knew was wrong: it is read again. A
+permanent error (``PermanentError``: bad credentials, a missing permission) parks the
+strategy: it is not retried until a webhook, a moved ref or a configuration change wakes
+it (``WorkQueue.park``). An unexpected crash backs off too, so that nothing is lost.
+``NotOwner`` (Kubernetes mode: the repository's shard moved to another replica) drops the
+key: it is not ours to retry.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import threading
 import time
 from collections.abc import Callable
 
+from promoter.activity import ACTIVITY
 from promoter.daemon.executor import Outcome
 from promoter.daemon.queue import ShutDown, WorkQueue
 from promoter.errors import (
@@ -25,10 +27,10 @@ from promoter.errors import (
     PermanentError,
     RateBudgetWait,
     ScmConflict,
-    ScmNotFound,
     ScmRateLimited,
     TemporaryError,
 )
+from promoter.logs import reconcile_context
 
 log = logging.getLogger("promoter.workers")
 
@@ -71,7 +73,8 @@ class Workers:
             with self._busy_lock:
                 self.busy += 1
             try:
-                self.process(key)
+                with reconcile_context(key):  # its lines and the reconciler's: one reconcile id
+                    self.process(key)
             finally:
                 with self._busy_lock:
                     self.busy -= 1
@@ -80,7 +83,8 @@ class Workers:
     def process(self, key: str) -> None:
         """Reconcile one key and schedule what follows; never raises."""
         try:
-            outcome = self._reconcile(key)
+            with ACTIVITY.working(key):
+                outcome = self._reconcile(key)
         except NotOwner as exc:
             log.info("not ours any more: dropped", extra={"strategy": key, "error": str(exc)})
             self.queue.forget(key)
@@ -104,13 +108,6 @@ class Workers:
             self.queue.add_after(key, delay, firm=True)
             return
         except PermanentError as exc:
-            if isinstance(exc, ScmNotFound):
-                delay = self.queue.backoff(key)
-                log.warning(
-                    "reconcile failed", extra={"strategy": key, "delay": delay, "error": str(exc)}
-                )
-                self.queue.add_after(key, delay, firm=True)
-                return
             self.queue.park(key, str(exc))
             log.error(
                 "reconcile failed",

@@ -170,6 +170,70 @@ class CommentPullRequest(Frozen):
     body: str
 
 
+class EnqueuePullRequest(Frozen):
+    """Rule 6 through a merge queue: enqueue the PR with its head as the guard, after the
+    required gates are read again (like a merge)."""
+
+    kind: Literal["enqueue"] = "enqueue"
+    environment: int
+    number: int
+    expected_head_sha: str
+    dry_sha: str
+    attempt: int
+    required_keys: tuple[str, ...] = ()
+
+
+class RecordDequeue(Frozen):
+    """The queue took the PR out without merging it: a failed attempt, told on the PR."""
+
+    kind: Literal["dequeue"] = "dequeue"
+    environment: int
+    number: int
+    reason: str
+    at: datetime
+
+
+class CreateDeployment(Frozen):
+    """Report what the environment runs as a new SCM deployment, in progress.
+
+    ``sha`` None: the commit the merge decided in the same pass makes (created only when
+    that merge happened). ``supersedes``: the deployment it replaces, set inactive."""
+
+    kind: Literal["deployment"] = "deployment"
+    environment: int
+    sha: str | None
+    dry_sha: str
+    scm_environment: str
+    url: str = ""
+    pr: int | None = None
+    pr_url: str = ""
+    supersedes: str | None = None
+
+
+class SetDeploymentStatus(Frozen):
+    """A deployment's state changes: success (active gates green), failure (a gate failed,
+    or a revert opened), inactive (superseded)."""
+
+    kind: Literal["deployment-status"] = "deployment-status"
+    environment: int
+    deployment_id: str
+    scm_environment: str
+    state: Literal["in_progress", "success", "failure", "inactive"]
+    description: str
+    url: str = ""
+    log_url: str = ""
+
+
+class RequestReviewers(Frozen):
+    """Ask for reviews on a promotion PR, once: the ledger records it."""
+
+    kind: Literal["reviewers"] = "reviewers"
+    environment: int
+    number: int
+    users: tuple[str, ...]
+    teams: tuple[str, ...]
+
+
 class ApprovePullRequest(Frozen):
     """A person approves the open PR of an environment (through an SCM that allows it)."""
 
@@ -206,11 +270,6 @@ class MergeActiveIntoProposed(Frozen):
     tree_sha: str
 
 
-class RequeueAfter(Frozen):
-    kind: Literal["requeue"] = "requeue"
-    seconds: float
-
-
 Action = (
     OpenPullRequest
     | UpdatePullRequest
@@ -228,9 +287,13 @@ Action = (
     | PauseEnvironment
     | CommentPullRequest
     | ApprovePullRequest
+    | RequestReviewers
+    | CreateDeployment
+    | SetDeploymentStatus
+    | EnqueuePullRequest
+    | RecordDequeue
     | RecordOverride
     | MergeActiveIntoProposed
-    | RequeueAfter
 )
 
 
@@ -266,3 +329,6 @@ class EnvironmentVerdict(Frozen):
 class Decision(Frozen):
     actions: tuple[Action, ...]
     environments: tuple[EnvironmentVerdict, ...]
+    requeue_after: float | None = None
+    """Seconds after which to decide again though nothing happened (a soak ends, a window
+    opens, a PR just opened is merged on the next pass); None: only when something does."""

@@ -12,7 +12,7 @@ from datetime import datetime, timedelta
 
 import jmespath
 
-from promoter.config.gates import Approval, CommitMessage, GateSpec, Soak, Windows
+from promoter.config.gates import Approval, CommitMessage, GateSpec, SignedCommits, Soak, Windows
 from promoter.engine.actions import GateVerdict
 from promoter.engine.dag import upstreams_of
 from promoter.engine.messages import has_trailer, record, trailers
@@ -21,7 +21,7 @@ from promoter.engine.snapshot import Snapshot
 from promoter.engine.windows import describe, window_state
 from promoter.models import Phase
 
-PURE_KINDS = frozenset({"soak", "window", "approval", "commit_message"})
+PURE_KINDS = frozenset({"soak", "window", "approval", "commit_message", "signed_commits"})
 """Kinds the engine judges itself; the others arrive as commit statuses."""
 
 
@@ -136,6 +136,48 @@ def commit_message(spec: CommitMessage, key: str, snapshot: Snapshot, index: int
     return GateVerdict(name=key, phase=Phase.SUCCESS, reason=reason)
 
 
+WHY_NOT = {
+    "unsigned": "is not signed",
+    "unknown-signer": "is signed by a key no one allowed",
+    "bad": "has a signature that does not verify",
+    "expired": "is signed by an expired key",
+    "revoked": "is signed by a revoked key",
+}
+
+
+def signed_commits(spec: SignedCommits, key: str, snapshot: Snapshot, index: int) -> GateVerdict:
+    """Every dry commit being promoted is signed by an allowed signer (and, when asked, the
+    SCM verifies it too). A failure names each commit and what is wrong with it."""
+    env = snapshot.environments[index]
+    if env.signatures is None:
+        reason = env.signatures_error or "signatures: not read yet"
+        return GateVerdict(name=key, phase=Phase.PENDING, reason=reason)
+    problems = []
+    unread = []
+    for sig in env.signatures:
+        if sig.verdict != "good":
+            by = f" ({sig.key})" if sig.key else ""
+            problems.append(f"{short(sig.sha)} {WHY_NOT.get(sig.verdict, sig.verdict)}{by}")
+        elif spec.scm_verification and sig.scm_verified is False:
+            problems.append(f"{short(sig.sha)} is not verified by the SCM ({sig.scm_reason})")
+        elif spec.scm_verification and sig.scm_verified is None:
+            unread.append(short(sig.sha))
+    if problems:
+        reason = "signatures: " + "; ".join(problems)
+        return GateVerdict(name=key, phase=Phase.FAILURE, reason=reason)
+    if unread:
+        reason = f"signatures: waiting for the SCM's verdict on {', '.join(unread)}"
+        return GateVerdict(name=key, phase=Phase.PENDING, reason=reason)
+    count = len(env.signatures)
+    signers = ", ".join(dict.fromkeys(s.signer or s.key for s in env.signatures))
+    reason = (
+        f"signed by {signers} ({count} commit{'s' if count != 1 else ''})"
+        if count
+        else "signatures: no dry commit to verify"
+    )
+    return GateVerdict(name=key, phase=Phase.SUCCESS, reason=reason)
+
+
 def evaluate_builtin(gate: GateSpec, snapshot: Snapshot, index: int) -> GateVerdict | None:
     """The verdict of one configured gate the engine judges, or None for the other kinds."""
     key = gate.key
@@ -147,6 +189,8 @@ def evaluate_builtin(gate: GateSpec, snapshot: Snapshot, index: int) -> GateVerd
         return approval(gate.approval, key, snapshot, index)
     if gate.commit_message is not None:
         return commit_message(gate.commit_message, key, snapshot, index)
+    if gate.signed_commits is not None:
+        return signed_commits(gate.signed_commits, key, snapshot, index)
     return None
 
 

@@ -20,10 +20,10 @@ from promoter.engine.actions import (
     MergePullRequest,
     OpenPullRequest,
     RecordHealthy,
-    RequeueAfter,
     UpdatePullRequest,
 )
 from promoter.engine.dag import and_downstream
+from promoter.engine.deployments import deployment_actions
 from promoter.engine.gates import error_reason, evaluate, is_no_op, phase_of
 from promoter.engine.mergeable import REQUEUE_MERGEABLE, keep_mergeable
 from promoter.engine.pr_text import short
@@ -36,7 +36,9 @@ from promoter.engine.publish import (
     previous_environment_status,
     rule_status,
 )
+from promoter.engine.queue import queue_step
 from promoter.engine.revert import judge_revert
+from promoter.engine.reviewers import request_reviewers
 from promoter.engine.rollout import limit_parallel
 from promoter.engine.snapshot import CommitState, Snapshot
 from promoter.models import Phase, PullRequest, PullRequestState
@@ -75,6 +77,7 @@ def decide(snapshot: Snapshot) -> Decision:
         if revert.requeue is not None:
             requeues.append(revert.requeue)
         actions.extend(outcome.actions)
+        actions.extend(deployment_actions(snapshot, index, (*revert.actions, *outcome.actions)))
         actions.extend(_healthy(snapshot, index))
         if outcome.requeue is not None:
             requeues.append(outcome.requeue)
@@ -83,9 +86,11 @@ def decide(snapshot: Snapshot) -> Decision:
                 branch=env.branch, state=outcome.state, reason=outcome.reason, gates=outcome.gates
             )
         )
-    if requeues:
-        actions.append(RequeueAfter(seconds=min(requeues)))
-    return Decision(actions=tuple(actions), environments=tuple(verdicts))
+    return Decision(
+        actions=tuple(actions),
+        environments=tuple(verdicts),
+        requeue_after=min(requeues) if requeues else None,
+    )
 
 
 def _judge(snapshot: Snapshot, index: int) -> _Outcome:
@@ -146,27 +151,52 @@ def backwards_reason(snapshot: Snapshot, index: int, proposed_sha: str) -> str |
 
 
 def _promote(snapshot: Snapshot, index: int, proposed: CommitState, active_sha: str) -> _Outcome:
-    """Rules 3-6 for an environment with something to promote."""
-    env = snapshot.environments[index]
+    """Rules 3-6 for an environment with something to promote: its PR, the promoter's own
+    checks on the PR's head, and the merge once nothing waits."""
     assert proposed.dry_sha is not None
     gates = evaluate(snapshot, index)
-    outcome = _Outcome(EnvState.BLOCKED, "", gates)
+    pr = _open_pull_request(snapshot, index)
     text = pr_text.for_environment(
         snapshot, index, dry_sha=proposed.dry_sha, active_dry_sha=active_sha
     )
-    pr = _open_pull_request(snapshot, index)
-    if pr is None:
-        outcome.actions.append(open_pull_request(snapshot, index, text))
-    else:
-        outcome.actions.extend(_update(index, pr, text))
-    outcome.actions.extend(previous_environment_status(snapshot, index, proposed, gates))
-    for key in RULE_KEYS:
-        outcome.actions.extend(rule_status(snapshot, index, proposed, gates, key))
-    outcome.actions.extend(builtin_statuses(snapshot, index, proposed, gates))
-    outcome.actions.extend(announce(snapshot, index, proposed, gates, pr))
-    outcome.actions.extend(gates_status(snapshot, index, proposed, gates))
-    outcome.requeue = next_change(snapshot, gates)
+    outcome = _verdict(snapshot, index, proposed, gates, pr)
+    outcome.actions = [
+        *([open_pull_request(snapshot, index, text)] if pr is None else _update(index, pr, text)),
+        *request_reviewers(snapshot, index, pr),
+        *_checks(snapshot, index, proposed, gates, pr),
+        *outcome.actions,  # the merge comes last, after the checks it is decided on
+    ]
+    return outcome
 
+
+def _checks(
+    snapshot: Snapshot,
+    index: int,
+    proposed: CommitState,
+    gates: tuple[GateVerdict, ...],
+    pr: PullRequest | None,
+) -> list[Action]:
+    """The promoter's own statuses on the proposed head (rules 4 and 5), and a tier's notice."""
+    actions: list[Action] = [*previous_environment_status(snapshot, index, proposed, gates)]
+    for key in RULE_KEYS:
+        actions.extend(rule_status(snapshot, index, proposed, gates, key))
+    actions.extend(builtin_statuses(snapshot, index, proposed, gates))
+    actions.extend(announce(snapshot, index, proposed, gates, pr))
+    actions.extend(gates_status(snapshot, index, proposed, gates))
+    return actions
+
+
+def _verdict(
+    snapshot: Snapshot,
+    index: int,
+    proposed: CommitState,
+    gates: tuple[GateVerdict, ...],
+    pr: PullRequest | None,
+) -> _Outcome:
+    """What the environment waits for (a gate, its PR, a person), or its merge (rule 6)."""
+    env = snapshot.environments[index]
+    assert proposed.dry_sha is not None
+    outcome = _Outcome(EnvState.BLOCKED, "", gates, requeue=next_change(snapshot, gates))
     waiting = [gate.reason for gate in gates if gate.phase is not Phase.SUCCESS]
     if waiting:
         outcome.reason = "; ".join(waiting)
@@ -188,25 +218,37 @@ def _promote(snapshot: Snapshot, index: int, proposed: CommitState, active_sha: 
     elif not env.auto_merge:
         outcome.state = EnvState.READY
         outcome.reason = "every gate passes; waiting for a person to merge"
+    elif env.merge_queue:
+        outcome.state, outcome.reason, queued, outcome.requeue = queue_step(
+            snapshot, index, proposed, pr
+        )
+        outcome.actions.extend(queued)
     else:
         outcome.state = EnvState.PROMOTING
         outcome.reason = f"merging pull request #{pr.number} to promote {short(proposed.dry_sha)}"
-        outcome.actions.append(
-            MergePullRequest(
-                environment=index,
-                number=pr.number,
-                expected_head_sha=proposed.hydrated_sha,
-                dry_sha=proposed.dry_sha,
-                message=pr_text.merge_message(
-                    strategy=snapshot.strategy,
-                    branch=env.branch,
-                    dry_sha=proposed.dry_sha,
-                    number=pr.number,
-                ),
-                required_keys=pr_text.unique(env.proposed_keys),
-            )
-        )
+        outcome.actions.append(_merge(snapshot, index, proposed, pr))
     return outcome
+
+
+def _merge(
+    snapshot: Snapshot, index: int, proposed: CommitState, pr: PullRequest
+) -> MergePullRequest:
+    """Merge ``pr`` with its head as the guard, re-reading the proposed gates first."""
+    env = snapshot.environments[index]
+    assert proposed.dry_sha is not None
+    return MergePullRequest(
+        environment=index,
+        number=pr.number,
+        expected_head_sha=proposed.hydrated_sha,
+        dry_sha=proposed.dry_sha,
+        message=pr_text.merge_message(
+            strategy=snapshot.strategy,
+            branch=env.branch,
+            dry_sha=proposed.dry_sha,
+            number=pr.number,
+        ),
+        required_keys=pr_text.unique(env.proposed_keys),
+    )
 
 
 def open_pull_request(

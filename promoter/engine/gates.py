@@ -16,6 +16,7 @@ from promoter.config.gates import GateSpec
 from promoter.engine.actions import HOLD_KEY, PREVIOUS_ENVIRONMENT_KEY, GateVerdict
 from promoter.engine.builtin import PURE_KINDS, evaluate_builtin
 from promoter.engine.dag import single_upstream, upstreams_of
+from promoter.engine.freeze import frozen
 from promoter.engine.pr_text import short, unique
 from promoter.engine.rollout import blocked_change, notice, pinned
 from promoter.engine.snapshot import CommitState, EnvironmentSnapshot, Snapshot
@@ -47,7 +48,7 @@ def paused(snapshot: Snapshot, index: int) -> GateVerdict | None:
     return GateVerdict(name=PAUSED_GATE, phase=Phase.FAILURE, reason=reason)
 
 
-BUILTIN_GATES: tuple[Gate, ...] = (hold, paused, pinned, blocked_change, notice)
+BUILTIN_GATES: tuple[Gate, ...] = (hold, paused, pinned, blocked_change, notice, frozen)
 """Gates every environment passes through after its status gates (rule 5)."""
 
 

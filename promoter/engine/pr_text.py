@@ -92,7 +92,12 @@ def body(
 def for_environment(
     snapshot: Snapshot, index: int, *, dry_sha: str, active_dry_sha: str
 ) -> PullRequestText:
-    """The title, body and labels of the promotion PR of environment ``index``."""
+    """The title, body and labels of the promotion PR of environment ``index``.
+
+    The labels are the strategy's, less those the SCM did not keep lately
+    (``snapshot.unheld_labels``): asking for one again on every pass would rewrite the PR
+    in a loop; it is asked for again once its backoff ends.
+    """
     env = snapshot.environments[index]
     return PullRequestText(
         title=title(dry_sha=dry_sha, branch=env.branch),
@@ -104,7 +109,7 @@ def for_environment(
             changelog=env.changelog,
             required_keys=required_gates(snapshot, index),
         ),
-        labels=unique(snapshot.labels),
+        labels=unique(n for n in snapshot.labels if n not in snapshot.unheld_labels),
     )
 
 

@@ -20,6 +20,7 @@ from promoter.engine.actions import (
 )
 from promoter.engine.builtin import published_keys
 from promoter.engine.dag import upstreams_of
+from promoter.engine.freeze import FREEZE_KEY
 from promoter.engine.pr_text import short
 from promoter.engine.rollout import BLOCKED_KEY, NOTICE_KEY, PIN_KEY
 from promoter.engine.snapshot import CommitState, Snapshot
@@ -51,7 +52,7 @@ def previous_environment_status(
     return publish(snapshot, index, proposed, PREVIOUS_ENVIRONMENT_KEY, verdict.phase, description)
 
 
-RULE_KEYS = (HOLD_KEY, PIN_KEY, BLOCKED_KEY)
+RULE_KEYS = (HOLD_KEY, PIN_KEY, BLOCKED_KEY, FREEZE_KEY)
 """Rules shown as a failing check while they apply, and turned green when they stop."""
 
 

@@ -11,7 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from promoter.config.gates import GateSpec
 from promoter.engine.ledger_state import EnvLedger, HealthyRecord
-from promoter.models import CommitStatus, DryCommit, PullRequest, Review
+from promoter.models import CommitStatus, DryCommit, PullRequest, QueueEntry, Review
 
 
 class Frozen(BaseModel):
@@ -55,6 +55,33 @@ class Rollout(Frozen):
     """Dry commits with this trailer stop here until a person approves them."""
     block_label: str | None = None
     """A promotion PR with this label stops here until a person approves its change."""
+
+
+class CommitSignature(Frozen):
+    """A dry commit's signature as git verified it against the configured signers."""
+
+    sha: str
+    verdict: str
+    """good, unsigned, unknown-signer, bad, expired or revoked."""
+    signer: str = ""
+    key: str = ""
+    scm_verified: bool | None = None
+    """The SCM's own verdict when asked for (None: not asked, or not read)."""
+    scm_reason: str = ""
+
+
+class FreezePeriod(Frozen):
+    """A freeze that covers an environment: a person's (no end) or a configured date or range."""
+
+    reason: str
+    scope: str
+    """What it freezes, in words: "everything", "strategy guestbook", "environment/prod"."""
+    start: datetime | None = None
+    end: datetime | None = None
+    time_zone: str = "UTC"
+    """The zone its end is shown in."""
+    by: str = ""
+    """Who froze it (a person's freeze)."""
 
 
 class EnvironmentSnapshot(Frozen):
@@ -102,6 +129,26 @@ class EnvironmentSnapshot(Frozen):
         description="What this environment waits for; None: the environment before it.",
     )
     rollout: Rollout = Field(default_factory=lambda: Rollout())
+    signatures: tuple[CommitSignature, ...] | None = Field(
+        default=None,
+        description="Signatures of the dry commits being promoted, oldest first; None when "
+        "no signedCommits gate asks, or they could not be read (signatures_error).",
+    )
+    signatures_error: str | None = None
+    merge_queue: bool = False
+    """The branch merges through a queue: promotion PRs are enqueued, not merged."""
+    queue: QueueEntry | None = None
+    """The open PR's place in the queue, read while the promoter's attempt is in it."""
+    deployment_environment: str | None = None
+    """The SCM environment promotions are reported to as deployments (None: not reported)."""
+    deployment_url: str = ""
+    reviewers: tuple[str, ...] = ()
+    """Users to request on the promotion PR (configured, and code owners when asked)."""
+    reviewer_teams: tuple[str, ...] = ()
+    """Teams (GitHub) or groups (GitLab) to request on the promotion PR."""
+    freezes: tuple[FreezePeriod, ...] = Field(
+        default=(), description="Freezes covering the environment, in force or to come."
+    )
 
     @property
     def last_healthy(self) -> HealthyRecord | None:
@@ -127,6 +174,9 @@ class Snapshot(Frozen):
     same commit (GitLab's pipeline gate): the summary check must not wait for them."""
     labels: tuple[str, ...] = ()
     """The labels every promotion PR carries (the strategy's ``labels``)."""
+    unheld_labels: tuple[str, ...] = ()
+    """Labels the SCM did not keep on a pull request lately (Forgejo drops a label the
+    repository lacks): not asked for again until their retry, with backoff."""
     now: datetime
 
     def descends(self, descendant: str, ancestor: str) -> bool:

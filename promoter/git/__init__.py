@@ -5,13 +5,8 @@ Every git process goes through ``run_git``; reads of objects go through the mirr
 persistent ``cat-file``.
 """
 
-from promoter.git.identity import (
-    FALLBACK_EMAIL,
-    FALLBACK_NAME,
-    identity_env,
-    redact,
-    strip_credentials,
-)
+from promoter.git.credentials import redact, strip_credentials
+from promoter.git.identity import FALLBACK_EMAIL, FALLBACK_NAME, identity_env
 from promoter.git.lineage import LINEAGE_REF, Lineage
 from promoter.git.metadata import (
     METADATA_FILE,

@@ -18,7 +18,8 @@ from git import Repo
 from git.exc import GitError as GitPythonError
 
 from promoter.errors import GitError
-from promoter.git.identity import identity_env, strip_credentials, url_secrets
+from promoter.git.credentials import strip_credentials, url_secrets
+from promoter.git.identity import identity_env
 from promoter.git.runner import run_git
 from promoter.git.stale_lock import clear_stale_locks
 
@@ -26,7 +27,6 @@ _NAME_RE = re.compile(r"^[a-zA-Z0-9][a-zA-Z0-9_.-]*$")
 _URL_RE = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*://|^[^/]+:")
 MIRRORED = ("refs/heads/", "refs/notes/")
 """The refs a mirror copies from its remote."""
-_ZERO = "0" * 40
 HEAL_CHECK = 0.5
 """Seconds between two checks, on object reads, that the repository is still on disk
 (every git command checks first)."""
@@ -78,7 +78,11 @@ class BareRepository:
     # -- running git ------------------------------------------------------------------
 
     def ensure(self) -> None:
-        """Create the bare mirror if it is missing and point its ``origin`` at ``url``."""
+        """Create the bare mirror if it is missing and point its ``origin`` at ``url``.
+
+        The mirror counts as ready only once its ``origin`` is set: a set-up that fails
+        half-way (a lock, a full disk) is done again from the start by the next use.
+        """
         with self._lock:
             if self._repo is not None:
                 return
@@ -87,10 +91,20 @@ class BareRepository:
                     self.path.mkdir(parents=True, exist_ok=True)
                     run_git(["init", "--bare", "--quiet", str(self.path)])
                 clear_stale_locks(self.path)
-                self._repo = Repo(self.path)
+                repo = Repo(self.path)
             except (OSError, GitPythonError) as exc:
                 raise GitError(f"cannot create the mirror at {self.path}: {exc}") from exc
-            self._run(["config", "remote.origin.url", self.url])
+            try:
+                run_git(
+                    ["config", "remote.origin.url", self.url],
+                    cwd=self.path,
+                    secrets=url_secrets(self.url),
+                    what=f"in mirror {self.name}",
+                )
+            except GitError:
+                repo.close()
+                raise
+            self._repo = repo
 
     def _heal(self) -> None:
         """Called before every use: a subclass repairs a repository deleted under it."""
@@ -123,8 +137,12 @@ class BareRepository:
         stdin: bytes | None = None,
         ok: tuple[int, ...] = (0,),
     ) -> tuple[int, str, str]:
-        """Run ``git args`` in the mirror: ``(status, stdout, stderr)``; ``GitError`` if not ok."""
-        env = self._extra_env()
+        """Run ``git args`` in the mirror: ``(status, stdout, stderr)``; ``GitError`` if not ok.
+
+        Only a command that reaches the remote (``network``) reads the credentials: a
+        local one has no use for them, and they may cost a call to a plugin.
+        """
+        env = self._extra_env() if network else {}
         if commit:
             if self._identity is None:
                 self._identity = identity_env(git_dir=self.path)
@@ -225,19 +243,6 @@ class BareRepository:
         args = ["commit-tree", tree, *(a for p in parents for a in ("-p", p)), "-m", message]
         with self._lock:
             return self._run(args, commit=True)[1].strip()
-
-    def update_ref(self, ref: str, new: str, old: str | None) -> None:
-        """Compare-and-swap ``ref`` from ``old`` (None: must not exist) to ``new``."""
-        if not ref.startswith("refs/"):
-            raise ValueError(f"a full ref name is needed, not {ref!r}")
-        with self._lock:
-            self._refs = None
-            self._run(["update-ref", "-m", "promoter", ref, new, old or _ZERO])
-
-    def write_blob(self, data: bytes) -> str:
-        """Store ``data`` as a blob in the mirror; its SHA (for notes on synthetic keys)."""
-        with self._lock:
-            return self._run(["hash-object", "-w", "--stdin"], stdin=data)[1].strip()
 
     def merge_tree(self, ours: str, theirs: str) -> tuple[bool, str]:
         """A three-way merge of two commits, written as a tree only: ``(clean, tree)``.

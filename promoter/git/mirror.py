@@ -29,7 +29,7 @@ from pathlib import Path
 from promoter.errors import GitError, MetadataMissing
 from promoter.git.bare import MIRRORED, BareRepository, Env
 from promoter.git.caches import BlobCache, TreeCache, remember
-from promoter.git.identity import url_secrets
+from promoter.git.credentials import url_secrets
 from promoter.git.metadata import (
     METADATA_FILE,
     NOTES_REF,

@@ -15,7 +15,7 @@ from pathlib import Path
 from git.exc import GitCommandError
 
 from promoter.errors import GitError
-from promoter.git.identity import noninteractive_env, redact
+from promoter.git.credentials import noninteractive_env, redact
 from promoter.git.stale_lock import clear_stale_lock
 
 REFUSED_CREDENTIALS = (

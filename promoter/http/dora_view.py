@@ -15,7 +15,7 @@ from typing import Any
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily
 from prometheus_client.registry import Collector
 
-from promoter.engine.dora import DoraFigures, dora
+from promoter.engine import DoraFigures, dora
 from promoter.http.ports import Views
 
 log = logging.getLogger("promoter.dora")

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from promoter.engine.ledger_state import EnvLedger
+from promoter.engine import EnvLedger
 
 
 @dataclass(frozen=True)
@@ -24,6 +24,17 @@ class Entry:
 
 def timeline(ledger: EnvLedger, *, now: datetime) -> list[Entry]:
     """Every entry of ``ledger`` with its duration, newest first."""
+    entries = [
+        *_ran_healthy(ledger, now),
+        *_reverts(ledger),
+        *_holds_and_overrides(ledger, now),
+    ]
+    return sorted(entries, key=lambda e: e.at, reverse=True)
+
+
+def _ran_healthy(ledger: EnvLedger, now: datetime) -> list[Entry]:
+    """Each healthy record (oldest first), lasting until another commit ran healthy or a
+    revert (not of this commit) was opened, else until now."""
     entries: list[Entry] = []
     healthy = sorted(ledger.healthy, key=lambda h: h.healthy_since)
     for index, record in enumerate(healthy):
@@ -43,8 +54,14 @@ def timeline(ledger: EnvLedger, *, now: datetime) -> list[Entry]:
                 (until - record.healthy_since).total_seconds(),
             )
         )
+    return entries
+
+
+def _reverts(ledger: EnvLedger) -> list[Entry]:
+    """Each revert, lasting until a commit ran healthy after it (unknown until then)."""
+    entries: list[Entry] = []
     for revert in ledger.reverts:
-        restored = [h.healthy_since for h in healthy if h.healthy_since >= revert.opened_at]
+        restored = [h.healthy_since for h in ledger.healthy if h.healthy_since >= revert.opened_at]
         entries.append(
             Entry(
                 revert.opened_at,
@@ -55,6 +72,12 @@ def timeline(ledger: EnvLedger, *, now: datetime) -> list[Entry]:
                 (min(restored) - revert.opened_at).total_seconds() if restored else None,
             )
         )
+    return entries
+
+
+def _holds_and_overrides(ledger: EnvLedger, now: datetime) -> list[Entry]:
+    """The holds and the pin, lasting until now, then the overrides (no duration)."""
+    entries: list[Entry] = []
     for hold in ledger.holds:
         entries.append(
             Entry(
@@ -86,7 +109,7 @@ def timeline(ledger: EnvLedger, *, now: datetime) -> list[Entry]:
                 None,
             )
         )
-    return sorted(entries, key=lambda e: e.at, reverse=True)
+    return entries
 
 
 def duration(seconds: float | None) -> str:

@@ -6,9 +6,14 @@ from typing import Any
 
 from promoter.config import PromotionStrategy
 from promoter.daemon.reconciler import StrategyView
-from promoter.engine.actions import EnvironmentVerdict
-from promoter.engine.ledger_state import Revert
-from promoter.engine.snapshot import CommitState, EnvironmentSnapshot
+from promoter.engine import (
+    CommitState,
+    EnvironmentSnapshot,
+    EnvironmentVerdict,
+    FreezePeriod,
+    Revert,
+    Snapshot,
+)
 
 
 def _commit(commit: CommitState | None) -> dict[str, Any] | None:
@@ -55,7 +60,17 @@ def _pin(env: EnvironmentSnapshot) -> dict[str, str] | None:
     return {"drySha": pin.dry_sha, "reason": pin.reason, "since": pin.since.isoformat()}
 
 
-def _environment(env: EnvironmentSnapshot, verdict: EnvironmentVerdict | None) -> dict[str, Any]:
+def _not_kept(snapshot: Snapshot, env: EnvironmentSnapshot) -> list[str]:
+    """The strategy's labels the SCM did not keep on this environment's open PR lately."""
+    pr = env.pull_request
+    if pr is None:
+        return []
+    return [n for n in snapshot.labels if n in snapshot.unheld_labels and n not in pr.labels]
+
+
+def _environment(
+    env: EnvironmentSnapshot, verdict: EnvironmentVerdict | None, not_kept: list[str]
+) -> dict[str, Any]:
     pr = env.pull_request
     return {
         "branch": env.branch,
@@ -75,6 +90,7 @@ def _environment(env: EnvironmentSnapshot, verdict: EnvironmentVerdict | None) -
         "active": _commit(env.active),
         "proposed": _commit(env.proposed),
         "pullRequest": pr.model_dump(mode="json", by_alias=True) if pr else None,
+        "labelsNotKept": not_kept,
         "lastHealthy": _healthy(env),
         "holds": [
             {
@@ -89,7 +105,20 @@ def _environment(env: EnvironmentSnapshot, verdict: EnvironmentVerdict | None) -
         "paused": env.ledger.paused,
         "pin": _pin(env),
         "overrides": [o.model_dump(mode="json") for o in env.ledger.overrides[-5:]],
+        "freezes": [_freeze(f) for f in env.freezes],
         "error": env.error,
+    }
+
+
+def _freeze(period: FreezePeriod) -> dict[str, Any]:
+    """A freeze covering the environment: its scope, why, who, from when, until when."""
+    return {
+        "scope": period.scope,
+        "reason": period.reason,
+        "by": period.by or None,
+        "start": period.start.isoformat() if period.start else None,
+        "end": period.end.isoformat() if period.end else None,
+        "timeZone": period.time_zone,
     }
 
 
@@ -103,21 +132,24 @@ def strategy_json(
         "repository": strategy.repository,
         **({"owner": owner} if owner is not None else {}),
         "dryBranch": strategy.dry_branch,
-        "reconciledAt": view.reconciled_at.isoformat() if view else None,
+        "reconciledAt": view.reconciled_at.isoformat() if view and view.reconciled_at else None,
         "error": view.error if view else None,
+        "waiting": view.waiting if view else None,
         "rollout": rollout_json(strategy),
         "environments": [],
     }
     if view is None or view.snapshot is None:
         state, reason = ("error", view.error) if view and view.error else ("unknown", "")
+        reason = reason or (view.waiting if view else None) or "not reconciled yet"
         out["environments"] = [
-            {"branch": e.branch, "state": state, "reason": reason or "not reconciled yet"}
-            for e in strategy.environments
+            {"branch": e.branch, "state": state, "reason": reason} for e in strategy.environments
         ]
         return out
     verdicts = {v.branch: v for v in view.decision.environments} if view.decision else {}
+    snapshot = view.snapshot
     out["environments"] = [
-        _environment(env, verdicts.get(env.branch)) for env in view.snapshot.environments
+        _environment(env, verdicts.get(env.branch), _not_kept(snapshot, env))
+        for env in snapshot.environments
     ]
     if view.error:  # the last reconcile failed: what is shown is older than the failure
         for env in out["environments"]:
@@ -134,6 +166,7 @@ def strategy_summary(
         "repository": detail["repository"],
         **({"owner": owner} if owner is not None else {}),
         "error": detail["error"],
+        "waiting": detail["waiting"],
         "environments": [
             {
                 "branch": e["branch"],

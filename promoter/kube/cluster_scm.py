@@ -48,7 +48,10 @@ class ClusterScm:
         self.name = inner.name
         self.guard = guard
         self.cluster_statuses = statuses
-        self.folded_gate_keys: frozenset[str] = frozenset(getattr(inner, "folded_gate_keys", ()))
+
+    @property
+    def folded_gate_keys(self) -> frozenset[str]:
+        return self.inner.folded_gate_keys
 
     def set_budget_share(self, share: float) -> None:
         """Pass the replica's share of the credential's rate budget on, when the plugin

@@ -43,6 +43,7 @@ from promoter.kube.sharding import Sharding
 from promoter.kube.shards import ShardSettings
 from promoter.kube.status import ready_status, strategy_status
 from promoter.kube.status_writer import StatusWriter
+from promoter.kube.token_review import TokenReviewer
 from promoter.kube.watcher import Watcher
 from promoter.wiring import Daemon
 from scm_plugins.protocol import ScmPlugin
@@ -316,7 +317,8 @@ class Controller:
                 forward=lambda keys, wake: self.forwarder.forward(keys),
                 reconciled=self._reconciled,
             )
-        runtime.app = Daemon(config, runtime=runtime).app
+        reviewer = TokenReviewer(self.kube, audiences=config.access.kubernetes.audiences)
+        runtime.app = Daemon(config, runtime=runtime, review=reviewer).app
         return runtime
 
     # --- watch events --------------------------------------------------------------------

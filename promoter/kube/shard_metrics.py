@@ -6,16 +6,12 @@ replicas in one process (the tests) and a dashboard summing over pods both read 
 
 from __future__ import annotations
 
-from collections.abc import Collection
-from typing import TYPE_CHECKING
+from collections.abc import Collection, Mapping
 
 from prometheus_client import Counter, Gauge
 
 from promoter.kube.assignment import loads
 from promoter.metrics import REGISTRY
-
-if TYPE_CHECKING:
-    from promoter.kube.shards import Table
 
 MEMBERS = Gauge(
     "promoter_shard_members",
@@ -56,17 +52,25 @@ TRANSITIONS = Counter(
 )
 
 
-def record_round(replica: str, table: Table, held: Collection[str]) -> None:
-    weights = table.work.weights
-    MEMBERS.labels(replica).set(len(table.members))
+def record_round(
+    replica: str,
+    *,
+    members: int,
+    weights: Mapping[str, float],
+    assigned: Mapping[str, str],
+    held: Collection[str],
+) -> None:
+    """What a round of ``replica`` saw: the members, each shard's weight and holder, the
+    assignment's balance."""
+    MEMBERS.labels(replica).set(members)
     for shard, weight in weights.items():
         HELD.labels(replica, shard).set(1 if shard in held else 0)
         SHARD_STRATEGIES.labels(replica, shard).set(weight)
     OWNED_STRATEGIES.labels(replica).set(sum(weights.get(s, 0) for s in held))
-    per_member = loads(table.assigned, weights)
+    per_member = loads(assigned, weights)
     total = sum(per_member.values())
-    if table.members and total:
-        average = total / len(table.members)
+    if members and total:
+        average = total / members
         BALANCE.labels(replica).set(max(per_member.values()) / average)
 
 

@@ -256,7 +256,14 @@ class ShardCoordinator:
         holders = dict(zip(shards, self._pool.map(act, shards), strict=True))
         self.table = Table(members, assigned, holders, work)
         self.rounds += 1
-        record_round(self.identity, self.table, self._held)
+        table = self.table
+        record_round(
+            self.identity,
+            members=len(table.members),
+            weights=table.work.weights,
+            assigned=table.assigned,
+            held=self._held,
+        )
         gained, lost = self._held - before - self._regained, before - self._held
         if gained or lost or self._regained:
             log.info(

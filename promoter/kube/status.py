@@ -11,8 +11,8 @@ from datetime import datetime
 from typing import Any
 
 from promoter.daemon import StrategyView
-from promoter.engine.snapshot import CommitState as SnapshotCommit
-from promoter.engine.snapshot import EnvironmentSnapshot
+from promoter.engine import CommitState as SnapshotCommit
+from promoter.engine import EnvironmentSnapshot
 from promoter.kube.resources import (
     CommitState,
     Condition,

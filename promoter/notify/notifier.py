@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from promoter.config.notifications import Notifications
-from promoter.daemon.executor import ActionEvent
+from promoter.daemon.events import ActionEvent
 from promoter.notify.events import Notification, from_action
 from promoter.notify.formats import render
 from promoter.notify.queue import Delivery, DeliveryQueue

@@ -40,7 +40,7 @@ import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
-from promoter.engine.ledger_state import EnvLedger
+from promoter.engine import EnvLedger
 from promoter.errors import GitError, NotOwner, PermanentError
 from promoter.git import GitMirror, PushRejected
 from promoter.git.caches import remember

@@ -10,6 +10,7 @@ tip. An entry that says "none open" for a settled environment (``settle``: nothi
 promote, nothing waiting) does not age: the periodic resync's sweep, a moved ref or a
 reconcile that finds the environment unsettled drops the mark. A stale entry can never
 cause a wrong merge: the merge carries the expected head SHA and the SCM enforces it.
+``unheld`` remembers the labels the SCM did not keep on a pull request (``labels``).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import time
 from collections.abc import Callable
 
 from promoter.models import PullRequest
+from promoter.state.labels import UnheldLabels
 
 Key = tuple[str, str, str]
 _MISSING = object()
@@ -31,6 +33,7 @@ class PullRequestCache:
         self._lock = threading.Lock()
         self._entries: dict[Key, tuple[PullRequest | None, float]] = {}
         self._settled: set[Key] = set()
+        self.unheld = UnheldLabels(clock=clock)
 
     def get(self, key: Key) -> PullRequest | object | None:
         """The cached PR (or None), or ``MISSING`` when unknown or too old."""
@@ -77,6 +80,8 @@ class PullRequestCache:
             self._settled.discard(key)
 
     def forget_repository(self, repo: str) -> None:
+        """Drop what is cached about ``repo`` (Kubernetes mode, sharded: its shard was
+        just taken over, and another replica changed its PRs meanwhile)."""
         with self._lock:
             for key in [k for k in self._entries if k[0] == repo]:
                 del self._entries[key]

@@ -2,10 +2,11 @@
 
 Against a scratch repository the plugin's SCM serves: handshake, open, idempotent
 reopen, update, statuses, a merge refused for a stale head, the merge with the
-right head, comment and close, error mapping (an unknown PR is ``ScmNotFound``),
-a slow call that times out (the kit freezes the process with SIGSTOP) and the
-plugin answering again afterwards. ``promoter plugins check`` prints the table; a
-test uses it directly::
+right head, comment and close, events (``promoter.scm/v1.1``, when the plugin offers
+them: a push, a status and a closed PR each reported), error mapping (an unknown PR
+is ``ScmNotFound``), a slow call that times out (the kit freezes the process with
+SIGSTOP) and the plugin answering again afterwards. ``promoter plugins check`` prints
+the table; a test uses it directly::
 
     report = run_conformance(ExternalPlugin(command=[...]), scratch, state_dir=tmp)
     report.assert_passed()
@@ -22,6 +23,7 @@ from dataclasses import dataclass, field
 from promoter.config import ExternalPlugin, ScmProvider
 from promoter.errors import ScmConflict, ScmNotFound, ScmUnavailable
 from promoter.models import CommitStatus, Phase, PullRequestState, utcnow
+from scm_plugins.external.conformance_events import Failed, check_events
 from scm_plugins.external.host import ExternalScm
 from scm_plugins.external.scratch import Scratch
 from scm_plugins.external.wire import SUPPORTED
@@ -35,33 +37,41 @@ class Check:
     passed: bool | None
     detail: str = ""
     seconds: float = 0.0
+    offered: bool = True
+    """False: an optional part of the protocol the plugin does not offer (events)."""
+
+
+class NotOffered(Exception):
+    """An optional part of the protocol the plugin does not offer."""
 
 
 @dataclass
 class Report:
     plugin: str
+    protocol: str = SUPPORTED[0]
     checks: list[Check] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
-        return bool(self.checks) and all(c.passed for c in self.checks)
+        return bool(self.checks) and all(c.passed for c in self.checks if c.offered)
 
     def table(self) -> str:
         width = max((len(c.name) for c in self.checks), default=4)
-        lines = [f"conformance of {self.plugin} ({SUPPORTED[0]})"]
+        lines = [f"conformance of {self.plugin} ({self.protocol})"]
         for c in self.checks:
-            mark = {True: "pass", False: "FAIL", None: "skip"}[c.passed]
+            mark = {True: "pass", False: "FAIL", None: "skip"}[c.passed] if c.offered else "n/a "
             lines.append(f"  {mark}  {c.name.ljust(width)}  {c.seconds * 1000:7.1f} ms  {c.detail}")
-        passed = sum(1 for c in self.checks if c.passed)
-        lines.append(f"{passed}/{len(self.checks)} passed")
+        offered = [c for c in self.checks if c.offered]
+        passed = sum(1 for c in offered if c.passed)
+        missing = [c.name for c in self.checks if not c.offered]
+        lines.append(
+            f"{passed}/{len(offered)} passed"
+            + (f"; not offered: {', '.join(missing)}" if missing else "")
+        )
         return "\n".join(lines)
 
     def assert_passed(self) -> None:
         assert self.ok, self.table()
-
-
-class Failed(AssertionError):
-    pass
 
 
 def _expect(condition: bool, message: str) -> None:
@@ -193,6 +203,11 @@ class _Kit:
         _expect(found is None, "the closed PR is still open")
         return f"#{pr.number} closed"
 
+    def events(self) -> str:
+        if not self.host.sends_events:
+            raise NotOffered("not offered: the promoter relies on webhooks, polling or the resync")
+        return check_events(self.host, self.scratch)
+
     def not_found(self) -> str:
         try:
             self.host.update_pull_request(
@@ -244,6 +259,7 @@ def run_conformance(
         report.checks.append(Check("handshake", False, f"{type(exc).__name__}: {exc}"))
         return report
     report.plugin = host.name
+    report.protocol = host.info.protocol_version if host.info else report.protocol
     kit = _Kit(host, scratch, probe_timeout)
     steps: list[tuple[str, Callable[[], str], bool]] = [
         ("handshake", kit.handshake, True),
@@ -254,6 +270,7 @@ def run_conformance(
         ("stale head refused", kit.stale_merge, False),
         ("merge", kit.merge, False),
         ("comment and close", kit.comment_and_close, False),
+        ("events", kit.events, False),
         ("error mapping", kit.not_found, False),
         ("slow call times out", kit.timeout, False),
         ("recovers", kit.recovers, False),
@@ -265,12 +282,16 @@ def run_conformance(
                 report.checks.append(Check(name, None, "an earlier check failed"))
                 continue
             started = time.perf_counter()
+            offered = True
             try:
                 detail, passed = step(), True
+            except NotOffered as exc:
+                detail, passed, offered = str(exc), None, False
             except Exception as exc:
                 detail, passed = f"{type(exc).__name__}: {exc}"[:300], False
                 blocked = required
-            report.checks.append(Check(name, passed, detail, time.perf_counter() - started))
+            took = time.perf_counter() - started
+            report.checks.append(Check(name, passed, detail, took, offered))
     finally:
         host.close()
     return report

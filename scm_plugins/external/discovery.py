@@ -1,9 +1,14 @@
-"""Finding plugin executables: ``promoter-scm-<name>`` in the given directories, then on PATH."""
+"""Finding plugin executables: ``promoter-scm-<name>`` in the given directories, then on PATH,
+then beside the running interpreter's scripts (where ``pip`` installed the promoter itself,
+so that ``.venv/bin/promoter`` finds a plugin installed with it without an activated venv).
+"""
 
 from __future__ import annotations
 
 import os
 import shutil
+import sys
+import sysconfig
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,10 +27,17 @@ class Found:
     path: Path
 
 
+def beside_interpreter() -> list[str]:
+    """The directories of the running interpreter's console scripts."""
+    found = [sysconfig.get_path("scripts"), str(Path(sys.executable).parent)]
+    return [d for d in found if d]
+
+
 def _search_path(directories: Iterable[str], environ: Mapping[str, str]) -> list[str]:
     dirs = [str(Path(d).expanduser()) for d in directories]
     dirs += [d for d in environ.get("PATH", "").split(os.pathsep) if d]
-    return dirs
+    dirs += beside_interpreter()
+    return list(dict.fromkeys(dirs))
 
 
 def find(name: str, *, directories: Iterable[str] = (), environ: Mapping[str, str]) -> Path:

@@ -3,7 +3,10 @@
 It starts the executable (found by name or given as a command), handshakes
 (``initialize``), refuses a plugin that speaks no protocol version we speak, and
 then forwards each ``ScmPlugin`` method as one JSON-RPC call with a time limit,
-counted in ``promoter_scm_calls_total`` under the plugin's name like a built-in.
+counted in ``promoter_scm_calls_total`` under the provider's name like a built-in's
+calls. Git credentials are reused until shortly before their stated expiry. A plugin
+that sends events (v1.1) is told which repositories to report (``subscribe``), again
+after every restart; its events go to the subscription's sink (``events``).
 
 A crashed plugin is restarted on the next call, with a backoff between attempts
 (none for the first crash, then 0.5 s doubling to 30 s); calls in flight when it
@@ -33,10 +36,12 @@ from promoter.errors import ConfigError, ScmError, ScmUnavailable
 from promoter.models import CommitStatus, PullRequest
 from scm_plugins.calls import ScmCalls
 from scm_plugins.external import messages as m
+from scm_plugins.external.credentials import CredentialCache
 from scm_plugins.external.discovery import PREFIX, command_line
 from scm_plugins.external.errors import PluginError
+from scm_plugins.external.events import EventSink, Subscription
 from scm_plugins.external.process import PluginProcess
-from scm_plugins.external.wire import SUPPORTED
+from scm_plugins.external.wire import SUPPORTED, V1_1
 
 log = logging.getLogger("promoter.plugins")
 
@@ -97,7 +102,9 @@ class ExternalScm:
         self._state_dir = Path(state_dir) / "plugins" / provider.name
         self.timeout = spec.timeout
         self._clock = clock
-        self._calls = ScmCalls(self.name, _translate)
+        self._calls = ScmCalls(provider.name, _translate)
+        """Counted under the provider's name: two providers running one plugin stay apart."""
+        self._credentials = CredentialCache(clock=clock)
         self._lock = threading.Lock()
         self._process: PluginProcess | None = None
         self._crashes = 0
@@ -106,21 +113,16 @@ class ExternalScm:
         self._timeouts = 0
         self.info: m.InitializeResult | None = None
         self.starts = 0
+        self._subscription: Subscription | None = None
         self._ensure()
         if spec.name is None and self.info is not None:
             self.name = self.info.name
-            self._calls = ScmCalls(self.name, _translate)
 
     # --- life cycle ------------------------------------------------------------------
 
     @property
     def process(self) -> PluginProcess | None:
         return self._process
-
-    @property
-    def restarts(self) -> int:
-        """How many times the plugin was started again after its first start."""
-        return max(self.starts - 1, 0)
 
     def _ensure(self) -> PluginProcess:
         with self._lock:
@@ -144,7 +146,9 @@ class ExternalScm:
 
     def _start(self) -> PluginProcess:
         self._state_dir.mkdir(parents=True, exist_ok=True)
-        process = PluginProcess(self.argv, label=self.name, env=self._environ)
+        process = PluginProcess(
+            self.argv, label=self.name, env=self._environ, notified=self._notified
+        )
         params = m.InitializeParams(
             protocol_versions=list(SUPPORTED),
             provider=self.provider.name,
@@ -168,6 +172,8 @@ class ExternalScm:
             )
         self.info = info
         self.starts += 1
+        self._credentials.clear()
+        self._subscribe(process)  # again after a restart: the new process knows nothing
         log.info(
             "plugin started",
             extra={
@@ -178,6 +184,44 @@ class ExternalScm:
             },
         )
         return process
+
+    # --- events (promoter.scm/v1.1) ----------------------------------------------------
+
+    @property
+    def sends_events(self) -> bool:
+        """The plugin speaks v1.1 and says it sends events."""
+        info = self.info
+        return info is not None and info.protocol_version == V1_1 and info.capabilities.events
+
+    def subscribe(self, repositories: Iterable[Repository], sink: EventSink) -> bool:
+        """Ask for events about ``repositories`` (again after each restart), delivered to
+        ``sink``; whether the plugin sends any (``EventSource``)."""
+        self._subscription = Subscription(self.provider.name, tuple(repositories), sink)
+        process = self._process
+        return process is not None and process.alive and self._subscribe(process)
+
+    def _subscribe(self, process: PluginProcess) -> bool:
+        subscription = self._subscription
+        if subscription is None or not self.sends_events:
+            return False
+        refs = [m.RepositoryRef.of(r) for r in subscription.repositories]
+        try:
+            process.call(
+                "events/subscribe",
+                m.dump(m.SubscribeParams(repositories=refs)),
+                timeout=self.timeout,
+            )
+        except ScmError as exc:  # events are hints: the resync still reads everything
+            log.warning("plugin refused events", extra={"plugin": self.name, "error": str(exc)})
+            return False
+        return True
+
+    def _notified(self, method: str, params: object) -> None:
+        subscription = self._subscription
+        if subscription is None or not self.sends_events:
+            log.info("plugin event before events/subscribe, dropped", extra={"plugin": self.name})
+            return
+        subscription.deliver(method, params)
 
     def close(self) -> None:
         with self._lock:
@@ -306,8 +350,13 @@ class ExternalScm:
         )
 
     def git_environment(self, *, repo: Repository) -> Mapping[str, str]:
+        """The plugin's answer, reused until shortly before it expires (``credentials``)."""
+        cached = self._credentials.get(repo.name)
+        if cached is not None:
+            return cached
         params = m.GitEnvironmentParams(repository=m.RepositoryRef.of(repo))
         result: m.GitEnvironmentResult = self._call(
             "git_environment", "git/environment", params, repository=repo.name
         )
+        self._credentials.put(repo.name, result.env, result.expires_at)
         return result.env

@@ -6,9 +6,17 @@ The same models validate both sides and generate the JSON Schemas that
 
 from __future__ import annotations
 
-from typing import Any
+from datetime import datetime
+from typing import Any, ClassVar
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    TypeAdapter,
+    model_serializer,
+)
 from pydantic.alias_generators import to_camel
 
 from promoter.config import Repository
@@ -17,6 +25,23 @@ from promoter.models import CommitStatus, PullRequest
 
 class Message(BaseModel):
     model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="forbid")
+
+
+class Additive(Message):
+    """A message with members added in v1.1 (``ADDED``): left out while at their default,
+    so that a v1 peer, which refuses unknown members, reads it as before."""
+
+    ADDED: ClassVar[tuple[str, ...]] = ()
+
+    @model_serializer(mode="wrap")
+    def _leave_out_defaults(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        for name in self.ADDED:
+            field = type(self).model_fields[name]
+            if getattr(self, name) == field.get_default(call_default_factory=True):
+                data.pop(name, None)
+                data.pop(field.alias or name, None)
+        return data
 
 
 class RepositoryRef(Message):
@@ -43,13 +68,19 @@ class RepositoryRef(Message):
         )
 
 
-class Capabilities(Message):
+class Capabilities(Additive):
+    ADDED: ClassVar[tuple[str, ...]] = ("events",)
+
     labels: bool = True
     comments: bool = True
     draft_pull_requests: bool = False
     check_runs: bool = False
     folded_gate_keys: list[str] = Field(
         default_factory=list, description="Gate keys whose result folds in the promoter's statuses."
+    )
+    events: bool = Field(
+        default=False,
+        description="(v1.1) The plugin sends events for the repositories of events/subscribe.",
     )
 
 
@@ -132,8 +163,21 @@ class GitEnvironmentParams(Message):
     repository: RepositoryRef
 
 
-class GitEnvironmentResult(Message):
+class GitEnvironmentResult(Additive):
+    ADDED: ClassVar[tuple[str, ...]] = ("expires_at",)
+
     env: dict[str, str] = Field(default_factory=dict)
+    expires_at: datetime | None = Field(
+        default=None,
+        description="(v1.1) When these credentials stop working; the promoter reuses them "
+        "until shortly before. Without it, for a minute.",
+    )
+
+
+class SubscribeParams(Message):
+    repositories: list[RepositoryRef] = Field(
+        description="(v1.1) The repositories whose events the promoter wants."
+    )
 
 
 class Empty(Message):
@@ -152,6 +196,7 @@ METHODS: dict[str, tuple[type[BaseModel], TypeAdapter[Any]]] = {
     "commitStatuses/get": (GetStatusesParams, TypeAdapter(list[CommitStatus])),
     "commitStatuses/set": (SetStatusParams, TypeAdapter(None)),
     "git/environment": (GitEnvironmentParams, TypeAdapter(GitEnvironmentResult)),
+    "events/subscribe": (SubscribeParams, TypeAdapter(None)),
 }
 """method -> (parameters model, result adapter)."""
 

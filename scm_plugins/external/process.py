@@ -2,10 +2,12 @@
 
 Concurrency: any number of threads may ``call`` at once. Writes are serialised by a
 lock (one whole line at a time); one reader thread matches each response to its
-waiting caller by id, so answers may come in any order. A caller that times out
-stops waiting and its late answer is dropped. When the process exits, every waiting
-caller gets ``ScmUnavailable`` at once. The process gets no secret on its command
-line; secrets travel in ``initialize`` (see ``host``).
+waiting caller by id, so answers may come in any order; a message without an id (an
+event, ``promoter.scm/v1.1``) goes to ``notified`` on that thread. A caller that times
+out stops waiting and its late answer is dropped. When the process exits, every waiting
+caller gets ``ScmUnavailable`` at once; a stdout line that is not a protocol message
+fails at once the call it was written for, with the line in the error. The process
+gets no secret on its command line; secrets travel in ``initialize`` (see ``host``).
 """
 
 from __future__ import annotations
@@ -15,31 +17,47 @@ import json
 import logging
 import subprocess
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from contextlib import suppress
 from typing import IO, Any
 
 from promoter.errors import ScmUnavailable
 from scm_plugins.external import wire
-from scm_plugins.external.errors import PluginError, from_error_object
+from scm_plugins.external.errors import PluginError, PluginTemporaryError, from_error_object
 
 log = logging.getLogger("promoter.plugins")
+GARBAGE_SHOWN = 200
+"""Characters of a malformed stdout line quoted in the error and the log."""
 _LEVELS = {"debug": 10, "info": 20, "warning": 30, "warn": 30, "error": 40}
 
 
 class _Pending:
-    __slots__ = ("answer", "done")
+    __slots__ = ("answer", "done", "garbage")
 
     def __init__(self) -> None:
         self.done = threading.Event()
         self.answer: dict[str, Any] | None = None
+        self.garbage: str | None = None
+        """A line that is not a protocol message, written while this call waited."""
+
+
+Notified = Callable[[str, Any], None]
+"""Receives a notification the plugin wrote (method, params), on the reader thread."""
 
 
 class PluginProcess:
     """A started plugin; ``call`` is thread-safe."""
 
-    def __init__(self, argv: list[str], *, label: str, env: Mapping[str, str]) -> None:
+    def __init__(
+        self,
+        argv: list[str],
+        *,
+        label: str,
+        env: Mapping[str, str],
+        notified: Notified | None = None,
+    ) -> None:
         self.label = label
+        self._notified = notified
         self.proc = subprocess.Popen(
             argv,
             stdin=subprocess.PIPE,
@@ -91,6 +109,11 @@ class PluginProcess:
             with self._lock:
                 self._pending.pop(ident, None)
         answer = pending.answer
+        if answer is None and pending.garbage is not None:
+            raise PluginTemporaryError(
+                f"plugin {self.label} wrote a line that is not a protocol message while"
+                f" {method} waited for its answer: {pending.garbage!r}"
+            )
         if answer is None:
             raise ScmUnavailable(f"plugin {self.label} exited during {method}")
         if "error" in answer:
@@ -118,12 +141,13 @@ class PluginProcess:
                 try:
                     message = wire.read_message(stream)
                 except wire.FramingError as exc:
-                    log.warning(
-                        "plugin wrote a malformed message", extra=self._fields(error=str(exc))
-                    )
+                    self._garbage(exc)
                     continue
                 if message is None:
                     break
+                if "id" not in message and isinstance(message.get("method"), str):
+                    self._notification(message["method"], message.get("params"))
+                    continue
                 ident = message.get("id")
                 with self._lock:
                     pending = self._pending.get(ident) if isinstance(ident, int) else None
@@ -142,6 +166,32 @@ class PluginProcess:
                 pending.done.set()
             if not self._stopping:
                 log.warning("plugin exited", extra=self._fields(returncode=self.proc.poll()))
+
+    def _notification(self, method: str, params: Any) -> None:
+        """A message without ``id``: an event (v1.1), handed on; never fails the reader."""
+        if self._notified is None:
+            log.debug("plugin notification dropped", extra=self._fields(method=method[:100]))
+            return
+        try:
+            self._notified(method, params)
+        except Exception:
+            log.exception("plugin notification failed", extra=self._fields(method=method[:100]))
+
+    def _garbage(self, exc: wire.FramingError) -> None:
+        """A stdout line that is not a protocol message fails at once the call it answered
+        (the one its ``id`` names), or every call waiting when it names none: whichever
+        it was, its answer will not come."""
+        text = exc.line.decode("utf-8", errors="replace").strip()[:GARBAGE_SHOWN]
+        log.warning(
+            "plugin wrote a malformed message", extra=self._fields(error=str(exc), line=text)
+        )
+        ident = _id_in(exc.line)
+        with self._lock:
+            named = self._pending.get(ident) if ident is not None else None
+            failed = [named] if named is not None else list(self._pending.values())
+        for pending in failed:
+            pending.garbage = text
+            pending.done.set()
 
     def _log(self, stream: IO[bytes]) -> None:
         """Each stderr line becomes a log line tagged with the plugin (JSON lines keep a level)."""
@@ -183,3 +233,13 @@ class PluginProcess:
         for stream in (self.proc.stdout, self.proc.stderr):
             if stream is not None:
                 stream.close()
+
+
+def _id_in(line: bytes) -> int | None:
+    """The integer ``id`` of a line that is a JSON object but not a valid message."""
+    try:
+        value = json.loads(line)
+    except ValueError:
+        return None
+    ident = value.get("id") if isinstance(value, dict) else None
+    return ident if isinstance(ident, int) else None

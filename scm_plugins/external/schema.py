@@ -1,4 +1,4 @@
-"""JSON Schemas of every ``promoter.scm/v1`` message (``promoter schema --plugin-protocol``).
+"""JSON Schemas of every ``promoter.scm/v1.1`` message (``promoter schema --plugin-protocol``).
 
 Generated from the pydantic models in ``messages`` so that they cannot drift from
 what the host and the Python server validate.
@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from scm_plugins.external import errors as e
+from scm_plugins.external.events import EVENTS
 from scm_plugins.external.messages import METHODS
 from scm_plugins.external.wire import PROTOCOL
 
@@ -51,6 +52,16 @@ def _envelopes() -> dict[str, Any]:
             "oneOf": [{"required": ["result"]}, {"required": ["error"]}],
         },
         "error": error,
+        "notification": {
+            "type": "object",
+            "required": ["jsonrpc", "method", "params"],
+            "not": {"required": ["id"]},
+            "properties": {
+                "jsonrpc": {"const": "2.0"},
+                "method": {"enum": sorted(EVENTS)},
+                "params": {"type": "object"},
+            },
+        },
     }
 
 
@@ -62,10 +73,15 @@ def protocol_schema() -> dict[str, Any]:
             "params": {"$schema": DRAFT, **params.model_json_schema(by_alias=True)},
             "result": {"$schema": DRAFT, **result.json_schema(by_alias=True)},
         }
+    notifications = {
+        name: {"params": {"$schema": DRAFT, **model.model_json_schema(by_alias=True)}}
+        for name, model in EVENTS.items()
+    }
     return {
         "$schema": DRAFT,
         "title": PROTOCOL,
         "description": "JSON-RPC 2.0 over the plugin's stdin/stdout, one message per line.",
         "envelopes": _envelopes(),
         "methods": methods,
+        "notifications": notifications,
     }

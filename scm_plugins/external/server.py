@@ -177,7 +177,7 @@ def serve(
                 pool.shutdown(wait=True)
                 server.send(wire.result(ident, None))
                 break
-            elif method not in m.METHODS:
+            elif method not in m.METHODS or method == "events/subscribe":
                 server.fail(ident, e.METHOD_NOT_FOUND, f"no method {method}")
             else:
                 pool.submit(server.handle, ident, method, message.get("params"))

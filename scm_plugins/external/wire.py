@@ -9,15 +9,23 @@ from __future__ import annotations
 import json
 from typing import IO, Any
 
-PROTOCOL = "promoter.scm/v1"
-SUPPORTED = (PROTOCOL,)
+V1 = "promoter.scm/v1"
+V1_1 = "promoter.scm/v1.1"
+"""v1 plus, when both sides pick it: events (``events/subscribe`` and the plugin's
+notifications), ``capabilities.events`` and ``expiresAt`` on git credentials."""
+PROTOCOL = V1_1
+SUPPORTED = (V1_1, V1)
 """Protocol versions this promoter speaks, most preferred first."""
 
 MAX_LINE = 16 * 1024 * 1024
 
 
 class FramingError(ValueError):
-    """A line that is not one JSON-RPC message."""
+    """A line that is not one JSON-RPC message (``line``: the line, as read)."""
+
+    def __init__(self, message: str, line: bytes = b"") -> None:
+        super().__init__(message)
+        self.line = line
 
 
 def encode(message: dict[str, Any]) -> bytes:
@@ -26,13 +34,13 @@ def encode(message: dict[str, Any]) -> bytes:
 
 def decode(line: bytes) -> dict[str, Any]:
     if len(line) > MAX_LINE:
-        raise FramingError("message too long")
+        raise FramingError("message too long", line[:1024])
     try:
         value = json.loads(line)
     except ValueError as exc:
-        raise FramingError("not JSON") from exc
+        raise FramingError("not JSON", line) from exc
     if not isinstance(value, dict) or value.get("jsonrpc") != "2.0":
-        raise FramingError("not a JSON-RPC 2.0 message")
+        raise FramingError("not a JSON-RPC 2.0 message", line)
     return value
 
 
@@ -48,6 +56,11 @@ def read_message(stream: IO[bytes]) -> dict[str, Any] | None:
 
 def request(ident: int, method: str, params: dict[str, Any]) -> dict[str, Any]:
     return {"jsonrpc": "2.0", "id": ident, "method": method, "params": params}
+
+
+def notification(method: str, params: dict[str, Any]) -> dict[str, Any]:
+    """A message that wants no answer (no ``id``): a plugin's event."""
+    return {"jsonrpc": "2.0", "method": method, "params": params}
 
 
 def result(ident: Any, value: Any) -> dict[str, Any]:

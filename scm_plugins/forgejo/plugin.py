@@ -2,28 +2,39 @@
 
 Served only out of process (``promoter-scm-forgejo``): the daemon talks to it
 through ``promoter.scm/v1``, never by importing it. Labels are set by name
-(``PUT /issues/{n}/labels``); a merge sends ``head_commit_id`` so that Forgejo
+(``PUT /issues/{n}/labels``); Forgejo drops a name the repository has no label for
+without an error, so a missing label is created first (``POST /labels``). One that
+cannot be created (no permission) is left off, and the promoter reports the label
+as one the SCM does not keep. A merge sends ``head_commit_id`` so that Forgejo
 refuses it (409) when the head moved.
 """
 
 from __future__ import annotations
 
 import base64
+import logging
+import threading
 from collections.abc import Collection, Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
 from promoter.config import Repository
-from promoter.errors import ScmConflict, ScmUnavailable
+from promoter.errors import ScmConflict, ScmError, ScmUnavailable, TemporaryError
 from promoter.models import CommitStatus, PullRequest, PullRequestState
 from scm_plugins.forgejo import convert
 from scm_plugins.forgejo.api import ForgejoApi
 
 PAGE = 50
+LABEL_COLOR = "#ededed"
+"""The colour of a label the plugin creates (a person may change it; it is kept)."""
+DESCRIPTION = "made by the promoter"
+
+log = logging.getLogger("promoter.forgejo")
 
 
 class ForgejoScm:
     name = "forgejo"
+    folded_gate_keys: frozenset[str] = frozenset()
 
     def __init__(self, *, url: str, token: str, git_user: str = "promoter") -> None:
         self.url = url.rstrip("/")
@@ -35,16 +46,57 @@ class ForgejoScm:
             "GIT_CONFIG_KEY_0": f"http.{origin.scheme}://{origin.netloc}/.extraheader",
             "GIT_CONFIG_VALUE_0": f"Authorization: Basic {basic}",
         }
+        self._known_labels: dict[str, set[str]] = {}
+        self._labels_lock = threading.Lock()
 
     @staticmethod
     def _repo(repo: Repository) -> str:
         return "/repos/" + repo.full_path
 
     def _labels(self, repo: Repository, number: int, labels: tuple[str, ...]) -> tuple[str, ...]:
+        if labels:
+            self._create_missing(repo, set(labels))
         found = self.api.request(
             "PUT", f"{self._repo(repo)}/issues/{number}/labels", json={"labels": list(labels)}
         )
         return tuple(label["name"] for label in found or ())
+
+    def _create_missing(self, repo: Repository, wanted: set[str]) -> None:
+        """Create the labels of ``wanted`` the repository lacks (read once, then on a miss)."""
+        with self._labels_lock:
+            known = self._known_labels.get(repo.full_path)
+            if known is None or not wanted <= known:
+                known = self._list_labels(repo)
+                self._known_labels[repo.full_path] = known
+            for name in sorted(wanted - known):
+                try:
+                    self.api.request(
+                        "POST",
+                        f"{self._repo(repo)}/labels",
+                        json={"name": name, "color": LABEL_COLOR, "description": DESCRIPTION},
+                    )
+                except ScmError as exc:
+                    if isinstance(exc, TemporaryError):
+                        raise
+                    # A missing permission, say: the label stays off, the promoter reports it.
+                    log.warning(
+                        "cannot create a label",
+                        extra={"repository": repo.full_path, "label": name, "error": str(exc)},
+                    )
+                    continue
+                known.add(name)
+
+    def _list_labels(self, repo: Repository) -> set[str]:
+        names: set[str] = set()
+        page = 1
+        while True:
+            items = self.api.request(
+                "GET", f"{self._repo(repo)}/labels", params={"limit": PAGE, "page": page}
+            )
+            names.update(str(item.get("name", "")) for item in items or ())
+            if not items or len(items) < PAGE:
+                return names
+            page += 1
 
     # --- pull requests ---------------------------------------------------------------
 

@@ -159,6 +159,21 @@ class Pulls:
             pr=number,
         )
 
+    def request_reviewers(
+        self, *, repo: Repository, number: int, users: list[str], teams: list[str]
+    ) -> None:
+        """``POST /pulls/{n}/requested_reviewers``: one call; teams by slug (``org/slug`` or
+        a slug of the repository's owner)."""
+        slugs = [team.rpartition("/")[2] for team in teams]
+        self._api.call(
+            repo,
+            "request_reviewers",
+            "POST",
+            f"/pulls/{number}/requested_reviewers",
+            body={"reviewers": users, "team_reviewers": slugs},
+            pr=number,
+        )
+
     def comment(self, *, repo: Repository, number: int, body: str) -> None:
         self._api.call(
             repo,

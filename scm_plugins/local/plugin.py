@@ -19,7 +19,8 @@ from pathlib import Path
 
 from promoter.config import Repository, ScmProvider
 from promoter.errors import GitError, ScmConflict, ScmError, ScmNotFound, ScmUnavailable
-from promoter.git.identity import identity_env, noninteractive_env
+from promoter.git.credentials import noninteractive_env
+from promoter.git.identity import identity_env
 from promoter.git.runner import run_git
 from promoter.models import CommitStatus, PullRequest, PullRequestState, Review
 from scm_plugins.calls import ScmCalls
@@ -45,6 +46,7 @@ class LocalScm:
     """The ``local`` SCM plugin."""
 
     name = "local"
+    folded_gate_keys: frozenset[str] = frozenset()
 
     @staticmethod
     def preflight(

@@ -24,7 +24,8 @@ TOKEN = "cli-test-api-token"
 
 @pytest.fixture
 def daemon(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[str, GitOpsRepo]]:
-    """A daemon on loopback that wants a bearer token for writes."""
+    """A daemon on loopback that wants a bearer token (reads as well: anonymous reads
+    only when configured)."""
     monkeypatch.delenv("PROMOTER_API_TOKEN", raising=False)
     monkeypatch.delenv("PROMOTER_URL", raising=False)
     gitops = GitOpsRepo.create(tmp_path)
@@ -44,7 +45,8 @@ def daemon(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[st
     server = ThreadServer(Daemon(load_config(config, resolve_secrets=True)).app, port).start()
     url = f"http://127.0.0.1:{port}"
     try:
-        wait_for(lambda: run(["status", "--url", url, "--json"])[0] == 0, what="the daemon")
+        status = ["status", "--url", url, "--json", "--token", TOKEN]
+        wait_for(lambda: run(status)[0] == 0, what="the daemon")
         yield url, gitops
     finally:
         server.stop()

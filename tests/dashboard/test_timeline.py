@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from promoter.engine.ledger_state import EnvLedger, HealthyRecord, Hold, Revert
+from promoter.engine import EnvLedger, HealthyRecord, Hold, Revert
 from promoter.http.timeline import duration, timeline
 
 T0 = datetime(2026, 3, 1, tzinfo=UTC)

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from starlette.testclient import TestClient
 
+from promoter import markup
 from promoter.cli.sandbox import git
 from promoter.config import Config
 from promoter.state.ledger import LEDGER_REF
@@ -220,7 +221,7 @@ def test_a_person_can_hold_release_revert_and_break_glass(harness: Harness) -> N
     assert held.status_code == 200 and held.json()["held"] == nxt
     h.status(h.env(DEV)["proposed"]["hydratedSha"], "ci")
     blocked = wait_for(
-        lambda: "held by a person" in (e := h.env(DEV))["reason"] and e, what="dev held"
+        lambda: "held by local" in (e := h.env(DEV))["reason"] and e, what="dev held"
     )
     assert blocked["state"] == "blocked"
     assert h.operate("release", environment="dev").status_code == 200
@@ -235,7 +236,8 @@ def test_a_person_can_hold_release_revert_and_break_glass(harness: Harness) -> N
     wait_for(lambda: h.active(STAGING) == nxt, what="staging promoted past the gates")
     plugin = h.runtime.plugins["local"]
     comments = plugin.store.comments(glass.json()["pr"])  # type: ignore[attr-defined]
-    assert any("hotfix, CI is down" in c for c in comments)
+    said = f"past the gates by local: {markup.markdown('hotfix, CI is down')}"
+    assert any(said in c for c in comments)
     wait_for(lambda: h.env(STAGING)["overrides"], what="the override in the ledger")
 
     back = h.operate("revert", environment="staging", to=good[:10])

@@ -31,17 +31,17 @@ older head; ``outdated``: open on the tip with an old title and body."""
 
 
 @cache
-def _sha(*parts: object) -> str:
+def sha_of(*parts: object) -> str:
     return hashlib.sha1(":".join(map(str, parts)).encode()).hexdigest()
 
 
 def dry(position: int) -> str:
     """The dry commit at ``position`` on the history (or unknown to it, from ``UNKNOWN``)."""
-    return _sha("dry", position)
+    return sha_of("dry", position)
 
 
 def hydrated(branch: str, position: int) -> str:
-    return _sha("hydrated", branch, position)
+    return sha_of("hydrated", branch, position)
 
 
 def short(position: int) -> str:
@@ -86,7 +86,7 @@ class Env:
         if self.active is not None:
             active = CommitState(
                 hydrated_sha=hydrated(self.branch, self.active),
-                tree_sha=_sha("tree", self.name, self.active),
+                tree_sha=sha_of("tree", self.name, self.active),
                 dry_sha=None if self.active_metadata_error else dry(self.active),
                 metadata_error=self.active_metadata_error,
                 statuses=statuses(self.active_statuses),
@@ -95,7 +95,7 @@ class Env:
             same = self.same_tree or self.proposed == self.active
             proposed = CommitState(
                 hydrated_sha=hydrated(f"{self.branch}-next", self.proposed),
-                tree_sha=_sha("tree", self.name, self.active if same else self.proposed),
+                tree_sha=sha_of("tree", self.name, self.active if same else self.proposed),
                 dry_sha=None if self.proposed_metadata_error else dry(self.proposed),
                 metadata_error=self.proposed_metadata_error,
                 statuses=statuses(self.proposed_statuses),
@@ -153,7 +153,7 @@ def _with_pull_request(snapshot: Snapshot, index: int, spec: Env) -> Environment
     head = env.proposed.hydrated_sha
     title, body = text.title, text.body
     if spec.pr == "stale":
-        head = _sha("stale head", env.branch)
+        head = sha_of("stale head", env.branch)
     if spec.pr == "outdated":
         title, body = "Promote something old", "An old body."
     pr = PullRequest(

@@ -16,7 +16,6 @@ from promoter.engine import (
     MergePullRequest,
     OpenPullRequest,
     RecordHealthy,
-    RequeueAfter,
     SetCommitStatus,
     UpdatePullRequest,
     decide,
@@ -317,13 +316,13 @@ def test_a_promotion_without_a_pr_opens_one_and_comes_back_at_once_to_merge_it()
     assert opened.labels == ()  # none configured: on GitHub, no labelling call
     assert decision.environments[0].state is EnvState.READY
     assert actions(decision, MergePullRequest) == []
-    assert decision.actions[-1] == RequeueAfter(seconds=0.0)
+    assert decision.requeue_after == 0.0
 
 
 def test_a_pr_opened_while_a_gate_is_pending_needs_no_early_requeue() -> None:
     decision = decide(build(promotable(pr="none", proposed_statuses={})))
     assert len(actions(decision, OpenPullRequest, 0)) == 1
-    assert actions(decision, RequeueAfter) == []
+    assert decision.requeue_after is None
 
 
 def test_a_closed_pr_is_replaced_by_a_new_one() -> None:
@@ -358,7 +357,7 @@ def test_a_pr_whose_head_is_stale_is_not_merged_and_looked_at_again_soon() -> No
     verdict = decision.environments[0]
     assert verdict.state is EnvState.BLOCKED
     assert "is stale" in verdict.reason
-    assert decision.actions[-1] == RequeueAfter(seconds=1.0)
+    assert decision.requeue_after == 1.0
 
 
 def test_without_auto_merge_a_ready_pr_waits_for_a_person() -> None:
@@ -500,7 +499,7 @@ def test_several_requeues_collapse_into_the_soonest() -> None:
         promotable("dev", active=3, proposed=5, pr="stale"),  # asks for 1 s
         promotable("qa", active=1, proposed=3, pr="none"),  # asks for 0 s
     )
-    assert actions(decide(snapshot), RequeueAfter) == [RequeueAfter(seconds=0.0)]
+    assert decide(snapshot).requeue_after == 0.0
 
 
 # --- rule 7: healthy --------------------------------------------------------------------

@@ -21,7 +21,6 @@ from promoter.engine import (
     MergePullRequest,
     OpenPullRequest,
     RecordHealthy,
-    RequeueAfter,
     SetCommitStatus,
     Snapshot,
     UpdatePullRequest,
@@ -179,7 +178,7 @@ def test_every_environment_gets_a_verdict_that_agrees_with_the_actions(
         if verdict.state in (EnvState.ERROR, EnvState.WAITING):
             mine = [a for a in decision.actions if getattr(a, "environment", None) == index]
             assert all(isinstance(a, RecordHealthy) for a in mine)
-    assert len([a for a in decision.actions if isinstance(a, RequeueAfter)]) <= 1
+    assert decision.requeue_after is None or decision.requeue_after >= 0
     for action in decision.actions:
         if isinstance(action, SetCommitStatus):
             assert action.status.key in (PREVIOUS_ENVIRONMENT_KEY, HOLD_KEY, GATES_KEY)
@@ -252,7 +251,7 @@ def test_the_metadata_block_reads_back_whatever_the_names_and_subjects(
 def apply(snapshot: Snapshot, decision: Decision, *, merge: bool) -> Snapshot:
     envs = list(snapshot.environments)
     for action in decision.actions:
-        if isinstance(action, RequeueAfter) or (isinstance(action, MergePullRequest) and not merge):
+        if isinstance(action, MergePullRequest) and not merge:
             continue
         env = envs[action.environment]
         envs[action.environment] = env.model_copy(update=_effect(env, action))

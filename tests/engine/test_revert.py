@@ -17,7 +17,6 @@ from promoter.engine.actions import (
     OpenRevert,
     PauseEnvironment,
     ReleaseHold,
-    RequeueAfter,
     SetCommitStatus,
 )
 from promoter.engine.ledger_state import EnvLedger, HealthyRecord, Hold, Revert
@@ -107,8 +106,7 @@ def test_a_failure_that_lasts_past_the_settle_time_opens_a_revert_to_the_last_he
 def test_no_revert_before_the_settle_time_but_a_wake_up_when_it_ends() -> None:
     snapshot = failing(staging(), 1, ago=30)
     assert kinds(snapshot, OpenRevert) == []
-    [requeue] = kinds(snapshot, RequeueAfter)
-    assert requeue.seconds == SETTLE - 30
+    assert decide(snapshot).requeue_after == SETTLE - 30
 
 
 def test_a_failure_reported_before_the_commit_became_active_is_ignored() -> None:

@@ -1,5 +1,6 @@
 """A failed reconcile shows its real error, backs off to the cap for a lasting refusal,
-and a permanent error parks its strategy until a webhook or a moved ref wakes it."""
+a thing that vanished is read again with backoff, and a permanent error parks its strategy
+until a webhook or a moved ref wakes it."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from promoter.daemon import Runtime
 from promoter.daemon.executor import Outcome
 from promoter.daemon.queue import WorkQueue
 from promoter.daemon.workers import Workers
-from promoter.errors import ScmAuthError, ScmConflict
+from promoter.errors import ScmAuthError, ScmConflict, ScmNotFound
 from promoter.models import CommitStatus, Phase
 from promoter.wiring import Daemon
 from tests.support import ENVIRONMENTS, GitOpsRepo, local_config
@@ -60,6 +61,10 @@ def test_a_merge_refused_for_a_lasting_reason_is_shown_and_retried_at_the_cap(
         "error",
         "GitHub answered 405: Pull Request is not mergeable",
     )
+    view = runtime.reconciler.view("guestbook")
+    assert view is not None and view.decision is not None
+    others = [v.state.value for v in view.decision.environments if v.branch != DEV]
+    assert others and "error" not in others  # the error shows where it happened only
     clock.now = 299.0
     assert queue.get(timeout=0) is None
     clock.now = 300.0
@@ -88,6 +93,36 @@ def test_a_permanent_error_parks_the_strategy_until_a_webhook_and_is_logged_once
     queue.add_many(["guestbook"], unpark=True)  # a webhook, a moved ref, a new configuration
     assert queue.get(timeout=0) == "guestbook"
     assert queue.parked() == {}
+
+
+def test_a_pull_request_that_vanished_is_read_again_with_backoff_and_never_parked(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    def reconcile(key: str) -> Outcome:
+        raise ScmNotFound("GitHub answered 404: Not Found")
+
+    clock = Clock()
+    queue = WorkQueue(base_delay=1.0, max_delay=300.0, clock=clock)
+    workers = Workers(queue, reconcile, count=0)
+    with caplog.at_level(logging.INFO):
+        workers.process("guestbook")
+        assert queue.parked() == {}
+        clock.now = 0.999
+        assert queue.get(timeout=0) is None
+        clock.now = 1.0
+        assert queue.get(timeout=0) == "guestbook"
+        workers.process("guestbook")
+        queue.done("guestbook")
+        queue.add_many(["guestbook"], soft=True)  # the resync does not cut the backoff short
+        clock.now = 2.999
+        assert queue.get(timeout=0) is None
+        clock.now = 3.0
+        assert queue.get(timeout=0) == "guestbook"
+    assert queue.parked() == {}
+    assert [(r.levelname, r.message, r.__dict__.get("delay")) for r in caplog.records] == [
+        ("WARNING", "reconcile failed", 1.0),
+        ("WARNING", "reconcile failed", 2.0),
+    ]
 
 
 def test_a_parked_strategy_shows_in_readyz_and_in_its_status(tmp_path: Path) -> None:

@@ -12,7 +12,7 @@ import pytest
 
 from promoter.cli.sandbox import git
 from promoter.daemon import Runtime
-from promoter.engine.ledger_state import HealthyRecord
+from promoter.engine import HealthyRecord
 from promoter.errors import GitError, PromoterError
 from promoter.git import GitMirror
 from promoter.state.ledger import LEDGER_REF, GitLedger, key_object

@@ -11,7 +11,7 @@ from starlette.testclient import TestClient
 
 from promoter.cli.sandbox import git
 from promoter.daemon.operations import OperationError
-from promoter.engine.ledger_state import HealthyRecord
+from promoter.engine import HealthyRecord
 from promoter.wiring import Daemon
 from tests.support import ENVIRONMENTS, GitOpsRepo, local_config, wait_for
 
@@ -65,7 +65,7 @@ def test_a_manual_revert_pr_is_merged_by_promoter_merge(tmp_path: Path) -> None:
     runtime.mirrors.invalidate("gitops")
     runtime.operations.revert("guestbook", DEV, to=None)  # autoMerge off: waits for a person
     answer = runtime.operations.merge("guestbook", "dev")
-    assert answer["revert"] is True and answer["drySha"] == first
+    assert answer.revert is True and answer.dry_sha == first
     tree = git(gitops.path, "rev-parse", f"{DEV}^{{tree}}")
     assert tree == git(gitops.path, "rev-parse", f"{healthy_tip}^{{tree}}")
     with pytest.raises(OperationError, match="no open pull request"):

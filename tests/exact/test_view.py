@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from promoter.engine.actions import PREVIOUS_ENVIRONMENT_KEY
+from promoter.engine import PREVIOUS_ENVIRONMENT_KEY
 from promoter.wiring import Daemon
 from tests.support import ENVIRONMENTS, GitOpsRepo, local_config
 

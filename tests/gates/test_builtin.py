@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from promoter.config import GateSpec
-from promoter.engine import EnvState, MergePullRequest, RequeueAfter, SetCommitStatus, decide
+from promoter.engine import EnvState, MergePullRequest, SetCommitStatus, decide
 from promoter.engine.ledger_state import EnvLedger, HealthyRecord
 from promoter.engine.snapshot import Snapshot
 from promoter.models import DryCommit, Phase, Review
@@ -58,8 +58,7 @@ def test_a_soak_waits_until_the_previous_environment_ran_the_change_long_enough(
     assert found.changes_at == NOW + timedelta(minutes=20)
     assert "passes at" in found.reason
     assert merges(snapshot) == []
-    requeue = [a for a in decision.actions if isinstance(a, RequeueAfter)]
-    assert requeue and requeue[0].seconds == 20 * 60
+    assert decision.requeue_after == 20 * 60
     published = [a for a in decision.actions if isinstance(a, SetCommitStatus)]
     assert any(
         a.status.key == "promoter/soak" and a.status.phase is Phase.PENDING for a in published
@@ -106,8 +105,7 @@ def test_a_closed_window_holds_the_merge_and_wakes_the_strategy_when_it_opens() 
     assert merges(snapshot) == []
     assert decision.environments[1].state is EnvState.BLOCKED
     assert "window opens Wed 13:00 UTC" in decision.environments[1].reason
-    requeue = [a for a in decision.actions if isinstance(a, RequeueAfter)]
-    assert requeue and requeue[0].seconds == 3600
+    assert decision.requeue_after == 3600
 
 
 @given(

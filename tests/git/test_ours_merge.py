@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from promoter.daemon.mergeable import merge_active_into_proposed
-from promoter.engine.actions import MergeActiveIntoProposed
+from promoter.engine import MergeActiveIntoProposed
 from promoter.git import GitMirror
 from tests.gitrepo import GitSandbox
 

@@ -40,7 +40,8 @@ def test_the_node_example_plugin_passes_the_conformance_kit(
     code = main(["plugins", "check", "nodelocal", "--dir", str(EXAMPLES)])
     out = capsys.readouterr().out
     assert code == 0, out
-    assert "conformance of nodelocal" in out and "11/11 passed" in out
+    assert "conformance of nodelocal (promoter.scm/v1.1)" in out and "12/12 passed" in out
+    assert "pass  events" in out
 
 
 def test_a_plugin_that_breaks_the_contract_fails_the_kit_with_a_table(
@@ -64,7 +65,7 @@ def test_plugins_list_shows_every_plugin_with_its_version_and_protocol(
     assert rows["scripted"].split()[1:3] == ["9.9.9", "promoter.scm/v1"]
     assert "promoter.scm/v9" in rows["future"] and "?" in rows["future"]
     if NODE:
-        assert rows["nodelocal"].split()[1:3] == ["0.1.0", "promoter.scm/v1"]
+        assert rows["nodelocal"].split()[1:3] == ["0.2.0", "promoter.scm/v1.1"]
 
 
 def test_the_protocol_schema_has_params_and_result_of_every_method(
@@ -72,8 +73,15 @@ def test_the_protocol_schema_has_params_and_result_of_every_method(
 ) -> None:
     assert main(["schema", "--plugin-protocol"]) == 0
     schema = json.loads(capsys.readouterr().out)
-    assert schema["title"] == "promoter.scm/v1"
+    assert schema["title"] == "promoter.scm/v1.1"
     assert set(schema["methods"]) == set(METHODS)
     merge = schema["methods"]["pullRequests/merge"]["params"]
     assert set(merge["required"]) == {"repository", "number", "expectedHeadSha", "message"}
     assert -32003 in schema["envelopes"]["error"]["properties"]["code"]["enum"]
+    assert set(schema["notifications"]) == {
+        "events/refMoved",
+        "events/statusChanged",
+        "events/pullRequestChanged",
+    }
+    moved = schema["notifications"]["events/refMoved"]["params"]
+    assert set(moved["required"]) == {"repository", "ref"}

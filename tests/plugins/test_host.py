@@ -31,7 +31,7 @@ def provider(**plugin: object) -> ScmProvider:
     return ScmProvider(name="ext", plugin=ExternalPlugin.model_validate(plugin))
 
 
-def calls(operation: str, provider_label: str = "local") -> float:
+def calls(operation: str, provider_label: str = "ext") -> float:
     from promoter.metrics import REGISTRY
 
     value = REGISTRY.get_sample_value(
@@ -63,6 +63,28 @@ def test_the_registry_builds_an_out_of_process_plugin_for_a_plugin_provider(
     assert local.info is not None and local.info.name == "local"
     assert calls("set_commit_status") == before + 1
     local.close()
+
+
+def test_two_providers_running_the_same_plugin_are_counted_apart(
+    tmp_path: Path, repo: Repository
+) -> None:
+    hosts = {
+        name: ExternalScm(
+            provider=ScmProvider(name=name, plugin=ExternalPlugin(command=LOCAL)),
+            state_dir=str(tmp_path / name),
+        )
+        for name in ("local-a", "local-b")
+    }
+    before = {name: calls("get_commit_statuses", name) for name in hosts}
+    try:
+        hosts["local-a"].get_commit_statuses(repo=repo, sha=SHA)
+        hosts["local-b"].get_commit_statuses(repo=repo, sha=SHA)
+        hosts["local-b"].get_commit_statuses(repo=repo, sha=SHA)
+    finally:
+        for host in hosts.values():
+            host.close()
+    assert calls("get_commit_statuses", "local-a") == before["local-a"] + 1
+    assert calls("get_commit_statuses", "local-b") == before["local-b"] + 2
 
 
 def test_a_plugin_speaking_another_protocol_version_is_refused_with_a_clear_message(
@@ -149,7 +171,7 @@ def test_a_crashed_plugin_is_restarted_at_once_then_with_backoff(
                 local.get_commit_statuses(repo=repo, sha=SHA)
             time.sleep(0.6)
         assert local.get_commit_statuses(repo=repo, sha=SHA) == []
-    assert local.restarts == 2
+    assert local.starts == 3  # started again twice
     local.close()
 
 
@@ -184,5 +206,5 @@ def test_a_hung_plugin_is_killed_after_three_time_outs_and_restarted(
     process.proc.wait(5)  # killed by the host, frozen or not
     local.timeout = 10.0
     assert local.get_commit_statuses(repo=repo, sha=SHA) == []
-    assert local.restarts == 1 and local.process is not process
+    assert local.starts == 2 and local.process is not process
     local.close()

@@ -246,6 +246,10 @@ class FaultyScm:
         """Credentials for git, not an SCM API call: never faulted."""
         return self.inner.git_environment(repo=repo)
 
+    @property
+    def folded_gate_keys(self) -> frozenset[str]:
+        return self.inner.folded_gate_keys
+
     def close(self) -> None:
         self.inner.close()
 
@@ -284,6 +288,10 @@ class RacingScm:
 
     def __post_init__(self) -> None:
         self.name = self.inner.name
+
+    @property
+    def folded_gate_keys(self) -> frozenset[str]:
+        return self.inner.folded_gate_keys
 
     def merge_pull_request(
         self, *, repo: Repository, number: int, expected_head_sha: str, message: str

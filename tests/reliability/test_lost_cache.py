@@ -23,7 +23,7 @@ from starlette.testclient import TestClient
 from promoter.config import Config
 from promoter.config.loader import parse_config
 from promoter.daemon import Runtime
-from promoter.daemon.executor import ActionEvent
+from promoter.daemon.events import ActionEvent
 from promoter.wiring import Daemon
 from scm_plugins.local import LocalScm
 from tests.support import ENVIRONMENTS, GitOpsRepo, wait_for
@@ -95,7 +95,8 @@ def settled(runtime: Runtime, ci: CI) -> dict[str, Any] | None:
     if not ci.caught_up() or not runtime.queue.idle():
         return None
     now = decisions(runtime)
-    return now if not now["decision"]["actions"] else None
+    decision = now["decision"]
+    return now if not decision["actions"] and decision["requeue_after"] is None else None
 
 
 def differences(before: Any, after: Any, path: str = "") -> list[str]:

@@ -7,8 +7,11 @@ the bare repository. Pull requests are the genuine Gitea ``PullRequest`` object 
 ``tests/fixtures/forgejo/webhooks/gitea-pull_request-opened.json`` with the fields
 that matter filled in. Forgejo's rules the plugin relies on: one open PR per
 head/base (409), a merge whose ``head_commit_id`` is not the head is refused (409),
-tokens are checked (401). ``fail_next`` injects faults; ``on_handled`` runs after a
-request changed the state and before its answer leaves (to crash the plugin there).
+tokens are checked (401), and labels set on an issue by name are the repository's
+labels of those names: an unknown name is dropped without an error, as Forgejo and
+Gitea do (``GetLabelIDsInRepoByNames``); ``POST /labels`` creates one. ``fail_next``
+injects faults; ``on_handled`` runs after a request changed the state and before its
+answer leaves (to crash the plugin there).
 """
 
 from __future__ import annotations
@@ -47,6 +50,7 @@ class Repo:
     pulls: dict[int, dict[str, Any]] = field(default_factory=dict)
     statuses: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     comments: dict[int, list[str]] = field(default_factory=dict)
+    labels: list[dict[str, Any]] = field(default_factory=list)
 
 
 @dataclass
@@ -158,6 +162,8 @@ class FakeForgejo:
             (r"/pulls/(\d+)", "PATCH", self._edit_pull),
             (r"/pulls/(\d+)/merge", "POST", self._merge),
             (r"/issues/(\d+)/labels", "PUT", self._labels),
+            (r"/labels", "GET", self._list_labels),
+            (r"/labels", "POST", self._create_label),
             (r"/issues/(\d+)/comments", "POST", self._comment),
             (r"/commits/([0-9a-f]{40})/statuses", "GET", self._get_statuses),
             (r"/statuses/([0-9a-f]{40})", "POST", self._set_status),
@@ -266,11 +272,40 @@ class FakeForgejo:
         pr = self._pull(repo, n)
         if pr is None:
             return 404, {"message": "not found"}
+        wanted = body.get("labels", [])
         pr["labels"] = [
-            {"id": 10 + i, "name": label, "color": "e11d21", "description": "", "url": ""}
-            for i, label in enumerate(body.get("labels", []))
+            copy.deepcopy(label)
+            for label in repo.labels
+            if label["name"] in wanted or label["id"] in wanted
         ]
         return 200, pr["labels"]
+
+    def add_label(self, full_name: str, label: str) -> None:
+        """A label made by a person in the repository's settings."""
+        self._create_label(
+            self.repos[full_name], full_name, {"name": label, "color": "#0075ca"}, {}
+        )
+
+    def _list_labels(self, repo: Repo, name: str, body: Any, query: dict[str, str]) -> Answer:
+        limit, page = int(query.get("limit", 30)), int(query.get("page", 1))
+        return 200, copy.deepcopy(repo.labels[(page - 1) * limit : page * limit])
+
+    def _create_label(self, repo: Repo, name: str, body: Any, query: dict[str, str]) -> Answer:
+        color = str(body.get("color", "")).removeprefix("#")
+        if not body.get("name") or not re.fullmatch(r"[0-9a-fA-F]{6}", color):
+            return 422, {"message": "CreateLabelOption: name and a #rrggbb color are required"}
+        self._ids += 1
+        label = {
+            "id": self._ids,
+            "name": body["name"],
+            "exclusive": False,
+            "is_archived": False,
+            "color": color,
+            "description": body.get("description", ""),
+            "url": f"{self.url}/api/v1/repos/{name}/labels/{self._ids}",
+        }
+        repo.labels.append(label)
+        return 201, copy.deepcopy(label)
 
     def _comment(self, repo: Repo, name: str, body: Any, q: dict[str, str], n: str) -> Answer:
         if self._pull(repo, n) is None:

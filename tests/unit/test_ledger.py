@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from promoter.engine.ledger_state import EnvLedger, HealthyRecord, Hold
+from promoter.engine import EnvLedger, HealthyRecord, Hold
 from promoter.git import GitMirror
 from promoter.state.ledger import GitLedger
 from tests.support import GitOpsRepo

@@ -179,7 +179,7 @@ def test_logs_name_the_delivery_and_never_the_secret_or_the_body(
     hooks.github("status", status, delivery="delivery-43", secret="needle-secret")
 
     records = [r for r in caplog.records if r.name == "promoter.webhooks"]
-    assert [getattr(r, "delivery", None) for r in records] == ["delivery-42", "delivery-43"]
+    assert [getattr(r, "delivery_id", None) for r in records] == ["delivery-42", "delivery-43"]
     logged = " ".join(f"{r.getMessage()} {vars(r)}" for r in records)
     for secret in ("needle-in-the-body", "needle-secret", GITHUB_SECRET, GITHUB_OLD_SECRET):
         assert secret not in logged

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sqlite3
 import subprocess
 import sys
@@ -13,6 +14,7 @@ from starlette.routing import Route
 from promoter.errors import ConfigError
 from promoter.state.statuses import StatusCache
 from promoter.state.tracking import ShaIndex
+from tests.support_logs import daemon_logs
 from tests.webhooks.helpers import Hooks, Recorder, github_fixture, make_config, running_hooks
 from webhooks import build_routes
 from webhooks.deliveries import FILE_NAME
@@ -85,6 +87,27 @@ def test_a_broken_delivery_log_lets_deliveries_through(
     assert "webhook delivery log unavailable" in caplog.messages
 
 
+def test_every_line_logged_while_a_delivery_is_handled_carries_its_delivery_id(
+    hooks: Hooks, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def disk_full(delivery_id: str) -> bool:
+        raise sqlite3.OperationalError("database or disk is full")
+
+    monkeypatch.setattr(hooks.routes.deliveries, "record", disk_full)
+    push = github_fixture("push/with-new-branch.payload.json")
+    with daemon_logs() as out:
+        hooks.github("push", push, delivery="d-7")
+        hooks.github("push", push, delivery="d-8")
+    logged = [json.loads(line) for line in out.getvalue().splitlines()]
+    ours = [line for line in logged if line["logger"].startswith("promoter.")]  # not httpx's
+    assert [(line["msg"], line.get("delivery_id")) for line in ours] == [
+        ("webhook delivery log unavailable", "d-7"),
+        ("webhook accepted", "d-7"),
+        ("webhook delivery log unavailable", "d-8"),
+        ("webhook accepted", "d-8"),
+    ]
+
+
 def test_a_failure_inside_the_daemon_answers_503_and_a_redelivery_is_processed(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -116,6 +139,6 @@ def test_a_refusal_is_logged_with_the_delivery_id(
     with running_hooks(tmp_path, make_config(maxBodyBytes=100)) as hooks:
         hooks.github("push", b"x" * 101, delivery="big-1")
         hooks.gitlab("Push Hook", b"{}", token="wrong", headers={"X-Gitlab-Event-UUID": "u-1"})
-    delivered = {(r.getMessage(), getattr(r, "delivery", None)) for r in caplog.records}
+    delivered = {(r.getMessage(), getattr(r, "delivery_id", None)) for r in caplog.records}
     assert ("webhook body too large", "big-1") in delivered
     assert ("webhook unauthorized", "u-1") in delivered

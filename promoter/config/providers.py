@@ -1,0 +1,155 @@
+"""The SCM providers of promoter.yaml (``scmProviders``): where each SCM lives and how to
+log in to it: GitHub, GitLab, the embedded local SCM, or an out-of-process plugin."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import Field, field_validator, model_validator
+
+from promoter.config.base import Spec
+from promoter.config.durations import Duration
+from promoter.config.secrets import SecretRef
+from promoter.config.transport import insecure, refusal
+
+ALLOW_INSECURE = (
+    "Let the token travel over plain http:// to a host that is not loopback (its API URL "
+    "and its repositories' URLs). For a test instance only: anyone on the path reads it."
+)
+
+
+class GitHubApp(Spec):
+    app_id: int = Field(description="The GitHub App's numeric id.")
+    private_key: SecretRef = Field(description="The App's PEM private key.")
+    installation_id: int | None = Field(
+        default=None, description="Installation id; found per owner and cached when omitted."
+    )
+
+
+class GitHubProvider(Spec):
+    url: str = Field(
+        default="https://api.github.com",
+        description="API base URL; for GitHub Enterprise Server, https://HOST/api/v3.",
+    )
+    token: SecretRef | None = Field(default=None, description="A personal or fine-grained token.")
+    app: GitHubApp | None = Field(default=None, description="GitHub App credentials.")
+    merge_method: Literal["merge", "squash", "rebase"] = "merge"
+    status_checks: Literal["statuses", "checkRuns"] = Field(
+        default="statuses",
+        description="How the promoter shows its own gates: commit statuses, or check runs "
+        "(App only).",
+    )
+    allow_insecure: bool = Field(default=False, description=ALLOW_INSECURE)
+
+    @model_validator(mode="after")
+    def _one_credential(self) -> GitHubProvider:
+        if insecure(self.url) and not self.allow_insecure:
+            raise ValueError(refusal(self.url, "url"))
+        if (self.token is None) == (self.app is None):
+            raise ValueError("give exactly one of token or app")
+        if self.status_checks == "checkRuns" and self.app is None:
+            raise ValueError("statusChecks: checkRuns needs a GitHub App")
+        return self
+
+
+class GitLabProvider(Spec):
+    url: str = Field(default="https://gitlab.com", description="gitlab.com or a self-managed URL.")
+    token: SecretRef = Field(description="A project, group or personal access token.")
+    ca_bundle: str | None = Field(default=None, description="Path to a PEM CA bundle.")
+    pipeline_gate_key: str = Field(
+        default="pipeline", description="Gate key under which a SHA's latest pipeline is reported."
+    )
+    squash: bool = False
+    allow_insecure: bool = Field(default=False, description=ALLOW_INSECURE)
+
+    @model_validator(mode="after")
+    def _https(self) -> GitLabProvider:
+        if insecure(self.url) and not self.allow_insecure:
+            raise ValueError(refusal(self.url, "url"))
+        return self
+
+    @field_validator("ca_bundle")
+    @classmethod
+    def _ca_bundle(cls, value: str | None) -> str | None:
+        if value is not None:
+            path = Path(value).expanduser()
+            if not path.is_file():
+                raise ValueError(f"caBundle {value} is not a file")
+            head = path.read_bytes()[:4096]
+            if b"-----BEGIN CERTIFICATE-----" not in head:
+                raise ValueError(f"caBundle {value} holds no PEM certificate")
+        return value
+
+
+class LocalProvider(Spec):
+    """The embedded SCM: pull requests and statuses in the state dir, merges in local git."""
+
+    merge_method: Literal["merge", "squash", "rebase"] = Field(
+        default="merge",
+        description="How a pull request is merged, as GitHub and GitLab offer it: a merge "
+        "commit, one squashed commit, or the head's commits rebased onto the base. Every "
+        "method is a three-way merge, refused as not mergeable when it conflicts.",
+    )
+
+
+class ExternalPlugin(Spec):
+    """An out-of-process plugin speaking ``promoter.scm/v1`` (docs/plugin-protocol.md)."""
+
+    name: str | None = Field(
+        default=None,
+        pattern=r"^[a-z0-9][a-z0-9_-]*$",
+        description="Finds the executable promoter-scm-NAME in directory, then on PATH.",
+    )
+    command: list[str] | str | None = Field(
+        default=None, description="The executable (and its arguments), instead of name."
+    )
+    args: list[str] = Field(default_factory=list, description="More arguments for command.")
+    directory: str | None = Field(default=None, description="Where to look for NAME first.")
+    settings: dict[str, Any] = Field(
+        default_factory=dict, description="Passed to the plugin in initialize (never secrets)."
+    )
+    secrets: dict[str, SecretRef] = Field(
+        default_factory=dict,
+        description="Resolved by the promoter and passed in initialize, never on a command line.",
+    )
+    timeout: Duration = Field(default=30.0, description="Time limit of one call.")
+
+    @model_validator(mode="after")
+    def _name_or_command(self) -> ExternalPlugin:
+        if (self.name is None) == (self.command is None or self.command == []):
+            raise ValueError("give exactly one of name or command")
+        return self
+
+    def argv(self) -> list[str] | None:
+        """The command line given by ``command`` and ``args``; None when found by name."""
+        if self.command is None:
+            return None
+        base = [self.command] if isinstance(self.command, str) else list(self.command)
+        return [*base, *self.args]
+
+
+class ScmProvider(Spec):
+    """Where an SCM lives and how to log in: exactly one of github, gitlab, local, plugin."""
+
+    name: str = Field(pattern=r"^[a-zA-Z0-9][a-zA-Z0-9_.-]*$")
+    github: GitHubProvider | None = None
+    gitlab: GitLabProvider | None = None
+    local: LocalProvider | None = None
+    plugin: ExternalPlugin | None = None
+
+    @model_validator(mode="after")
+    def _exactly_one_kind(self) -> ScmProvider:
+        kinds = [k for k in ("github", "gitlab", "local", "plugin") if getattr(self, k) is not None]
+        if len(kinds) != 1:
+            raise ValueError("give exactly one of github, gitlab, local or plugin")
+        return self
+
+    @property
+    def kind(self) -> str:
+        """The plugin name that serves this provider."""
+        for kind in ("github", "gitlab", "local"):
+            if getattr(self, kind) is not None:
+                return kind
+        assert self.plugin is not None
+        return "plugin"

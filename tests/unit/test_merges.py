@@ -1,0 +1,104 @@
+"""The Merger re-reads the required gates from the SCM before it merges: it merges with the
+head as its guard (``Merged``), or it defers, saying which gate is not success (``Deferred``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from promoter.cli.sandbox import git
+from promoter.daemon import Runtime
+from promoter.daemon.merges import Deferred, Merged, Merger, UnconfirmedMerges
+from promoter.engine import MergePullRequest, Snapshot
+from promoter.models import CommitStatus, Phase
+from promoter.wiring import Daemon
+from tests.support import ENVIRONMENTS, GitOpsRepo, local_config
+
+DEV = ENVIRONMENTS[0]
+
+
+class Setting:
+    """dev's promotion PR open on the local SCM, and the Merger of a reconcile."""
+
+    def __init__(self, tmp_path: Path) -> None:
+        self.gitops = GitOpsRepo.create(tmp_path)
+        self.runtime: Runtime = Daemon(local_config(self.gitops.path, tmp_path / "state")).runtime
+        self.change = self.gitops.change("1.1.0", "Bump guestbook to 1.1.0")
+        self.runtime.reconciler.reconcile("guestbook")  # opens dev's PR
+        self.repo = self.runtime.config.repository("gitops")
+        self.plugin = self.runtime.plugins["local"]
+        self.head = self.gitops.tip(f"{DEV}-next")
+        pr = self.plugin.find_open_pull_request(repo=self.repo, head=f"{DEV}-next", base=DEV)
+        assert pr is not None and pr.head_sha == self.head
+        self.number = pr.number
+        self.invalidated: list[str] = []
+        reader = self.runtime.reconciler.reader("guestbook", self.plugin)
+        self.merger = Merger(
+            self.plugin,
+            reader.gates,
+            self.runtime.pr_cache,
+            UnconfirmedMerges(),
+            lambda repo: self.invalidated.append(repo.name),
+        )
+
+    def snapshot(self) -> Snapshot:
+        strategy = self.runtime.config.strategy("guestbook")
+        assert strategy is not None
+        reader = self.runtime.reconciler.reader("guestbook", self.plugin)
+        return reader.read(strategy, self.repo, self.runtime.mirrors.fresh(self.repo))
+
+    def ci(self, phase: Phase) -> None:
+        """CI reports on the SCM itself; the promoter has not heard of it."""
+        status = CommitStatus(key="ci", phase=phase)
+        self.plugin.set_commit_status(repo=self.repo, sha=self.head, status=status)
+
+    def merge(self) -> Merged | Deferred:
+        action = MergePullRequest(
+            environment=0,
+            number=self.number,
+            expected_head_sha=self.head,
+            dry_sha=self.change,
+            message="Promote",
+            required_keys=("ci",),
+        )
+        key = ("gitops", f"{DEV}-next", DEV)
+        return self.merger.merge(self.snapshot(), self.repo, action, key)
+
+    def still_open(self) -> bool:
+        pr = self.plugin.find_open_pull_request(repo=self.repo, head=f"{DEV}-next", base=DEV)
+        return pr is not None and pr.number == self.number
+
+
+@pytest.mark.parametrize(
+    ("phase", "said"), [(Phase.PENDING, "ci is pending"), (Phase.FAILURE, "ci failed")]
+)
+def test_a_required_gate_no_longer_success_on_the_scm_defers_the_merge_saying_which(
+    tmp_path: Path, phase: Phase, said: str
+) -> None:
+    setting = Setting(tmp_path)
+    dev_before = setting.gitops.tip(DEV)
+    setting.ci(phase)
+    assert setting.merge() == Deferred(f"merge deferred: {said} on {setting.head[:7]}")
+    assert setting.gitops.tip(DEV) == dev_before
+    assert setting.still_open()
+    assert setting.invalidated == []
+
+
+def test_a_required_gate_the_scm_has_never_heard_of_defers_the_merge(tmp_path: Path) -> None:
+    setting = Setting(tmp_path)
+    result = setting.merge()
+    assert result == Deferred(f"merge deferred: ci has no status on {setting.head[:7]}")
+    assert setting.still_open()
+
+
+def test_every_required_gate_success_on_the_scm_merges_with_the_head_as_guard(
+    tmp_path: Path,
+) -> None:
+    setting = Setting(tmp_path)
+    setting.ci(Phase.SUCCESS)
+    result = setting.merge()
+    assert result == Merged(setting.gitops.tip(DEV))
+    assert git(setting.gitops.path, "rev-parse", f"{DEV}^2") == setting.head
+    assert not setting.still_open()
+    assert setting.invalidated == ["gitops"]
