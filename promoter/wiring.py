@@ -133,13 +133,13 @@ class Daemon:
             observers=[*observers, *extra],
             clock=clock,
         )
-        api = Api(
+        self.api = Api(
             views=self.runtime,
             commands=self.runtime,
             access=AccessControl.from_config(config, review=review),
         )
         self.app: Starlette = build_app(
-            api,
+            self.api,
             extra_routes=self._webhook_routes(),
             start=self._start,
             stop=self._stop,

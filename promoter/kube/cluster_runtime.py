@@ -19,6 +19,7 @@ from promoter.config import Config
 from promoter.daemon import Observer, Outcome, Runtime, StrategyView, Workers
 from promoter.daemon.scheduler import every_repository
 from promoter.errors import NotOwner
+from promoter.http.api import Api
 from scm_plugins.protocol import ScmPlugin
 
 Forward = Callable[[list[str], bool], None]
@@ -51,6 +52,8 @@ class ClusterRuntime(Runtime):
         self.workers = Workers(self.queue, self._reconcile, count=config.daemon.workers)
         self.app: ASGIApp | None = None
         """The HTTP app around this runtime (API, webhooks); set by whoever serves it."""
+        self.api: Api | None = None
+        """Its API (who calls, what they may read), set with ``app``."""
 
     def mine(self, key: str) -> bool:
         """Whether this replica works on strategy ``key`` now."""

@@ -318,7 +318,8 @@ class Controller:
                 reconciled=self._reconciled,
             )
         reviewer = TokenReviewer(self.kube, audiences=config.access.kubernetes.audiences)
-        runtime.app = Daemon(config, runtime=runtime, review=reviewer).app
+        daemon = Daemon(config, runtime=runtime, review=reviewer)
+        runtime.app, runtime.api = daemon.app, daemon.api
         return runtime
 
     # --- watch events --------------------------------------------------------------------

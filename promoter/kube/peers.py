@@ -3,9 +3,12 @@
 A webhook or an API refresh may reach any replica. The keys it wakes that belong to a
 shard held elsewhere are posted to the holder's address (the one its member Lease
 names) at ``/internal/v1/keys``, on a thread of its own, never in the request; keys for
-one owner arriving together go in one call. The body is signed with the replicas'
-shared secret (HMAC-SHA256 over a timestamp and the body; the receiver accepts a
-minute either way, and a replay only wakes strategies again). When the owner is not
+one owner arriving together go in one call. The call is signed with the replicas'
+shared secret (HMAC-SHA256 over a timestamp, the method and path and the body; the
+receiver accepts a minute either way, and a replay only wakes strategies again); it is a
+replica's call, never a browser's (``promoter.kube.shard_api`` refuses one that carries
+a browser's headers or is not JSON). The other calls between replicas (a strategy
+list, a request passed to the owner) are signed the same way. When the owner is not
 known (its shard is changing hands), does not answer, or no secret is set, the keys
 take the slower road through the API server (``RefreshForwarder``'s annotation), and
 the next owner reads every strategy of a shard it takes over afresh anyway: nothing
@@ -30,6 +33,8 @@ from promoter.metrics import REGISTRY
 log = logging.getLogger("promoter.kube.peers")
 
 PATH = "/internal/v1/keys"
+KEYS = f"POST {PATH}"
+"""What a forwarding of keys signs besides its body."""
 SIGNATURE = "x-promoter-peer-signature"
 SKEW = 60.0
 
@@ -48,14 +53,19 @@ FORWARD_SECONDS = Histogram(
 )
 
 
-def sign(token: str, body: bytes, now: float | None = None) -> str:
+def sign(token: str, body: bytes, now: float | None = None, *, what: str = KEYS) -> str:
+    """The signature header of a call between replicas: ``what`` names the call (method,
+    path and anything else the receiver must be able to trust), ``body`` is its body."""
     stamp = str(int(now if now is not None else time.time()))
-    digest = hmac.new(token.encode(), stamp.encode() + b"." + body, hashlib.sha256).hexdigest()
+    message = stamp.encode() + b"." + what.encode() + b"\n" + body
+    digest = hmac.new(token.encode(), message, hashlib.sha256).hexdigest()
     return f"t={stamp},v1={digest}"
 
 
-def verify(token: str | None, header: str, body: bytes, now: float | None = None) -> bool:
-    """Whether ``header`` signs ``body`` with ``token`` within ``SKEW`` seconds."""
+def verify(
+    token: str | None, header: str, body: bytes, now: float | None = None, *, what: str = KEYS
+) -> bool:
+    """Whether ``header`` signs ``what`` and ``body`` with ``token`` within ``SKEW`` seconds."""
     if not token:
         return False
     parts = dict(p.split("=", 1) for p in header.split(",") if "=" in p)
@@ -65,7 +75,7 @@ def verify(token: str | None, header: str, body: bytes, now: float | None = None
         return False
     if abs((now if now is not None else time.time()) - stamp) > SKEW:
         return False
-    expected = sign(token, body, stamp).split(",v1=", 1)[1]
+    expected = sign(token, body, stamp, what=what).split(",v1=", 1)[1]
     return hmac.compare_digest(expected, parts.get("v1", ""))
 
 

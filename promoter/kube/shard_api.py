@@ -1,16 +1,22 @@
 """The HTTP side of a sharded replica: any replica answers for all of them.
 
-* ``POST /internal/v1/keys``: keys another replica forwarded (signed, ``peers``).
-* ``GET /api/v1/shards``: the members, the assignment and who holds each shard.
-* ``GET /api/v1/strategies``: every strategy, each reported by the replica that works on
-  it (asked with ``?scope=local``, all at once); those whose owner did not answer are
-  listed with their owner and no state.
+* ``POST /internal/v1/keys``: keys another replica forwarded (``peers``): a replica's
+  call, signed with the replicas' secret, never a browser's (one carrying ``Origin`` or
+  ``Sec-Fetch-*`` is refused, and its body must be declared JSON).
+* ``GET /api/v1/shards``: the members, the assignment and who holds each shard (for a
+  caller who may read some strategy).
+* ``GET /api/v1/strategies``: every strategy the caller may read, each reported by the
+  replica that works on it (asked with ``?scope=local``, all at once, in a call signed
+  as a replica's); those whose owner did not answer are listed with their owner and no
+  state.
 * ``GET /api/v1/strategies/{name}``, ``/dashboard/{name}``, ``/strategies/{name}``, and
-  the writes
-  (``POST .../statuses``, ``POST /api/v1/strategies/{name}/{operation}``) are passed to
-  the owner when it is another replica, so that they act where the work is done.
+  the writes (``POST .../statuses``, ``POST /api/v1/strategies/{name}/{operation}``) are
+  passed to the owner when it is another replica (``shard_pass``), so that they act
+  where the work is done, after the owner's own checks of the caller.
 
-Everything else falls through to the replica's own app.
+What this module answers goes through the same browser guard as the daemon's own
+routes (the Host check and the security headers). Everything else falls through to
+the replica's own app.
 """
 
 from __future__ import annotations
@@ -18,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 import httpx
@@ -26,19 +33,25 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.types import Receive, Scope, Send
 
+from promoter.http import Api
+from promoter.http.guard import BrowserGuard, json_only
 from promoter.http.views import strategy_summary
 from promoter.kube.assignment import loads
 from promoter.kube.leases import shard_lease
+from promoter.kube.peers import KEYS, SIGNATURE, sign, verify
 from promoter.kube.peers import PATH as KEYS_PATH
-from promoter.kube.peers import SIGNATURE, verify
+from promoter.kube.shard_pass import PASSED, pass_on, receive_passed, unavailable
 
 if TYPE_CHECKING:
     from promoter.kube.controller import Controller
 
-PASSED = "x-promoter-passed-by"
-"""Set on a request passed to the owner: it is never passed on a second time."""
 STRATEGY = re.compile(r"^/(?:api/v1/strategies|dashboard|strategies)/([^/]+)(?:/[a-z-]+)?$")
 STATUSES = re.compile(r"^/api/v1/repositories/([^/]+)/commits/[^/]+/statuses$")
+LOCAL = "/api/v1/strategies?scope=local"
+BROWSER = ("origin", "sec-fetch-site", "sec-fetch-mode", "sec-fetch-dest")
+"""Headers a browser sends with a fetch (and a form), which a replica never does."""
+
+Answer = Callable[[Request], Awaitable[Response]]
 
 
 class ShardRoutes:
@@ -48,31 +61,53 @@ class ShardRoutes:
         self.sharding = controller.sharding
         self._client = httpx.AsyncClient(timeout=5.0)
 
+    @property
+    def token(self) -> str | None:
+        return self.sharding.settings.peer_token
+
+    def _api(self) -> Api:
+        api = self.controller.runtime.api
+        assert api is not None
+        return api
+
     async def handle(self, scope: Scope, receive: Receive, send: Send) -> bool:
         """Answer the request when it is one of ours; False to let the app answer it."""
-        request = Request(scope, receive)
-        path, method = request.url.path, request.method
-        response: Response | None = None
-        if path == KEYS_PATH and method == "POST":
-            response = await self._keys(request)
-        elif path == "/api/v1/shards" and method == "GET":
-            response = JSONResponse(self.table())
-        elif path == "/api/v1/strategies" and method == "GET":
-            response = await self._strategies(request)
-        elif PASSED not in request.headers:
-            response = await self._pass_to_owner(request)
-        if response is None:
+        if any(k == PASSED.encode() for k, _ in scope["headers"]):
+            app = self.controller.runtime.app
+            assert app is not None
+            await receive_passed(scope, receive, send, app=app, token=self.token)
+            return True
+        answer = self._route(Request(scope))
+        if answer is None:
             return False
-        await response(scope, receive, send)
+
+        async def respond(scope: Scope, receive: Receive, send: Send) -> None:
+            response = await answer(Request(scope, receive))
+            await response(scope, receive, send)
+
+        await BrowserGuard(respond, hosts=self._api().access.hosts)(scope, receive, send)
         return True
+
+    def _route(self, request: Request) -> Answer | None:
+        path, method = request.url.path, request.method
+        if path == KEYS_PATH and method == "POST":
+            return self._keys
+        if path == "/api/v1/shards" and method == "GET":
+            return self._shards
+        if path == "/api/v1/strategies" and method == "GET":
+            return self._strategies
+        return self._owner_elsewhere(request)
 
     # --- forwarded keys -------------------------------------------------------------------
 
     async def _keys(self, request: Request) -> Response:
+        if any(h in request.headers for h in BROWSER):
+            return JSONResponse({"error": "a call between replicas; no browser's"}, status_code=403)
         body = await request.body()
-        token = self.sharding.settings.peer_token
-        if not verify(token, request.headers.get(SIGNATURE, ""), body):
+        if not verify(self.token, request.headers.get(SIGNATURE, ""), body, what=KEYS):
             return JSONResponse({"error": "not signed by a replica"}, status_code=403)
+        if not json_only(request):
+            return JSONResponse({"error": "the body must be JSON"}, status_code=415)
         try:
             data = json.loads(body)
             keys = [str(k) for k in data["keys"]]
@@ -83,6 +118,12 @@ class ShardRoutes:
         if rest:
             self.controller.forwarder.forward(rest)
         return JSONResponse({"accepted": len(keys) - len(rest)}, status_code=202)
+
+    async def _shards(self, request: Request) -> Response:
+        who = await self._api().reader(request)
+        if isinstance(who, Response):
+            return who
+        return JSONResponse(self.table())
 
     # --- the shards -------------------------------------------------------------------------
 
@@ -137,35 +178,48 @@ class ShardRoutes:
         ]
 
     async def _strategies(self, request: Request) -> Response:
-        local = await run_in_threadpool(self._local)
-        if request.query_params.get("scope") == "local":
-            return JSONResponse({"strategies": local})
+        local = request.query_params.get("scope") == "local"
+        signature = request.headers.get(SIGNATURE, "")
+        readable: Callable[[str], bool]
+        if local and verify(self.token, signature, b"", what=f"GET {LOCAL}"):
+            readable = lambda name: True  # noqa: E731  the entry replica filters
+        else:
+            api = self._api()
+            who = await api.reader(request)
+            if isinstance(who, Response):
+                return who
+            readable = lambda name: api.readable(who, name)  # noqa: E731
+        mine = [s for s in await run_in_threadpool(self._local) if readable(s["name"])]
+        if local:
+            return JSONResponse({"strategies": mine})
         members = self.sharding.coordinator.table.members
         others = [a for m, a in sorted(members.items()) if m != self.sharding.identity and a]
         answers = await asyncio.gather(*(self._ask(a) for a in others))
-        found = {s["name"]: s for s in local}
+        found = {s["name"]: s for s in mine}
         for answer in answers:
             found.update({s["name"]: s for s in answer})
         runtime = self.controller.runtime
         listed = [
             found.get(s.name) or strategy_summary(s, None, owner=self.sharding.owner(s.name))
             for s in runtime.strategies()
+            if readable(s.name)
         ]
         return JSONResponse({"strategies": listed})
 
     async def _ask(self, address: str) -> list[dict[str, Any]]:
+        headers = {SIGNATURE: sign(self.token, b"", what=f"GET {LOCAL}")} if self.token else {}
         try:
-            answer = await self._client.get(address.rstrip("/") + "/api/v1/strategies?scope=local")
+            answer = await self._client.get(address.rstrip("/") + LOCAL, headers=headers)
             strategies: list[dict[str, Any]] = answer.json()["strategies"]
-        except (httpx.HTTPError, ValueError, KeyError):
+        except (httpx.HTTPError, ValueError, KeyError, TypeError):
             return []
         return strategies
 
-    async def _pass_to_owner(self, request: Request) -> Response | None:
-        """A request about another replica's strategy or repository, answered by it."""
+    def _owner_elsewhere(self, request: Request) -> Answer | None:
+        """How to answer a request about another replica's strategy or repository (by
+        that replica); None when it is this replica's, or about no strategy."""
         runtime = self.controller.runtime
         path = request.url.path
-        located = None
         if (match := STRATEGY.match(path)) and runtime.config.strategy(match[1]) is not None:
             if runtime.mine(match[1]):
                 return None
@@ -176,33 +230,20 @@ class ShardRoutes:
             located = self.sharding.locate_repository(match[1])
         else:
             return None
-        if located is None or not located[1]:
-            return JSONResponse(
-                {"error": "the replica that works on it is changing; try again"},
-                status_code=503,
-                headers={"Retry-After": "1"},
-            )
-        return await self._proxy(request, located[1])
+        if located is None or not located[1] or located[0] == self.sharding.identity:
+            return self._changing
+        address = located[1]
 
-    async def _proxy(self, request: Request, address: str) -> Response:
-        url = address.rstrip("/") + request.url.path
-        if request.url.query:
-            url += "?" + request.url.query
-        keep = ("authorization", "content-type", "accept")
-        headers = {k: v for k, v in request.headers.items() if k in keep}
-        headers[PASSED] = self.sharding.identity
-        try:
-            answer = await self._client.request(
-                request.method, url, content=await request.body(), headers=headers
+        async def passed(request: Request) -> Response:
+            identity = self.sharding.identity
+            return await pass_on(
+                self._client, request, address, identity=identity, token=self.token
             )
-        except httpx.HTTPError:
-            return JSONResponse(
-                {"error": "the replica that works on it did not answer; try again"},
-                status_code=503,
-                headers={"Retry-After": "1"},
-            )
-        passed = {k: v for k, v in answer.headers.items() if k in ("content-type", "retry-after")}
-        return Response(answer.content, status_code=answer.status_code, headers=passed)
+
+        return passed
+
+    async def _changing(self, request: Request) -> Response:
+        return unavailable("the replica that works on it is changing")
 
     async def close(self) -> None:
         await self._client.aclose()

@@ -20,6 +20,8 @@ from promoter.kube.resources import REFRESH_ANNOTATION
 from tests.kube.cluster import NS, PEER_TOKEN, Cluster, fake_cluster, wait_until
 from tests.kube.shard_helpers import fleet, holders, owner_of, promoted, settled
 
+JSON = {"content-type": "application/json"}
+
 
 def two_replicas(cluster: Cluster, root: Path) -> tuple[Controller, Controller, str]:
     """a and b over four repositories, settled, every strategy read; one strategy of a's."""
@@ -81,27 +83,35 @@ def test_a_refresh_sent_to_another_replica_reaches_the_owner_over_signed_http(
         assert annotation(cluster, strategy) == before, "the refresh went by the annotation"
 
 
-def test_forwarded_keys_without_a_good_signature_are_refused(tmp_path: Path) -> None:
+def test_forwarded_keys_without_a_good_signature_or_from_a_browser_are_refused(
+    tmp_path: Path,
+) -> None:
     with fake_cluster(tmp_path) as cluster:
         a, _, strategy = two_replicas(cluster, tmp_path)
         seen = received(a)
         url = cluster.addresses["a"] + PATH
         body = json.dumps({"keys": [f"{NS}.{strategy}"]}).encode()
+        good = sign(PEER_TOKEN, body)
         forged = {
             "none": {},
             "wrong secret": {SIGNATURE: sign("not-the-secret", body)},
             "an hour old": {SIGNATURE: sign(PEER_TOKEN, body, time.time() - 3600)},
             "another body": {SIGNATURE: sign(PEER_TOKEN, b'{"keys": []}')},
+            "another call": {SIGNATURE: sign(PEER_TOKEN, body, what="GET /api/v1/shards")},
             "garbage": {SIGNATURE: "t=abc,v1=zz"},
+            "a browser's, signed": {SIGNATURE: good, "origin": cluster.addresses["a"]},
+            "a page's fetch, signed": {SIGNATURE: good, "sec-fetch-site": "same-origin"},
         }
         for why, headers in forged.items():
-            answer = httpx.post(url, content=body, headers=headers)
+            answer = httpx.post(url, content=body, headers={**JSON, **headers})
             assert answer.status_code == 403, why
+        plain = {SIGNATURE: good, "content-type": "text/plain"}
+        assert httpx.post(url, content=body, headers=plain).status_code == 415
         garbled = b"[not json"
-        answer = httpx.post(url, content=garbled, headers={SIGNATURE: sign(PEER_TOKEN, garbled)})
-        assert answer.status_code == 400
+        signed = {**JSON, SIGNATURE: sign(PEER_TOKEN, garbled)}
+        assert httpx.post(url, content=garbled, headers=signed).status_code == 400
         assert seen == []
-        answer = httpx.post(url, content=body, headers={SIGNATURE: sign(PEER_TOKEN, body)})
+        answer = httpx.post(url, content=body, headers={**JSON, SIGNATURE: good})
         assert answer.status_code == 202
         assert len(seen) == 1
 
