@@ -90,7 +90,7 @@ class Runtime:
             settled=self.settled,
         )
         self.operations = Operations(self.reconciler)
-        self.freezes = Freezes(config, self.ledger, self.mirrors.fresh, clock)
+        self.freezes = Freezes(config, self.ledger, self.mirrors.fresh, clock, owns=owns)
         self.workers = Workers(self.queue, self.reconciler.reconcile, count=config.daemon.workers)
         d = config.daemon
         self.resync = Resync(

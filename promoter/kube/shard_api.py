@@ -9,6 +9,8 @@
   replica that works on it (asked with ``?scope=local``, all at once, in a call signed
   as a replica's); those whose owner did not answer are listed with their owner and no
   state.
+* ``POST /api/v1/freeze`` and ``/unfreeze``: by the replicas whose repositories the
+  freeze covers (``shard_freeze``).
 * ``GET /api/v1/strategies/{name}``, ``/dashboard/{name}``, ``/strategies/{name}``, and
   the writes (``POST .../statuses``, ``POST /api/v1/strategies/{name}/{operation}``) are
   passed to the owner when it is another replica (``shard_pass``), so that they act
@@ -40,6 +42,8 @@ from promoter.kube.assignment import loads
 from promoter.kube.leases import shard_lease
 from promoter.kube.peers import KEYS, SIGNATURE, sign, verify
 from promoter.kube.peers import PATH as KEYS_PATH
+from promoter.kube.shard_freeze import PATHS as FREEZES
+from promoter.kube.shard_freeze import body_of, everywhere, named_strategy
 from promoter.kube.shard_pass import PASSED, pass_on, receive_passed, unavailable
 
 if TYPE_CHECKING:
@@ -77,6 +81,9 @@ class ShardRoutes:
             assert app is not None
             await receive_passed(scope, receive, send, app=app, token=self.token)
             return True
+        if scope["method"] == "POST" and scope["path"] in FREEZES:
+            await self._freeze(scope, receive, send)
+            return True
         answer = self._route(Request(scope))
         if answer is None:
             return False
@@ -87,6 +94,46 @@ class ShardRoutes:
 
         await BrowserGuard(respond, hosts=self._api().access.hosts)(scope, receive, send)
         return True
+
+    async def _freeze(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """A freeze or its lifting, by the replicas whose repositories it covers."""
+        app = self.controller.runtime.app
+        assert app is not None
+        body, again = await body_of(scope, receive)
+        strategy = named_strategy(body or b"")
+        runtime = self.controller.runtime
+        if body is None or (strategy is not None and runtime.config.strategy(strategy) is None):
+            await app(scope, again, send)  # the API refuses it
+            return
+        answer: Answer
+        if strategy is None:
+            members = self.sharding.coordinator.table.members
+            others = [a for m, a in sorted(members.items()) if m != self.sharding.identity and a]
+
+            async def answer(request: Request) -> Response:
+                return await everywhere(scope, body, app=app, others=others, pass_on=self._pass_to)
+        elif runtime.mine(strategy):
+            await app(scope, again, send)
+            return
+        else:
+            located = self.sharding.locate(strategy)
+            if located is None or not located[1] or located[0] == self.sharding.identity:
+                answer = self._changing
+            else:
+                address = located[1]
+
+                async def answer(request: Request) -> Response:
+                    return await self._pass_to(request, address)
+
+        async def respond(scope: Scope, receive: Receive, send: Send) -> None:
+            response = await answer(Request(scope, receive))
+            await response(scope, receive, send)
+
+        await BrowserGuard(respond, hosts=self._api().access.hosts)(scope, again, send)
+
+    async def _pass_to(self, request: Request, address: str) -> Response:
+        identity = self.sharding.identity
+        return await pass_on(self._client, request, address, identity=identity, token=self.token)
 
     def _route(self, request: Request) -> Answer | None:
         path, method = request.url.path, request.method
@@ -235,10 +282,7 @@ class ShardRoutes:
         address = located[1]
 
         async def passed(request: Request) -> Response:
-            identity = self.sharding.identity
-            return await pass_on(
-                self._client, request, address, identity=identity, token=self.token
-            )
+            return await self._pass_to(request, address)
 
         return passed
 

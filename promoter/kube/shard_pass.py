@@ -113,10 +113,10 @@ async def receive_passed(
         return
     passed = dict(scope)
     passed["client"] = (caller, 0) if caller else None
-    await app(passed, _replay(body), send)
+    await app(passed, replay(body), send)
 
 
-def _replay(body: bytes) -> Receive:
+def replay(body: bytes) -> Receive:
     """A ``receive`` that gives ``body`` once, then waits as a connection that stays open."""
     sent = False
 

@@ -166,3 +166,43 @@ def test_with_tokens_the_shards_and_strategies_show_only_what_the_caller_may_rea
         entries = audited(a, strategy)
         assert (entries[0].who, entries[0].outcome) == ("ops", "allowed")
         assert {e.outcome for e in entries[1:]} == {"refused"}
+
+
+def frozen(replicas: tuple[Controller, ...], strategy: str | None) -> dict[str, str | None]:
+    """Each repository's freeze of ``strategy`` (None: of everything), as the replica
+    holding it reads its ledger."""
+    found: dict[str, str | None] = {}
+    for replica in replicas:
+        freezes, config = replica.runtime.freezes, replica.runtime.config
+        for repo in config.repositories:
+            named = config.strategy(strategy) if strategy else None
+            if not replica.runtime.owns(repo.name) or (named and named.repository != repo.name):
+                continue
+            note = freezes.ledger.read(freezes.mirror(repo), strategy or "*", "*")
+            found[repo.name] = note.freeze.reason if note.freeze else None
+    return found
+
+
+def test_a_freeze_sent_to_any_replica_is_written_by_those_whose_repositories_it_covers(
+    tmp_path: Path,
+) -> None:
+    with fake_cluster(tmp_path) as cluster:
+        a, b = replicas(cluster, tmp_path)
+        strategy = of(a, (a, b))
+        url = cluster.addresses["b"] + "/api/v1/"
+        one = httpx.post(url + "freeze", json={"strategy": strategy, "reason": "audit week"})
+        assert one.status_code == 200, one.text
+        assert one.json()["strategies"] == [strategy]
+        assert list(frozen((a, b), strategy).values()) == ["audit week"]
+
+        every = httpx.post(url + "freeze", json={"reason": "incident 42"})
+        assert every.status_code == 200, every.text
+        assert every.json()["strategies"] == [f"{NS}.app-{n}" for n in range(4)]
+        assert set(frozen((a, b), None).values()) == {"incident 42"}
+        assert len(frozen((a, b), None)) == 4
+
+        lifted = httpx.post(url + "unfreeze", json={})
+        assert lifted.status_code == 200, lifted.text
+        assert set(frozen((a, b), None).values()) == {None}
+        again = httpx.post(url + "unfreeze", json={})
+        assert again.status_code == 404, again.text
