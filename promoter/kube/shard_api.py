@@ -11,7 +11,8 @@
   state.
 * ``POST /api/v1/freeze`` and ``/unfreeze``: by the replicas whose repositories the
   freeze covers (``shard_freeze``).
-* ``GET /api/v1/strategies/{name}``, ``/dashboard/{name}``, ``/strategies/{name}``, and
+* ``GET /api/v1/strategies/{name}``, ``/dashboard/{name}``, ``/strategies/{name}``, a
+  strategy's audit (``/api/v1/audit?strategy=``, ``/audit?strategy=``), and
   the writes (``POST .../statuses``, ``POST /api/v1/strategies/{name}/{operation}``) are
   passed to the owner when it is another replica (``shard_pass``), so that they act
   where the work is done, after the owner's own checks of the caller.
@@ -51,6 +52,8 @@ if TYPE_CHECKING:
 
 STRATEGY = re.compile(r"^/(?:api/v1/strategies|dashboard|strategies)/([^/]+)(?:/[a-z-]+)?$")
 STATUSES = re.compile(r"^/api/v1/repositories/([^/]+)/commits/[^/]+/statuses$")
+AUDIT = ("/api/v1/audit", "/audit")
+"""Passed to the owner when they ask for one strategy's audit (``?strategy=``)."""
 LOCAL = "/api/v1/strategies?scope=local"
 BROWSER = ("origin", "sec-fetch-site", "sec-fetch-mode", "sec-fetch-dest")
 """Headers a browser sends with a fetch (and a form), which a replica never does."""
@@ -267,10 +270,15 @@ class ShardRoutes:
         that replica); None when it is this replica's, or about no strategy."""
         runtime = self.controller.runtime
         path = request.url.path
+        name = request.query_params.get("strategy") if path in AUDIT else None
         if (match := STRATEGY.match(path)) and runtime.config.strategy(match[1]) is not None:
             if runtime.mine(match[1]):
                 return None
             located = self.sharding.locate(match[1])
+        elif name is not None and runtime.config.strategy(name) is not None:
+            if runtime.mine(name):
+                return None
+            located = self.sharding.locate(name)
         elif (match := STATUSES.match(path)) and request.method == "POST":
             if self.sharding.fence.owns(match[1]) or not runtime.has_repository(match[1]):
                 return None

@@ -80,6 +80,8 @@ def test_a_write_from_another_sites_page_or_a_rebound_name_reaching_any_replica_
         assert same.status_code == 200, same.text
         assert same.json()["held"]
         assert audited(a, strategy)[0].outcome == "allowed"
+        shown = httpx.get(f"{cluster.addresses['b']}/api/v1/audit?strategy={strategy}").json()
+        assert shown["entries"][0]["outcome"] == "allowed"
 
 
 def test_nobody_but_a_replica_may_pass_a_request_on_or_say_whom_it_comes_from(
