@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from promoter.config import Environment, GateSpec, PromotionStrategy, Repository
+from promoter.daemon.review_reads import ReviewReads
 from promoter.engine import (
     AutoRevertPolicy,
     CommitState,
@@ -48,6 +49,8 @@ class SnapshotReader:
     lineage: Lineage = field(default_factory=Lineage)
     """Dry SHAs of commits that merges made (``promoter.git.lineage``)."""
     conflicts: MergeConflicts = field(default_factory=lambda: MergeConflicts())
+    review_reads: ReviewReads = field(default_factory=ReviewReads)
+    """Approval gates' reads, bounded and never raising (``review_reads``)."""
 
     def statuses(self, repo: Repository, sha: str, *, fresh: bool = False) -> list[CommitStatus]:
         """A SHA's statuses from the cache when complete and fresh, else from the SCM."""
@@ -188,8 +191,10 @@ class SnapshotReader:
         if not isinstance(self.plugin, Reviews):
             return None, f"approval: the {self.plugin.name} SCM plugin cannot read reviews"
         teams = sorted({team for approval in wanted for team in approval.teams})
-        found = self.plugin.get_reviews(repo=repo, number=pr.number, teams=teams)
-        return tuple(found), None
+        timeout = min(approval.timeout for approval in wanted)
+        return self.review_reads.read(
+            self.plugin, self.plugin.name, repo, pr.number, teams, timeout=timeout
+        )
 
     def open_pull_request(
         self, repo: Repository, head: str, base: str, tip: str
