@@ -77,7 +77,6 @@ def _get(
         data=data,
         timeout=timeouts(timeout),
         stream=True,
-        allow_redirects=False,
     )
     return answer.status_code, read_body(answer.raw, deadline)
 

@@ -83,3 +83,20 @@ def test_the_words_are_the_deepest_cause_clipped_and_without_secrets() -> None:
     words = words_of(RuntimeError("token s3cr3t-token-value refused\n" + "x" * 300))
     assert words.startswith("token *** refused x")
     assert len(words) == 100 and words.endswith("…")
+
+
+def test_an_answer_that_trickles_in_is_cut_at_the_checks_deadline() -> None:
+    from promoter.config.gates import HttpCheck
+    from promoter.daemon.checks import Target, http_check
+
+    def verdict(*_: object) -> tuple[int, str, bytes]:
+        return 200, "application/json", b'{"verdict": "success"}'
+
+    with Standin(verdict) as server:
+        server.mode = "slow"  # a byte every 50 ms: each read answers before its timeout
+        spec = HttpCheck(url=f"{server.url}/{{sha}}", expression="verdict", timeout=0.3)
+        target = Target("s", "environment/dev", "a" * 40, "b" * 40)
+        started = time.monotonic()
+        with pytest.raises(Unreachable, match=r"answer not complete after \d+ bytes"):
+            http_check("promoter/smoke", spec, target, requests.Session())
+        assert time.monotonic() - started < 1.0
