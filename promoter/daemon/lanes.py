@@ -26,16 +26,23 @@ class Lane:
         self._lock = threading.Lock()
         self._threads = 0
         self._waiting = 0
+        """Threads waiting for work."""
+        self._backlog = 0
+        """Work given and not taken yet."""
         self._closed = False
 
     def submit(self, work: Work) -> None:
-        """Run ``work`` on one of the lane's threads (when one is free)."""
-        self._work.put(work)
+        """Run ``work`` on one of the lane's threads: a new one unless enough wait idle."""
         with self._lock:
-            if self._closed or self._waiting > 0 or self._threads >= self.size:
+            if self._closed:
                 return
-            self._threads += 1
-        threading.Thread(target=self._loop, name=self.name, daemon=True).start()
+            self._backlog += 1
+            start = self._backlog > self._waiting and self._threads < self.size
+            if start:
+                self._threads += 1
+        self._work.put(work)
+        if start:
+            threading.Thread(target=self._loop, name=self.name, daemon=True).start()
 
     def close(self) -> None:
         """Let the threads go once they are free; work not started is dropped."""
@@ -52,15 +59,16 @@ class Lane:
             try:
                 work = self._work.get(timeout=self.idle)
             except queue.Empty:
-                work = None
                 with self._lock:
                     self._waiting -= 1
-                    if not self._work.empty() and not self._closed:
-                        continue  # work came in while this thread was leaving
+                    if self._backlog > 0 and not self._closed:
+                        continue  # work is being given to this thread's lane right now
                     self._threads -= 1
                     return
             with self._lock:
                 self._waiting -= 1
+                if work is not None:
+                    self._backlog -= 1
                 if work is None or self._closed:
                     self._threads -= 1
                     return

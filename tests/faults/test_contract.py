@@ -100,3 +100,25 @@ def test_an_answer_that_trickles_in_is_cut_at_the_checks_deadline() -> None:
         with pytest.raises(Unreachable, match=r"answer not complete after \d+ bytes"):
             http_check("promoter/smoke", spec, target, requests.Session())
         assert time.monotonic() - started < 1.0
+
+
+def test_calls_given_at_once_to_a_backend_run_at_once_even_with_a_thread_idle() -> None:
+    from promoter.daemon.lanes import Lane
+
+    lane, done = Lane("test", 2, idle=5.0), threading.Event()
+    lane.submit(done.set)
+    assert done.wait(5)  # one thread now waits idle for work
+    both = threading.Barrier(2, timeout=2)
+    met: list[bool] = []
+
+    def meet() -> None:
+        both.wait()
+        met.append(True)
+
+    lane.submit(meet)
+    lane.submit(meet)
+    deadline = time.monotonic() + 5
+    while len(met) < 2 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    lane.close()
+    assert met == [True, True]
