@@ -11,6 +11,8 @@ import json
 import time
 from typing import Any
 
+import urllib3
+
 from promoter.config.secrets import SecretRef
 from promoter.daemon.gate_calls import Garbage, Unreachable, clip
 from promoter.errors import ConfigError
@@ -38,7 +40,10 @@ def read_body(raw: Any, deadline: float, limit: int = LIMIT) -> bytes:
         while True:
             if time.monotonic() > deadline:
                 raise Unreachable(f"answer not complete after {size} bytes")
-            chunk = raw.read1(CHUNK)
+            try:
+                chunk = raw.read1(CHUNK)
+            except (TimeoutError, urllib3.exceptions.TimeoutError):
+                raise Unreachable(f"answer not complete after {size} bytes") from None
             if not chunk:
                 whole = True
                 return b"".join(chunks)

@@ -69,15 +69,18 @@ def _get(
 ) -> tuple[int, bytes]:
     """``(status, body)`` of one call, the whole answer within ``timeout`` seconds."""
     deadline = time.monotonic() + timeout
-    answer = session.request(
-        method,
-        url,
-        headers=headers,
-        params=params,
-        data=data,
-        timeout=timeouts(timeout),
-        stream=True,
-    )
+    try:
+        answer = session.request(
+            method,
+            url,
+            headers=headers,
+            params=params,
+            data=data,
+            timeout=timeouts(timeout),
+            stream=True,
+        )
+    except requests.Timeout:
+        raise Unreachable(f"no answer within {timeout:g}s") from None
     return answer.status_code, read_body(answer.raw, deadline)
 
 

@@ -12,6 +12,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+import urllib3
+
 from promoter.config.gates import Flux
 from promoter.daemon.answers import json_of, read_body, snippet, timeouts
 from promoter.daemon.checks import Target
@@ -60,6 +62,7 @@ def _read(api: Any, spec: Flux, wanted: tuple[str, str, str, str], deadline: flo
     from kubernetes.client.exceptions import ApiException
 
     group, version, plural, name = wanted
+    left = max(deadline - time.monotonic(), 0.001)
     try:
         raw = api.get_namespaced_custom_object(
             group,
@@ -67,9 +70,11 @@ def _read(api: Any, spec: Flux, wanted: tuple[str, str, str, str], deadline: flo
             spec.namespace,
             plural,
             name,
-            _request_timeout=timeouts(max(deadline - time.monotonic(), 0.001)),
+            _request_timeout=timeouts(left),
             _preload_content=False,
         )
+    except urllib3.exceptions.TimeoutError:
+        raise Unreachable(f"no answer within {spec.timeout:g}s") from None
     except ApiException as exc:
         if exc.status == 404:
             return None

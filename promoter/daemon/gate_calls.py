@@ -41,6 +41,9 @@ T = TypeVar("T")
 
 WORDS = 100
 """Characters of a backend's own words kept in a verdict (a PR check holds 140)."""
+GRACE = 1.2
+"""A check keeps its own deadline (its words say what was late); the contract gives up on
+it a little after that, for a check that does not."""
 IDLE = 600.0
 """Seconds after which an idle backend's threads are let go."""
 
@@ -124,8 +127,9 @@ class GateCalls:
         self._lock = threading.Lock()
         self._backends: dict[str, _Backend] = {}
 
-    def call(self, backend: str, fn: Callable[[], T], *, timeout: float) -> T:
-        """``fn()`` on ``backend``'s threads, its result within ``timeout`` seconds.
+    def call(self, backend: str, fn: Callable[[], T], *, timeout: float, grace: float = 1.0) -> T:
+        """``fn()`` on ``backend``'s threads, its result within ``timeout`` seconds (given
+        up after ``grace`` times that, for a call that keeps a deadline of its own).
 
         ``Unreachable`` when it does not answer in time or the backend's threads are all
         waiting on earlier calls; whatever ``fn`` raises otherwise.
@@ -144,7 +148,7 @@ class GateCalls:
         context = contextvars.copy_context()  # its log lines keep the strategy's context
         slot.lane.submit(lambda: context.run(self._run, slot, fn, future))
         try:
-            return future.result(timeout=max(timeout, 0.0))
+            return future.result(timeout=max(timeout * grace, 0.0))
         except FutureTimeout:
             raise Unreachable(f"no answer within {_seconds(timeout)}") from None
 
@@ -174,12 +178,13 @@ class GateCalls:
         check: Callable[[], CommitStatus],
         url: str = "",
     ) -> Judged:
-        """The verdict of gate ``key``: ``check()`` through ``call``; never raises.
+        """The verdict of gate ``key``: ``check()`` through ``call`` (given up ``GRACE``
+        times its timeout at the latest); never raises.
 
         ``what`` names the backend in the verdict's words ("Argo CD", "check").
         """
         try:
-            return Judged(self.call(backend, check, timeout=timeout))
+            return Judged(self.call(backend, check, timeout=timeout, grace=GRACE))
         except Garbage as exc:
             reason = f"{what} answered garbage: {words_of(exc)}"
         except Exception as exc:

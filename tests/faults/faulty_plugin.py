@@ -3,7 +3,9 @@ when asked to publish a check whose key starts with ``promoter/smoke``. Then it 
 the file named by the setting ``control`` says: ``ok``, ``hang`` (never answers), ``slow``
 (answers after 3 s), ``5xx`` and ``tls`` (the SCM behind it failed so: unavailable),
 ``credentials`` (its token refused), ``garbage`` (a line that is no JSON-RPC message
-instead of the answer), ``reset`` (the process dies).
+instead of the answer), ``reset`` (the process dies; asked again about the same commit,
+it says its SCM reset the connection, so that the host's restart backoff does not grow
+for the whole test).
 """
 
 from __future__ import annotations
@@ -49,6 +51,10 @@ class Faulty:
             os.write(1, b"<html>oops</html>\n")
             threading.Event().wait()
         if mode == "reset":
+            died = self.control.with_name(f"died-{sha}")
+            if died.exists():
+                raise ScmUnavailable("the SCM reset the connection")
+            died.touch()
             os._exit(1)
         self.inner.set_commit_status(repo=repo, sha=sha, status=status)
 

@@ -17,8 +17,8 @@ KEY = "promoter/argocd"
 TOKEN = "PROMOTER_FAULTS_ARGOCD_TOKEN"
 FIXTURE = Path(__file__).resolve().parent.parent / "fixtures/argocd/application.yaml"
 WORDS = {
-    "hang": ("Argo CD not reachable: ", "Read timed out"),
-    "slow": ("Argo CD not reachable: answer not complete", "Argo CD not reachable: no answer"),
+    "hang": ("Argo CD not reachable: no answer within 0.3s",),
+    "slow": ("Argo CD not reachable: answer not complete after",),
     "5xx": ("Argo CD not reachable: answered 503: upstream overloaded",),
     "garbage": ("Argo CD answered garbage: not JSON: <html>oops</html>",),
     "reset": ("Argo CD not reachable: [Errno 104] Connection reset by peer",),

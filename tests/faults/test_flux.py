@@ -21,11 +21,8 @@ FIXTURE = Path(__file__).resolve().parent.parent / "fixtures/flux/kustomization-
 PATH = "/apis/kustomize.toolkit.fluxcd.io/v1/namespaces/flux-system/kustomizations/guestbook"
 GATE = "gates: [{flux: {kustomizations: [guestbook], interval: 0.2s, timeout: " + TIMEOUT + "}}]"
 WORDS = {
-    "hang": ("flux: Kubernetes API not reachable: ", "Read timed out"),
-    "slow": (
-        "flux: Kubernetes API not reachable: answer not complete",
-        "flux: Kubernetes API not reachable: no answer",
-    ),
+    "hang": ("flux: Kubernetes API not reachable: no answer within 0.3s",),
+    "slow": ("flux: Kubernetes API not reachable: answer not complete after",),
     "5xx": ("flux: Kubernetes API not reachable: answered 503: upstream overloaded",),
     "garbage": ("flux: Kubernetes API answered garbage: not JSON: <html>oops</html>",),
     "reset": ("flux: Kubernetes API not reachable: [Errno 104] Connection reset by peer",),

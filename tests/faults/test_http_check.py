@@ -14,8 +14,8 @@ from tests.faults.standins import Answer, Standin
 KEY = "promoter/smoke"
 TOKEN = "PROMOTER_FAULTS_SMOKE_TOKEN"
 WORDS = {
-    "hang": ("check not reachable: ", "Read timed out"),
-    "slow": ("check not reachable: answer not complete", "check not reachable: no answer"),
+    "hang": ("check not reachable: no answer within 0.3s",),
+    "slow": ("check not reachable: answer not complete after",),
     "5xx": ("check not reachable: answered 503: upstream overloaded",),
     "garbage": ("check answered garbage: not JSON: <html>oops</html>",),
     "reset": ("check not reachable: [Errno 104] Connection reset by peer",),

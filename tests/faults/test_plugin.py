@@ -34,7 +34,10 @@ WORDS = {
     "slow": NO_ANSWER,
     "5xx": ("the SCM answered 503: upstream overloaded): check says success",),
     "garbage": ("wrote a line that is not a protocol message while commitStatuses/set",),
-    "reset": ("exited during commitStatuses/set): check says success",),
+    "reset": (
+        "exited during commitStatuses/set): check says success",
+        "the SCM reset the connection): check says success",
+    ),
     "tls": ("[SSL: CERTIFICATE_VERIFY_FAILED] certificate verify failed): check says success",),
     "credentials": ("the SCM refused the token: 401 Bad credentials): check says success",),
 }
