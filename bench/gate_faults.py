@@ -261,6 +261,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             )
             mine = names[round_ % len(names)]
             own_dev.append(promote(http, merges, mine, fresh[mine]))
+            common.wait_for(queue.idle, timeout=WAIT, what="idle after its merge")
             hanging.append(
                 promote(http, merges, "unrelated", change(repos, "unrelated", next(versions)))
             )
