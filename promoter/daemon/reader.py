@@ -15,6 +15,7 @@ from datetime import datetime
 from promoter.config import Environment, GateSpec, PromotionStrategy, Repository
 from promoter.config.freezes import GlobalFreezeWindow
 from promoter.daemon.freezes import configured, dated_periods, manual_periods
+from promoter.daemon.review_reads import ReviewReads
 from promoter.daemon.signature_check import SignatureReading
 from promoter.engine import (
     AutoRevertPolicy,
@@ -57,6 +58,8 @@ class SnapshotReader:
     """The configuration's top-level freeze dates (``Config.freezes``)."""
     signatures: SignatureReading = field(default_factory=SignatureReading)
     """Verified signatures of dry commits (long-lived: the reconciler's)."""
+    review_reads: ReviewReads = field(default_factory=ReviewReads)
+    """Approval gates' reads, bounded and never raising (``review_reads``)."""
 
     def statuses(self, repo: Repository, sha: str, *, fresh: bool = False) -> list[CommitStatus]:
         """A SHA's statuses from the cache when complete and fresh, else from the SCM."""
@@ -255,8 +258,10 @@ class SnapshotReader:
         if not isinstance(self.plugin, Reviews):
             return None, f"approval: the {self.plugin.name} SCM plugin cannot read reviews"
         teams = sorted({team for approval in wanted for team in approval.teams})
-        found = self.plugin.get_reviews(repo=repo, number=pr.number, teams=teams)
-        return tuple(found), None
+        timeout = min(approval.timeout for approval in wanted)
+        return self.review_reads.read(
+            self.plugin, self.plugin.name, repo, pr.number, teams, timeout=timeout
+        )
 
     def open_pull_request(
         self, repo: Repository, head: str, base: str, tip: str

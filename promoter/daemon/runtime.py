@@ -19,11 +19,13 @@ from promoter.activity import ACTIVITY
 from promoter.config import Config, PromotionStrategy, Repository
 from promoter.daemon.events import Observer
 from promoter.daemon.freezes import Freezes
+from promoter.daemon.gate_calls import GateCalls
 from promoter.daemon.operations import Operations
 from promoter.daemon.probes import Probes
 from promoter.daemon.queue import WorkQueue
 from promoter.daemon.reconciler import Reconciler, StrategyView
 from promoter.daemon.resync import Resync
+from promoter.daemon.review_reads import ReviewReads
 from promoter.daemon.scheduler import Scheduler, strategies_of
 from promoter.daemon.settled import SettledIndex
 from promoter.daemon.workers import Workers
@@ -67,6 +69,11 @@ class Runtime:
         self.audit = AuditTrail(self.state_dir / "audit", mirror_of=self._mirror_of)
         self.queue = WorkQueue(max_delay=config.daemon.max_backoff)
         self.settled = SettledIndex(self.status_cache, self.pr_cache)
+        d = config.daemon
+        calls = GateCalls(per_backend=d.gate_calls_per_backend)
+        self.probes = Probes(
+            calls=calls, workers=d.gate_workers, wake=self._gate_changed, max_backoff=d.max_backoff
+        )
         self.reconciler = Reconciler(
             config=config,
             plugins=self.plugins,
@@ -78,13 +85,13 @@ class Runtime:
             status_url=self.public_url,
             observers=list(observers),
             clock=clock,
-            probes=Probes(clock=clock),
+            probes=self.probes,
+            review_reads=ReviewReads(calls, max_backoff=d.max_backoff),
             settled=self.settled,
         )
         self.operations = Operations(self.reconciler)
         self.freezes = Freezes(config, self.ledger, self.mirrors.fresh, clock)
         self.workers = Workers(self.queue, self.reconciler.reconcile, count=config.daemon.workers)
-        d = config.daemon
         self.resync = Resync(
             config,
             self.queue,
@@ -127,6 +134,11 @@ class Runtime:
                 self.settled.unsettle(key)
         self._heard(keys)
         self.queue.add_many(keys, unpark=True)
+
+    def _gate_changed(self, key: str, delay: float) -> None:
+        """A background check ended: its strategy is read again (at once when the result
+        changed, else when the check is next due)."""
+        self.queue.add_after(key, delay)
 
     def has_tip(self, repo_name: str, branch: str, sha: str) -> bool:
         """Whether the repository's mirror has ``branch`` at ``sha`` already (memory only)."""
@@ -255,6 +267,7 @@ class Runtime:
         self.started = False
         self.scheduler.stop()
         finished = self.workers.stop(timeout=60)
+        self.probes.close()
         self.ledger.flush_all()
         self.audit.flush_all()
         for closer in self._closers:

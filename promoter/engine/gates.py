@@ -118,7 +118,23 @@ class ProposedStatus:
             Phase.FAILURE: f"{self.key} failed on {on}",
             Phase.PENDING: f"waiting for {self.key} on {on}",
         }[phase]
-        return GateVerdict(name=self.key, phase=phase, reason=reason)
+        said = checked(snapshot.environments[index], proposed, [self.key])
+        return GateVerdict(name=self.key, phase=phase, reason=reason + said)
+
+
+def checked(env: EnvironmentSnapshot, commit: CommitState, keys: Sequence[str]) -> str:
+    """ ": <their words>" for the checks among ``keys`` that the promoter runs (HTTP, Argo
+    CD, Flux) and that are not success on ``commit``: a reason says why, as the check does."""
+    ours = {g.key for g in env.gates if g.kind not in PURE_KINDS}
+    words = [
+        status.description
+        for key in keys
+        if key in ours
+        and (status := commit.status(key)) is not None
+        and status.phase is not Phase.SUCCESS
+        and status.description
+    ]
+    return f": {'; '.join(words)}" if words else ""
 
 
 def previous_environment(snapshot: Snapshot, index: int) -> GateVerdict:
@@ -178,10 +194,13 @@ def _after(snapshot: Snapshot, index: int, upstream: int) -> GateVerdict:
     failed = [key for key, phase in phases.items() if phase is Phase.FAILURE]
     waiting = [key for key, phase in phases.items() if phase is Phase.PENDING]
     running = short(previous.active.dry_sha)
+    said = checked(previous, previous.active, [*failed, *waiting])
     if failed:
         parts.append(f"{_words(failed)} failed on {previous.branch} ({running})")
     if waiting:
         parts.append(f"waiting for {_words(waiting)} on {previous.branch} ({running})")
+    if said:
+        parts[-1] += said
     if not parts:
         reason = f"{previous.branch} is on {short(at)} and healthy"
         return GateVerdict(name=name, phase=Phase.SUCCESS, reason=reason)
