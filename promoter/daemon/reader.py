@@ -23,11 +23,11 @@ from promoter.engine import (
     UpstreamGroup,
     shape_of,
 )
-from promoter.errors import MetadataMissing
+from promoter.errors import GitError, MetadataMissing
 from promoter.git import GitMirror
 from promoter.git.caches import remember
 from promoter.git.lineage import Lineage
-from promoter.models import CommitStatus, DryCommit, PullRequest, Review, utcnow
+from promoter.models import Author, CommitStatus, DryCommit, PullRequest, Review, utcnow
 from promoter.state.ledger import GitLedger, LedgerUnreadable
 from promoter.state.pulls import MISSING, PullRequestCache
 from promoter.state.statuses import StatusCache
@@ -135,6 +135,7 @@ class SnapshotReader:
         error = error or ledger_error
         gates = tuple(strategy.gates_of(env))
         reviews, reviews_error = self._reviews(repo, gates, pull_request)
+        authors, authors_error = _change_authors(mirror, gates, pull_request, active, proposed)
         return EnvironmentSnapshot(
             branch=env.branch,
             proposed_branch=proposed_branch,
@@ -165,6 +166,8 @@ class SnapshotReader:
             gates=gates,
             reviews=reviews,
             reviews_error=reviews_error,
+            change_authors=authors,
+            change_authors_error=authors_error,
             upstreams=upstreams,
             rollout=rollout,
         )
@@ -253,6 +256,25 @@ class SnapshotReader:
             if env.proposed is not None and env.proposed.dry_sha:
                 pairs.update((h.dry_sha, env.proposed.dry_sha) for h in env.ledger.holds)
         return frozenset((a, d) for a, d in pairs if a != d and mirror.is_ancestor(a, d))
+
+
+def _change_authors(
+    mirror: GitMirror,
+    gates: tuple[GateSpec, ...],
+    pr: PullRequest | None,
+    active: CommitState | None,
+    proposed: CommitState | None,
+) -> tuple[tuple[Author, ...] | None, str | None]:
+    """Who wrote the dry commits being promoted, read only when an approval gate leaves
+    them out (``excludeChangeAuthors``) and a PR is open; unreadable: None, and why."""
+    if pr is None or not any(g.approval and g.approval.exclude_change_authors for g in gates):
+        return None, None
+    if active is None or proposed is None or not active.dry_sha or not proposed.dry_sha:
+        return None, "approval: the dry commits being promoted are not known"
+    try:
+        return mirror.authors(active.dry_sha, proposed.dry_sha), None
+    except GitError as exc:
+        return None, f"approval: the authors of the change cannot be read: {exc}"
 
 
 def _contains(mirror: GitMirror, active: CommitState | None, proposed: CommitState | None) -> bool:

@@ -11,7 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from promoter.config.gates import GateSpec
 from promoter.engine.ledger_state import EnvLedger, HealthyRecord
-from promoter.models import CommitStatus, DryCommit, PullRequest, Review
+from promoter.models import Author, CommitStatus, DryCommit, PullRequest, Review
 
 
 class Frozen(BaseModel):
@@ -97,6 +97,12 @@ class EnvironmentSnapshot(Frozen):
         "or when the SCM plugin cannot read them (see reviews_error).",
     )
     reviews_error: str | None = None
+    change_authors: tuple[Author, ...] | None = Field(
+        default=None,
+        description="The authors and co-authors of the dry commits being promoted; None when "
+        "not read (no approval gate excludes them, no PR) or unreadable (change_authors_error).",
+    )
+    change_authors_error: str | None = None
     upstreams: tuple[UpstreamGroup, ...] | None = Field(
         default=None,
         description="What this environment waits for; None: the environment before it.",

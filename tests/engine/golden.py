@@ -18,6 +18,8 @@ Extras per environment:
 * ``reverts``: ``[{bad: N, restored: M}]`` (reverts already made here);
 * ``auto_revert``: ``{settle_time: seconds, auto_merge: bool}`` (turns it on);
 * ``reviews``: ``[{user: name, approved: true}]`` on the open PR (given on its head);
+* ``authors``: ``[{name: ..., email: ...}]``, who wrote the dry commits being promoted
+  (default: nobody), and ``pr_author``: the login that opened the PR;
 * ``merge_conflicts`` and ``proposed_in_active``: as in ``EnvironmentSnapshot``.
 """
 
@@ -32,7 +34,7 @@ from promoter.config import GateSpec
 from promoter.engine import Decision, Snapshot
 from promoter.engine.ledger_state import EnvLedger, HealthyRecord, Hold, Pin, Revert
 from promoter.engine.snapshot import AutoRevertPolicy
-from promoter.models import Phase, Review
+from promoter.models import Author, Phase, Review
 
 from .strategies import NOW, UNKNOWN, Env, build, dry, hydrated, sha_of
 
@@ -47,6 +49,8 @@ EXTRAS = (
     "reverts",
     "auto_revert",
     "reviews",
+    "authors",
+    "pr_author",
     "merge_conflicts",
     "proposed_in_active",
 )
@@ -89,6 +93,10 @@ def _with_extras(env: Any, plain: Env, spec: Mapping[str, Any]) -> Any:
             Review(user=r["user"], approved=r.get("approved", True), commit_sha=head)
             for r in spec["reviews"]
         )
+    if "reviews" in spec or "authors" in spec:
+        update["change_authors"] = tuple(Author(**a) for a in spec.get("authors", ()))
+    if "pr_author" in spec and env.pull_request is not None:
+        update["pull_request"] = env.pull_request.model_copy(update={"author": spec["pr_author"]})
     for flag in ("merge_conflicts", "proposed_in_active"):
         if flag in spec:
             update[flag] = spec[flag]
