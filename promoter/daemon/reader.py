@@ -31,7 +31,7 @@ from promoter.models import Author, CommitStatus, DryCommit, PullRequest, Review
 from promoter.state.ledger import GitLedger, LedgerUnreadable
 from promoter.state.pulls import MISSING, PullRequestCache
 from promoter.state.statuses import StatusCache
-from scm_plugins.protocol import Reviews, ScmPlugin
+from scm_plugins.protocol import ScmPlugin, review_reader
 
 log = logging.getLogger("promoter.reader")
 
@@ -188,10 +188,11 @@ class SnapshotReader:
         wanted = [g.approval for g in gates if g.approval is not None]
         if not wanted or pr is None:
             return None, None
-        if not isinstance(self.plugin, Reviews):
+        reviewer = review_reader(self.plugin)
+        if reviewer is None:
             return None, f"approval: the {self.plugin.name} SCM plugin cannot read reviews"
         teams = sorted({team for approval in wanted for team in approval.teams})
-        found = self.plugin.get_reviews(repo=repo, number=pr.number, teams=teams)
+        found = reviewer.get_reviews(repo=repo, number=pr.number, teams=teams)
         return tuple(found), None
 
     def open_pull_request(
