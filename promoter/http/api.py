@@ -13,6 +13,7 @@ import math
 import re
 from collections.abc import Callable
 from dataclasses import fields
+from functools import partial
 from html import escape
 from typing import Any
 
@@ -32,6 +33,7 @@ from promoter.errors import (
     ScmError,
     ScmRateLimited,
     ScmUnavailable,
+    StatusNotRead,
 )
 from promoter.http.body import MAX_BODY, BodyTooLarge, read_body
 from promoter.http.dora_view import DoraCollector, dora_json, strategy_dora
@@ -74,6 +76,8 @@ class StatusBody(BaseModel):
     phase: Phase
     description: str = Field(default="", max_length=1024)
     url: str = Field(default="", max_length=2048)
+    force: bool = False
+    """Write it even though no environment reads it (a CI job reporting on every commit)."""
 
 
 OPERATIONS = (
@@ -263,9 +267,13 @@ class Api:
         )
         try:
             sha = await run_in_threadpool(self.commands.resolve_commit, name, sha)
-            keys = await run_in_threadpool(self.commands.post_status, name, sha, status)
+            keys = await run_in_threadpool(
+                partial(self.commands.post_status, force=body.force), name, sha, status
+            )
         except CommitNotFound as exc:
             return problem(422, str(exc))
+        except StatusNotRead as exc:
+            return problem(409, str(exc))
         except LookupError:
             return problem(404, f"no repository named {name!r}")
         except ScmError as exc:
