@@ -35,6 +35,9 @@ from scm_plugins.protocol import ScmPlugin, review_reader
 
 log = logging.getLogger("promoter.reader")
 
+MADE_BY_MERGE = frozenset({"merge", "lineage"})
+"""Where the lineage found the dry SHA of a commit the hydrator did not write."""
+
 
 @dataclass
 class SnapshotReader:
@@ -77,9 +80,12 @@ class SnapshotReader:
             return None
         dry_sha: str | None = None
         error: str | None = None
+        by_merge = False
         tip = mirror.branch_sha(proposed) if proposed else None
         try:
-            dry_sha = self.lineage.metadata(mirror, sha, proposed_tip=tip).dry_sha
+            found = self.lineage.metadata(mirror, sha, proposed_tip=tip)
+            dry_sha = found.dry_sha
+            by_merge = proposed is None and found.source in MADE_BY_MERGE
         except MetadataMissing as exc:
             error = str(exc)
         return CommitState(
@@ -88,6 +94,7 @@ class SnapshotReader:
             dry_sha=dry_sha,
             metadata_error=error,
             statuses=tuple(self.statuses(repo, sha)),
+            by_merge=by_merge,
         )
 
     def read(self, strategy: PromotionStrategy, repo: Repository, mirror: GitMirror) -> Snapshot:

@@ -26,6 +26,9 @@ class CommitState(Frozen):
     dry_sha: str | None = None
     metadata_error: str | None = None
     statuses: tuple[CommitStatus, ...] = ()
+    by_merge: bool = False
+    """A proposed tip the hydrator did not write: a merge (the promoter's "ours" merge of
+    the active branch, after a revert), on which CI has not run."""
 
     def status(self, key: str) -> CommitStatus | None:
         return next((s for s in self.statuses if s.key == key), None)

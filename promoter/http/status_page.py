@@ -23,7 +23,7 @@ section{border:1px solid #d1d9e0;border-radius:6px;margin:0 0 1rem;padding:.8rem
 h2{font-size:1.1rem;margin:0 0 .3rem;display:flex;gap:.6rem;align-items:center}
 .badge{font-size:.75rem;padding:.1rem .5rem;border-radius:1rem;color:#fff;background:#59636e}
 .up-to-date,.success,.promoting{background:#1a7f37}.ready{background:#0969da}
-.blocked,.failure,.error{background:#cf222e}.waiting,.pending,.unknown{background:#9a6700}
+.blocked,.failure,.error,.unhealthy{background:#cf222e}.waiting,.pending,.unknown{background:#9a6700}
 ul{margin:.3rem 0;padding-left:1.2rem}code{font-size:.85rem}
 dl{display:grid;grid-template-columns:max-content 1fr;gap:.1rem .8rem;margin:.5rem 0 0}
 dt{color:#59636e}dd{margin:0}

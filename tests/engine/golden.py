@@ -20,7 +20,8 @@ Extras per environment:
 * ``reviews``: ``[{user: name, approved: true}]`` on the open PR (given on its head);
 * ``authors``: ``[{name: ..., email: ...}]``, who wrote the dry commits being promoted
   (default: nobody), and ``pr_author``: the login that opened the PR;
-* ``merge_conflicts`` and ``proposed_in_active``: as in ``EnvironmentSnapshot``.
+* ``merge_conflicts`` and ``proposed_in_active``: as in ``EnvironmentSnapshot``;
+* ``proposed_by_merge``: the proposed tip is a merge the hydrator did not write.
 """
 
 from __future__ import annotations
@@ -53,6 +54,7 @@ EXTRAS = (
     "pr_author",
     "merge_conflicts",
     "proposed_in_active",
+    "proposed_by_merge",
 )
 HISTORY = 10
 
@@ -97,6 +99,8 @@ def _with_extras(env: Any, plain: Env, spec: Mapping[str, Any]) -> Any:
         update["change_authors"] = tuple(Author(**a) for a in spec.get("authors", ()))
     if "pr_author" in spec and env.pull_request is not None:
         update["pull_request"] = env.pull_request.model_copy(update={"author": spec["pr_author"]})
+    if spec.get("proposed_by_merge") and env.proposed is not None:
+        update["proposed"] = env.proposed.model_copy(update={"by_merge": True})
     for flag in ("merge_conflicts", "proposed_in_active"):
         if flag in spec:
             update[flag] = spec[flag]
