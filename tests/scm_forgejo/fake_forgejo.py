@@ -11,7 +11,8 @@ tokens are checked (401), and labels set on an issue by name are the repository'
 labels of those names: an unknown name is dropped without an error, as Forgejo and
 Gitea do (``GetLabelIDsInRepoByNames``); ``POST /labels`` creates one. ``fail_next``
 injects faults; ``on_handled`` runs after a request changed the state and before its
-answer leaves (to crash the plugin there). A PR is opened by ``user`` (the token's
+answer leaves (to crash the plugin there); ``on_push`` where Forgejo would send a push
+webhook after a merge. A PR is opened by ``user`` (the token's
 owner); ``review`` adds a person's review, the genuine ``PullReview`` of
 ``tests/fixtures/forgejo/rest/gitea-reviews.json`` with its fields filled in.
 """
@@ -71,6 +72,9 @@ class FakeForgejo:
         self.repos: dict[str, Repo] = {}
         self.calls: list[Call] = []
         self.on_handled: Callable[[str, str, int], None] | None = None
+        self.on_push: Callable[[str, str, str, str], None] | None = None
+        """Called as ``(full_name, branch, before, after)`` after a merge moved a branch:
+        where Forgejo would send its push webhook."""
         self._faults: list[tuple[str, re.Pattern[str], int, int]] = []
         self.fault_headers: dict[str, str] = {}
         self._lock = threading.RLock()
@@ -273,6 +277,8 @@ class FakeForgejo:
         _git(repo.path, "update-ref", f"refs/heads/{pr['base']['ref']}", merge, base)
         pr["head"]["sha"] = head
         pr.update(state="closed", merged=True, merged_at=_now(), merge_commit_sha=merge)
+        if self.on_push is not None:
+            self.on_push(name, pr["base"]["ref"], base, merge)
         return 200, None
 
     def review(self, full_name: str, number: int, user: str, state: str = "APPROVED") -> None:

@@ -70,7 +70,7 @@ def robot(
         yield ci
 
 
-def test_each_environment_costs_at_most_five_calls_and_no_new_commit_is_read(
+def test_each_environment_costs_at_most_four_calls_and_no_new_commit_is_read(
     robot: GitHubCI, hub: FakeGitHub, repo: GitOpsRepo
 ) -> None:
     fake, gitops = hub, repo
