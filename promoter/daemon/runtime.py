@@ -223,6 +223,7 @@ class Runtime:
                 status.key,
                 (lambda: self.mirrors.get(repo), lambda: self._refreshed(repo)),
                 dry_of=lambda s: self._dry_commit(repo.name, s),
+                tracking=self.sha_index.strategies_for(sha),
             )
         self.plugins[repo.scm_provider].set_commit_status(repo=repo, sha=sha, status=status)
         self.status_cache.put(repo.name, sha, status)

@@ -9,7 +9,7 @@ is read by nobody: ``StatusNotRead`` names the commits that would count.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass
 
 from promoter.config import Config, PromotionStrategy
@@ -28,11 +28,18 @@ class Target:
     what: str
 
 
-def targets(config: Config, repo_name: str, key: str, mirror: GitMirror) -> list[Target]:
-    """Every commit of ``repo_name`` a status ``key`` counts on now, from the mirror's refs."""
+def targets(
+    config: Config,
+    repo_name: str,
+    key: str,
+    mirror: GitMirror,
+    names: Collection[str] | None = None,
+) -> list[Target]:
+    """Every commit of ``repo_name`` a status ``key`` counts on now, from the mirror's refs
+    (only for the strategies ``names``, when given)."""
     found: list[Target] = []
     for strategy in config.promotion_strategies:
-        if strategy.repository == repo_name:
+        if strategy.repository == repo_name and (names is None or strategy.name in names):
             found.extend(_of(strategy, key, mirror))
     return found
 
@@ -60,13 +67,21 @@ def check(
     key: str,
     mirrors: Iterable[Callable[[], GitMirror]],
     dry_of: Callable[[str], list[str]] = lambda sha: [],
+    tracking: Collection[str] = (),
 ) -> None:
     """Pass when ``key`` on ``sha`` counts for an environment, read through each mirror in
     turn (the known one, then a fresh fetch: the commit may be new); else ``StatusNotRead``.
 
+    ``tracking`` names the strategies known to read ``sha``: asked first, so the common
+    case (CI reporting on a head a strategy tracks) costs no walk of every strategy.
     ``dry_of(sha)`` says what ``sha`` is when a dry commit ("the dry commit environment/dev
     runs").
     """
+    mirrors = list(mirrors)
+    if tracking and mirrors:
+        known = targets(config, repo_name, key, mirrors[0](), names=tracking)
+        if any(t.sha == sha for t in known):
+            return
     found: list[Target] = []
     for mirror in mirrors:
         found = targets(config, repo_name, key, mirror())
