@@ -92,6 +92,11 @@ class Approval(Spec):
     reset_on_push: bool = Field(
         default=False, description="An approval counts only for the head it was given on."
     )
+    exclude_change_authors: bool = Field(
+        default=True,
+        description="Approvals by the authors (and co-authors) of the dry commits being "
+        "promoted do not count; the PR's author never counts.",
+    )
 
 
 class HttpCheck(Spec):

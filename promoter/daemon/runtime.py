@@ -17,6 +17,7 @@ from typing import Any
 
 from promoter.activity import ACTIVITY
 from promoter.config import Config, PromotionStrategy, Repository
+from promoter.daemon import status_targets
 from promoter.daemon.events import Observer
 from promoter.daemon.freezes import Freezes
 from promoter.daemon.gate_calls import GateCalls
@@ -223,14 +224,28 @@ class Runtime:
             )
         return full
 
-    def post_status(self, repo_name: str, sha: str, status: CommitStatus) -> list[str]:
+    def post_status(
+        self, repo_name: str, sha: str, status: CommitStatus, *, force: bool = False
+    ) -> list[str]:
         """Set a commit status through the repository's SCM and wake who tracks ``sha``.
 
-        ``LookupError`` for an unknown repository; SCM errors as the plugin raises them.
+        ``LookupError`` for an unknown repository; ``StatusNotRead`` (unless ``force``)
+        when no environment reads ``status.key`` on ``sha``, naming the commits that
+        would count; SCM errors as the plugin raises them.
         """
         repo = next((r for r in self.config.repositories if r.name == repo_name), None)
         if repo is None:
             raise LookupError(f"no repository named {repo_name!r}")
+        if not force:
+            status_targets.check(
+                self.config,
+                repo.name,
+                sha,
+                status.key,
+                (lambda: self.mirrors.get(repo), lambda: self._refreshed(repo)),
+                dry_of=lambda s: self._dry_commit(repo.name, s),
+                tracking=self.sha_index.strategies_for(sha),
+            )
         self.plugins[repo.scm_provider].set_commit_status(repo=repo, sha=sha, status=status)
         self.status_cache.put(repo.name, sha, status)
         keys = set(self.sha_index.strategies_for(sha))
@@ -240,6 +255,23 @@ class Runtime:
             keys = set(self.strategies_of(repo.name))
             self.enqueue(keys)
         return sorted(keys)
+
+    def _refreshed(self, repo: Repository) -> GitMirror:
+        """The repository's mirror, fetched now (a status may name a commit just pushed)."""
+        self.mirrors.invalidate(repo.name)
+        return self.mirrors.fresh(repo)
+
+    def _dry_commit(self, repo_name: str, sha: str) -> list[str]:
+        """What ``sha`` is as a dry commit in the last reconciles: "the dry commit X runs"."""
+        found: list[str] = []
+        for name in self.strategies_of(repo_name):
+            view = self.reconciler.view(name)
+            for env in view.snapshot.environments if view and view.snapshot else ():
+                if env.active is not None and env.active.dry_sha == sha:
+                    found.append(f"the dry commit {env.branch} runs")
+                elif env.proposed is not None and env.proposed.dry_sha == sha:
+                    found.append(f"the dry commit proposed to {env.branch}")
+        return list(dict.fromkeys(found))
 
     # --- lifecycle ---------------------------------------------------------------------
 
