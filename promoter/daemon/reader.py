@@ -15,6 +15,7 @@ from datetime import datetime
 from promoter.config import Environment, GateSpec, PromotionStrategy, Repository
 from promoter.config.freezes import GlobalFreezeWindow
 from promoter.daemon.freezes import configured, dated_periods, manual_periods
+from promoter.daemon.review_reads import ReviewReads
 from promoter.daemon.signature_check import SignatureReading
 from promoter.engine import (
     AutoRevertPolicy,
@@ -27,18 +28,29 @@ from promoter.engine import (
     UpstreamGroup,
     shape_of,
 )
-from promoter.errors import MetadataMissing
+from promoter.errors import GitError, MetadataMissing
 from promoter.git import GitMirror
 from promoter.git.caches import remember
 from promoter.git.codeowners import change_owners
 from promoter.git.lineage import Lineage
-from promoter.models import CommitStatus, DryCommit, PullRequest, QueueEntry, Review, utcnow
+from promoter.models import (
+    Author,
+    CommitStatus,
+    DryCommit,
+    PullRequest,
+    QueueEntry,
+    Review,
+    utcnow,
+)
 from promoter.state.ledger import GitLedger, LedgerUnreadable
 from promoter.state.pulls import MISSING, PullRequestCache
 from promoter.state.statuses import StatusCache
-from scm_plugins.protocol import Deployments, MergeQueues, Reviews, ScmPlugin
+from scm_plugins.protocol import Deployments, MergeQueues, ScmPlugin, review_reader
 
 log = logging.getLogger("promoter.reader")
+
+MADE_BY_MERGE = frozenset({"merge", "lineage"})
+"""Where the lineage found the dry SHA of a commit the hydrator did not write."""
 
 
 @dataclass
@@ -57,6 +69,8 @@ class SnapshotReader:
     """The configuration's top-level freeze dates (``Config.freezes``)."""
     signatures: SignatureReading = field(default_factory=SignatureReading)
     """Verified signatures of dry commits (long-lived: the reconciler's)."""
+    review_reads: ReviewReads = field(default_factory=ReviewReads)
+    """Approval gates' reads, bounded and never raising (``review_reads``)."""
 
     def statuses(self, repo: Repository, sha: str, *, fresh: bool = False) -> list[CommitStatus]:
         """A SHA's statuses from the cache when complete and fresh, else from the SCM."""
@@ -86,9 +100,12 @@ class SnapshotReader:
             return None
         dry_sha: str | None = None
         error: str | None = None
+        by_merge = False
         tip = mirror.branch_sha(proposed) if proposed else None
         try:
-            dry_sha = self.lineage.metadata(mirror, sha, proposed_tip=tip).dry_sha
+            found = self.lineage.metadata(mirror, sha, proposed_tip=tip)
+            dry_sha = found.dry_sha
+            by_merge = proposed is None and found.source in MADE_BY_MERGE
         except MetadataMissing as exc:
             error = str(exc)
         return CommitState(
@@ -97,6 +114,7 @@ class SnapshotReader:
             dry_sha=dry_sha,
             metadata_error=error,
             statuses=tuple(self.statuses(repo, sha)),
+            by_merge=by_merge,
         )
 
     def read(self, strategy: PromotionStrategy, repo: Repository, mirror: GitMirror) -> Snapshot:
@@ -155,6 +173,7 @@ class SnapshotReader:
             active.dry_sha if active else None,
             proposed.dry_sha if active and proposed else None,
         )
+        authors, authors_error = _change_authors(mirror, gates, pull_request, active, proposed)
         return EnvironmentSnapshot(
             branch=env.branch,
             proposed_branch=proposed_branch,
@@ -185,6 +204,8 @@ class SnapshotReader:
             gates=gates,
             reviews=reviews,
             reviews_error=reviews_error,
+            change_authors=authors,
+            change_authors_error=authors_error,
             upstreams=upstreams,
             rollout=rollout,
             freezes=freezes,
@@ -252,11 +273,14 @@ class SnapshotReader:
         wanted = [g.approval for g in gates if g.approval is not None]
         if not wanted or pr is None:
             return None, None
-        if not isinstance(self.plugin, Reviews):
+        reviewer = review_reader(self.plugin)
+        if reviewer is None:
             return None, f"approval: the {self.plugin.name} SCM plugin cannot read reviews"
         teams = sorted({team for approval in wanted for team in approval.teams})
-        found = self.plugin.get_reviews(repo=repo, number=pr.number, teams=teams)
-        return tuple(found), None
+        timeout = min(approval.timeout for approval in wanted)
+        return self.review_reads.read(
+            reviewer, self.plugin.name, repo, pr.number, teams, timeout=timeout
+        )
 
     def open_pull_request(
         self, repo: Repository, head: str, base: str, tip: str
@@ -342,6 +366,25 @@ def _reviewers(
         ):
             (teams if "/" in owner else users).append(owner)
     return tuple(dict.fromkeys(users)), tuple(dict.fromkeys(teams))
+
+
+def _change_authors(
+    mirror: GitMirror,
+    gates: tuple[GateSpec, ...],
+    pr: PullRequest | None,
+    active: CommitState | None,
+    proposed: CommitState | None,
+) -> tuple[tuple[Author, ...] | None, str | None]:
+    """Who wrote the dry commits being promoted, read only when an approval gate leaves
+    them out (``excludeChangeAuthors``) and a PR is open; unreadable: None, and why."""
+    if pr is None or not any(g.approval and g.approval.exclude_change_authors for g in gates):
+        return None, None
+    if active is None or proposed is None or not active.dry_sha or not proposed.dry_sha:
+        return None, "approval: the dry commits being promoted are not known"
+    try:
+        return mirror.authors(active.dry_sha, proposed.dry_sha), None
+    except GitError as exc:
+        return None, f"approval: the authors of the change cannot be read: {exc}"
 
 
 def _contains(mirror: GitMirror, active: CommitState | None, proposed: CommitState | None) -> bool:

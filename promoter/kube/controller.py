@@ -265,7 +265,7 @@ class Controller:
                 extra={"object": f"{key[0]}/{key[1]}/{key[2]}", "error": problem},
             )
         changed = assembled.config != self.assembled.config
-        self.assembled = assembled
+        before, self.assembled = self.assembled, assembled
         if changed:
             log.info(
                 "configuration changed",
@@ -277,6 +277,7 @@ class Controller:
                 self.runtime.start()
                 if self.sharding is not None:
                     self._share_budgets()
+            self.commit_statuses.config_changed(before.config, assembled.config)
         if self.leading():
             self._write_ready_statuses()
         if self._works() and not changed:

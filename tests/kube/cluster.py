@@ -77,15 +77,15 @@ class Cluster:
         *,
         count: int = 16,
         base: Config | None = None,
-        wrap: Callable[[ScmPlugin], ScmPlugin] | None = None,
+        scm: Callable[[ScmPlugin], ScmPlugin] = lambda plugin: plugin,
         **lease: float,
     ) -> Controller:
         """A sharded replica served over HTTP on 127.0.0.1 (started by its app's lifespan);
-        ``wrap`` wraps its SCM plugin (to pause it in a test)."""
+        ``scm`` wraps its SCM plugin (to pause it in a test)."""
         port = free_port()
         address = f"http://127.0.0.1:{port}"
         shards = ShardSettings(count=count, address=address, peer_token=PEER_TOKEN)
-        controller = self.replica(name, base=base, shards=shards, wrap=wrap, **lease)
+        controller = self.replica(name, base=base, shards=shards, scm=scm, **lease)
         self.servers[name] = ThreadServer(ReplicaApp(controller), port, name=f"replica-{name}")
         self.servers[name].start()
         self.addresses[name] = address
@@ -104,10 +104,11 @@ class Cluster:
         *,
         base: Config | None = None,
         shards: ShardSettings | None = None,
-        wrap: Callable[[ScmPlugin], ScmPlugin] | None = None,
+        scm: Callable[[ScmPlugin], ScmPlugin] = lambda plugin: plugin,
         **lease: float,
     ) -> Controller:
-        """A replica with its own state dir; every replica shares one local SCM database."""
+        """A replica with its own state dir; every replica shares one local SCM database
+        (wrapped by ``scm``)."""
         shared = self.root / "scm"
         base = base or Config()
         daemon = base.daemon.model_copy(
@@ -120,8 +121,7 @@ class Cluster:
         )
 
         def local(provider: ScmProvider, state_dir: str) -> ScmPlugin:
-            plugin: ScmPlugin = LocalScm(provider=provider, state_dir=str(shared))
-            return wrap(plugin) if wrap is not None else plugin
+            return scm(LocalScm(provider=provider, state_dir=str(shared)))
 
         settings = KubeSettings(
             namespace=NS,

@@ -169,7 +169,7 @@ def test_a_replica_paused_past_its_lease_never_writes_after_it_resumes(tmp_path:
 
     with fake_cluster(tmp_path) as cluster:
         repo = fleet(cluster, tmp_path, 1)["app-0"]
-        a = cluster.sharded("a", wrap=pausing)
+        a = cluster.sharded("a", scm=pausing)
         wait_until(lambda: settled(cluster, [a]), what="a to hold the shard")
         wait_until(lambda: promoted(cluster, "app-0", repo.tip("main")), what="app-0 read")
         plugin = plugins[-1]
