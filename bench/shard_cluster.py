@@ -279,6 +279,7 @@ class Cluster:
     def post_any(self, path: str, body: dict[str, Any], timeout: float = 60.0) -> None:
         """POST to a random live replica; again elsewhere while refused (503) or closed."""
         deadline = time.monotonic() + timeout
+        last = "no answer"
         while True:
             names = self.live()
             name = random.choice(names)
@@ -286,8 +287,9 @@ class Cluster:
                 answer = self.http.post(self.replicas[name].address + path, json=body)
                 if answer.status_code in (201, 202):
                     return
-            except (httpx.HTTPError, KeyError):
-                pass
+                last = f"{answer.status_code} from {name}: {answer.text[:200]}"
+            except (httpx.HTTPError, KeyError) as exc:
+                last = f"{type(exc).__name__} from {name}"
             if time.monotonic() > deadline:
-                raise TimeoutError(f"POST {path} was never accepted")
+                raise TimeoutError(f"POST {path} was never accepted; last: {last}")
             time.sleep(0.1)  # a client's retry interval

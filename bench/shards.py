@@ -92,7 +92,12 @@ class Stream:
             change.opened = opened.created
             change.gated = time.time()
             path = f"/api/v1/repositories/{change.repo}/commits/{change.sha}/statuses"
-            self.cluster.post_any(path, {"key": "ci", "phase": "success"})
+            try:
+                self.cluster.post_any(path, {"key": "ci", "phase": "success"})
+            except TimeoutError as exc:  # counted as lost, and said why
+                print(f"change {i}: {exc}", file=sys.stderr, flush=True)
+                self.done.append(change)
+                return change
         merged = self.store.wait(change, "merged", after=change.made - 1, timeout=self.timeout)
         change.merged = merged.updated if merged else None
         self.done.append(change)

@@ -75,7 +75,7 @@ class Runtime:
         self.sha_index = ShaIndex()
         self.pr_cache = PullRequestCache(max_age=config.daemon.resync_interval)
         self.ledger = GitLedger()
-        self.audit = AuditTrail(self.state_dir / "audit", mirror_of=self._mirror_of)
+        self.audit = AuditTrail(self.state_dir / "audit", mirror_of=self._mirror_of, owns=owns)
         self.queue = WorkQueue(max_delay=config.daemon.max_backoff)
         self.settled = SettledIndex(self.status_cache, self.pr_cache)
         d = config.daemon
