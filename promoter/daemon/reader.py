@@ -12,17 +12,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from promoter.config import Environment, GateSpec, PromotionStrategy, Repository
-from promoter.engine import (
-    AutoRevertPolicy,
-    CommitState,
-    EnvironmentSnapshot,
-    EnvLedger,
-    Rollout,
-    Snapshot,
-    UpstreamGroup,
-    shape_of,
-)
+from promoter.config import GateSpec, PromotionStrategy, Repository
+from promoter.daemon.shapes import EnvironmentShape, Shapes
+from promoter.engine import CommitState, EnvironmentSnapshot, EnvLedger, Snapshot
 from promoter.errors import MetadataMissing
 from promoter.git import GitMirror
 from promoter.git.caches import remember
@@ -48,6 +40,8 @@ class SnapshotReader:
     lineage: Lineage = field(default_factory=Lineage)
     """Dry SHAs of commits that merges made (``promoter.git.lineage``)."""
     conflicts: MergeConflicts = field(default_factory=lambda: MergeConflicts())
+    shapes: Shapes = field(default_factory=Shapes)
+    """What each strategy's configuration gives its snapshots (``promoter.daemon.shapes``)."""
 
     def statuses(self, repo: Repository, sha: str, *, fresh: bool = False) -> list[CommitStatus]:
         """A SHA's statuses from the cache when complete and fresh, else from the SCM."""
@@ -91,11 +85,9 @@ class SnapshotReader:
         )
 
     def read(self, strategy: PromotionStrategy, repo: Repository, mirror: GitMirror) -> Snapshot:
-        envs: list[EnvironmentSnapshot] = []
-        shapes = shape_of(strategy)
-        for position, env in enumerate(strategy.environments):
-            upstreams, rollout = shapes[position]
-            envs.append(self._environment(strategy, repo, mirror, env, upstreams, rollout))
+        envs = [
+            self._environment(strategy, repo, mirror, shape) for shape in self.shapes.of(strategy)
+        ]
         return Snapshot(
             strategy=strategy.name,
             repository=repo.name,
@@ -114,12 +106,10 @@ class SnapshotReader:
         strategy: PromotionStrategy,
         repo: Repository,
         mirror: GitMirror,
-        env: Environment,
-        upstreams: tuple[UpstreamGroup, ...] | None,
-        rollout: Rollout,
+        env: EnvironmentShape,
     ) -> EnvironmentSnapshot:
         """One environment's part of the snapshot: its branches, PR, ledger and reviews."""
-        proposed_branch = strategy.proposed_branch(env)
+        proposed_branch = env.proposed_branch
         active = self._commit(repo, mirror, env.branch, proposed_branch)
         proposed = self._commit(repo, mirror, proposed_branch)
         error = None if active is not None else f"branch {env.branch} does not exist"
@@ -133,40 +123,29 @@ class SnapshotReader:
                 changelog = tuple(self._changelog(mirror, active.dry_sha, proposed.dry_sha))
         ledger, ledger_error = self._ledger(mirror, strategy.name, env.branch)
         error = error or ledger_error
-        gates = tuple(strategy.gates_of(env))
-        reviews, reviews_error = self._reviews(repo, gates, pull_request)
+        reviews, reviews_error = self._reviews(repo, env.gates, pull_request)
         return EnvironmentSnapshot(
             branch=env.branch,
             proposed_branch=proposed_branch,
             auto_merge=env.auto_merge,
-            active_keys=(
-                *strategy.active_keys(env),
-                *(g.key for g in gates if g.active),
-            ),
-            proposed_keys=(
-                *strategy.proposed_keys(env),
-                *(g.key for g in gates if g.http is not None),
-            ),
+            active_keys=env.active_keys,
+            proposed_keys=env.proposed_keys,
             active=active,
             proposed=proposed,
             pull_request=pull_request,
             changelog=changelog,
             ledger=ledger,
             active_since=mirror.commit_time(active.hydrated_sha) if active else None,
-            auto_revert=AutoRevertPolicy(
-                enabled=env.auto_revert.enabled,
-                settle_time=env.auto_revert.settle_time,
-                auto_merge=env.auto_revert.auto_merge,
-            ),
+            auto_revert=env.auto_revert,
             revert_pull_request=self._revert_pull_request(repo, mirror, env.branch, active, ledger),
             proposed_in_active=_contains(mirror, active, proposed),
             merge_conflicts=self.conflicts.check(mirror, active, proposed),
             error=error,
-            gates=gates,
+            gates=env.gates,
             reviews=reviews,
             reviews_error=reviews_error,
-            upstreams=upstreams,
-            rollout=rollout,
+            upstreams=env.upstreams,
+            rollout=env.rollout,
         )
 
     def _ledger(
@@ -282,5 +261,5 @@ class MergeConflicts:
                 known = False  # a fast-forward, or nothing to merge
             else:
                 known = not mirror.merge_tree(proposed.hydrated_sha, active.hydrated_sha)[0]
-            remember(self._known, key, known, 4096)
+            remember(self._known, key, known, 1 << 15)
         return known

@@ -177,6 +177,14 @@ class BareRepository:
         except ValueError:
             return None
 
+    def _commit_data(self, sha: str) -> bytes | None:
+        """The content of commit ``sha``; None when missing or not a commit."""
+        try:
+            found = None if "\n" in sha else self._ready(check=False).git.get_object_data(sha)
+        except ValueError:
+            return None
+        return found[3] if found is not None and found[1] in (b"commit", "commit") else None
+
     def _objects(self, shas: Iterable[str]) -> dict[str, bytes]:
         """The content of many objects at once: one ``git cat-file --batch`` for all of
         them, where ``_data`` costs a round trip to the persistent process each. Objects
@@ -258,7 +266,7 @@ class BareRepository:
     def commit_parents(self, sha: str) -> tuple[str, list[str]] | None:
         """The tree and parents of commit ``sha``, or None when the mirror lacks it."""
         with self._lock:
-            data = self._data(sha)
+            data = self._commit_data(sha)
         if data is None:
             return None
         tree, parents = "", []

@@ -26,6 +26,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from promoter.errors import GitError, MetadataMissing
+from promoter.git.ancestry import walk_ancestry
 from promoter.git.bare import MIRRORED, BareRepository, Env
 from promoter.git.caches import BlobCache, TreeCache, remember
 from promoter.git.credentials import url_secrets
@@ -229,10 +230,17 @@ class GitMirror(BareRepository):
             cached = self._ancestry.get(key)
             if cached is not None:
                 return cached
+            walked = walk_ancestry(self._parents, *key)
+            if walked is not None:
+                return remember(self._ancestry, key, walked)
             status, _, _ = self._run(["merge-base", "--is-ancestor", *key], ok=(0, 1, 128))
             if status == 128:  # an unknown commit: may be known after the next fetch
                 return False
             return remember(self._ancestry, key, status == 0)
+
+    def _parents(self, sha: str) -> list[str] | None:
+        commit = self.commit_parents(sha)
+        return None if commit is None else commit[1]
 
     def log(self, since_exclusive: str | None, until: str, *, limit: int = 50) -> list[DryCommit]:
         """Commits reachable from ``until`` but not from ``since_exclusive``, newest first.
