@@ -12,13 +12,15 @@ not frozen keep their own set: an assignment adds to it.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from typing import Any
 
 from pydantic import BaseModel
 
 LIMIT = 4096
 """Distinct sets of names shared at most (a few per model class in practice)."""
+
+
+_NESTED = (BaseModel, tuple, list, frozenset)
 
 
 class SharedFields(set[str]):
@@ -40,23 +42,21 @@ class FieldSets:
     def compact(self, *roots: Any) -> None:
         """Share the field-name sets of every frozen model reachable from ``roots``
         through fields, tuples, lists and frozensets."""
-        stack: list[Any] = list(roots)
+        stack: list[Any] = [r for r in roots if isinstance(r, _NESTED)]
         while stack:
             item = stack.pop()
             if isinstance(item, BaseModel):
-                if not self._share(item):
-                    continue  # shared before, with everything below it
-                stack.extend(_children(item.__dict__.values()))
-            elif isinstance(item, tuple | list | frozenset):
-                stack.extend(_children(item))
+                if self._share(item):
+                    stack.extend(v for v in item.__dict__.values() if isinstance(v, _NESTED))
+            else:
+                stack.extend(v for v in item if isinstance(v, _NESTED))
 
     def _share(self, model: BaseModel) -> bool:
-        """Share ``model``'s set; False when it was shared already."""
+        """Share ``model``'s set; False when it was shared already (with every model
+        below it), or when the model is not frozen (configuration, shared as it is)."""
         names = model.__pydantic_fields_set__
-        if type(names) is SharedFields:
+        if type(names) is SharedFields or not model.model_config.get("frozen"):
             return False
-        if not model.model_config.get("frozen"):
-            return True
         key = frozenset(names)
         shared = self._shared.get(key)
         if shared is None:
@@ -67,5 +67,3 @@ class FieldSets:
         return True
 
 
-def _children(values: Iterable[Any]) -> list[Any]:
-    return [v for v in values if isinstance(v, BaseModel | tuple | list | frozenset)]

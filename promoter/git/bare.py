@@ -241,6 +241,9 @@ class BareRepository:
     def branch_sha(self, branch: str) -> str | None:
         """The tip of ``branch`` (``environment/dev`` or ``refs/heads/environment/dev``)."""
         ref = branch if branch.startswith("refs/") else f"refs/heads/{branch}"
+        refs = self._refs  # read without the lock: a writer replaces it whole, never edits it
+        if refs is not None:
+            return refs.get(ref)
         with self._lock:
             return self._cached_refs().get(ref)
 
