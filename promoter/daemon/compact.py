@@ -65,5 +65,3 @@ class FieldSets:
             shared = self._shared.setdefault(key, SharedFields(key))
         object.__setattr__(model, "__pydantic_fields_set__", shared)
         return True
-
-
