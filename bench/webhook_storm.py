@@ -65,7 +65,8 @@ def serve(args: argparse.Namespace) -> None:
 
     common.quiet_logs()
     root = Path(args.root)
-    fleet = common.Fleet(root / "remotes", args.strategies, repos=REPOS, pending_every=1).build()
+    repos = min(REPOS, args.strategies)  # a repository without strategies cannot be built
+    fleet = common.Fleet(root / "remotes", args.strategies, repos=repos, pending_every=1).build()
     os.environ[scale.GITHUB_TOKEN_ENV] = TOKEN
     os.environ[scale.GITHUB_SECRET_ENV] = scale.GITHUB_SECRET
     unlimited = 10**9
