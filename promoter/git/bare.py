@@ -22,6 +22,7 @@ from promoter.git.credentials import strip_credentials, url_secrets
 from promoter.git.identity import identity_env
 from promoter.git.runner import run_git
 from promoter.git.stale_lock import clear_stale_locks
+from promoter.models import DryCommit
 
 _NAME_RE = re.compile(r"^[a-zA-Z0-9][a-zA-Z0-9_.-]*$")
 _URL_RE = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*://|^[^/]+:")
@@ -32,6 +33,23 @@ HEAL_CHECK = 0.5
 (every git command checks first)."""
 
 Env = Mapping[str, str] | Callable[[], Mapping[str, str]]
+
+LOG_FORMAT = "%H%x1f%s%x1f%an%x1f%aI%x1f%b%x1e"
+"""``git log`` records: SHA, subject, author, date, body (unit and record separators)."""
+
+
+def parse_log(out: str) -> list[DryCommit]:
+    """The commits of a ``git log --format=LOG_FORMAT``, newest first."""
+    commits = []
+    for record in out.split("\x1e"):
+        fields = record.strip("\n").split("\x1f")
+        if len(fields) == 5:
+            sha, subject, author, date, body = fields
+            when = datetime.fromisoformat(date) if date else None
+            commits.append(
+                DryCommit(sha=sha, subject=subject, author=author, date=when, body=body.strip())
+            )
+    return commits
 
 
 class BareRepository:
@@ -221,11 +239,31 @@ class BareRepository:
             self._refs = self._load_refs()
         return self._refs
 
-    def _load_refs(self) -> dict[str, str]:
-        """``ref -> SHA`` of the mirrored refs, read with one ``for-each-ref``."""
+    def _load_refs(self, *patterns: str) -> dict[str, str]:
+        """``ref -> SHA`` of the mirrored refs (or of ``patterns``), with one ``for-each-ref``."""
         fmt = "--format=%(objectname) %(refname)"
-        _, out, _ = self._run(["for-each-ref", fmt, *MIRRORED])
+        _, out, _ = self._run(["for-each-ref", fmt, *(patterns or MIRRORED)])
         return dict(line.split(" ", 1)[::-1] for line in out.splitlines() if line)
+
+    def _reload_ref(self, ref: str) -> None:
+        """Under ``lock``, after a local write moved ``ref``: read that one ref again into
+        the refs read (a new dict: readers without the lock see the old one or the new).
+        Reading every ref again would cost a ``for-each-ref`` of thousands of branches for
+        each ledger write at 10,000 strategies."""
+        refs = self._refs
+        if refs is None:
+            return
+        try:
+            found = self._load_refs(ref).get(ref)  # a pattern matches refs below it too
+        except BaseException:
+            self._refs = None  # read them all again, next time
+            raise
+        updated = dict(refs)
+        if found is None:
+            updated.pop(ref, None)
+        else:
+            updated[ref] = found
+        self._refs = updated
 
     def refs(self) -> dict[str, str]:
         """The mirror's ``refs/heads/*`` and ``refs/notes/*`` (cached until the next change)."""

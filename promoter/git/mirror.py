@@ -27,7 +27,7 @@ from pathlib import Path
 
 from promoter.errors import GitError, MetadataMissing
 from promoter.git.ancestry import walk_ancestry
-from promoter.git.bare import MIRRORED, BareRepository, Env
+from promoter.git.bare import LOG_FORMAT, MIRRORED, BareRepository, Env, parse_log
 from promoter.git.caches import BlobCache, TreeCache, remember
 from promoter.git.credentials import url_secrets
 from promoter.git.metadata import (
@@ -41,24 +41,6 @@ from promoter.git.notes import fast_import_stream, notes_ref
 from promoter.git.runner import git_error
 from promoter.metrics import GIT_FETCHES_TOTAL, GIT_LS_REMOTE_TOTAL
 from promoter.models import SHA_RE, DryCommit, HydratorMetadata
-
-LOG_FORMAT = "%H%x1f%s%x1f%an%x1f%aI%x1f%b%x1e"
-"""``git log`` records: SHA, subject, author, date, body (unit and record separators)."""
-
-
-def parse_log(out: str) -> list[DryCommit]:
-    """The commits of a ``git log --format=LOG_FORMAT``, newest first."""
-    commits = []
-    for record in out.split("\x1e"):
-        fields = record.strip("\n").split("\x1f")
-        if len(fields) == 5:
-            sha, subject, author, date, body = fields
-            when = datetime.fromisoformat(date) if date else None
-            commits.append(
-                DryCommit(sha=sha, subject=subject, author=author, date=when, body=body.strip())
-            )
-    return commits
-
 
 _REFSPECS = ("+refs/heads/*:refs/heads/*", "+refs/notes/*:refs/notes/*")
 _LOST_RACE = ("stale info", "non-fast-forward", "fetch first", "already exists")
@@ -104,10 +86,10 @@ class GitMirror(BareRepository):
             self.ensure()
             self.fetch()
 
-    def _load_refs(self) -> dict[str, str]:
+    def _load_refs(self, *patterns: str) -> dict[str, str]:
         """The refs, and each tip's tree and commit time (primes ``tree_sha``, ``commit_time``)."""
         fmt = "--format=%(objectname) %(tree) %(committerdate:unix) %(refname)"
-        _, out, _ = self._run(["for-each-ref", fmt, *MIRRORED])
+        _, out, _ = self._run(["for-each-ref", fmt, *(patterns or MIRRORED)])
         refs: dict[str, str] = {}
         for line in out.splitlines():
             sha, tree, when, ref = line.split(" ", 3)
@@ -279,11 +261,12 @@ class GitMirror(BareRepository):
         local ref meanwhile): what is pushed does not change. ``PushRejected`` as ``push``.
         """
         self._ready()  # a mirror deleted under us is cloned again first, under ``_lock``
-        with self._notes_lock:
-            try:
+        try:
+            with self._notes_lock:
                 self._push([f"{sha}:{ref}"], {ref: lease})
-            finally:
-                self._refs = None  # git may have moved the local ref to ``sha``
+        finally:
+            with self._lock:
+                self._reload_ref(ref)  # git may have moved the local ref to ``sha``
 
     def _push(self, refspecs: list[str], leases: Mapping[str, str | None]) -> None:
         args = ["push", "--atomic", "--porcelain"]
@@ -302,8 +285,8 @@ class GitMirror(BareRepository):
     def set_ref(self, ref: str, sha: str, *, expected: str | None) -> bool:
         """Move local ``ref`` to ``sha`` if it still is ``expected`` (None: absent)."""
         with self._lock:
-            self._refs = None
             status, _, _ = self._run(["update-ref", ref, sha, expected or "0" * 40], ok=(0, 1, 128))
+            self._reload_ref(ref)
             return status == 0
 
     def write_note(self, ref: str, sha: str, text: str) -> None:
@@ -348,8 +331,10 @@ class GitMirror(BareRepository):
                 blobs=blobs,
                 read_tree=self._read_tree,
             )
-            self._refs = None
-            self._run(["fast-import", "--quiet", "--done"], stdin=stream, commit=True)
+            try:
+                self._run(["fast-import", "--quiet", "--done"], stdin=stream, commit=True)
+            finally:
+                self._reload_ref(name)
             new = self._cached_refs().get(name)
             if new is None or new == tip:
                 raise GitError(f"fast-import did not move {name} in mirror {self.name}")
