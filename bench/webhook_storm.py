@@ -235,11 +235,18 @@ async def storm(
                 "X-Hub-Signature-256": GitHubSignature.sign(scale.GITHUB_SECRET, raw),
                 "Content-Type": "application/json",
             }
-            sent = time.perf_counter()
-            response = await client.post("/webhooks/github", content=raw, headers=headers)
-            latencies.append(time.perf_counter() - sent)
-            result = f"{response.status_code} {response.json().get('result')}"
-            answers[result] = answers.get(result, 0) + 1
+            for attempt in (1, 2):  # a connection reset is redelivered once, as by hand
+                sent = time.perf_counter()
+                try:
+                    response = await client.post("/webhooks/github", content=raw, headers=headers)
+                except httpx.TransportError as exc:
+                    result = f"{type(exc).__name__} (attempt {attempt})"
+                    answers[result] = answers.get(result, 0) + 1
+                    continue
+                latencies.append(time.perf_counter() - sent)
+                result = f"{response.status_code} {response.json().get('result')}"
+                answers[result] = answers.get(result, 0) + 1
+                break
 
     base = f"http://127.0.0.1:{port}"
     limits = httpx.Limits(max_connections=connections, max_keepalive_connections=connections)
