@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from promoter.config import GateSpec, PromotionStrategy
+from promoter.config import Environment, GateSpec, PromotionStrategy
 from promoter.engine import AutoRevertPolicy, Rollout, UpstreamGroup, shape_of
 
 
@@ -20,6 +20,8 @@ from promoter.engine import AutoRevertPolicy, Rollout, UpstreamGroup, shape_of
 class EnvironmentShape:
     """One environment's configured part of a snapshot."""
 
+    config: Environment
+    """The environment as configured (what the reader asks of it besides)."""
     branch: str
     proposed_branch: str
     auto_merge: bool
@@ -40,6 +42,7 @@ def environment_shapes(strategy: PromotionStrategy) -> tuple[EnvironmentShape, .
         gates = tuple(strategy.gates_of(env))
         found.append(
             EnvironmentShape(
+                config=env,
                 branch=env.branch,
                 proposed_branch=strategy.proposed_branch(env),
                 auto_merge=env.auto_merge,

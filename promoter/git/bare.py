@@ -22,7 +22,6 @@ from promoter.git.credentials import strip_credentials, url_secrets
 from promoter.git.identity import identity_env
 from promoter.git.runner import run_git
 from promoter.git.stale_lock import clear_stale_locks
-from promoter.models import DryCommit
 
 _NAME_RE = re.compile(r"^[a-zA-Z0-9][a-zA-Z0-9_.-]*$")
 _URL_RE = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*://|^[^/]+:")
@@ -33,23 +32,6 @@ HEAL_CHECK = 0.5
 (every git command checks first)."""
 
 Env = Mapping[str, str] | Callable[[], Mapping[str, str]]
-
-LOG_FORMAT = "%H%x1f%s%x1f%an%x1f%aI%x1f%b%x1e"
-"""``git log`` records: SHA, subject, author, date, body (unit and record separators)."""
-
-
-def parse_log(out: str) -> list[DryCommit]:
-    """The commits of a ``git log --format=LOG_FORMAT``, newest first."""
-    commits = []
-    for record in out.split("\x1e"):
-        fields = record.strip("\n").split("\x1f")
-        if len(fields) == 5:
-            sha, subject, author, date, body = fields
-            when = datetime.fromisoformat(date) if date else None
-            commits.append(
-                DryCommit(sha=sha, subject=subject, author=author, date=when, body=body.strip())
-            )
-    return commits
 
 
 class BareRepository:

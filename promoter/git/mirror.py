@@ -24,12 +24,20 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TypeVar
 
 from promoter.errors import GitError, MetadataMissing
 from promoter.git.ancestry import walk_ancestry
-from promoter.git.bare import LOG_FORMAT, MIRRORED, BareRepository, Env, parse_log
+from promoter.git.bare import MIRRORED, BareRepository, Env
 from promoter.git.caches import BlobCache, TreeCache, remember
 from promoter.git.credentials import url_secrets
+from promoter.git.log_records import (
+    AUTHORS_FORMAT,
+    LOG_FORMAT,
+    MAX_AUTHORS_LOG,
+    parse_authors,
+    parse_log,
+)
 from promoter.git.metadata import (
     METADATA_FILE,
     NOTES_REF,
@@ -40,7 +48,9 @@ from promoter.git.metadata import (
 from promoter.git.notes import fast_import_stream, notes_ref
 from promoter.git.runner import git_error
 from promoter.metrics import GIT_FETCHES_TOTAL, GIT_LS_REMOTE_TOTAL
-from promoter.models import SHA_RE, DryCommit, HydratorMetadata
+from promoter.models import SHA_RE, Author, DryCommit, HydratorMetadata
+
+T = TypeVar("T")
 
 _REFSPECS = ("+refs/heads/*:refs/heads/*", "+refs/notes/*:refs/notes/*")
 _LOST_RACE = ("stale info", "non-fast-forward", "fetch first", "already exists")
@@ -66,7 +76,8 @@ class GitMirror(BareRepository):
         self._read_tree = TreeCache(self._data)
         self._tree_of: dict[str, str] = {}
         self._ancestry: dict[tuple[str, str], bool] = {}
-        self._logs: dict[tuple[str | None, str, int], tuple[DryCommit, ...]] = {}
+        self._logs: dict[tuple[str | None, str, int], list[DryCommit]] = {}
+        self._authors: dict[tuple[str | None, str, int], tuple[Author, ...]] = {}
         self._metadata: dict[tuple[str, str], HydratorMetadata | MetadataMissing] = {}
         self._commit_time: dict[str, datetime] = {}
         self._notes = BlobCache()
@@ -229,19 +240,46 @@ class GitMirror(BareRepository):
 
         Cached when both ends are SHAs: history below a commit never changes.
         """
+        found = self._read_log(self._logs, LOG_FORMAT, since_exclusive, until, limit, parse_log)
+        return list(found)
+
+    def authors(self, since_exclusive: str | None, until: str) -> tuple[Author, ...]:
+        """The authors and co-authors of the commits ``log`` would list, without its limit.
+
+        ``GitError`` past ``MAX_AUTHORS_LOG`` commits. Cached when both ends are SHAs.
+        """
+
+        def parse(out: str) -> tuple[Author, ...]:
+            if out.count("\x1e") > MAX_AUTHORS_LOG:
+                raise GitError(f"more than {MAX_AUTHORS_LOG} commits to {until[:7]}")
+            return parse_authors(out)
+
+        limit = MAX_AUTHORS_LOG + 1
+        return self._read_log(self._authors, AUTHORS_FORMAT, since_exclusive, until, limit, parse)
+
+    def _read_log(
+        self,
+        cache: dict[tuple[str | None, str, int], T],
+        form: str,
+        since_exclusive: str | None,
+        until: str,
+        limit: int,
+        parse: Callable[[str], T],
+    ) -> T:
+        """``git log --format=form`` of ``until`` but not ``since_exclusive``, parsed; kept
+        in ``cache`` when both ends are SHAs."""
         key = (since_exclusive, until, limit)
         immutable = _is_sha(until) and (since_exclusive is None or _is_sha(since_exclusive))
         revs = [until] if since_exclusive is None else [until, f"^{since_exclusive}"]
         with self._lock:
-            cached = self._logs.get(key) if immutable else None
-            if cached is not None:
-                return list(cached)
-            args = ["log", f"--format={LOG_FORMAT}", f"-n{limit}", "--end-of-options"]
+            if immutable and key in cache:
+                return cache[key]
+            args = ["log", f"--format={form}", f"-n{limit}", "--end-of-options"]
             _, out, _ = self._run([*args, *revs, "--"])
-            commits = parse_log(out)
+            found = parse(out)
             if immutable:
-                remember(self._logs, key, tuple(commits), 1024)
-        return commits
+                remember(cache, key, found, 1024)
+        return found
 
     # -- writes -------------------------------------------------------------------------
 
