@@ -87,11 +87,7 @@ class BareRepository:
             if self._repo is not None:
                 return
             try:
-                if not (self.path / "HEAD").is_file():
-                    self.path.mkdir(parents=True, exist_ok=True)
-                    run_git(["init", "--bare", "--quiet", str(self.path)])
-                clear_stale_locks(self.path)
-                repo = Repo(self.path)
+                repo = self._open()
             except (OSError, GitPythonError) as exc:
                 raise GitError(f"cannot create the mirror at {self.path}: {exc}") from exc
             try:
@@ -105,6 +101,20 @@ class BareRepository:
                 repo.close()
                 raise
             self._repo = repo
+
+    def _open(self) -> Repo:
+        """The repository, initialised first if missing. One that a process killed during
+        ``git init`` left half made (a HEAD, no refs or objects) is initialised again:
+        ``git init`` keeps what an existing repository holds."""
+        if not (self.path / "HEAD").is_file():
+            self.path.mkdir(parents=True, exist_ok=True)
+            run_git(["init", "--bare", "--quiet", str(self.path)])
+        clear_stale_locks(self.path)
+        try:
+            return Repo(self.path)
+        except GitPythonError:
+            run_git(["init", "--bare", "--quiet", str(self.path)])
+            return Repo(self.path)
 
     def _heal(self) -> None:
         """Called before every use: a subclass repairs a repository deleted under it."""
