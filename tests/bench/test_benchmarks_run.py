@@ -25,6 +25,7 @@ TINY = {
     "scm_calls": ["--changes", "1"],
     "credential_budget": ["--strategies", "10", "--changes", "3", "--hour", "30"],
     "webhook_throughput": ["--duration", "0.3", "--rounds", "1", "--warmup", "0.1"],
+    "webhook_storm": ["--strategies", "4", "--deliveries", "40", "--seconds", "1"],
 }
 FIGURE = {
     "dag_reconcile": "cold_ms",
@@ -36,6 +37,7 @@ FIGURE = {
     "scm_calls": "plugins",
     "credential_budget": "burst",
     "webhook_throughput": "receiver",
+    "webhook_storm": "storm",
 }
 
 
