@@ -16,18 +16,9 @@ from promoter.config import Environment, GateSpec, PromotionStrategy, Repository
 from promoter.config.freezes import GlobalFreezeWindow
 from promoter.daemon.freezes import configured, dated_periods, manual_periods
 from promoter.daemon.review_reads import ReviewReads
+from promoter.daemon.shapes import EnvironmentShape, Shapes
 from promoter.daemon.signature_check import SignatureReading
-from promoter.engine import (
-    AutoRevertPolicy,
-    CommitState,
-    EnvironmentSnapshot,
-    EnvLedger,
-    FreezePeriod,
-    Rollout,
-    Snapshot,
-    UpstreamGroup,
-    shape_of,
-)
+from promoter.engine import CommitState, EnvironmentSnapshot, EnvLedger, FreezePeriod, Snapshot
 from promoter.errors import GitError, MetadataMissing
 from promoter.git import GitMirror
 from promoter.git.caches import remember
@@ -65,6 +56,8 @@ class SnapshotReader:
     lineage: Lineage = field(default_factory=Lineage)
     """Dry SHAs of commits that merges made (``promoter.git.lineage``)."""
     conflicts: MergeConflicts = field(default_factory=lambda: MergeConflicts())
+    shapes: Shapes = field(default_factory=Shapes)
+    """What each strategy's configuration gives its snapshots (``promoter.daemon.shapes``)."""
     global_freezes: tuple[GlobalFreezeWindow, ...] = ()
     """The configuration's top-level freeze dates (``Config.freezes``)."""
     signatures: SignatureReading = field(default_factory=SignatureReading)
@@ -118,11 +111,9 @@ class SnapshotReader:
         )
 
     def read(self, strategy: PromotionStrategy, repo: Repository, mirror: GitMirror) -> Snapshot:
-        envs: list[EnvironmentSnapshot] = []
-        shapes = shape_of(strategy)
-        for position, env in enumerate(strategy.environments):
-            upstreams, rollout = shapes[position]
-            envs.append(self._environment(strategy, repo, mirror, env, upstreams, rollout))
+        envs = [
+            self._environment(strategy, repo, mirror, shape) for shape in self.shapes.of(strategy)
+        ]
         return Snapshot(
             strategy=strategy.name,
             repository=repo.name,
@@ -141,12 +132,11 @@ class SnapshotReader:
         strategy: PromotionStrategy,
         repo: Repository,
         mirror: GitMirror,
-        env: Environment,
-        upstreams: tuple[UpstreamGroup, ...] | None,
-        rollout: Rollout,
+        shape: EnvironmentShape,
     ) -> EnvironmentSnapshot:
         """One environment's part of the snapshot: its branches, PR, ledger and reviews."""
-        proposed_branch = strategy.proposed_branch(env)
+        env = shape.config
+        proposed_branch = shape.proposed_branch
         active = self._commit(repo, mirror, env.branch, proposed_branch)
         proposed = self._commit(repo, mirror, proposed_branch)
         error = None if active is not None else f"branch {env.branch} does not exist"
@@ -162,7 +152,7 @@ class SnapshotReader:
         error = error or ledger_error
         freezes, freeze_error = self._freezes(strategy, mirror, env.branch, ledger)
         error = error or freeze_error
-        gates = tuple(strategy.gates_of(env))
+        gates = shape.gates
         reviews, reviews_error = self._reviews(repo, gates, pull_request)
         users, teams = _reviewers(env, mirror, active, proposed, pull_request, ledger)
         signatures, signatures_error = self.signatures.read(
@@ -177,26 +167,16 @@ class SnapshotReader:
         return EnvironmentSnapshot(
             branch=env.branch,
             proposed_branch=proposed_branch,
-            auto_merge=env.auto_merge,
-            active_keys=(
-                *strategy.active_keys(env),
-                *(g.key for g in gates if g.active),
-            ),
-            proposed_keys=(
-                *strategy.proposed_keys(env),
-                *(g.key for g in gates if g.http is not None),
-            ),
+            auto_merge=shape.auto_merge,
+            active_keys=shape.active_keys,
+            proposed_keys=shape.proposed_keys,
             active=active,
             proposed=proposed,
             pull_request=pull_request,
             changelog=changelog,
             ledger=ledger,
             active_since=mirror.commit_time(active.hydrated_sha) if active else None,
-            auto_revert=AutoRevertPolicy(
-                enabled=env.auto_revert.enabled,
-                settle_time=env.auto_revert.settle_time,
-                auto_merge=env.auto_revert.auto_merge,
-            ),
+            auto_revert=shape.auto_revert,
             revert_pull_request=self._revert_pull_request(repo, mirror, env.branch, active, ledger),
             proposed_in_active=_contains(mirror, active, proposed),
             merge_conflicts=self.conflicts.check(mirror, active, proposed),
@@ -206,8 +186,8 @@ class SnapshotReader:
             reviews_error=reviews_error,
             change_authors=authors,
             change_authors_error=authors_error,
-            upstreams=upstreams,
-            rollout=rollout,
+            upstreams=shape.upstreams,
+            rollout=shape.rollout,
             freezes=freezes,
             signatures=signatures,
             signatures_error=signatures_error,
@@ -414,5 +394,5 @@ class MergeConflicts:
                 known = False  # a fast-forward, or nothing to merge
             else:
                 known = not mirror.merge_tree(proposed.hydrated_sha, active.hydrated_sha)[0]
-            remember(self._known, key, known, 4096)
+            remember(self._known, key, known, 1 << 15)
         return known
