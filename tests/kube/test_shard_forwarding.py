@@ -162,7 +162,7 @@ def test_any_replica_lists_every_strategy_with_its_owner_and_passes_writes_to_it
         view = a.runtime.view(f"{NS}.{strategy}")
         assert view is not None and view.snapshot is not None
         sha = view.snapshot.environments[0].active.hydrated_sha
-        posted = client.set_status(repo, sha, key="ci", phase="success", description="", url="")
+        posted = client.set_status(repo, sha, key="ci", phase="success", force=True)
         assert posted["enqueued"] == [f"{NS}.{strategy}"]
         statuses = a.runtime.status_cache.get(repo, sha) or []
         assert [s.key for s in statuses] == ["ci"]
