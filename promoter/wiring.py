@@ -133,6 +133,8 @@ class Daemon:
             observers=[*observers, *extra],
             clock=clock,
         )
+        if self.notifier is not None:
+            self.notifier.watch(self.runtime.reconciler.all_views)
         api = Api(
             views=self.runtime,
             commands=self.runtime,
