@@ -89,7 +89,7 @@ def test_a_pin_shows_in_its_column_and_in_the_history(client: TestClient) -> Non
     )
     assert response.status_code < 300, response.text
     html = wait_for(
-        lambda: "pinned" in (text := client.get("/dashboard/guestbook").text) and text,
+        lambda: "<dd class=pin>" in (text := client.get("/dashboard/guestbook").text) and text,
         what="the pin on the dashboard",
     )
     assert f"<dt>pinned</dt><dd class=pin><code>{dry[:8]}</code> freeze &lt;week&gt;" in html
