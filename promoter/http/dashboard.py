@@ -20,6 +20,8 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
 
+from promoter.config import PromotionStrategy
+from promoter.daemon.reconciler import StrategyView
 from promoter.http import changes, overview
 from promoter.http import dashboard_html as h
 from promoter.http.actions import Allowed, strategy_buttons
@@ -65,6 +67,7 @@ class Dashboard:
         self.api = api
         self.views = api.views
         self._diffs: dict[tuple[str, str], list[tuple[str, str]]] = {}
+        self._rows: dict[str, tuple[PromotionStrategy, StrategyView | None, overview.Row]] = {}
 
     async def index(self, request: Request) -> Response:
         """Every strategy the caller reads, filtered and paged (``overview``)."""
@@ -83,7 +86,7 @@ class Dashboard:
 
     def _index(self, who: Identity, params: dict[str, str]) -> HTMLResponse:
         readable = [s for s in self.views.strategies() if self.api.readable(who, s.name)]
-        rows = (overview.row_of(s, self.views.view(s.name)) for s in readable)
+        rows = (self._row(s) for s in readable)
         found = overview.overview(rows, params)
         body = h.who(who) + overview.render(found, params, len(readable))
         return HTMLResponse(h.page("strategies", body))
@@ -159,6 +162,17 @@ class Dashboard:
             + "</table>"
         )
         return HTMLResponse(h.page(name, "\n".join(parts), strategy=name))
+
+    def _row(self, strategy: PromotionStrategy) -> overview.Row:
+        """A strategy's overview row, made again only when its view or configuration is
+        another object than last time (a reconcile replaces the view)."""
+        view = self.views.view(strategy.name)
+        kept = self._rows.get(strategy.name)
+        if kept is not None and kept[0] is strategy and kept[1] is view:
+            return kept[2]
+        row = overview.row_of(strategy, view)
+        self._rows[strategy.name] = (strategy, view, row)
+        return row
 
     def _allowed(self, who: Identity, name: str) -> Allowed:
         policy = self.api.access.policy

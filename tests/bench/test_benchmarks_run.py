@@ -18,6 +18,7 @@ BENCH = Path(__file__).resolve().parents[2] / "bench"
 TINY = {
     "dag_reconcile": ["--environments", "8", "--width", "3", "--rounds", "1"],
     "plugin_overhead": ["--calls", "20"],
+    "overview_scale": ["--strategies", "30", "--rounds", "1", "--no-browser"],
     "promotion_latency": ["--promotions", "3"],
     "remote_latency": ["--promotions", "3", "--rtt", "0.01"],
     "resync_scale": ["--size", "4", "--repos", "1"],
@@ -28,6 +29,7 @@ TINY = {
 FIGURE = {
     "dag_reconcile": "cold_ms",
     "plugin_overhead": "overhead_ms",
+    "overview_scale": "server_first_ms",
     "promotion_latency": "p99_ms",
     "remote_latency": "round_trips_max",
     "resync_scale": "runs",

@@ -87,8 +87,14 @@
     if (event !== "change") return;
     const names = JSON.parse(data).strategies || [];
     const here = main().dataset.strategy;
-    if (!here || names.indexOf(here) >= 0) refresh();
+    if (here) {
+      if (names.indexOf(here) >= 0) refresh();
+      return;
+    }
+    // The overview: thousands of strategies change all the time; at most every 5 s.
+    if (!pending) pending = setTimeout(function () { pending = null; refresh(); }, 5000);
   }
+  let pending = null;
 
   async function operate(button) {
     const op = button.dataset.op, env = button.dataset.env;
