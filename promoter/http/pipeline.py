@@ -84,7 +84,7 @@ def graph(strategy: PromotionStrategy, kinds: dict[str, str]) -> str:
         for i, ups in enumerate(waits)
     )
     return (
-        f'<svg class="pipeline" role="img" width="{width}" height="{height}" '
+        f'<svg class="pipeline" role="group" width="{width}" height="{height}" '
         f'viewBox="0 0 {width} {height}" aria-labelledby="pipeline-title">'
         f'<title id="pipeline-title">pipeline: {escape(described)}</title>'
         '<defs><marker id="arrow" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="7" '
