@@ -1,6 +1,7 @@
 """The dashboard in a real headless Chromium (Debian's ``chromium`` and
 ``chromium-driver``, driven by Selenium): live updates without a reload, the hold
-button with and without the token, a daemon that wants a token before it shows
+button offered once the token is typed (a viewer gets none, and the API refuses its
+write anyway), a daemon that wants a token before it shows
 anything, and a screenshot of the strategy page."""
 
 from __future__ import annotations
