@@ -12,6 +12,8 @@ from collections.abc import Callable
 from html import escape
 from typing import Any
 
+from promoter.http.kinds import proposes
+
 Allowed = Callable[[str, str], bool]
 """``allowed(operation, environment)``: whether the caller's role allows it there."""
 
@@ -97,7 +99,7 @@ def skipped(env: dict[str, Any]) -> list[str]:
 def _break_glass(env: dict[str, Any], allowed: Allowed) -> str:
     branch = str(env["branch"])
     proposed = (env.get("proposed") or {}).get("drySha")
-    if not proposed or not allowed("promote", branch):
+    if not proposes(env) or not allowed("promote", branch):
         return ""
     skips = skipped(env)
     what = "; ".join(skips) if skips else "nothing: every gate passes"

@@ -20,7 +20,7 @@ MARKS = {
     "runs": ("runs", "●"),
     "in": ("in", "✓"),
     "proposed": ("proposed", "→"),
-    "held": ("held", "✋"),
+    "held": ("held", "⊘"),
     "reverted": ("reverted", "↶"),
     "": ("not yet", "·"),
 }

@@ -29,7 +29,7 @@ from promoter.http.api import Api
 from promoter.http.audit_page import audit_page
 from promoter.http.dora_view import strategy_dora
 from promoter.http.identity import Identity
-from promoter.http.kinds import kind_of
+from promoter.http.kinds import kind_of, proposes
 from promoter.http.links import links_for
 from promoter.http.node import Files, history, node
 from promoter.http.pipeline import graph
@@ -200,7 +200,7 @@ class Dashboard:
         """The proposal's changed files, read in the mirror once per pair of commits."""
         older = (env.get("active") or {}).get("hydratedSha")
         newer = (env.get("proposed") or {}).get("hydratedSha")
-        if not older or not newer or older == newer:
+        if not older or not newer or not proposes(env):
             return None
         key = (older, newer)
         if key not in self._diffs:

@@ -15,12 +15,27 @@ KINDS: dict[str, tuple[str, str]] = {
     "error": ("error", "⚠"),
     "failing": ("failing", "✗"),
     "frozen": ("frozen", "❄"),
-    "paused": ("paused", "⏸"),
-    "held": ("held", "✋"),
+    "paused": ("paused", "‖"),
+    "held": ("held", "⊘"),
     "waiting": ("waiting", "…"),
     "up-to-date": ("up to date", "✓"),
 }
 """Each kind's words and icon, most urgent first (the order of the overview's counts)."""
+
+
+NOT_ITS_OWN = frozenset(
+    {
+        "promoter/hold",
+        "promoter/pin",
+        "promoter/paused",
+        "promoter/freeze",
+        "promoter/blocked-change",
+        "promoter/previous-environment",
+    }
+)
+"""The promoter's own gates that tell a hold, pin, pause, freeze, a change waiting for
+approval or an environment before this one: failed, they make it held, paused, frozen or
+waiting, never failing."""
 
 
 def kind_of(env: dict[str, Any]) -> str:
@@ -30,7 +45,8 @@ def kind_of(env: dict[str, Any]) -> str:
     if state == "error" or env.get("error"):
         return "error"
     gates = env.get("gates") or []
-    if any(g.get("phase") == "failure" for g in gates) or state == "reverting":
+    failed = [g for g in gates if g.get("phase") == "failure" and g.get("name") not in NOT_ITS_OWN]
+    if failed or state == "reverting":
         return "failing"
     if env.get("freezes"):
         return "frozen"
@@ -52,3 +68,10 @@ def badge(kind: str) -> str:
         f'<span class="kind kind-{escape(kind)}"><span aria-hidden="true">{icon}</span> '
         f"{escape(words)}</span>"
     )
+
+
+def proposes(env: dict[str, Any]) -> bool:
+    """Whether ``env`` proposes another dry commit than it runs (once merged, its ``-next``
+    commit differs from the active one, but it proposes nothing)."""
+    active, proposed = env.get("active") or {}, env.get("proposed") or {}
+    return bool(proposed.get("drySha")) and proposed.get("drySha") != active.get("drySha")

@@ -12,7 +12,7 @@ from typing import Any
 
 from promoter.http import dashboard_html as h
 from promoter.http.actions import Allowed, buttons
-from promoter.http.kinds import badge, kind_of
+from promoter.http.kinds import badge, kind_of, proposes
 from promoter.http.links import Links
 from promoter.http.timeline import Entry, duration
 from promoter.http.when import when
@@ -66,7 +66,7 @@ def files(env: dict[str, Any], found: Files, links: Links) -> str:
     """What the proposal changes: the hydrated files, and the full diff on the SCM."""
     active, proposed = env.get("active") or {}, env.get("proposed") or {}
     older, newer = active.get("hydratedSha"), proposed.get("hydratedSha")
-    if found is None or not older or not newer or older == newer:
+    if found is None or not older or not newer or not proposes(env):
         return ""
     shown = found[:200]
     items = "".join(
@@ -107,9 +107,7 @@ def node(
         hydrated(active, links),
         f"<dt>proposed</dt><dd class=proposed>"
         f"{dry(proposed.get('drySha'), commits, links, now)}</dd>",
-        hydrated(proposed, links)
-        if proposed.get("hydratedSha") != active.get("hydratedSha")
-        else "",
+        hydrated(proposed, links) if proposes(env) else "",
     ]
     pr = env.get("pullRequest")
     if pr:

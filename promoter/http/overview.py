@@ -57,7 +57,9 @@ def row_of(strategy: PromotionStrategy, view: StrategyView | None) -> Row:
             summary: dict[str, Any] = {
                 "state": verdict.state.value if verdict else "unknown",
                 "error": env.error or view.error,
-                "gates": [{"phase": g.phase.value} for g in verdict.gates] if verdict else [],
+                "gates": [{"name": g.name, "phase": g.phase.value} for g in verdict.gates]
+                if verdict
+                else [],
                 "freezes": env.freezes,
                 "paused": env.ledger.paused,
                 "pin": env.ledger.pin,

@@ -66,13 +66,17 @@ def serious_violations(browser: webdriver.Chrome) -> list[dict[str, Any]]:
     return [v for v in found if v["impact"] in ("serious", "critical")]
 
 
-def screenshot(browser: webdriver.Chrome, into: Path, name: str) -> Path:
-    """The viewport as ``name``.png in ``PROMOTER_SCREENSHOTS`` (else ``into``), checked
-    to be a 1280x800 PNG."""
+def screenshot(browser: webdriver.Chrome, into: Path, name: str, at: str = "") -> Path:
+    """The viewport (from the top, or from the element ``at``) as ``name``.png in
+    ``PROMOTER_SCREENSHOTS`` (else ``into``), checked to be a 1280x800 PNG."""
     folder = Path(os.environ.get("PROMOTER_SCREENSHOTS") or into)
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"{name}.png"
-    browser.execute_script("window.scrollTo(0, 0)")
+    browser.execute_script(
+        "const e = arguments[0] && document.querySelector(arguments[0]);"
+        " if (e) e.scrollIntoView(); else window.scrollTo(0, 0);",
+        at,
+    )
     assert browser.save_screenshot(str(path))
     head = path.read_bytes()[:24]
     assert head[:8] == b"\x89PNG\r\n\x1a\n"

@@ -163,6 +163,12 @@ def test_a_change_waits_fails_a_gate_and_the_release_manager_merges_prod_from_th
     proposed = box.envs()[DEV]["proposed"]["hydratedSha"]
     hydrated = text_of(browser, f'[id="env-{DEV}"] .proposed + .hydrated')
     assert proposed[:8] in hydrated and "CI and health report on this" in hydrated
+    summary = text_of(browser, f'[id="env-{DEV}"] details.files summary')
+    assert re.fullmatch(r"What the proposal changes: [1-9]\d* files?", summary), summary
+    listed = browser.execute_script(
+        "return document.querySelector(arguments[0]).textContent", f'[id="env-{DEV}"] .files ul'
+    )
+    assert "apps/guestbook/" in listed  # the hydrated manifests, read in the daemon's mirror
     screenshot(browser, tmp_path, "dashboard-waiting")
 
     box.status(proposed, "ci", "failure", "3 unit tests failed")
@@ -210,6 +216,7 @@ def test_a_change_waits_fails_a_gate_and_the_release_manager_merges_prod_from_th
             and not b.find_elements(By.CSS_SELECTOR, f'[id="env-{PROD}"] .gate-pending')
         )
     )
+    assert not browser.find_elements(By.CSS_SELECTOR, f'[id="env-{DEV}"] details.files')
     screenshot(browser, tmp_path, "dashboard-ready-to-merge")
     assert answer(browser, "merge", PROD) == f"merge on {PROD}: done"
     wait_for(
@@ -246,8 +253,9 @@ def test_after_a_revert_the_page_shows_where_each_change_is_and_prod_history_sto
     staging = text_of(browser, f'[aria-label="history of {STAGING}"]')
     assert f"{bad[:8]}" in staging and "revert (PR #" in staging
     assert "held (revert)" in text_of(browser, f'[aria-label="history of {PROD}"]')
+    assert kind_of(browser, PROD) == "held"  # the revert's hold, not a failure of prod's own
     no_serious_violation(browser)
-    screenshot(browser, tmp_path, "dashboard-after-revert")
+    screenshot(browser, tmp_path, "dashboard-after-revert", at="h2 + table.changes")
 
     demo_cli._act_three(box.demo, box.client, time.monotonic())
     prod = f'[aria-label="history of {PROD}"] li.healthy'

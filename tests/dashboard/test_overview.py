@@ -3,15 +3,19 @@ pieces: links to the SCM, where each change is, the pipeline's edges, the button
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
 
 from promoter.config.loader import parse_config
 from promoter.http.actions import buttons
 from promoter.http.changes import mark
 from promoter.http.kinds import kind_of
-from promoter.http.links import links_for
+from promoter.http.links import Links, links_for
+from promoter.http.node import node
 from promoter.http.overview import PAGE, Cell, Row, overview, render
 from promoter.http.pipeline import depths, graph, upstreams
+
+NOW = datetime(2026, 1, 1, tzinfo=UTC)
 
 
 def env(**fields: Any) -> dict[str, Any]:
@@ -29,6 +33,15 @@ def test_waiting_for_ci_is_waiting_and_a_failed_gate_is_failing() -> None:
     held = env(proposed={"drySha": "b" * 40}, holds=[{"drySha": "b" * 40}])
     assert kind_of(held) == "held"
     assert kind_of(env(proposed={"drySha": "c" * 40}, holds=[{"drySha": "b" * 40}])) == "waiting"
+
+
+def test_the_promoters_own_gates_tell_held_or_waiting_not_failing() -> None:
+    hold = {"name": "promoter/hold", "phase": "failure"}
+    held = env(proposed={"drySha": "b" * 40}, holds=[{"drySha": "b" * 40}], gates=[hold])
+    assert kind_of(held) == "held"
+    upstream = {"name": "promoter/previous-environment", "phase": "failure"}
+    assert kind_of(env(gates=[upstream])) == "waiting"  # the one before it failed, not it
+    assert kind_of(env(gates=[upstream, {"name": "ci", "phase": "failure"}])) == "failing"
 
 
 def rows(n: int) -> list[Row]:
@@ -132,6 +145,34 @@ def test_buttons_are_offered_by_role_and_break_glass_names_what_it_skips() -> No
     approver = buttons(ready, lambda op, e: op in ("merge", "approve"))
     assert 'data-op="merge"' in approver and 'data-op="approve"' in approver
     assert 'data-op="hold"' not in approver and 'data-op="promote"' not in approver
+    merged = env(active={"drySha": "a" * 40}, proposed={"drySha": "a" * 40})
+    assert "break-glass" not in buttons(merged, lambda op, e: True)  # nothing to promote
     admin = buttons(ready, lambda op, e: True)
     assert 'class="break-glass' in admin
     assert "skipping gate security-scan (failure); hold on cccccccc" in admin
+
+
+def test_a_proposal_lists_the_hydrated_files_it_changes_with_the_full_diff_on_the_scm() -> None:
+    github = links_for("https://github.com/acme/gitops.git", "github")
+    old, new = "1" * 40, "2" * 40
+    proposing = env(
+        active={"drySha": "a" * 40, "hydratedSha": old},
+        proposed={"drySha": "b" * 40, "hydratedSha": new},
+    )
+    found = [("M", "apps/guestbook/values.yaml"), ("A", "apps/guestbook/<new>.yaml")]
+    html = node(proposing, {}, NOW, links=github, changed=found, allowed=lambda o, e: False)
+    assert "What the proposal changes: 2 files" in html
+    assert "<code>apps/guestbook/&lt;new&gt;.yaml</code>" in html
+    assert f'href="https://github.com/acme/gitops/compare/{old}...{new}"' in html
+    assert html.count('class="hydrated"') == 2  # running and proposed, each to report on
+
+
+def test_an_environment_up_to_date_proposes_nothing_though_its_next_commit_differs() -> None:
+    merged = env(
+        state="up-to-date",
+        active={"drySha": "a" * 40, "hydratedSha": "1" * 40},
+        proposed={"drySha": "a" * 40, "hydratedSha": "2" * 40},
+    )
+    html = node(merged, {}, NOW, links=Links(), changed=[], allowed=lambda o, e: False)
+    assert "What the proposal changes" not in html
+    assert html.count('class="hydrated"') == 1
