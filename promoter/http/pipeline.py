@@ -10,7 +10,7 @@ from __future__ import annotations
 from html import escape
 
 from promoter.config import PromotionStrategy
-from promoter.engine.dag import shape_of
+from promoter.engine import shape_of
 from promoter.http.kinds import KINDS
 
 WIDTH, HEIGHT, GAP_X, GAP_Y, PAD = 170, 46, 60, 16, 8
