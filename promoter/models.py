@@ -81,6 +81,9 @@ class PullRequest(Model):
     url: str = ""
     draft: bool = False
     merge_sha: str | None = Field(default=None, alias="mergeSha")
+    author: str = ""
+    """The login of whoever opened it (the promoter's own account for a promotion PR);
+    "" when the SCM did not say. Its approvals never count (docs/gates.md)."""
 
 
 class DryCommit(Model):
@@ -102,6 +105,15 @@ class Review(Model):
     commit_sha: str = Field(default="", alias="commitSha")
     """The head the review was given on ("" when the SCM does not say)."""
     teams: tuple[str, ...] = ()
+    name: str = ""
+    """The reviewer's display name, when the SCM gives it (matched against git authors)."""
+
+
+class Author(Model):
+    """A person named by a commit: its git author, or a ``Co-authored-by`` trailer."""
+
+    name: str
+    email: str = ""
 
 
 class Verification(Model):

@@ -104,6 +104,21 @@ class Reviews(Protocol):
 
 
 @runtime_checkable
+class OptionalReviews(Reviews, Protocol):
+    """Reviews a plugin may or may not read, as its SCM says (an out-of-process plugin)."""
+
+    @property
+    def reads_reviews(self) -> bool: ...
+
+
+def review_reader(plugin: object) -> Reviews | None:
+    """``plugin``'s reviews half, or None when it cannot read reviews."""
+    if isinstance(plugin, OptionalReviews):
+        return plugin if plugin.reads_reviews else None
+    return plugin if isinstance(plugin, Reviews) else None
+
+
+@runtime_checkable
 class Approvals(Protocol):
     """Optional: approving a pull request as a named user (the local SCM)."""
 

@@ -200,11 +200,16 @@ class ForgejoRepository(TypedDict, total=False):
     html_url: Any
 
 
+class ForgejoCommit(TypedDict, total=False):
+    id: Any
+
+
 class ForgejoPush(TypedDict, total=False):
     repository: ForgejoRepository | None
     ref: Any
     before: Any
     after: Any
+    commits: list[ForgejoCommit] | None
 
 
 class ForgejoStatus(TypedDict, total=False):

@@ -46,12 +46,21 @@ class ApiClient:
         return result
 
     def set_status(
-        self, repo: str, sha: str, *, key: str, phase: str, description: str = "", url: str = ""
+        self,
+        repo: str,
+        sha: str,
+        *,
+        key: str,
+        phase: str,
+        description: str = "",
+        url: str = "",
+        force: bool = False,
     ) -> dict[str, Any]:
+        body: dict[str, Any] = {"key": key, "phase": phase, "description": description, "url": url}
+        if force:
+            body["force"] = True
         result: dict[str, Any] = self._call(
-            "POST",
-            f"/api/v1/repositories/{repo}/commits/{sha}/statuses",
-            json={"key": key, "phase": phase, "description": description, "url": url},
+            "POST", f"/api/v1/repositories/{repo}/commits/{sha}/statuses", json=body
         )
         return result
 

@@ -43,6 +43,12 @@ def set_status_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("phase", choices=["pending", "success", "failure"], help="the gate's result")
     p.add_argument("--description", default="", help="one line shown beside the status")
     p.add_argument("--target-url", default="", help="a link to the details (a CI run)")
+    p.add_argument(
+        "--force",
+        action="store_true",
+        help="write it even when no environment reads that key on that commit (by default"
+        " that is refused, naming the commits that would count)",
+    )
     add_client_arguments(p)
 
 
@@ -56,6 +62,7 @@ def set_status(args: argparse.Namespace) -> int:
             phase=args.phase,
             description=args.description,
             url=args.target_url,
+            force=args.force,
         )
     finally:
         client.close()

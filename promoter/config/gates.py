@@ -29,6 +29,7 @@ GATE_KINDS = (
 )
 ACTIVE_KINDS = frozenset({"argocd", "flux"})
 """Kinds that judge an environment's running commit (health), not the proposed change."""
+TIMEOUT = "Time limit of one check, its whole answer included; then it is pending."
 
 
 class Soak(Spec):
@@ -80,6 +81,9 @@ class Approval(Spec):
     """Approving reviews on the PR (GitHub reviews, GitLab approvals, `promoter approve`)."""
 
     count: int = Field(default=1, ge=1, description="How many distinct approvers.")
+    timeout: Duration = Field(
+        default=10.0, description="Time limit of the SCM read of the PR's reviews."
+    )
     users: list[str] = Field(default_factory=list, description="Only these users count.")
     teams: list[str] = Field(
         default_factory=list, description="Only members of these teams / groups count."
@@ -87,6 +91,11 @@ class Approval(Spec):
     label: str | None = Field(default=None, description="A PR label that approves by itself.")
     reset_on_push: bool = Field(
         default=False, description="An approval counts only for the head it was given on."
+    )
+    exclude_change_authors: bool = Field(
+        default=True,
+        description="Approvals by the authors (and co-authors) of the dry commits being "
+        "promoted do not count; the PR's author never counts.",
     )
 
 
@@ -102,7 +111,7 @@ class HttpCheck(Spec):
         default=None, description="JMESPath over the JSON answer; truthy means success."
     )
     interval: Duration = Field(default=30.0, description="How often to ask again.")
-    timeout: Duration = Field(default=10.0)
+    timeout: Duration = Field(default=10.0, description=TIMEOUT)
 
     @field_validator("url")
     @classmethod
@@ -144,7 +153,7 @@ class ArgoCd(Spec):
     token: SecretRef
     selector: str | None = Field(default=None, description="Label selector of Applications.")
     applications: list[str] = Field(default_factory=list, description="Or Application names.")
-    timeout: Duration = 10.0
+    timeout: Duration = Field(default=10.0, description=TIMEOUT)
     interval: Duration = Field(default=30.0, description="How often to look again.")
 
 
@@ -155,6 +164,7 @@ class Flux(Spec):
     kustomizations: list[str] = Field(default_factory=list)
     helm_releases: list[str] = Field(default_factory=list)
     interval: Duration = Field(default=30.0, description="How often to look again.")
+    timeout: Duration = Field(default=10.0, description=TIMEOUT)
 
 
 class SignedCommits(Spec):

@@ -74,6 +74,19 @@ class Daemon(Spec):
         ),
     )
     workers: int = Field(default=4, ge=1, le=64)
+    gate_workers: int = Field(
+        default=8, ge=1, le=256, description="Threads running HTTP, Argo CD and Flux checks."
+    )
+    gate_calls_per_backend: int = Field(
+        default=2,
+        ge=1,
+        le=64,
+        description=(
+            "Calls in flight at most per gate backend (an HTTP host, an Argo CD, the"
+            " Kubernetes API, an SCM's reads and writes for gates): a hanging one holds"
+            " no more threads than this."
+        ),
+    )
     max_backoff: Duration = Field(default=300.0, description="Cap of the retry backoff.")
     api_token: SecretRef | None = Field(
         default=None,

@@ -15,30 +15,33 @@ from datetime import datetime
 from promoter.config import Environment, GateSpec, PromotionStrategy, Repository
 from promoter.config.freezes import GlobalFreezeWindow
 from promoter.daemon.freezes import configured, dated_periods, manual_periods
+from promoter.daemon.review_reads import ReviewReads
+from promoter.daemon.shapes import EnvironmentShape, Shapes
 from promoter.daemon.signature_check import SignatureReading
-from promoter.engine import (
-    AutoRevertPolicy,
-    CommitState,
-    EnvironmentSnapshot,
-    EnvLedger,
-    FreezePeriod,
-    Rollout,
-    Snapshot,
-    UpstreamGroup,
-    shape_of,
-)
-from promoter.errors import MetadataMissing
+from promoter.engine import CommitState, EnvironmentSnapshot, EnvLedger, FreezePeriod, Snapshot
+from promoter.errors import GitError, MetadataMissing
 from promoter.git import GitMirror
 from promoter.git.caches import remember
 from promoter.git.codeowners import change_owners
 from promoter.git.lineage import Lineage
-from promoter.models import CommitStatus, DryCommit, PullRequest, QueueEntry, Review, utcnow
+from promoter.models import (
+    Author,
+    CommitStatus,
+    DryCommit,
+    PullRequest,
+    QueueEntry,
+    Review,
+    utcnow,
+)
 from promoter.state.ledger import GitLedger, LedgerUnreadable
 from promoter.state.pulls import MISSING, PullRequestCache
 from promoter.state.statuses import StatusCache
-from scm_plugins.protocol import Deployments, MergeQueues, Reviews, ScmPlugin
+from scm_plugins.protocol import Deployments, MergeQueues, ScmPlugin, review_reader
 
 log = logging.getLogger("promoter.reader")
+
+MADE_BY_MERGE = frozenset({"merge", "lineage"})
+"""Where the lineage found the dry SHA of a commit the hydrator did not write."""
 
 
 @dataclass
@@ -53,10 +56,14 @@ class SnapshotReader:
     lineage: Lineage = field(default_factory=Lineage)
     """Dry SHAs of commits that merges made (``promoter.git.lineage``)."""
     conflicts: MergeConflicts = field(default_factory=lambda: MergeConflicts())
+    shapes: Shapes = field(default_factory=Shapes)
+    """What each strategy's configuration gives its snapshots (``promoter.daemon.shapes``)."""
     global_freezes: tuple[GlobalFreezeWindow, ...] = ()
     """The configuration's top-level freeze dates (``Config.freezes``)."""
     signatures: SignatureReading = field(default_factory=SignatureReading)
     """Verified signatures of dry commits (long-lived: the reconciler's)."""
+    review_reads: ReviewReads = field(default_factory=ReviewReads)
+    """Approval gates' reads, bounded and never raising (``review_reads``)."""
 
     def statuses(self, repo: Repository, sha: str, *, fresh: bool = False) -> list[CommitStatus]:
         """A SHA's statuses from the cache when complete and fresh, else from the SCM."""
@@ -86,9 +93,12 @@ class SnapshotReader:
             return None
         dry_sha: str | None = None
         error: str | None = None
+        by_merge = False
         tip = mirror.branch_sha(proposed) if proposed else None
         try:
-            dry_sha = self.lineage.metadata(mirror, sha, proposed_tip=tip).dry_sha
+            found = self.lineage.metadata(mirror, sha, proposed_tip=tip)
+            dry_sha = found.dry_sha
+            by_merge = proposed is None and found.source in MADE_BY_MERGE
         except MetadataMissing as exc:
             error = str(exc)
         return CommitState(
@@ -97,14 +107,13 @@ class SnapshotReader:
             dry_sha=dry_sha,
             metadata_error=error,
             statuses=tuple(self.statuses(repo, sha)),
+            by_merge=by_merge,
         )
 
     def read(self, strategy: PromotionStrategy, repo: Repository, mirror: GitMirror) -> Snapshot:
-        envs: list[EnvironmentSnapshot] = []
-        shapes = shape_of(strategy)
-        for position, env in enumerate(strategy.environments):
-            upstreams, rollout = shapes[position]
-            envs.append(self._environment(strategy, repo, mirror, env, upstreams, rollout))
+        envs = [
+            self._environment(strategy, repo, mirror, shape) for shape in self.shapes.of(strategy)
+        ]
         return Snapshot(
             strategy=strategy.name,
             repository=repo.name,
@@ -123,12 +132,11 @@ class SnapshotReader:
         strategy: PromotionStrategy,
         repo: Repository,
         mirror: GitMirror,
-        env: Environment,
-        upstreams: tuple[UpstreamGroup, ...] | None,
-        rollout: Rollout,
+        shape: EnvironmentShape,
     ) -> EnvironmentSnapshot:
         """One environment's part of the snapshot: its branches, PR, ledger and reviews."""
-        proposed_branch = strategy.proposed_branch(env)
+        env = shape.config
+        proposed_branch = shape.proposed_branch
         active = self._commit(repo, mirror, env.branch, proposed_branch)
         proposed = self._commit(repo, mirror, proposed_branch)
         error = None if active is not None else f"branch {env.branch} does not exist"
@@ -144,7 +152,7 @@ class SnapshotReader:
         error = error or ledger_error
         freezes, freeze_error = self._freezes(strategy, mirror, env.branch, ledger)
         error = error or freeze_error
-        gates = tuple(strategy.gates_of(env))
+        gates = shape.gates
         reviews, reviews_error = self._reviews(repo, gates, pull_request)
         users, teams = _reviewers(env, mirror, active, proposed, pull_request, ledger)
         signatures, signatures_error = self.signatures.read(
@@ -155,29 +163,20 @@ class SnapshotReader:
             active.dry_sha if active else None,
             proposed.dry_sha if active and proposed else None,
         )
+        authors, authors_error = _change_authors(mirror, gates, pull_request, active, proposed)
         return EnvironmentSnapshot(
             branch=env.branch,
             proposed_branch=proposed_branch,
-            auto_merge=env.auto_merge,
-            active_keys=(
-                *strategy.active_keys(env),
-                *(g.key for g in gates if g.active),
-            ),
-            proposed_keys=(
-                *strategy.proposed_keys(env),
-                *(g.key for g in gates if g.http is not None),
-            ),
+            auto_merge=shape.auto_merge,
+            active_keys=shape.active_keys,
+            proposed_keys=shape.proposed_keys,
             active=active,
             proposed=proposed,
             pull_request=pull_request,
             changelog=changelog,
             ledger=ledger,
             active_since=mirror.commit_time(active.hydrated_sha) if active else None,
-            auto_revert=AutoRevertPolicy(
-                enabled=env.auto_revert.enabled,
-                settle_time=env.auto_revert.settle_time,
-                auto_merge=env.auto_revert.auto_merge,
-            ),
+            auto_revert=shape.auto_revert,
             revert_pull_request=self._revert_pull_request(repo, mirror, env.branch, active, ledger),
             proposed_in_active=_contains(mirror, active, proposed),
             merge_conflicts=self.conflicts.check(mirror, active, proposed),
@@ -185,8 +184,10 @@ class SnapshotReader:
             gates=gates,
             reviews=reviews,
             reviews_error=reviews_error,
-            upstreams=upstreams,
-            rollout=rollout,
+            change_authors=authors,
+            change_authors_error=authors_error,
+            upstreams=shape.upstreams,
+            rollout=shape.rollout,
             freezes=freezes,
             signatures=signatures,
             signatures_error=signatures_error,
@@ -252,11 +253,14 @@ class SnapshotReader:
         wanted = [g.approval for g in gates if g.approval is not None]
         if not wanted or pr is None:
             return None, None
-        if not isinstance(self.plugin, Reviews):
+        reviewer = review_reader(self.plugin)
+        if reviewer is None:
             return None, f"approval: the {self.plugin.name} SCM plugin cannot read reviews"
         teams = sorted({team for approval in wanted for team in approval.teams})
-        found = self.plugin.get_reviews(repo=repo, number=pr.number, teams=teams)
-        return tuple(found), None
+        timeout = min(approval.timeout for approval in wanted)
+        return self.review_reads.read(
+            reviewer, self.plugin.name, repo, pr.number, teams, timeout=timeout
+        )
 
     def open_pull_request(
         self, repo: Repository, head: str, base: str, tip: str
@@ -344,6 +348,25 @@ def _reviewers(
     return tuple(dict.fromkeys(users)), tuple(dict.fromkeys(teams))
 
 
+def _change_authors(
+    mirror: GitMirror,
+    gates: tuple[GateSpec, ...],
+    pr: PullRequest | None,
+    active: CommitState | None,
+    proposed: CommitState | None,
+) -> tuple[tuple[Author, ...] | None, str | None]:
+    """Who wrote the dry commits being promoted, read only when an approval gate leaves
+    them out (``excludeChangeAuthors``) and a PR is open; unreadable: None, and why."""
+    if pr is None or not any(g.approval and g.approval.exclude_change_authors for g in gates):
+        return None, None
+    if active is None or proposed is None or not active.dry_sha or not proposed.dry_sha:
+        return None, "approval: the dry commits being promoted are not known"
+    try:
+        return mirror.authors(active.dry_sha, proposed.dry_sha), None
+    except GitError as exc:
+        return None, f"approval: the authors of the change cannot be read: {exc}"
+
+
 def _contains(mirror: GitMirror, active: CommitState | None, proposed: CommitState | None) -> bool:
     """The proposed hydrated commit is already in the active branch's history."""
     if active is None or proposed is None or active.hydrated_sha == proposed.hydrated_sha:
@@ -371,5 +394,5 @@ class MergeConflicts:
                 known = False  # a fast-forward, or nothing to merge
             else:
                 known = not mirror.merge_tree(proposed.hydrated_sha, active.hydrated_sha)[0]
-            remember(self._known, key, known, 4096)
+            remember(self._known, key, known, 1 << 15)
         return known

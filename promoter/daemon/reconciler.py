@@ -15,15 +15,19 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from promoter.config import Config, Repository
+from promoter.daemon.compact import FieldSets
 from promoter.daemon.events import Observer
 from promoter.daemon.executor import Executor, Outcome
 from promoter.daemon.merges import UnconfirmedMerges
 from promoter.daemon.probes import Probes
-from promoter.daemon.reader import SnapshotReader
+from promoter.daemon.reader import MergeConflicts, SnapshotReader
+from promoter.daemon.review_reads import ReviewReads
 from promoter.daemon.settled import SettledIndex, notes_tips
+from promoter.daemon.shapes import Shapes
 from promoter.daemon.signature_check import SignatureReading
 from promoter.engine import Decision, EnvState, RecordHealthy, Snapshot, decide
 from promoter.git import GitMirror
+from promoter.git.lineage import Lineage
 from promoter.git.pool import MirrorPool
 from promoter.logs import reconcile_context
 from promoter.metrics import RECONCILE_DURATION, RECONCILE_TOTAL
@@ -63,12 +67,21 @@ class Reconciler:
     clock: Callable[[], datetime] = utcnow
     """What the engine is told the time is (a test may move it)."""
     probes: Probes = field(default_factory=Probes)
+    """HTTP checks, Argo CD and Flux: run in the background, never in a reconcile."""
+    review_reads: ReviewReads = field(default_factory=ReviewReads)
     unconfirmed: UnconfirmedMerges = field(default_factory=UnconfirmedMerges)
     views: dict[str, StrategyView] = field(default_factory=dict)
     signatures: SignatureReading = field(default_factory=SignatureReading)
     """Dry commits' verified signatures, kept across reconciles."""
     settled: SettledIndex | None = None
     """What each reconcile read and which of it is settled, for the resync."""
+    lineage: Lineage = field(default_factory=Lineage)
+    conflicts: MergeConflicts = field(default_factory=MergeConflicts)
+    shapes: Shapes = field(default_factory=Shapes)
+    field_sets: FieldSets = field(default_factory=FieldSets)
+    """Shares the field-name sets of the models the views keep (``daemon.compact``)."""
+    """Shared by every reader: dry SHAs and merge conflicts by immutable SHAs (and the
+    notes parsed), and what each strategy's configuration gives its snapshots."""
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _key_locks: dict[str, threading.Lock] = field(default_factory=dict)
 
@@ -126,11 +139,12 @@ class Reconciler:
                 snapshot = with_recorded(snapshot, outcome, self.ledger, mirror)
                 if any(v.state is not EnvState.UP_TO_DATE for v in decision.environments):
                     outcome.requeue(0.0)  # a soak or a restore point may wait on the record
-            probed = self.probes.run(snapshot, repo, plugin, self.status_cache)
-            if probed.changed:
-                outcome.requeue(0.0)
-            if probed.next_in is not None:
-                outcome.requeue(probed.next_in)
+            for due in (
+                self.probes.plan(snapshot, repo, plugin, self.status_cache),
+                self.review_reads.retry_in(snapshot),
+            ):
+                if due is not None:
+                    outcome.requeue(due)
         except Exception as exc:
             # Logged once, by the worker that decides the retry; shown here in the view.
             RECONCILE_TOTAL.labels("error").inc()
@@ -194,14 +208,19 @@ class Reconciler:
             self.pr_cache,
             self._status_url(key),
             clock=self.clock,
+            lineage=self.lineage,
+            conflicts=self.conflicts,
+            shapes=self.shapes,
             global_freezes=tuple(self.config.freezes),
             signatures=self.signatures,
+            review_reads=self.review_reads,
         )
 
     def _status_url(self, key: str) -> str:
         return f"{self.status_url.rstrip('/')}/strategies/{key}" if self.status_url else ""
 
     def _remember(self, key: str, view: StrategyView) -> None:
+        self.field_sets.compact(view.snapshot, view.decision)
         with self._lock:
             self.views[key] = view
 

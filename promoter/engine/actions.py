@@ -301,6 +301,7 @@ class EnvState(StrEnum):
     """What an environment is doing, in one word."""
 
     UP_TO_DATE = "up-to-date"
+    UNHEALTHY = "unhealthy"  # nothing to promote, but an active gate failed on what it runs
     WAITING = "waiting"  # no proposed commit yet
     BLOCKED = "blocked"  # a gate is not success, or a rule forbids it
     READY = "ready"  # every gate passes, waiting for a person (autoMerge off)

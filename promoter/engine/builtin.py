@@ -15,11 +15,12 @@ import jmespath
 from promoter.config.gates import Approval, CommitMessage, GateSpec, SignedCommits, Soak, Windows
 from promoter.engine.actions import GateVerdict
 from promoter.engine.dag import upstreams_of
+from promoter.engine.four_eyes import not_counted
 from promoter.engine.messages import has_trailer, record, trailers
 from promoter.engine.pr_text import short
 from promoter.engine.snapshot import Snapshot
 from promoter.engine.windows import describe, window_state
-from promoter.models import Phase
+from promoter.models import Phase, Review
 
 PURE_KINDS = frozenset({"soak", "window", "approval", "commit_message", "signed_commits"})
 """Kinds the engine judges itself; the others arrive as commit statuses."""
@@ -81,25 +82,44 @@ def window(spec: Windows, key: str, snapshot: Snapshot) -> GateVerdict:
 
 
 def approval(spec: Approval, key: str, snapshot: Snapshot, index: int) -> GateVerdict:
-    """Enough approvals from the right people on the open PR, or the approving label."""
+    """Enough approvals from the right people on the open PR, or the approving label.
+
+    A PR opened in this very pass has no reviews yet and the strategy's labels: it is
+    judged so, rather than as missing. The PR's author and, with
+    ``excludeChangeAuthors``, the change's authors never count (``engine.four_eyes``).
+    """
     env = snapshot.environments[index]
     pr = env.pull_request
-    if pr is None:
-        return GateVerdict(name=key, phase=Phase.PENDING, reason="approval: no pull request yet")
-    if spec.label is not None and spec.label in pr.labels:
+    labels = pr.labels if pr is not None else snapshot.labels
+    if spec.label is not None and spec.label in labels:
         return GateVerdict(name=key, phase=Phase.SUCCESS, reason=f"approved by label {spec.label}")
-    if env.reviews is None:
-        reason = env.reviews_error or "approval: reviews not read yet"
+    reviews: tuple[Review, ...] = ()
+    if pr is not None:
+        if env.reviews is None:
+            reason = env.reviews_error or "approval: reviews not read yet"
+            return GateVerdict(name=key, phase=Phase.PENDING, reason=reason)
+        reviews = env.reviews
+    authors = env.change_authors if spec.exclude_change_authors else ()
+    if authors is None and reviews:
+        reason = env.change_authors_error or "approval: the authors of the change not read yet"
         return GateVerdict(name=key, phase=Phase.PENDING, reason=reason)
-    latest = {r.user: r for r in env.reviews}  # a person's latest review counts
-    approvers = sorted(
-        user
-        for user, review in latest.items()
-        if review.approved
-        and (not spec.reset_on_push or not review.commit_sha or review.commit_sha == pr.head_sha)
-        and (not spec.users or user in spec.users)
-        and (not spec.teams or set(spec.teams) & set(review.teams))
-    )
+    head = pr.head_sha if pr is not None else ""
+    latest = {r.user: r for r in reviews}  # a person's latest review counts
+    approvers: list[str] = []
+    left_out: list[str] = []
+    for user, review in sorted(latest.items()):
+        if not (
+            review.approved
+            and (not spec.reset_on_push or not review.commit_sha or review.commit_sha == head)
+            and (not spec.users or user in spec.users)
+            and (not spec.teams or set(spec.teams) & set(review.teams))
+        ):
+            continue
+        why = not_counted(review, pr, authors)
+        if why is None:
+            approvers.append(user)
+        else:
+            left_out.append(why)
     who = " or ".join(filter(None, [", ".join(spec.users), ", ".join(spec.teams)]))
     if len(approvers) >= spec.count:
         reason = f"approved by {', '.join(approvers)}"
@@ -108,7 +128,8 @@ def approval(spec: Approval, key: str, snapshot: Snapshot, index: int) -> GateVe
         f" from {who}" if who else ""
     )
     label = f" or the label {spec.label}" if spec.label else ""
-    reason = f"waiting for {wanted}{label} ({len(approvers)} so far)"
+    excluded = f"; not counted: {'; '.join(left_out)}" if left_out else ""
+    reason = f"waiting for {wanted}{label} ({len(approvers)} so far{excluded})"
     return GateVerdict(name=key, phase=Phase.PENDING, reason=reason)
 
 

@@ -25,6 +25,7 @@ from promoter.engine.actions import (
 from promoter.engine.dag import and_downstream
 from promoter.engine.deployments import deployment_actions
 from promoter.engine.gates import error_reason, evaluate, is_no_op, phase_of
+from promoter.engine.health import up_to_date
 from promoter.engine.mergeable import REQUEUE_MERGEABLE, keep_mergeable
 from promoter.engine.pr_text import short
 from promoter.engine.publish import (
@@ -112,7 +113,8 @@ def _judge(snapshot: Snapshot, index: int) -> _Outcome:
                 f"nothing to promote: {short(proposed_sha)} renders the same manifests"
                 f" as {short(active_sha)}"
             )
-        return _close_if_open(snapshot, index, EnvState.UP_TO_DATE, reason, why)
+        state, reason = up_to_date(snapshot, index, reason)
+        return _close_if_open(snapshot, index, state, reason, why)
     backwards = backwards_reason(snapshot, index, proposed_sha)
     if backwards is not None:
         return _close_if_open(snapshot, index, EnvState.BLOCKED, backwards, backwards)

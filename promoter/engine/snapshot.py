@@ -11,7 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from promoter.config.gates import GateSpec
 from promoter.engine.ledger_state import EnvLedger, HealthyRecord
-from promoter.models import CommitStatus, DryCommit, PullRequest, QueueEntry, Review
+from promoter.models import Author, CommitStatus, DryCommit, PullRequest, QueueEntry, Review
 
 
 class Frozen(BaseModel):
@@ -26,6 +26,9 @@ class CommitState(Frozen):
     dry_sha: str | None = None
     metadata_error: str | None = None
     statuses: tuple[CommitStatus, ...] = ()
+    by_merge: bool = False
+    """A proposed tip the hydrator did not write: a merge (the promoter's "ours" merge of
+    the active branch, after a revert), on which CI has not run."""
 
     def status(self, key: str) -> CommitStatus | None:
         return next((s for s in self.statuses if s.key == key), None)
@@ -124,6 +127,12 @@ class EnvironmentSnapshot(Frozen):
         "or when the SCM plugin cannot read them (see reviews_error).",
     )
     reviews_error: str | None = None
+    change_authors: tuple[Author, ...] | None = Field(
+        default=None,
+        description="The authors and co-authors of the dry commits being promoted; None when "
+        "not read (no approval gate excludes them, no PR) or unreadable (change_authors_error).",
+    )
+    change_authors_error: str | None = None
     upstreams: tuple[UpstreamGroup, ...] | None = Field(
         default=None,
         description="What this environment waits for; None: the environment before it.",

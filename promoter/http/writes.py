@@ -14,6 +14,7 @@ import json
 import re
 from collections.abc import Callable
 from dataclasses import fields
+from functools import partial
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -23,7 +24,7 @@ from starlette.responses import JSONResponse, Response
 
 from promoter.daemon.operation_results import OperationResult
 from promoter.daemon.operations import OperationError
-from promoter.errors import CommitNotFound, GitError, ScmError
+from promoter.errors import CommitNotFound, GitError, ScmError, StatusNotRead
 from promoter.http.attempt import Attempt, Attempts
 from promoter.http.body import BodyTooLarge, read_body
 from promoter.http.identity import Identity
@@ -59,6 +60,8 @@ class StatusBody(BaseModel):
     phase: Phase
     description: str = Field(default="", max_length=1024)
     url: str = Field(default="", max_length=2048)
+    force: bool = False
+    """Write it even though no environment reads it (a CI job reporting on every commit)."""
 
 
 class OperationBody(BaseModel):
@@ -210,6 +213,8 @@ class WriteRoutes:
         except ValueError as exc:  # pydantic's ValidationError is one too
             return attempt.finish(invalid("invalid status", exc))
         attempt.detail.update(key=body.key, phase=body.phase.value, url=body.url)
+        if body.force:
+            attempt.detail["force"] = "true"
         served = [s.name for s in self.views.strategies() if s.repository == name]
         for scope in [Scope(s) for s in served] or [EVERY_STRATEGY]:
             denied = attempt.authorize("operator", scope)
@@ -225,9 +230,13 @@ class WriteRoutes:
         )
         try:
             sha = await run_in_threadpool(self.commands.resolve_commit, name, sha)
-            keys = await run_in_threadpool(self.commands.post_status, name, sha, status)
+            keys = await run_in_threadpool(
+                partial(self.commands.post_status, force=body.force), name, sha, status
+            )
         except CommitNotFound as exc:
             return attempt.finish(problem(422, str(exc)))
+        except StatusNotRead as exc:
+            return attempt.finish(problem(409, str(exc)))
         except LookupError:
             return attempt.finish(problem(404, f"no repository named {name!r}"))
         except ScmError as exc:

@@ -40,6 +40,9 @@ PERMISSIONS = frozenset(
 )
 """(API group, resource, verb) of every call below: manifests/rbac.yaml grants exactly these."""
 
+REQUEST_TIMEOUT = (5.0, 30.0)
+"""(connect, read) seconds of every call that does not give its own (a watch does)."""
+
 
 class KubeError(PromoterError):
     """A failed API call; ``status`` is the HTTP status (0 when the server was unreachable)."""
@@ -86,6 +89,7 @@ class Kube:
         self.authentication = k8s.AuthenticationV1Api(client)
 
     def _call(self, what: str, func: Any, *args: Any, **kwargs: Any) -> Any:
+        kwargs.setdefault("_request_timeout", REQUEST_TIMEOUT)
         try:
             return func(*args, **kwargs)
         except ApiException as exc:

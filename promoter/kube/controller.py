@@ -190,7 +190,7 @@ class Controller:
                 extra={"object": f"{key[0]}/{key[1]}/{key[2]}", "error": problem},
             )
         changed = assembled.config != self.assembled.config
-        self.assembled = assembled
+        before, self.assembled = self.assembled, assembled
         if changed:
             log.info(
                 "configuration changed",
@@ -200,6 +200,7 @@ class Controller:
             old.close()
             if self.leading():
                 self.runtime.start()
+            self.commit_statuses.config_changed(before.config, assembled.config)
         if self.leading():
             self._write_ready_statuses()
             if not changed:

@@ -44,6 +44,7 @@ def pull_request(data: dict[str, Any]) -> PullRequest:
         url=str(data.get("html_url") or ""),
         draft=bool(data.get("draft")),
         merge_sha=str(merge_sha) if merge_sha else None,
+        author=str((data.get("user") or {}).get("login") or ""),
     )
 
 

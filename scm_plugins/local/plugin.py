@@ -27,6 +27,9 @@ from scm_plugins.calls import ScmCalls
 from scm_plugins.local import merging
 from scm_plugins.local.store import LocalStore
 
+AUTHOR = "promoter"
+"""Who opens every pull request of the local SCM: the promoter; its approvals never count."""
+
 
 def repository_path(repo: Repository) -> Path:
     """The local path behind a repository URL (a path or a file:// URL)."""
@@ -138,6 +141,7 @@ class LocalScm:
             labels=tuple(json.loads(row["labels"])),
             url=f"local://{repo.name}/pulls/{row['id']}",
             merge_sha=row["merge_sha"],
+            author=AUTHOR,
         )
 
     def find_open_pull_request(
@@ -167,12 +171,12 @@ class LocalScm:
         labels: tuple[str, ...],
     ) -> PullRequest:
         with self._calls.call("open_pull_request", repository=repo.name, head=head, base=base):
-            if self._tip(repo, head) is None:
-                raise ScmNotFound(f"branch {head} does not exist in {repo.name}")
-            if self._tip(repo, base) is None:
-                raise ScmNotFound(f"branch {base} does not exist in {repo.name}")
+            tips = self._tips(repo, head, base)
+            for branch in (head, base):
+                if branch not in tips:
+                    raise ScmNotFound(f"branch {branch} does not exist in {repo.name}")
             row = self.store.create(repo.name, head, base, title, body, labels)
-            return self._model(repo, row)
+            return self._model(repo, row, tips)
 
     def _open_row(self, repo: Repository, number: int) -> sqlite3.Row:
         row = self.store.get(repo.name, number)

@@ -81,9 +81,16 @@ def test_operations_print_sentences_and_json_on_request(
         f"Set ci to success on {proposed[:7]} in gitops; reconciling guestbook.",
     )
 
+    dry = gitops.tip("main")
+    code, text = run(["set-status", "gitops", dry, "ci", "success", "--url", url])
+    assert code == 1
+    assert f"ci on {dry[:7]} would count for no environment" in text
+    assert f"report ci on {proposed[:7]}, the head of environment/dev-next" in text
+    forced = ["set-status", "gitops", dry, "ci", "success", "--force", "--url", url]
+    assert run(forced)[0] == 0
+
     hold = ["hold", "guestbook", "staging", "--reason", "release freeze", "--url", url]
     code, text = run(hold)
-    dry = gitops.tip("main")
     assert code == 0
     assert text == (
         f"Held {dry[:7]} out of environment/staging and environment/prod (reason: release freeze)."

@@ -250,7 +250,8 @@ def test_argo_cd_health_of_dev_gates_staging_and_is_published_on_dev(
 
     def staging_blocked_by_argo() -> dict[str, Any] | None:
         env = env_view(argo_watched, "environment/staging")
-        return env if "promoter/argocd failed on environment/dev" in env["reason"] else None
+        failed = f"promoter/argocd failed on {running[:7]}, the commit environment/dev runs"
+        return env if failed in env["reason"] else None
 
     wait_for(staging_blocked_by_argo, what="staging to wait for Argo CD's verdict on dev")
     dev_view = env_view(argo_watched, "environment/dev")

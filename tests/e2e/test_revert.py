@@ -146,6 +146,14 @@ def test_after_a_revert_in_staging_a_fix_goes_through_staging_and_prod_by_real_m
     h.status(revert_merge, "health")
     fix = h.gitops.change("1.2.1", "Fix guestbook 1.2.0")
     hydrated = h.gitops.tip(f"{STAGING}-next")
+    # The reason names the commit CI must report on: the promoter's merge, not the hydrator's.
+    merged = "the merge commit the promoter made on"
+    waiting = wait_for(
+        lambda: merged in (e := h.env(STAGING))["reason"] and e, what="staging to name the merge"
+    )
+    head = waiting["proposed"]["hydratedSha"]
+    assert head != hydrated
+    assert f"waiting for ci: report it on {head[:7]}, {merged} {STAGING}-next" in waiting["reason"]
     h.promote(fix, ENVIRONMENTS)
     # The hydrator's commit conflicted with the revert: the promoter merged staging into
     # staging-next with the proposed tree, and the promotion merged that for real.

@@ -224,6 +224,28 @@ def test_log_lists_the_dry_commits_newest_first(mirror: GitMirror, remote: GitSa
     assert mirror.log(third, third) == []
 
 
+def test_authors_names_every_author_and_co_author_of_the_commits_between(
+    mirror: GitMirror, remote: GitSandbox, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    first = remote.branch_sha("main") or ""
+    second = remote.commit_dry(
+        {"b.yaml": "b\n"},
+        "Pair on b\n\nCo-authored-by: Ada Lovelace <12345+ada@users.noreply.github.com>\n"
+        "Co-authored-by: Grace <grace@example.com>",
+    )
+    third = remote.commit_dry({"c.yaml": "c\n"}, "Third change")
+    mirror.refresh()
+    assert [(a.name, a.email) for a in mirror.authors(first, third)] == [
+        ("Dev Eloper", "dev@example.invalid"),
+        ("Ada Lovelace", "12345+ada@users.noreply.github.com"),
+        ("Grace", "grace@example.com"),
+    ]
+    assert mirror.authors(second, second) == ()
+    monkeypatch.setattr("promoter.git.mirror.MAX_AUTHORS_LOG", 1)
+    with pytest.raises(GitError, match="more than 1 commits"):
+        mirror.authors(None, third + "^{commit}")  # three commits; not a SHA: read again
+
+
 def test_a_push_with_a_stale_lease_is_rejected_and_changes_nothing(
     mirror: GitMirror, remote: GitSandbox
 ) -> None:
@@ -383,3 +405,24 @@ def test_a_tips_tree_and_commit_time_come_with_the_refs(
     when = git(remote.path, "show", "-s", "--format=%ct", sha)
     assert mirror.commit_time(sha) is not None
     assert int(mirror.commit_time(sha).timestamp()) == int(when)  # type: ignore[union-attr]
+
+
+def test_a_local_notes_write_reads_again_only_the_ref_it_moved(
+    mirror: GitMirror, remote: GitSandbox
+) -> None:
+    ref = "refs/notes/promoter.ledger"
+    commit = remote.commit_dry({"a.yaml": "a\n"})
+    mirror.refresh()
+    main = mirror.branch_sha("main")
+    # Moved behind the mirror's back: a full read of the refs would see it, a read of
+    # the notes ref alone does not (thousands of branches are not read for each write).
+    git(mirror.path, "update-ref", "refs/heads/main", f"{commit}^")
+    tip = mirror.write_notes(ref, {commit: "healthy\n"}, message="ledger")
+    assert mirror.branch_sha(ref) == tip
+    assert mirror.branch_sha("main") == main
+    lease = mirror.branch_sha(ref)
+    mirror.push_commit(ref, tip, lease=None)
+    assert mirror.set_ref(ref, tip, expected=lease) is True
+    assert mirror.branch_sha(ref) == tip
+    assert mirror.branch_sha("main") == main
+    assert remote.git("rev-parse", ref) == tip
