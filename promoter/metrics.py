@@ -84,6 +84,24 @@ HOLDS = Gauge(
     ["strategy", "environment"],
     registry=REGISTRY,
 )
+DORA_DEPLOYMENTS_TOTAL = Counter(
+    "promoter_dora_deployments_total",
+    "Changes merged into an environment (promotions and break-glass promotions).",
+    ["strategy", "environment"],
+    registry=REGISTRY,
+)
+DORA_FAILURES_TOTAL = Counter(
+    "promoter_dora_failures_total",
+    "Deployments that failed: reverts opened.",
+    ["strategy", "environment"],
+    registry=REGISTRY,
+)
+DORA_RESTORES_TOTAL = Counter(
+    "promoter_dora_restores_total",
+    "Environments restored: reverts merged.",
+    ["strategy", "environment"],
+    registry=REGISTRY,
+)
 NOTIFICATIONS_TOTAL = Counter(
     "promoter_notifications_total",
     "Notification delivery attempts by outcome (delivered, retried, dropped).",

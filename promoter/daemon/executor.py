@@ -252,9 +252,11 @@ class Executor:
         outcome.merge_shas[env.branch] = result.sha
         kind = "reverted" if action.purpose == "revert" else "merged"
         what = f"merged {action.dry_sha[:7]}"
-        tell(
-            self.observers, kind, snapshot.strategy, env.branch, what, action.dry_sha, action.number
-        )
+        prs = (env.pull_request, env.revert_pull_request)
+        link = next((p.url for p in prs if p is not None and p.number == action.number), "")
+        shas = {"dry_sha": action.dry_sha, "hydrated_sha": result.sha, "link": link}
+        strategy, number = snapshot.strategy, action.number
+        tell(self.observers, kind, strategy, env.branch, what, action.dry_sha, number, **shas)
         outcome.merged.append(env.branch)
 
     def _revert(
@@ -292,7 +294,8 @@ class Executor:
             log.log(level, told.message, extra={**extra, "sha": told.sha, **told.fields})
         if told.event:
             strategy, branch = snapshot.strategy, told.environment
-            tell(self.observers, told.event, strategy, branch, told.text, told.sha, told.pr)
+            text, sha = told.text, told.sha
+            tell(self.observers, told.event, strategy, branch, text, sha, told.pr, dry_sha=sha)
 
 
 def held_gauge(strategy: str, environment: str, holds: int) -> None:
