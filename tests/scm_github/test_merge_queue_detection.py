@@ -119,3 +119,18 @@ def test_a_merge_refused_for_want_of_the_queue_teaches_the_detection(
     detection.learn(plugin, repo, DEV)
     assert detection.required(plugin, repo, DEV)
     assert rule_reads(fake) == 1
+
+
+def test_rules_that_stay_unreadable_are_logged_once_not_at_every_read_again(
+    plugin: GitHubScm, fake: FakeGitHub, repo: Repository, caplog: pytest.LogCaptureFixture
+) -> None:
+    now = [0.0]
+    detection = QueueDetection(keep_for=3600.0, clock=lambda: now[0])
+    fake.fail_next("GET", RULES, status=404, times=100)
+    with caplog.at_level(logging.WARNING, logger="promoter.reader"):
+        for hour in range(3):
+            now[0] = hour * 3600.0
+            assert not detection.required(plugin, repo, DEV)
+    assert rule_reads(fake) == 3
+    told = [r for r in caplog.records if r.getMessage().startswith("merge queue not detected")]
+    assert len(told) == 1
