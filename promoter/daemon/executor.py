@@ -20,7 +20,7 @@ from promoter.config import Repository
 from promoter.daemon.deployments import DeploymentReporter
 from promoter.daemon.events import Observer, tell
 from promoter.daemon.mergeable import merge_active_into_proposed
-from promoter.daemon.merges import Deferred, Merger, UnconfirmedMerges, count_settled
+from promoter.daemon.merges import Deferred, Merged, Merger, UnconfirmedMerges, count_settled
 from promoter.daemon.pull_requests import PullRequests, pr_key
 from promoter.daemon.queues import QueueRunner
 from promoter.daemon.reader import SnapshotReader
@@ -56,7 +56,7 @@ from promoter.engine import (
     UpdatePullRequest,
     ledger_changes,
 )
-from promoter.errors import ScmConflict, ScmNotFound
+from promoter.errors import ScmConflict, ScmNotFound, ScmQueueRequired
 from promoter.git import GitMirror
 from promoter.logs import log_context
 from promoter.metrics import HOLDS, REVERTS_TOTAL
@@ -208,7 +208,7 @@ class Executor:
                     lambda led: led.with_reviewers_requested(number),
                 )
             case MergePullRequest():
-                self._merge(snapshot, repo, action, outcome)
+                self._merge(snapshot, repo, mirror, action, outcome)
             case OpenRevert():
                 self._revert(snapshot, repo, mirror, action)
                 outcome.requeue(0.0)
@@ -238,14 +238,31 @@ class Executor:
                 assert_never(action)
 
     def _merge(
-        self, snapshot: Snapshot, repo: Repository, action: MergePullRequest, outcome: Outcome
+        self,
+        snapshot: Snapshot,
+        repo: Repository,
+        mirror: GitMirror,
+        action: MergePullRequest,
+        outcome: Outcome,
     ) -> None:
         env = snapshot.environments[action.environment]
         merger = Merger(
             self.plugin, self.reader.gates, self.pr_cache, self.unconfirmed, self.on_merged
         )
-        result = merger.merge(snapshot, repo, action, pr_key(repo, env, action))
+        try:
+            result: Merged | Deferred | None = merger.merge(
+                snapshot, repo, action, pr_key(repo, env, action)
+            )
+        except ScmQueueRequired:
+            if not env.merge_queue_from_scm or action.purpose != "promotion":
+                raise  # mergeQueue: false says otherwise; reverts merge as they are
+            self.reader.queue_detection.learn(self.plugin, repo, env.branch)
+            result = QueueRunner(self.plugin, self.reader.gates, self.ledger).instead_of_merge(
+                snapshot, repo, mirror, action
+            )
         outcome.requeue(0.0)
+        if result is None:
+            return
         if isinstance(result, Deferred):
             outcome.deferred[env.branch] = result.reason
             return
