@@ -10,7 +10,6 @@ and where it failed, is in its ``Outcome``.
 
 from __future__ import annotations
 
-import contextlib
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -21,6 +20,7 @@ from promoter.daemon.deployments import DeploymentReporter
 from promoter.daemon.events import Observer, tell
 from promoter.daemon.mergeable import merge_active_into_proposed
 from promoter.daemon.merges import Deferred, Merged, Merger, UnconfirmedMerges, count_settled
+from promoter.daemon.outcome import Outcome
 from promoter.daemon.pull_requests import PullRequests, pr_key
 from promoter.daemon.queues import QueueRunner
 from promoter.daemon.reader import SnapshotReader
@@ -59,35 +59,11 @@ from promoter.engine import (
 from promoter.errors import ScmConflict, ScmNotFound, ScmQueueRequired
 from promoter.git import GitMirror
 from promoter.logs import log_context
-from promoter.metrics import HOLDS, REVERTS_TOTAL
+from promoter.metrics import REVERTS_TOTAL, held_gauge
 from promoter.state import GitLedger, PullRequestCache, StatusCache
 from scm_plugins.protocol import ScmPlugin
 
 log = logging.getLogger("promoter.actions")
-
-
-@dataclass
-class Outcome:
-    """What one run of the executor did, for the reconciler and the view."""
-
-    requeue_after: float | None = None
-    merged: list[str] = field(default_factory=list)
-    merge_shas: dict[str, str] = field(default_factory=dict)
-    """The commit each environment's merge made, by environment branch."""
-    deferred: dict[str, str] = field(default_factory=dict)
-    """Environments whose merge waits for a gate the SCM no longer reports success, and why."""
-    written: list[SetCommitStatus] = field(default_factory=list)
-    """Statuses written: the view served shows them at once, not after the next read."""
-    recorded: list[str] = field(default_factory=list)
-    """Environments recorded healthy: the view shows the record at once; the reconciler
-    runs the strategy again only if something may wait on it."""
-    failed_environment: str | None = None
-    """The environment whose action failed (the run raised), for the view to show it there."""
-
-    def requeue(self, seconds: float) -> None:
-        self.requeue_after = (
-            seconds if self.requeue_after is None else min(self.requeue_after, seconds)
-        )
 
 
 @dataclass
@@ -267,6 +243,11 @@ class Executor:
             outcome.deferred[env.branch] = result.reason
             return
         outcome.merge_shas[env.branch] = result.sha
+        if result.sha != action.expected_head_sha:
+            # A commit this merge made (not a fast-forward to the head CI ran on): the SCM
+            # can report statuses on it only from now on, and those come by webhook, as
+            # when its push webhook announces it (which GitHub sends seconds later).
+            self.status_cache.created(repo.name, result.sha)
         kind = "reverted" if action.purpose == "revert" else "merged"
         what = f"merged {action.dry_sha[:7]}"
         prs = (env.pull_request, env.revert_pull_request)
@@ -313,13 +294,3 @@ class Executor:
             strategy, branch = snapshot.strategy, told.environment
             text, sha = told.text, told.sha
             tell(self.observers, told.event, strategy, branch, text, sha, told.pr, dry_sha=sha)
-
-
-def held_gauge(strategy: str, environment: str, holds: int) -> None:
-    """``promoter_holds`` of one environment; none is kept for an environment holding
-    nothing (at 10,000 strategies a sample each would cost 40,000 series)."""
-    if holds:
-        HOLDS.labels(strategy, environment).set(holds)
-        return
-    with contextlib.suppress(KeyError):
-        HOLDS.remove(strategy, environment)

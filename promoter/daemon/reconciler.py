@@ -17,8 +17,9 @@ from datetime import datetime
 from promoter.config import Config, Repository
 from promoter.daemon.compact import FieldSets
 from promoter.daemon.events import Observer
-from promoter.daemon.executor import Executor, Outcome
+from promoter.daemon.executor import Executor
 from promoter.daemon.merges import UnconfirmedMerges
+from promoter.daemon.outcome import Outcome
 from promoter.daemon.probes import Probes
 from promoter.daemon.queue_detection import QueueDetection
 from promoter.daemon.reader import MergeConflicts, SnapshotReader
