@@ -15,6 +15,7 @@ from datetime import datetime
 from promoter.config import Environment, GateSpec, PromotionStrategy, Repository
 from promoter.config.freezes import GlobalFreezeWindow
 from promoter.daemon.freezes import configured, dated_periods, manual_periods
+from promoter.daemon.queue_detection import QueueDetection
 from promoter.daemon.review_reads import ReviewReads
 from promoter.daemon.shapes import EnvironmentShape, Shapes
 from promoter.daemon.signature_check import SignatureReading
@@ -29,14 +30,13 @@ from promoter.models import (
     CommitStatus,
     DryCommit,
     PullRequest,
-    QueueEntry,
     Review,
     utcnow,
 )
 from promoter.state.ledger import GitLedger, LedgerUnreadable
 from promoter.state.pulls import MISSING, PullRequestCache
 from promoter.state.statuses import StatusCache
-from scm_plugins.protocol import Deployments, MergeQueues, ScmPlugin, review_reader
+from scm_plugins.protocol import Deployments, ScmPlugin, review_reader
 
 log = logging.getLogger("promoter.reader")
 
@@ -64,6 +64,8 @@ class SnapshotReader:
     """Verified signatures of dry commits (long-lived: the reconciler's)."""
     review_reads: ReviewReads = field(default_factory=ReviewReads)
     """Approval gates' reads, bounded and never raising (``review_reads``)."""
+    queue_detection: QueueDetection = field(default_factory=QueueDetection)
+    """Which branches merge through the SCM's queue, when ``mergeQueue`` is unset."""
 
     def statuses(self, repo: Repository, sha: str, *, fresh: bool = False) -> list[CommitStatus]:
         """A SHA's statuses from the cache when complete and fresh, else from the SCM."""
@@ -164,6 +166,7 @@ class SnapshotReader:
             proposed.dry_sha if active and proposed else None,
         )
         authors, authors_error = _change_authors(mirror, gates, pull_request, active, proposed)
+        merge_queue, queue = self.queue_detection.read(self.plugin, repo, env, pull_request, ledger)
         return EnvironmentSnapshot(
             branch=env.branch,
             proposed_branch=proposed_branch,
@@ -194,23 +197,10 @@ class SnapshotReader:
             reviewers=users,
             reviewer_teams=teams,
             **self._deployment(strategy, env),
-            merge_queue=env.merge_queue,
-            queue=self._queue(repo, env, pull_request, ledger),
+            merge_queue=merge_queue,
+            merge_queue_from_scm=env.merge_queue is None,
+            queue=queue,
         )
-
-    def _queue(
-        self, repo: Repository, env: Environment, pr: PullRequest | None, ledger: EnvLedger
-    ) -> QueueEntry | None:
-        """The open PR's place in the merge queue, read while the promoter's attempt waits
-        there (one call; nothing without an attempt)."""
-        attempt = ledger.queue
-        if not env.merge_queue or pr is None or attempt is None or attempt.dequeued_at:
-            return None
-        if (attempt.number, attempt.head_sha) != (pr.number, pr.head_sha):
-            return None
-        if not isinstance(self.plugin, MergeQueues):
-            return None
-        return self.plugin.queue_entry(repo=repo, number=pr.number)
 
     def _deployment(self, strategy: PromotionStrategy, env: Environment) -> dict[str, str]:
         """The SCM environment promotions of ``env`` are reported to, if on and possible."""

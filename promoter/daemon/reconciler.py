@@ -17,9 +17,11 @@ from datetime import datetime
 from promoter.config import Config, Repository
 from promoter.daemon.compact import FieldSets
 from promoter.daemon.events import Observer
-from promoter.daemon.executor import Executor, Outcome
+from promoter.daemon.executor import Executor
 from promoter.daemon.merges import UnconfirmedMerges
+from promoter.daemon.outcome import Outcome
 from promoter.daemon.probes import Probes
+from promoter.daemon.queue_detection import QueueDetection
 from promoter.daemon.reader import MergeConflicts, SnapshotReader
 from promoter.daemon.review_reads import ReviewReads
 from promoter.daemon.settled import SettledIndex, notes_tips
@@ -73,6 +75,8 @@ class Reconciler:
     views: dict[str, StrategyView] = field(default_factory=dict)
     signatures: SignatureReading = field(default_factory=SignatureReading)
     """Dry commits' verified signatures, kept across reconciles."""
+    queue_detection: QueueDetection = field(default_factory=QueueDetection)
+    """Which branches merge through the SCM's queue (``mergeQueue`` unset), kept."""
     settled: SettledIndex | None = None
     """What each reconcile read and which of it is settled, for the resync."""
     lineage: Lineage = field(default_factory=Lineage)
@@ -214,6 +218,7 @@ class Reconciler:
             global_freezes=tuple(self.config.freezes),
             signatures=self.signatures,
             review_reads=self.review_reads,
+            queue_detection=self.queue_detection,
         )
 
     def _status_url(self, key: str) -> str:

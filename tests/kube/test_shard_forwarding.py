@@ -146,9 +146,8 @@ def test_any_replica_lists_every_strategy_with_its_owner_and_passes_writes_to_it
             assert owner is not None and summary["owner"] == owner.settings.identity
             assert all(e["state"] == "up-to-date" for e in summary["environments"]), str(summary)
         assert "REPLICA" in render(client.strategies()).splitlines()[0]
-        page = httpx.get(cluster.addresses["b"] + "/", headers={"accept": "text/html"}).text
-        assert "<th scope=col>replica</th>" in page
-        assert f"<code>{NS}.repo-0</code></td><td>" in page
+        page = httpx.get(f"{cluster.addresses['b']}/dashboard/{NS}.{strategy}").text
+        assert "replica <code>a</code>" in page
         detail = client.strategy(f"{NS}.{strategy}")
         assert detail["owner"] == "a" and detail["environments"][0]["state"] == "up-to-date"
 

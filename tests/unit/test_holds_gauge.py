@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from promoter.daemon.executor import held_gauge
-from promoter.metrics import REGISTRY
+from promoter.metrics import REGISTRY, held_gauge
 
 
 def holds(strategy: str, environment: str) -> float | None:
