@@ -1,5 +1,9 @@
 """An SCM plugin as the cluster runs it: writes fenced, CommitStatus CRs in reads.
 
+The plugin's optional capabilities (reviews, approvals, deployments, merge queues,
+reviewer requests, commit verification) are offered when the plugin offers them, so the
+daemon sees the same features as in standalone mode; those that write are fenced too.
+
 Every write (open, update, merge, close, comment, set a status) runs inside the
 replica's write guard for its repository, which refuses before anything is sent when
 this replica may not write there: with one leader, ``leader_guard`` raises ``NotLeader``
@@ -13,6 +17,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection, Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager
+from functools import wraps
+from typing import Any
 
 from promoter.config import Repository
 from promoter.errors import ScmUnavailable
@@ -22,6 +28,21 @@ from scm_plugins.protocol import ScmPlugin
 
 Guard = Callable[[str], AbstractContextManager[None]]
 """Given a repository's name, a context to write in (raises before it when we may not)."""
+
+OPTIONAL_READS = frozenset(
+    {"get_reviews", "reads_reviews", "queue_entry", "merge_queue_required", "commit_verification"}
+)
+"""Optional capabilities (``scm_plugins.protocol``) passed through as the plugin has them."""
+OPTIONAL_WRITES = frozenset(
+    {
+        "approve_pull_request",
+        "create_deployment",
+        "set_deployment_status",
+        "enqueue_pull_request",
+        "request_reviewers",
+    }
+)
+"""Optional capabilities that write: each call runs inside the repository's guard."""
 
 
 class NotLeader(ScmUnavailable):
@@ -126,3 +147,26 @@ class ClusterScm:
 
     def close(self) -> None:
         self.inner.close()
+
+    # --- optional capabilities ----------------------------------------------------------
+
+    def __getattr__(self, name: str) -> Any:
+        """An optional capability of the plugin, when it has it (``AttributeError`` else,
+        so ``isinstance(scm, Deployments)`` answers as for the plugin); a writing one runs
+        inside the guard of the ``repo`` it is given. Anything else is not offered: a
+        capability added to the protocol is fenced or passed on only once listed here."""
+        if name not in OPTIONAL_READS and name not in OPTIONAL_WRITES:
+            raise AttributeError(name)
+        inner = self.__dict__.get("inner")
+        if inner is None:
+            raise AttributeError(name)
+        found = getattr(inner, name)
+        if name in OPTIONAL_READS:
+            return found
+
+        @wraps(found)
+        def fenced(*, repo: Repository, **kwargs: Any) -> Any:
+            with self.guard(repo.name):
+                return found(repo=repo, **kwargs)
+
+        return fenced
