@@ -103,6 +103,22 @@ def test_a_failure_that_lasts_past_the_settle_time_opens_a_revert_to_the_last_he
     assert decide(snapshot).environments[1].state is EnvState.REVERTING
 
 
+def test_a_revert_restores_the_newest_healthy_ancestor_not_an_older_one() -> None:
+    snapshot = failing(staging(healthy=healthy("environment/staging", 2, 3, 4)), 1, ago=SETTLE + 1)
+    [revert] = kinds(snapshot, OpenRevert)
+    assert revert.restore.dry_sha == dry(4)
+    assert decide(snapshot).environments[1].reason == (
+        f"health failed on {dry(5)[:7]}; reverting to {dry(4)[:7]}"
+    )
+
+
+def test_a_revert_skips_the_failing_commit_and_records_that_are_not_its_ancestors() -> None:
+    records = healthy("environment/staging", 3, 7, 5)  # 7: a later change, since reverted
+    snapshot = failing(staging(healthy=records), 1, ago=SETTLE + 1)
+    [revert] = kinds(snapshot, OpenRevert)
+    assert revert.restore.dry_sha == dry(3)
+
+
 def test_no_revert_before_the_settle_time_but_a_wake_up_when_it_ends() -> None:
     snapshot = failing(staging(), 1, ago=30)
     assert kinds(snapshot, OpenRevert) == []

@@ -156,3 +156,29 @@ def test_a_journal_cut_by_a_crash_is_replayed_up_to_its_last_whole_line(tmp_path
     assert log.record("github:b\nc") is False  # a newline in an id is escaped
     assert log.record("github:d") is True  # its line was cut
     log.close()
+
+
+def test_an_id_evicted_from_memory_while_its_batch_is_written_is_still_a_duplicate(
+    tmp_path: Path,
+) -> None:
+    log = DeliveryLog(tmp_path / "d.sqlite3", memory_limit=2, flush_every=60)
+    writing, release = threading.Event(), threading.Event()
+    write = log._store.write
+
+    def slow_disk(rows: dict[str, float], deletes: list[str]) -> None:
+        writing.set()
+        assert release.wait(10)
+        write(rows, deletes)
+
+    log._store.write = slow_disk  # type: ignore[method-assign]
+    assert log.record("github:a") is True
+    flusher = threading.Thread(target=log.flush)
+    flusher.start()
+    assert writing.wait(10)  # github:a is taken by the batch, not yet in SQLite
+    assert log.record("github:b") is True
+    assert log.record("github:c") is True  # github:a leaves memory (the limit is 2)
+    assert log.record("github:a") is False
+    release.set()
+    flusher.join(10)
+    assert log.record("github:a") is False  # and in SQLite once the batch is committed
+    log.close()
