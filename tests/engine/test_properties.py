@@ -5,9 +5,11 @@ The oracles here re-state DESIGN.md §3 independently of ``promoter.engine.gates
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from itertools import pairwise
 
-from hypothesis import assume, given
+import pytest
+from hypothesis import assume, find, given
 from hypothesis import strategies as st
 
 from promoter.engine import (
@@ -89,9 +91,12 @@ def test_a_merge_never_moves_an_environment_or_a_later_one_backwards(snapshot: S
 
 @given(snapshots())
 def test_no_pull_request_is_opened_or_updated_for_a_move_backwards(snapshot: Snapshot) -> None:
-    for action in decide(snapshot).actions:
-        if isinstance(action, OpenPullRequest | UpdatePullRequest):
-            assert not backwards(snapshot, action.environment)
+    asked = [
+        action.environment
+        for action in decide(snapshot).actions
+        if isinstance(action, OpenPullRequest | UpdatePullRequest)
+    ]
+    assert [index for index in asked if backwards(snapshot, index)] == []
 
 
 def backwards(snapshot: Snapshot, index: int) -> bool:
@@ -201,18 +206,38 @@ def test_every_environment_gets_a_verdict_that_agrees_with_the_actions(
 def test_an_environment_is_recorded_healthy_only_when_every_active_gate_is_success(
     snapshot: Snapshot,
 ) -> None:
-    for record in decide(snapshot).actions:
-        if isinstance(record, RecordHealthy):
-            env = snapshot.environments[record.environment]
-            assert env.error is None and env.active is not None
-            assert (record.dry_sha, record.hydrated_sha) == (
-                env.active.dry_sha,
-                env.active.hydrated_sha,
-            )
-            assert success(env.active, env.active_keys)
-            if env.last_healthy is not None:
-                last = env.last_healthy
-                assert (last.dry_sha, last.hydrated_sha) != (record.dry_sha, record.hydrated_sha)
+    for record in [a for a in decide(snapshot).actions if isinstance(a, RecordHealthy)]:
+        env = snapshot.environments[record.environment]
+        assert env.error is None and env.active is not None
+        recorded = (record.dry_sha, record.hydrated_sha)
+        assert recorded == (env.active.dry_sha, env.active.hydrated_sha)
+        assert success(env.active, env.active_keys)
+        last = env.last_healthy
+        assert last is None or (last.dry_sha, last.hydrated_sha) != recorded
+
+
+CASES: dict[str, Callable[[Snapshot, Decision], bool]] = {
+    "a merge": lambda s, d: bool(merges(d)),
+    "a merge after an earlier environment": lambda s, d: any(m.environment for m in merges(d)),
+    "a pull request opened": lambda s, d: any(isinstance(a, OpenPullRequest) for a in d.actions),
+    "a pull request updated": lambda s, d: any(isinstance(a, UpdatePullRequest) for a in d.actions),
+    "a healthy record after an older one": lambda s, d: any(
+        isinstance(a, RecordHealthy) and s.environments[a.environment].last_healthy
+        for a in d.actions
+    ),
+    "the summary check written": lambda s, d: any(
+        isinstance(a, SetCommitStatus) and a.status.key == GATES_KEY for a in d.actions
+    ),
+    "an environment waiting": lambda s, d: any(v.state is EnvState.WAITING for v in d.environments),
+}
+"""What the properties above speak of: each must be drawn, or they hold vacuously."""
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_the_snapshots_drawn_hold_every_case_the_properties_speak_of(case: str) -> None:
+    holds = CASES[case]
+    found = find(some_snapshots, lambda snapshot: holds(snapshot, decide(snapshot)))
+    assert holds(found, decide(found))
 
 
 @given(st.text())

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
-from hypothesis import given
+import pytest
+from hypothesis import find, given
 from hypothesis import strategies as st
 
 from promoter.engine import decide
@@ -288,21 +290,54 @@ def test_a_revert_happens_only_on_a_settled_fresh_failure_and_restores_a_healthy
         assert env.ledger.paused is None
 
 
-@given(revert_scenarios())
-def test_a_revert_is_never_reverted_automatically(snapshot: Snapshot) -> None:
+def runs_a_restore(snapshot: Snapshot) -> bool:
+    """Staging runs the commit that a revert restored."""
     env = snapshot.environments[1]
     assert env.active is not None
-    if any(r.restored_dry_sha == env.active.dry_sha for r in env.ledger.reverts):
-        assert kinds(snapshot, OpenRevert) == []
+    return any(r.restored_dry_sha == env.active.dry_sha for r in env.ledger.reverts)
+
+
+@given(revert_scenarios().filter(runs_a_restore))
+def test_a_revert_is_never_reverted_automatically(snapshot: Snapshot) -> None:
+    assert kinds(snapshot, OpenRevert) == []
+
+
+def promoted(snapshot: Snapshot) -> set[str]:
+    """The dry SHAs merged into staging as promotions."""
+    merges = kinds(snapshot, MergePullRequest)
+    return {m.dry_sha for m in merges if m.environment == 1 and m.purpose == "promotion"}
 
 
 @given(revert_scenarios())
 def test_a_held_dry_sha_is_never_promoted(snapshot: Snapshot) -> None:
+    held = {h.dry_sha for h in snapshot.environments[1].ledger.holds}
+    assert promoted(snapshot).isdisjoint(held)
+
+
+def holds_its_proposal(snapshot: Snapshot) -> bool:
     env = snapshot.environments[1]
-    held = {h.dry_sha for h in env.ledger.holds}
-    for merge in kinds(snapshot, MergePullRequest):
-        if merge.environment == 1 and merge.purpose == "promotion":
-            assert merge.dry_sha not in held
+    assert env.proposed is not None
+    return any(h.dry_sha == env.proposed.dry_sha for h in env.ledger.holds)
+
+
+CASES: dict[str, Callable[[Snapshot], bool]] = {
+    "a revert opened": lambda s: bool(kinds(s, OpenRevert)),
+    "a promotion merged": lambda s: bool(promoted(s)),
+    "a promotion merged besides a hold": lambda s: (
+        bool(promoted(s)) and bool(s.environments[1].ledger.holds)
+    ),
+    "a held proposal that would merge otherwise": lambda s: (
+        holds_its_proposal(s)
+        and bool(promoted(edit(s, 1, ledger=s.environments[1].ledger.without_holds())))
+    ),
+    "a hold released": lambda s: bool(kinds(s, ReleaseHold)),
+}
+"""What the properties here speak of: each must be drawn, or they hold vacuously."""
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_the_scenarios_drawn_hold_every_case_the_properties_speak_of(case: str) -> None:
+    assert CASES[case](find(revert_scenarios(), CASES[case]))
 
 
 @given(revert_scenarios())
