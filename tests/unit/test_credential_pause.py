@@ -60,6 +60,13 @@ def test_a_shorter_pause_never_cuts_a_longer_one_short() -> None:
     assert pause.remaining() == 1
 
 
+def test_a_pause_shorter_than_a_second_lasts_what_it_says() -> None:
+    clock = Clock()
+    pause = CredentialPause(clock)
+    pause.pause(0.5)
+    assert pause.remaining() == 0.5
+
+
 def test_a_longer_pause_extends_a_shorter_one_and_a_negative_one_changes_nothing() -> None:
     clock = Clock()
     pause = CredentialPause(clock)
@@ -69,5 +76,8 @@ def test_a_longer_pause_extends_a_shorter_one_and_a_negative_one_changes_nothing
     assert pause.remaining() == 30
     pause.pause(-100)
     assert pause.remaining() == 30
+    clock.now += 29.5
+    pause.pause(0.25)  # a short one inside the longer one changes nothing either
+    assert pause.remaining() == 0.5
     clock.now += 31
     assert pause.remaining() == 0  # never negative once it is over

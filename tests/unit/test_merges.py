@@ -9,7 +9,7 @@ import pytest
 
 from promoter.cli.sandbox import git
 from promoter.daemon import Runtime
-from promoter.daemon.merges import Deferred, Merged, Merger, UnconfirmedMerges
+from promoter.daemon.merges import Deferred, Merged, Merger, UnconfirmedMerges, deferral
 from promoter.engine import MergePullRequest, Snapshot
 from promoter.models import CommitStatus, Phase
 from promoter.wiring import Daemon
@@ -102,3 +102,9 @@ def test_every_required_gate_success_on_the_scm_merges_with_the_head_as_guard(
     assert git(setting.gitops.path, "rev-parse", f"{DEV}^2") == setting.head
     assert not setting.still_open()
     assert setting.invalidated == ["gitops"]
+
+
+def test_a_deferral_names_every_gate_that_is_not_success_in_order() -> None:
+    statuses = {"ci": CommitStatus(key="ci", phase=Phase.PENDING)}
+    said = deferral(["ci", "e2e"], statuses, "1a2b3c4d" * 5)
+    assert said == "merge deferred: ci is pending, e2e has no status on 1a2b3c4"
