@@ -234,7 +234,36 @@ def test_a_manual_revert_names_a_healthy_commit_or_says_why_not() -> None:
     snapshot = staging()
     action = manual_revert(snapshot, 1, to=dry(3)[:8], auto_merge=False)
     assert isinstance(action, OpenRevert) and action.restore.dry_sha == dry(3)
-    assert "no" in str(manual_revert(snapshot, 1, to=dry(4), auto_merge=False))
+    assert manual_revert(snapshot, 1, to=dry(4), auto_merge=False) == (
+        f"the ledger of environment/staging holds no {dry(4)} as healthy commit"
+    )
+
+
+def test_a_manual_revert_without_a_target_restores_the_newest_older_healthy_commit() -> None:
+    snapshot = build(
+        Env("dev", active=5, proposed=5),
+        Env("staging", active=5, proposed=5),
+        Env("prod", active=5, proposed=5),
+    )
+    snapshot = edit(snapshot, 1, ledger=EnvLedger(healthy=healthy("environment/staging", 2, 3)))
+    action = manual_revert(snapshot, 1, to=None, auto_merge=True)
+    assert isinstance(action, OpenRevert)
+    assert (action.restore.dry_sha, action.bad_dry_sha) == (dry(3), dry(5))
+    assert action.hold_in == (1, 2)  # staging and every environment after it
+    assert (action.trigger, action.auto_merge) == ("manual", True)
+    assert action.reason == f"a person asked to revert environment/staging to {dry(3)[:7]}"
+
+
+def test_a_manual_revert_says_why_it_cannot_be_done() -> None:
+    snapshot = staging(healthy=healthy("environment/staging", 5))
+    assert manual_revert(snapshot, 1, to=None, auto_merge=False) == (
+        "the ledger of environment/staging holds no an older healthy commit"
+    )
+    assert manual_revert(snapshot, 1, to=dry(5)[:7], auto_merge=False) == (
+        f"environment/staging already runs {dry(5)[:7]}"
+    )
+    unreadable = edit(staging(), 1, error="the SCM answered 502")
+    assert manual_revert(unreadable, 1, to=None, auto_merge=False) == "the SCM answered 502"
 
 
 # --- properties --------------------------------------------------------------------------
