@@ -72,7 +72,10 @@ def main() -> int:
     known = explained(DOC.read_text())
     totals: Counter[str] = Counter()
     unexplained: list[tuple[Mutant, str]] = []
-    print(f"{'module':40} {'mutants':>8} {'killed':>7} {'equiv.':>7} {'left':>5} {'score':>7}")
+    print(
+        f"{'module':40} {'mutants':>8} {'killed':>7} {'equiv.':>7} {'left':>5} {'unrun':>6}"
+        f" {'score':>7}"
+    )
     for module in modules:
         meta = Path("mutants") / f"{module}.meta"
         codes = json.loads(meta.read_text())["exit_code_by_key"] if meta.exists() else {}
@@ -80,6 +83,9 @@ def main() -> int:
         for name, code in sorted(codes.items()):
             if code in KILLED:
                 counts["killed"] += 1
+                continue
+            if code is None:  # not run yet (an interrupted run)
+                counts["unchecked"] += 1
                 continue
             diff = get_diff_for_mutant(name, path=module)
             mutant = Mutant(module, name, function_of(name), *changed_line(diff))
@@ -93,12 +99,12 @@ def main() -> int:
         totals["mutants"] += len(codes)
         print(
             f"{module:40} {len(codes):8} {counts['killed']:7} {counts['equivalent']:7}"
-            f" {counts['left']:5} {score:6.1f}%"
+            f" {counts['left']:5} {counts['unchecked']:6} {score:6.1f}%"
         )
     overall = 100.0 * totals["killed"] / totals["mutants"] if totals["mutants"] else 100.0
     print(
         f"{'all':40} {totals['mutants']:8} {totals['killed']:7} {totals['equivalent']:7}"
-        f" {totals['left']:5} {overall:6.1f}%"
+        f" {totals['left']:5} {totals['unchecked']:6} {overall:6.1f}%"
     )
     for mutant, diff in unexplained:
         print(f"\nsurvived: {mutant.name} ({mutant.function})\n{diff}")
@@ -107,9 +113,11 @@ def main() -> int:
             f"\n{len(unexplained)} survivors: kill each with a test, or list it in {DOC}"
             " under 'Equivalent mutants' with why (module | function | before | after | why)."
         )
+    if totals["unchecked"]:
+        print(f"\n{totals['unchecked']} mutants not run yet: run `mutmut run` to the end")
     if overall < TARGET:
         print(f"\nbelow the target of {TARGET:.0f} %")
-    return 1 if unexplained or overall < TARGET else 0
+    return 1 if unexplained or totals["unchecked"] or overall < TARGET else 0
 
 
 if __name__ == "__main__":
