@@ -22,6 +22,9 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 ROOT = Path(__file__).resolve().parents[1]
+LOOPBACK = "http://127.0.0.1"
+"""The base URL of the benchmarks' TestClients: the daemon answers only the Host names it
+serves (DNS rebinding), and starlette's default ``testserver`` is none."""
 if str(ROOT) not in sys.path:  # ``python bench/x.py`` puts bench/, not the root, on the path
     sys.path.insert(0, str(ROOT))
 

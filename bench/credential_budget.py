@@ -227,7 +227,7 @@ class Bench:
         plugin = GitHubScm(provider=cfg.scm_providers[0], state_dir="", limits=limits)
         self.events = common.Events()
         daemon = Daemon(cfg, plugins={"github": plugin}, observers=[self.events])
-        with fake, TestClient(daemon.app) as client:
+        with fake, TestClient(daemon.app, base_url=common.LOOPBACK) as client:
             yield daemon.runtime, fake, plugin, GitHubCI(client, fake)
         plugin.close()
 

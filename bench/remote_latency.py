@@ -101,7 +101,7 @@ def session(tmp: Path, rtt: float) -> Iterator[Any]:
         events = common.Events()
         text = config_text(url, tmp / "state", poll_interval="1h", resync_interval="1h")
         daemon = Daemon(parse_config(text), observers=[events])
-        with TestClient(daemon.app) as client:
+        with TestClient(daemon.app, base_url=common.LOOPBACK) as client:
             robot = GitHubCI(client, fake)
             yield Harness(gitops, fake, server, remote, events, daemon.runtime, client, robot)
 

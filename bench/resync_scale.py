@@ -139,7 +139,7 @@ def heard_from_github(daemon: Any, fake: Any, fleet: Fleet) -> None:
     from tests.fixture_paths import GITHUB_WEBHOOKS
     from webhooks.verify import GitHubSignature
 
-    client = TestClient(daemon.app)
+    client = TestClient(daemon.app, base_url=common.LOOPBACK)
     template = (GITHUB_WEBHOOKS / "status/payload.json").read_text()
     for r, sha in running_commits(daemon.runtime, fleet).items():
         full_name = f"{GITHUB_OWNER}/gitops-{r}"

@@ -1,23 +1,25 @@
-"""SCM calls per environment promotion, for each SCM plugin: local, GitHub and GitLab.
+"""SCM calls per environment promotion, for each SCM plugin: local, GitHub, GitLab, Forgejo.
 
 Each plugin drives the daemon (in process, through its starlette app) over one
-strategy (dev -> staging -> prod) and a real bare git repository; GitHub and GitLab
-are the test suites' stateful HTTP-level fakes (``tests/scm_github/fake_github.py``,
-``tests/scm_gitlab/fake_gitlab.py``), so every call goes through the real plugin and
-its HTTP client. For each of ``--changes`` dry changes the benchmark hydrates every
+strategy (dev -> staging -> prod) and a real bare git repository; GitHub, GitLab and
+Forgejo are the test suites' stateful HTTP-level fakes (``tests/scm_github/fake_github.py``,
+``tests/scm_gitlab/fake_gitlab.py``, ``tests/scm_forgejo/fake_forgejo.py``), so every
+call goes through the real plugin and its HTTP client (Forgejo's out of process, counted
+per protocol call). For each of ``--changes`` dry changes the benchmark hydrates every
 environment, then for each environment waits for the promotion PR, reports CI green
 on its head and, once merged, the environment's health on the new commit, as CI and
 CD would (GitHub: status / check run on the SCM plus its webhook; GitLab: pipeline
-plus Pipeline Hook, health through the daemon's API; local: both through the API).
+plus Pipeline Hook, health through the daemon's API; Forgejo: statuses on the SCM plus
+its webhook; local: both through the API).
 
 Counted with ``promoter_scm_calls_total``, minus the status writes the benchmark
 itself makes through the daemon's API (those are CI's calls, not the promoter's):
 
 * per environment: everything the daemon spent from the hydrator's push until each
   environment runs the change, filed by the PR, branch or commit each call was about
-  (GitHub and GitLab run as in production: pushes arrive by webhook, the fakes send
-  one after each merge, ref polling is off); ``-manual`` runs leave prod to a person,
-  who merges its PR in the SCM;
+  (GitHub, GitLab and Forgejo run as in production: pushes arrive by webhook, the fakes
+  send one after each merge, ref polling is off); ``-manual`` runs leave prod to a
+  person, who merges its PR in the SCM;
 * from opening the PR to its merge: the calls about that PR (its number, head branch
   or head commit) between the two, from the plugin's call log;
 * an idle resync, per strategy: the periodic resync reads statuses and PRs from the
@@ -27,8 +29,10 @@ itself makes through the daemon's API (those are CI's calls, not the promoter's)
 
     python bench/scm_calls.py [--changes 3] [--plugin github --plugin gitlab-manual ...]
 
-Target: at most 5 calls for every environment on GitHub and GitLab (the local SCM is
-reported: it is in process and has no webhooks).
+Target: at most 4 calls for every environment on GitHub, GitLab and Forgejo (the local
+SCM is reported: it is in process and has no webhooks), with no ``--feature``. ``--feature
+deployments --feature reviewers`` turns on issue 31's features that cost calls, to measure
+them (docs/deployments.md, docs/gates.md); the target then does not apply.
 """
 
 from __future__ import annotations
@@ -51,16 +55,42 @@ from typing import Any
 import common
 from common import Counters
 
-TARGET = 5.0
+TARGET = 4.0
 MANUAL = "environment/prod"
 """The environment a person merges in the ``-manual`` runs (``autoMerge: false``)."""
 POLL = "1h"
 """Pushes reach GitHub's and GitLab's daemons by webhook, as in production: no polling."""
-PLUGINS = ("local", "github", "gitlab", "github-manual", "gitlab-manual")
+PLUGINS = (
+    "local",
+    "github",
+    "gitlab",
+    "forgejo",
+    "github-manual",
+    "gitlab-manual",
+    "forgejo-manual",
+)
 """``-manual``: prod has ``autoMerge: false`` and a person merges its PR in the SCM."""
+FEATURES = ("deployments", "reviewers")
+"""``--feature``: issue 31's features that cost SCM calls, turned on to measure what they cost
+(off, the counts are those of the target)."""
+ON: list[str] = []
 STRATEGY = "guestbook"
 TIMEOUT = 30.0
 FIXTURES = common.ROOT / "tests" / "fixtures"
+
+
+def featured(text: str) -> str:
+    """The configuration with the ``--feature``s on: deployments in every environment, one
+    reviewer requested on every promotion PR."""
+    if "deployments" in ON:
+        text = text.replace("    environments:\n", "    deployments: {}\n    environments:\n", 1)
+    if "reviewers" in ON:
+        for env in ("dev", "staging", "prod"):
+            text = text.replace(
+                f"branch: environment/{env}",
+                f"reviewers: {{users: [ada]}}, branch: environment/{env}",
+            )
+    return text
 
 
 # --- the call log --------------------------------------------------------------------
@@ -239,7 +269,7 @@ class LocalDriver(Driver):
         config = local_config(self.gitops.path, self.tmp / "state")
         self.daemon = Daemon(config, observers=[self.events])
         self.runtime = self.daemon.runtime
-        with TestClient(self.daemon.app) as self.client:
+        with TestClient(self.daemon.app, base_url=common.LOOPBACK) as self.client:
             yield self
 
     def ci_green(self, branch: str, sha: str) -> None:
@@ -279,9 +309,9 @@ class GitHubDriver(Driver):
                 poll_interval=POLL,
                 prod_auto_merge=not self.manual_prod,
             )
-            self.daemon = Daemon(parse_config(text), observers=[self.events])
+            self.daemon = Daemon(parse_config(featured(text)), observers=[self.events])
             self.runtime = self.daemon.runtime
-            with TestClient(self.daemon.app) as self.client:
+            with TestClient(self.daemon.app, base_url=common.LOOPBACK) as self.client:
                 self.robot = GitHubCI(self.client, fake)
                 yield self
 
@@ -332,9 +362,10 @@ class GitLabDriver(Driver):
                 poll_interval=POLL,
                 prod=", autoMerge: false" if self.manual_prod else "",
             )
-            self.daemon = Daemon(parse_config(text), observers=[self.events])
+            fake.add_user("ada")
+            self.daemon = Daemon(parse_config(featured(text)), observers=[self.events])
             self.runtime = self.daemon.runtime
-            with TestClient(self.daemon.app) as self.client:
+            with TestClient(self.daemon.app, base_url=common.LOOPBACK) as self.client:
                 self.harness = Harness(self.runtime, self.client, fake, self.gitops, hook)
                 yield self
 
@@ -352,10 +383,56 @@ class GitLabDriver(Driver):
         self.api_status(sha, "health")
 
 
+class ForgejoDriver(Driver):
+    """The Forgejo plugin out of process, over the fake Forgejo; its webhooks as Forgejo
+    sends them (push, status, pull_request), CI and CD writing statuses to Forgejo."""
+
+    provider = "forgejo"
+
+    @contextmanager
+    def session(self) -> Iterator[Any]:
+        from starlette.testclient import TestClient
+
+        from promoter.config.loader import parse_config
+        from promoter.wiring import Daemon
+        from tests.scm_forgejo.conftest import FULL_NAME, TOKEN, TOKEN_ENV
+        from tests.scm_forgejo.fake_forgejo import FakeForgejo
+        from tests.scm_forgejo.forgejo_ci import HOOK_ENV, HOOK_SECRET, ForgejoCI, config_text
+
+        os.environ[TOKEN_ENV], os.environ[HOOK_ENV] = TOKEN, HOOK_SECRET
+        with FakeForgejo(token=TOKEN) as fake:
+            fake.add_repository(FULL_NAME, self.gitops.path)
+            text = config_text(
+                self.gitops.path,
+                self.tmp / "state",
+                fake.url,
+                poll_interval=POLL,
+                prod_auto_merge=not self.manual_prod,
+            )
+            self.daemon = Daemon(parse_config(text), observers=[self.events])
+            self.runtime = self.daemon.runtime
+            with TestClient(self.daemon.app) as self.client:
+                self.robot = ForgejoCI(self.client, fake)
+                yield self
+
+    def hydrate(self, version: str, message: str) -> str:
+        return self.robot.hydrate(self.gitops, version, message)
+
+    def person_merges(self, number: int, head_sha: str) -> None:
+        self.robot.person_merges(number, head_sha)
+
+    def ci_green(self, branch: str, sha: str) -> None:
+        self.robot.status(sha, "ci")
+
+    def healthy(self, branch: str, sha: str) -> None:
+        self.robot.status(sha, "health")
+
+
 DRIVERS: dict[str, Callable[[Path, bool], Driver]] = {
     "local": LocalDriver,
     "github": GitHubDriver,
     "gitlab": GitLabDriver,
+    "forgejo": ForgejoDriver,
 }
 
 
@@ -514,7 +591,11 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("--changes", type=int, default=3, help="dry changes promoted to prod")
     parser.add_argument("--plugin", action="append", choices=PLUGINS, help="(repeatable)")
+    parser.add_argument(
+        "--feature", action="append", choices=FEATURES, default=[], help="turn on (repeatable)"
+    )
     args = parser.parse_args(argv)
+    ON[:] = args.feature
     common.quiet_logs()
     os.environ.update(common.IDENTITY)
     results = {p: as_json(measure(p, args.changes)) for p in args.plugin or PLUGINS}
@@ -528,6 +609,7 @@ def main(argv: list[str] | None = None) -> int:
     figures = {
         "bench": "scm_calls",
         "changes": args.changes,
+        "features": args.feature,
         "plugins": results,
         "target_calls_per_env_promotion": TARGET,
         "checks": checks,

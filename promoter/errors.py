@@ -18,6 +18,7 @@ configuration (the resync skips it)::
     ├── PermanentError          retrying fails the same way: reported, the strategy parked
     │   ├── ConfigError         the configuration is invalid (every problem): refused at load
     │   ├── CommitNotFound      a SHA (prefix) names no commit, or several: the API answers 422
+    │   ├── StatusNotRead       no environment reads that key on that commit: the API answers 409
     │   ├── MetadataMissing     a hydrated commit has no hydrator metadata: its environment blocked
     │   └── ScmAuthError        credentials refused (401), a permission missing (403): parked
     └── ScmError                what an SCM plugin raises: every Scm* class above is one too
@@ -57,6 +58,12 @@ class ConfigError(PermanentError):
 
 class CommitNotFound(PermanentError):
     """A SHA (or a prefix of one) names no commit of the repository, or several."""
+
+
+class StatusNotRead(PermanentError):
+    """A commit status no environment would read: a key nothing reads, or the wrong commit
+    (a dry SHA where the hydrated one counts, a superseded head); the message names the
+    commits that would count."""
 
 
 class GitError(TemporaryError):

@@ -81,6 +81,9 @@ class PullRequest(Model):
     url: str = ""
     draft: bool = False
     merge_sha: str | None = Field(default=None, alias="mergeSha")
+    author: str = ""
+    """The login of whoever opened it (the promoter's own account for a promotion PR);
+    "" when the SCM did not say. Its approvals never count (docs/gates.md)."""
 
 
 class DryCommit(Model):
@@ -102,6 +105,38 @@ class Review(Model):
     commit_sha: str = Field(default="", alias="commitSha")
     """The head the review was given on ("" when the SCM does not say)."""
     teams: tuple[str, ...] = ()
+    name: str = ""
+    """The reviewer's display name, when the SCM gives it (matched against git authors)."""
+
+
+class Author(Model):
+    """A person named by a commit: its git author, or a ``Co-authored-by`` trailer."""
+
+    name: str
+    email: str = ""
+
+
+class Verification(Model):
+    """An SCM's own verdict on a commit's signature (GitHub's ``verification``)."""
+
+    verified: bool
+    reason: str = ""
+
+
+class QueueEntry(Model):
+    """A pull request's place in its base branch's merge queue (GitHub) or merge train
+    (GitLab), or why it left it."""
+
+    queued: bool
+    state: str = ""
+    """The SCM's word for where it stands (GitHub: QUEUED, AWAITING_CHECKS, MERGEABLE,
+    UNMERGEABLE, LOCKED; GitLab: idle, stale, fresh, merging)."""
+    position: int | None = None
+    checks: str = ""
+    """The merge group's checks as the SCM sums them up (GitHub: SUCCESS, PENDING, FAILURE)."""
+    removed_reason: str = ""
+    """Why it was last taken out of the queue, when it is not in it."""
+    removed_at: datetime | None = None
 
 
 class HydratorMetadata(Model):

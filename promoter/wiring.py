@@ -20,7 +20,7 @@ from promoter.config import Config
 from promoter.config.loader import load_config
 from promoter.daemon import Observer, Runtime
 from promoter.errors import ConfigError
-from promoter.http import Api, build_app, is_loopback
+from promoter.http import AccessControl, Api, TokenReview, build_app
 from promoter.models import utcnow
 from promoter.notify import Notifier
 from scm_plugins.external.events import EventSource
@@ -120,8 +120,10 @@ class Daemon:
         observers: Iterable[Observer] = (),
         clock: Callable[[], datetime] = utcnow,
         runtime: Runtime | None = None,
+        review: TokenReview | None = None,
     ) -> None:
-        """``runtime``: one built already (Kubernetes mode's, which forwards when not leading)."""
+        """``runtime``: one built already (Kubernetes mode's, which forwards when not leading);
+        ``review``: Kubernetes mode's TokenReview of bearer tokens (``access.kubernetes``)."""
         config = with_state_dir(config)
         self.notifier = notifier_for(config) if runtime is None else None
         extra = [self.notifier] if self.notifier else []
@@ -131,12 +133,10 @@ class Daemon:
             observers=[*observers, *extra],
             clock=clock,
         )
-        token = config.daemon.api_token
         api = Api(
             views=self.runtime,
             commands=self.runtime,
-            token=token.resolve() if token else None,
-            loopback_only=is_loopback(config.daemon.host),
+            access=AccessControl.from_config(config, review=review),
         )
         self.app: Starlette = build_app(
             api,

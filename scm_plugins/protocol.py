@@ -8,10 +8,10 @@ their boundary, through ``scm_plugins.calls.ScmCalls``).
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping
-from typing import Protocol, runtime_checkable
+from typing import Literal, Protocol, runtime_checkable
 
 from promoter.config import Repository, ScmProvider
-from promoter.models import CommitStatus, PullRequest, Review
+from promoter.models import CommitStatus, PullRequest, QueueEntry, Review, Verification
 
 
 class PullRequests(Protocol):
@@ -104,10 +104,93 @@ class Reviews(Protocol):
 
 
 @runtime_checkable
+class OptionalReviews(Reviews, Protocol):
+    """Reviews a plugin may or may not read, as its SCM says (an out-of-process plugin)."""
+
+    @property
+    def reads_reviews(self) -> bool: ...
+
+
+def review_reader(plugin: object) -> Reviews | None:
+    """``plugin``'s reviews half, or None when it cannot read reviews."""
+    if isinstance(plugin, OptionalReviews):
+        return plugin if plugin.reads_reviews else None
+    return plugin if isinstance(plugin, Reviews) else None
+
+
+@runtime_checkable
 class Approvals(Protocol):
     """Optional: approving a pull request as a named user (the local SCM)."""
 
     def approve_pull_request(self, *, repo: Repository, number: int, user: str) -> None: ...
+
+
+DeploymentState = Literal["in_progress", "success", "failure", "inactive"]
+
+
+@runtime_checkable
+class Deployments(Protocol):
+    """Optional: promotions reported as deployments to an environment (docs/deployments.md)."""
+
+    def create_deployment(
+        self,
+        *,
+        repo: Repository,
+        environment: str,
+        ref: str,
+        sha: str,
+        description: str,
+        url: str,
+        log_url: str,
+    ) -> str:
+        """A deployment of ``sha`` (on branch ``ref``) to ``environment``, in progress; its id."""
+        ...
+
+    def set_deployment_status(
+        self,
+        *,
+        repo: Repository,
+        deployment_id: str,
+        environment: str,
+        state: DeploymentState,
+        description: str,
+        url: str,
+        log_url: str,
+    ) -> None:
+        """Raises ScmNotFound for a deployment the SCM does not know (any more)."""
+        ...
+
+
+@runtime_checkable
+class MergeQueues(Protocol):
+    """Optional: a base branch that merges through a queue (GitHub's merge queue, GitLab's
+    merge trains): the PR is enqueued instead of merged, and its place read back."""
+
+    def enqueue_pull_request(
+        self, *, repo: Repository, number: int, expected_head_sha: str
+    ) -> QueueEntry:
+        """Enqueue only while the PR's head is ``expected_head_sha`` (else ScmConflict)."""
+        ...
+
+    def queue_entry(self, *, repo: Repository, number: int) -> QueueEntry:
+        """Where the PR stands in its queue, or why it left it."""
+        ...
+
+
+@runtime_checkable
+class ReviewerRequests(Protocol):
+    """Optional: request reviews on a pull request from people and teams (or groups)."""
+
+    def request_reviewers(
+        self, *, repo: Repository, number: int, users: Collection[str], teams: Collection[str]
+    ) -> None: ...
+
+
+@runtime_checkable
+class CommitVerifications(Protocol):
+    """Optional: the SCM's own verdict on a commit's signature (the signedCommits gate)."""
+
+    def commit_verification(self, *, repo: Repository, sha: str) -> Verification: ...
 
 
 @runtime_checkable

@@ -5,9 +5,11 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, settings
+from starlette.testclient import TestClient
 
 from promoter.redaction import KNOWN
 from tests.fixture_paths import FIXTURES
@@ -51,3 +53,15 @@ def _forget_secrets() -> Iterator[None]:
     """Each test starts with no known secret: one test's token is not scrubbed from another's."""
     yield
     KNOWN.clear()
+
+
+@pytest.fixture(autouse=True)
+def _loopback_test_client(monkeypatch: pytest.MonkeyPatch) -> None:
+    """TestClient speaks to ``http://127.0.0.1`` unless told otherwise: the daemon answers
+    only the Host names it serves (DNS rebinding), and starlette's ``testserver`` is none."""
+    original = TestClient.__init__
+
+    def init(self: TestClient, app: Any, base_url: str = "http://127.0.0.1", **kw: Any) -> None:
+        original(self, app, base_url, **kw)
+
+    monkeypatch.setattr(TestClient, "__init__", init)

@@ -34,6 +34,7 @@ def local_config(
     extra_strategy: str = "",
     auto_revert: str = "",
     environments: dict[str, str] | None = None,
+    access: str = "",
     **daemon: object,
 ) -> Config:
     """The sandbox's strategy on ``repo`` (``promoter.cli.sandbox``); ``auto_revert``
@@ -47,5 +48,6 @@ def local_config(
             environments=environments,
             extra_strategy=extra_strategy,
             daemon=settings,
+            access=access,
         )
     )

@@ -101,8 +101,14 @@ def _repo(data: p.JsonObject) -> RepoIdentity:
 
 
 def _push(data: p.JsonObject) -> Push:
+    """A moved ref; ``after`` is new when the push brought it (among its ``commits``, as on
+    GitLab): its statuses can only come later, by a ``status`` delivery."""
     ref = p.text(data, "ref")[: p.MAX_TEXT]
-    return Push(_repo(data), ref, p.opt_sha(data, "before"), p.opt_sha(data, "after"))
+    after = p.opt_sha(data, "after")
+    commits = data.get("commits")
+    listed = commits[:100] if isinstance(commits, list) else []
+    brought = {str(c.get("id", "")).lower() for c in listed if isinstance(c, dict)}
+    return Push(_repo(data), ref, p.opt_sha(data, "before"), after, after in brought)
 
 
 def _status(data: p.JsonObject) -> StatusChange:

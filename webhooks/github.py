@@ -2,8 +2,9 @@
 
 Handled: ``ping``; ``push`` (branches, ``refs/notes/*``); ``status``; ``check_run``
 (created, completed); ``check_suite`` (completed); ``pull_request`` (opened,
-reopened, synchronize, closed, merged or not); ``pull_request_review`` (submitted,
-dismissed). Anything else is Ignored.
+reopened, synchronize, closed, merged or not, enqueued, dequeued); ``pull_request_review``
+(submitted, dismissed); ``merge_group`` (checks_requested, destroyed: the base branch's
+strategies are woken). Anything else is Ignored.
 """
 
 from __future__ import annotations
@@ -201,8 +202,16 @@ def _pull_request(data: p.JsonObject, action: str) -> PullRequestChange:
     )
 
 
+def _merge_group(data: p.JsonObject, action: str) -> Push:
+    """A merge group of the merge queue was made or destroyed: the strategies of its base
+    branch look at their queued PR again (read through the SCM, never from the hook)."""
+    group = p.obj(data, "merge_group")
+    base = p.text(group, "base_ref")[: p.MAX_TEXT]
+    return Push(_repo(data), base, p.opt_sha(group, "base_sha"), None)
+
+
 _Normaliser = Callable[[p.JsonObject, str], Event]
-_PR_ACTIONS = frozenset({"opened", "reopened", "synchronize", "closed"})
+_PR_ACTIONS = frozenset({"opened", "reopened", "synchronize", "closed", "enqueued", "dequeued"})
 _HANDLERS: dict[str, tuple[frozenset[str] | None, _Normaliser, type[Any]]] = {
     # event: (the actions handled, None for all; what the payload means; the fields read)
     "ping": (None, _ping, shapes.GitHubPing),
@@ -211,6 +220,11 @@ _HANDLERS: dict[str, tuple[frozenset[str] | None, _Normaliser, type[Any]]] = {
     "check_run": (frozenset({"created", "completed"}), _check_run, shapes.GitHubCheckRun),
     "check_suite": (frozenset({"completed"}), _check_suite, shapes.GitHubCheckSuite),
     "pull_request": (_PR_ACTIONS, _pull_request, shapes.GitHubPullRequest),
+    "merge_group": (
+        frozenset({"checks_requested", "destroyed"}),
+        _merge_group,
+        shapes.GitHubMergeGroup,
+    ),
     "pull_request_review": (
         frozenset({"submitted", "dismissed"}),
         _review,

@@ -119,6 +119,17 @@ class GitHubPullRequest(TypedDict, total=False):
     pull_request: GitHubPullRequestFields | None
 
 
+class GitHubMergeGroupFields(TypedDict, total=False):
+    base_ref: Any
+    base_sha: Any
+
+
+class GitHubMergeGroup(TypedDict, total=False):
+    action: Any
+    repository: GitHubRepository | None
+    merge_group: GitHubMergeGroupFields | None
+
+
 # --- GitLab ------------------------------------------------------------------------------
 
 
@@ -189,11 +200,16 @@ class ForgejoRepository(TypedDict, total=False):
     html_url: Any
 
 
+class ForgejoCommit(TypedDict, total=False):
+    id: Any
+
+
 class ForgejoPush(TypedDict, total=False):
     repository: ForgejoRepository | None
     ref: Any
     before: Any
     after: Any
+    commits: list[ForgejoCommit] | None
 
 
 class ForgejoStatus(TypedDict, total=False):

@@ -9,12 +9,13 @@ import httpx
 
 from promoter.errors import PromoterError
 
-TOKEN_HINT = "pass --token TOKEN or set PROMOTER_API_TOKEN (the daemon's daemon.apiToken)"
+TOKEN_HINT = "pass --token TOKEN or set PROMOTER_API_TOKEN (a token of the daemon's access.tokens)"
 
 
 class ApiClient:
     def __init__(self, url: str, *, token: str | None = None, timeout: float = 10.0) -> None:
-        token = token or os.environ.get("PROMOTER_API_TOKEN")
+        """``token``: None reads ``PROMOTER_API_TOKEN``; "" sends none."""
+        token = os.environ.get("PROMOTER_API_TOKEN") if token is None else token
         self._has_token = bool(token)
         headers = {"authorization": f"Bearer {token}"} if token else {}
         self._http = httpx.Client(base_url=url.rstrip("/"), headers=headers, timeout=timeout)
@@ -45,12 +46,21 @@ class ApiClient:
         return result
 
     def set_status(
-        self, repo: str, sha: str, *, key: str, phase: str, description: str = "", url: str = ""
+        self,
+        repo: str,
+        sha: str,
+        *,
+        key: str,
+        phase: str,
+        description: str = "",
+        url: str = "",
+        force: bool = False,
     ) -> dict[str, Any]:
+        body: dict[str, Any] = {"key": key, "phase": phase, "description": description, "url": url}
+        if force:
+            body["force"] = True
         result: dict[str, Any] = self._call(
-            "POST",
-            f"/api/v1/repositories/{repo}/commits/{sha}/statuses",
-            json={"key": key, "phase": phase, "description": description, "url": url},
+            "POST", f"/api/v1/repositories/{repo}/commits/{sha}/statuses", json=body
         )
         return result
 
@@ -61,6 +71,11 @@ class ApiClient:
             f"/api/v1/strategies/{strategy}/{operation}",
             json={k: v for k, v in body.items() if v is not None},
         )
+        return result
+
+    def post(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
+        """A write to ``path`` with a JSON body (freeze, unfreeze)."""
+        result: dict[str, Any] = self._call("POST", path, json=body)
         return result
 
     def refresh(self, strategy: str | None = None) -> dict[str, Any]:

@@ -71,8 +71,8 @@ def add_client_arguments(
     p.add_argument(
         "--token",
         default=None,
-        help="bearer token for writes when the daemon is not on loopback "
-        "(default: $PROMOTER_API_TOKEN)",
+        help="your API token: the daemon acts as its name (none needed on a loopback daemon"
+        " without tokens; default: $PROMOTER_API_TOKEN)",
     )
     if json_output:
         p.add_argument("--json", action="store_true", help="print JSON, for scripts")

@@ -5,12 +5,16 @@ so the promoter first makes the fix's promotion mergeable again after the revert
 
 The demo plays the parts a real set-up has elsewhere: the hydrator (``promoter
 hydrate``), CI (the proposed gate ``ci``) and the health checker (the active gate
-``health``); it sets statuses through the daemon's HTTP API like any client.
+``health``); it sets statuses through the daemon's HTTP API like any client. It plays
+two people too: this machine's user, the local admin (no token, as on any loopback
+daemon), and the release manager, who approves prod with a token of their own (an
+approval is recorded as the caller, never as a name the caller gives).
 """
 
 from __future__ import annotations
 
 import logging
+import secrets
 import shutil
 import sys
 import tempfile
@@ -73,6 +77,7 @@ class Demo:
         self.port = port or free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.done_keys: set[tuple[str, str]] = set()
+        self.approver_token = secrets.token_urlsafe(24)
 
     def seed(self) -> str:
         say(f"sandbox: {self.base}")
@@ -83,6 +88,9 @@ class Demo:
         return first
 
     def start(self) -> tuple[Daemon, ThreadServer]:
+        token_file = self.base / f"{APPROVER}.token"
+        token_file.write_text(self.approver_token + "\n")
+        token_file.chmod(0o600)
         text = sandbox_config(
             self.repo,
             self.base / "state",
@@ -95,13 +103,18 @@ class Demo:
                 "resyncInterval": "30s",
                 "workers": 2,
             },
+            access=(
+                f"  tokens: [{{name: {APPROVER}, secret: {{fromFile: {token_file}}}}}]\n"
+                f"  grants: [{{role: approver, users: [{APPROVER}], environments: [prod]}}]\n"
+                "  anonymous: admin"
+            ),
         )
         (self.base / "promoter.yaml").write_text(text)
         runtime = Daemon(
             parse_config(text, source=str(self.base / "promoter.yaml")), observers=[_on_event]
         )
         server = ThreadServer(runtime.app, self.port, name="promoter-demo-server").start(20)
-        say(f"daemon up at {self.url} (local SCM, no tokens)")
+        say(f"daemon up at {self.url} (local SCM; no token needed on this machine)")
         say(f"dashboard: {self.url}/dashboard/{STRATEGY} (live; open it in a browser)")
         return runtime, server
 
@@ -124,7 +137,11 @@ class Demo:
         if pr is None or not waiting or ("approve", str(pr["number"])) in self.done_keys:
             return
         self.done_keys.add(("approve", str(pr["number"])))
-        client.operate(STRATEGY, "approve", environment=env["branch"], user=APPROVER)
+        approver = ApiClient(self.url, token=self.approver_token)
+        try:
+            approver.operate(STRATEGY, "approve", environment=env["branch"])
+        finally:
+            approver.close()
         name = env["branch"].removeprefix("environment/")
         say(f"  [{name}] {APPROVER} approves PR #{pr['number']}")
 
@@ -233,7 +250,7 @@ def _run(base: Path, *, scripted: bool, port: int) -> int:
     demo = Demo(base, port)
     demo.seed()
     _runtime, server = demo.start()
-    client = ApiClient(demo.url)
+    client = ApiClient(demo.url, token="")  # this machine's user: the local admin
     try:
         change = _act_one(demo, client, started)
         _act_two(demo, client, change)

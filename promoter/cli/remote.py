@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 from collections.abc import Callable
 from typing import Any
 
@@ -44,6 +43,12 @@ def set_status_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("phase", choices=["pending", "success", "failure"], help="the gate's result")
     p.add_argument("--description", default="", help="one line shown beside the status")
     p.add_argument("--target-url", default="", help="a link to the details (a CI run)")
+    p.add_argument(
+        "--force",
+        action="store_true",
+        help="write it even when no environment reads that key on that commit (by default"
+        " that is refused, naming the commits that would count)",
+    )
     add_client_arguments(p)
 
 
@@ -57,6 +62,7 @@ def set_status(args: argparse.Namespace) -> int:
             phase=args.phase,
             description=args.description,
             url=args.target_url,
+            force=args.force,
         )
     finally:
         client.close()
@@ -158,7 +164,8 @@ OPERATIONS: dict[str, tuple[str, Callable[[dict[str, Any]], str]]] = {
     "promote": ("break glass: merge now past every gate but never-backwards", _promote),
     "merge": ("merge the PR waiting for a person (revert, or every gate passing)", _merge),
     "approve": (
-        "approve an environment's open PR (local SCM; GitHub/GitLab use their UI)",
+        "approve an environment's open PR as your token's name (local SCM; GitHub/GitLab"
+        " use their UI)",
         _approve,
     ),
     "pin": ("keep an environment on a dry commit until unpinned", _pin),
@@ -185,12 +192,6 @@ def operation_arguments(name: str) -> Callable[[argparse.ArgumentParser], None]:
             p.add_argument("--dry-sha", help="the dry commit to release (default: every hold)")
         if name in ("hold", "promote", "pin"):
             p.add_argument("--reason", required=True, help="why, kept in the ledger")
-        if name == "approve":
-            p.add_argument(
-                "--user",
-                default=os.environ.get("USER") or "promoter-cli",
-                help="who approves ($USER when set)",
-            )
         add_client_arguments(p)
 
     return arguments
@@ -202,7 +203,6 @@ def operate(args: argparse.Namespace) -> int:
         "reason": getattr(args, "reason", None),
         "to": getattr(args, "to", None),
         "drySha": getattr(args, "dry_sha", None),
-        "user": getattr(args, "user", None),
     }
     client = _client(args)
     try:

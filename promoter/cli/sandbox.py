@@ -126,13 +126,15 @@ def sandbox_config(
     environments: Mapping[str, str] | None = None,
     extra_strategy: str = "",
     daemon: Mapping[str, object] | None = None,
+    access: str = "",
 ) -> str:
     """promoter.yaml for the guestbook strategy on ``repo`` with the local SCM.
 
     ``auto_revert`` (e.g. ``"{enabled: true, settleTime: 1s}"``) is set on staging and
     prod; ``environments`` adds settings to an environment by its short name (e.g.
     ``{"prod": "gates: [{soak: {duration: 5s}}]"}``); ``extra_strategy`` is YAML appended
-    to ``promotionStrategies``; ``daemon`` holds the daemon's settings besides ``stateDir``.
+    to ``promotionStrategies``; ``daemon`` holds the daemon's settings besides ``stateDir``;
+    ``access`` is the YAML of an ``access:`` section's body, indented by two spaces.
     """
     revert = f", autoRevert: {auto_revert}" if auto_revert else ""
     extra = {name: f", {text}" for name, text in (environments or {}).items()}
@@ -157,4 +159,4 @@ promotionStrategies:
 {extra_strategy}
 daemon:
   stateDir: {state}{daemon_yaml}
-"""
+""" + (f"access:\n{access}\n" if access else "")

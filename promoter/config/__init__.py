@@ -3,6 +3,7 @@
 Everything else receives a validated ``Config``; nothing below reads files or the environment.
 """
 
+from promoter.config.access import Access, ApiToken, Grant, Proxy, Role
 from promoter.config.durations import Duration, parse_duration
 from promoter.config.gates import GateSpec
 from promoter.config.loader import json_schema, load_config, parse_config
@@ -32,6 +33,8 @@ from promoter.config.strategies import (
 )
 
 __all__ = [
+    "Access",
+    "ApiToken",
     "AutoRevert",
     "Config",
     "Daemon",
@@ -45,9 +48,12 @@ __all__ = [
     "GitHubWebhook",
     "GitLabProvider",
     "GitLabWebhook",
+    "Grant",
     "LocalProvider",
     "PromotionStrategy",
+    "Proxy",
     "Repository",
+    "Role",
     "ScmProvider",
     "SecretRef",
     "StatusKey",

@@ -1,8 +1,8 @@
 """Built-in gates (DESIGN rule 5) as configured under ``gates:`` of a strategy or environment.
 
 Each entry names exactly one kind: ``soak``, ``window``, ``approval``, ``http``,
-``commitMessage``, ``argocd`` or ``flux``. Its result shows on the PR as the commit
-status ``promoter/<name>`` (the name defaults to the kind).
+``commitMessage``, ``argocd``, ``flux`` or ``signedCommits``. Its result shows on the PR
+as the commit status ``promoter/<name>`` (the name defaults to the kind).
 """
 
 from __future__ import annotations
@@ -17,9 +17,19 @@ from promoter.config.base import Spec
 from promoter.config.durations import Duration
 from promoter.config.secrets import SecretRef
 
-GATE_KINDS = ("soak", "window", "approval", "http", "commit_message", "argocd", "flux")
+GATE_KINDS = (
+    "soak",
+    "window",
+    "approval",
+    "http",
+    "commit_message",
+    "argocd",
+    "flux",
+    "signed_commits",
+)
 ACTIVE_KINDS = frozenset({"argocd", "flux"})
 """Kinds that judge an environment's running commit (health), not the proposed change."""
+TIMEOUT = "Time limit of one check, its whole answer included; then it is pending."
 
 
 class Soak(Spec):
@@ -71,6 +81,9 @@ class Approval(Spec):
     """Approving reviews on the PR (GitHub reviews, GitLab approvals, `promoter approve`)."""
 
     count: int = Field(default=1, ge=1, description="How many distinct approvers.")
+    timeout: Duration = Field(
+        default=10.0, description="Time limit of the SCM read of the PR's reviews."
+    )
     users: list[str] = Field(default_factory=list, description="Only these users count.")
     teams: list[str] = Field(
         default_factory=list, description="Only members of these teams / groups count."
@@ -78,6 +91,11 @@ class Approval(Spec):
     label: str | None = Field(default=None, description="A PR label that approves by itself.")
     reset_on_push: bool = Field(
         default=False, description="An approval counts only for the head it was given on."
+    )
+    exclude_change_authors: bool = Field(
+        default=True,
+        description="Approvals by the authors (and co-authors) of the dry commits being "
+        "promoted do not count; the PR's author never counts.",
     )
 
 
@@ -93,7 +111,7 @@ class HttpCheck(Spec):
         default=None, description="JMESPath over the JSON answer; truthy means success."
     )
     interval: Duration = Field(default=30.0, description="How often to ask again.")
-    timeout: Duration = Field(default=10.0)
+    timeout: Duration = Field(default=10.0, description=TIMEOUT)
 
     @field_validator("url")
     @classmethod
@@ -135,7 +153,7 @@ class ArgoCd(Spec):
     token: SecretRef
     selector: str | None = Field(default=None, description="Label selector of Applications.")
     applications: list[str] = Field(default_factory=list, description="Or Application names.")
-    timeout: Duration = 10.0
+    timeout: Duration = Field(default=10.0, description=TIMEOUT)
     interval: Duration = Field(default=30.0, description="How often to look again.")
 
 
@@ -146,6 +164,28 @@ class Flux(Spec):
     kustomizations: list[str] = Field(default_factory=list)
     helm_releases: list[str] = Field(default_factory=list)
     interval: Duration = Field(default=30.0, description="How often to look again.")
+    timeout: Duration = Field(default=10.0, description=TIMEOUT)
+
+
+class SignedCommits(Spec):
+    """Every dry commit being promoted carries a valid signature by an allowed signer."""
+
+    allowed_signers: SecretRef | None = Field(
+        default=None,
+        description="SSH signers: an allowed_signers file (git's gpg.ssh.allowedSignersFile).",
+    )
+    keyring: SecretRef | None = Field(
+        default=None, description="OpenPGP signers: their public keys, ASCII-armoured."
+    )
+    scm_verification: bool = Field(
+        default=False, description="Also require the SCM's own verdict that it is verified."
+    )
+
+    @model_validator(mode="after")
+    def _some_signer(self) -> SignedCommits:
+        if self.allowed_signers is None and self.keyring is None:
+            raise ValueError("give allowedSigners (SSH), keyring (OpenPGP), or both")
+        return self
 
 
 class GateSpec(Spec):
@@ -159,6 +199,7 @@ class GateSpec(Spec):
     commit_message: CommitMessage | None = None
     argocd: ArgoCd | None = None
     flux: Flux | None = None
+    signed_commits: SignedCommits | None = None
 
     @model_validator(mode="after")
     def _exactly_one(self) -> GateSpec:

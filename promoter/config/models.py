@@ -13,8 +13,10 @@ from typing import Any, Literal
 
 from pydantic import Field, PrivateAttr
 
+from promoter.config.access import Access
 from promoter.config.base import Spec
 from promoter.config.durations import Duration
+from promoter.config.freezes import GlobalFreezeWindow
 from promoter.config.notifications import Notifications
 from promoter.config.providers import ScmProvider
 from promoter.config.secrets import SecretRef
@@ -72,9 +74,24 @@ class Daemon(Spec):
         ),
     )
     workers: int = Field(default=4, ge=1, le=64)
+    gate_workers: int = Field(
+        default=8, ge=1, le=256, description="Threads running HTTP, Argo CD and Flux checks."
+    )
+    gate_calls_per_backend: int = Field(
+        default=2,
+        ge=1,
+        le=64,
+        description=(
+            "Calls in flight at most per gate backend (an HTTP host, an Argo CD, the"
+            " Kubernetes API, an SCM's reads and writes for gates): a hanging one holds"
+            " no more threads than this."
+        ),
+    )
     max_backoff: Duration = Field(default=300.0, description="Cap of the retry backoff.")
     api_token: SecretRef | None = Field(
-        default=None, description="Bearer token for write calls to /api/v1 when not on loopback."
+        default=None,
+        description="One shared bearer token, the caller 'api-token' with the admin role"
+        " (access.tokens names each caller instead).",
     )
     log_level: Literal["debug", "info", "warning", "error"] = "info"
 
@@ -90,6 +107,11 @@ class Config(Spec):
     webhooks: Webhooks = Field(default_factory=Webhooks)
     daemon: Daemon = Field(default_factory=Daemon)
     notifications: Notifications = Field(default_factory=Notifications)
+    freezes: list[GlobalFreezeWindow] = Field(
+        default_factory=list,
+        description="Freeze dates or ranges of every strategy (docs/freezes.md).",
+    )
+    access: Access = Field(default_factory=Access)
 
     def provider(self, name: str) -> ScmProvider:
         return next(p for p in self.scm_providers if p.name == name)

@@ -9,6 +9,7 @@ from pydantic import AfterValidator, Field, field_validator, model_validator
 
 from promoter.config.base import Spec
 from promoter.config.durations import Duration
+from promoter.config.freezes import FreezeWindow
 from promoter.config.gates import GateSpec, merge_gates, unique_keys
 from promoter.config.rollout import BlockedChanges, Tier, Upstream, check_dag
 
@@ -55,6 +56,35 @@ class AutoRevert(Spec):
     auto_merge: bool = False
 
 
+class Deployments(Spec):
+    """Report each promotion as a deployment to the environment on the SCM (docs/deployments.md)."""
+
+    enabled: bool = True
+    environment: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=255,
+        description="The SCM environment's name; default: the branch's last part (prod).",
+    )
+    url: str | None = Field(default=None, description="Where the environment is reached.")
+
+
+class Reviewers(Spec):
+    """Reviewers requested on each promotion PR of an environment, once per PR."""
+
+    users: list[str] = Field(default_factory=list, description="User names (logins).")
+    teams: list[str] = Field(
+        default_factory=list,
+        description="GitHub teams (org/slug, or a slug of the repository's owner); GitLab "
+        "groups (their members are requested).",
+    )
+    codeowners: bool = Field(
+        default=False,
+        description="Also the owners, by the active branch's CODEOWNERS, of what the "
+        "promotion changes.",
+    )
+
+
 class Environment(Spec):
     branch: str = Field(min_length=1, description="The active branch, e.g. environment/dev.")
     auto_merge: bool = True
@@ -63,6 +93,17 @@ class Environment(Spec):
     auto_revert: AutoRevert = Field(default_factory=AutoRevert)
     gates: Annotated[list[GateSpec], AfterValidator(unique_keys)] = Field(
         default_factory=list, description="Built-in gates of this environment (docs/gates.md)."
+    )
+    merge_queue: bool = Field(
+        default=False,
+        description="The branch merges through a queue (GitHub's merge queue, GitLab's merge "
+        "trains): promotion PRs are enqueued instead of merged (docs/merge-queues.md).",
+    )
+    reviewers: Reviewers | None = Field(
+        default=None, description="Reviewers requested on each promotion PR (once per PR)."
+    )
+    deployments: Deployments | None = Field(
+        default=None, description="SCM deployments of this environment (the strategy's when unset)."
     )
     depends_on: list[str] | None = Field(
         default=None,
@@ -101,6 +142,15 @@ class PromotionStrategy(Spec):
         default_factory=list,
         description="Labels on every promotion PR. On GitHub a PR with labels costs one "
         "more API call (GitHub cannot label a pull request when opening it).",
+    )
+    deployments: Deployments | None = Field(
+        default=None,
+        description="Report promotions as SCM deployments, in every environment "
+        "(docs/deployments.md); off by default: each costs SCM calls.",
+    )
+    freezes: list[FreezeWindow] = Field(
+        default_factory=list,
+        description="Freeze dates or ranges of this strategy (docs/freezes.md).",
     )
 
     @model_validator(mode="after")
@@ -163,6 +213,13 @@ class PromotionStrategy(Spec):
     def proposed_keys(self, env: Environment) -> list[str]:
         """Keys that must be success on the proposed hydrated commit."""
         return _merge_keys(self.proposed_commit_statuses, env.proposed_commit_statuses)
+
+    def deployment_of(self, env: Environment) -> tuple[str, str] | None:
+        """The SCM environment name and URL ``env`` deploys as, or None when off."""
+        spec = env.deployments or self.deployments
+        if spec is None or not spec.enabled:
+            return None
+        return (spec.environment or env.branch.rsplit("/", 1)[-1], spec.url or "")
 
     def gates_of(self, env: Environment) -> list[GateSpec]:
         """The built-in gates of ``env``: the strategy's, then its own (same name: its own)."""

@@ -1,21 +1,27 @@
 """Gates judged by asking another system: an HTTP endpoint, Argo CD, Flux.
 
-Each check returns a ``CommitStatus`` under the gate's key for one commit; a system
-that cannot be reached gives ``pending`` (it may answer next time), never a crash.
+Each check returns a ``CommitStatus`` under the gate's key for one commit when the
+backend answered, ``failure`` only where the answer says so. When it gave no usable
+answer (no answer in time, a network or TLS error, 5xx, garbage, missing credentials)
+a check raises ``GateTrouble``; it runs through ``GateCalls.judge``, which turns that,
+and anything else raised, into a ``pending`` verdict in the backend's words.
 """
 
 from __future__ import annotations
 
+import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urlsplit
 
 import jmespath
 import requests
 
-from promoter.config.gates import ArgoCd, Flux, HttpCheck
+from promoter.config.gates import ArgoCd, GateSpec, HttpCheck
+from promoter.daemon.answers import json_of, read_body, secret, snippet, timeouts
+from promoter.daemon.gate_calls import Garbage, Unreachable, verdict
 from promoter.models import CommitStatus, Phase
-
-SOURCE = "promoter"
 
 
 @dataclass(frozen=True)
@@ -29,7 +35,7 @@ class Target:
 
 
 def _status(key: str, phase: Phase, description: str, url: str = "") -> CommitStatus:
-    return CommitStatus(key=key, phase=phase, description=description[:140], url=url, source=SOURCE)
+    return verdict(key, phase, description, url)
 
 
 def _fill(text: str, target: Target) -> str:
@@ -38,6 +44,50 @@ def _fill(text: str, target: Target) -> str:
         .replace("{drySha}", target.dry_sha)
         .replace("{environment}", target.environment)
     )
+
+
+def backend_of(gate: GateSpec) -> tuple[str, str]:
+    """``(backend, what)``: which system a gate asks (its calls are bounded together) and
+    how its verdicts name it."""
+    if gate.http is not None:
+        parts = urlsplit(gate.http.url)
+        return f"http {parts.scheme}://{parts.netloc}", "check"
+    if gate.argocd is not None:
+        return f"argocd {gate.argocd.server.rstrip('/')}", "Argo CD"
+    return "kubernetes", "flux: Kubernetes API"
+
+
+def _get(
+    session: requests.Session,
+    method: str,
+    url: str,
+    timeout: float,
+    *,
+    headers: Mapping[str, str],
+    params: Mapping[str, str] | None = None,
+    data: str | None = None,
+) -> tuple[int, bytes]:
+    """``(status, body)`` of one call, the whole answer within ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    try:
+        answer = session.request(
+            method,
+            url,
+            headers=headers,
+            params=params,
+            data=data,
+            timeout=timeouts(timeout),
+            stream=True,
+        )
+    except requests.Timeout:
+        raise Unreachable(f"no answer within {timeout:g}s") from None
+    return answer.status_code, read_body(answer.raw, deadline)
+
+
+def _unanswered(status: int, body: bytes) -> None:
+    """``Unreachable`` for the answers that say "not now": 5xx and 429."""
+    if status >= 500 or status == 429:
+        raise Unreachable(f"answered {status}: {snippet(body)}")
 
 
 def http_check(
@@ -49,25 +99,15 @@ def http_check(
     ``'failure'``); otherwise truthy is success and falsy is failure.
     """
     url = _fill(spec.url, target)
-    headers = {name: secret.resolve() for name, secret in spec.headers.items()}
+    headers = {name: secret(ref) for name, ref in spec.headers.items()}
     body = _fill(spec.body, target) if spec.body is not None else None
-    try:
-        answer = session.request(spec.method, url, headers=headers, data=body, timeout=spec.timeout)
-    except requests.RequestException as exc:
-        return _status(key, Phase.PENDING, f"check not reachable: {type(exc).__name__}", url)
-    if answer.status_code >= 500 or answer.status_code == 429:
-        return _status(
-            key, Phase.PENDING, f"check answered {answer.status_code}; asking again", url
-        )
-    if answer.status_code not in spec.success_status:
-        return _status(key, Phase.FAILURE, f"check answered {answer.status_code}", url)
+    status, answer = _get(session, spec.method, url, spec.timeout, headers=headers, data=body)
+    _unanswered(status, answer)
+    if status not in spec.success_status:
+        return _status(key, Phase.FAILURE, f"check answered {status}: {snippet(answer)}", url)
     if spec.expression is None:
-        return _status(key, Phase.SUCCESS, f"check answered {answer.status_code}", url)
-    try:
-        data: Any = answer.json()
-    except ValueError:
-        return _status(key, Phase.FAILURE, "check answered no JSON for the expression", url)
-    result = jmespath.search(spec.expression, data)
+        return _status(key, Phase.SUCCESS, f"check answered {status}", url)
+    result = jmespath.search(spec.expression, json_of(answer))
     if isinstance(result, str) and result in {p.value for p in Phase}:
         return _status(key, Phase(result), f"check says {result}", url)
     if result:
@@ -75,10 +115,26 @@ def http_check(
     return _status(key, Phase.FAILURE, f"check failed: {spec.expression}", url)
 
 
+def _object(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
 def _targets_branch(app: dict[str, Any], branch: str) -> bool:
-    spec = app.get("spec") or {}
-    sources = spec.get("sources") or [spec.get("source") or {}]
-    return any((s or {}).get("targetRevision") == branch for s in sources)
+    spec = _object(app.get("spec"))
+    sources = spec.get("sources") or [spec.get("source")]
+    return isinstance(sources, list) and any(
+        _object(s).get("targetRevision") == branch for s in sources
+    )
+
+
+def _applications(data: Any) -> list[dict[str, Any]]:
+    """The Applications of Argo CD's answer; ``Garbage`` when it is no list of them."""
+    items = data.get("items", ()) if isinstance(data, dict) else None
+    if items is None and isinstance(data, dict):
+        return []  # Argo CD says "items": null when no Application matches
+    if not isinstance(items, list) or not all(isinstance(app, dict) for app in items):
+        raise Garbage(f"not a list of Applications: {snippet(str(data).encode())}")
+    return items
 
 
 def argocd_check(key: str, spec: ArgoCd, target: Target, session: requests.Session) -> CommitStatus:
@@ -86,29 +142,27 @@ def argocd_check(key: str, spec: ArgoCd, target: Target, session: requests.Sessi
     Healthy: success; any Degraded (or Missing): failure; otherwise pending."""
     url = f"{spec.server.rstrip('/')}/api/v1/applications"
     params = {"selector": spec.selector} if spec.selector else {}
-    headers = {"Authorization": f"Bearer {spec.token.resolve()}"}
-    try:
-        answer = session.get(url, params=params, headers=headers, timeout=spec.timeout)
-    except requests.RequestException as exc:
-        return _status(key, Phase.PENDING, f"Argo CD not reachable: {type(exc).__name__}")
-    if answer.status_code != 200:
-        return _status(key, Phase.PENDING, f"Argo CD answered {answer.status_code}")
-    items = (answer.json() or {}).get("items") or []
+    headers = {"Authorization": f"Bearer {secret(spec.token)}"}
+    status, answer = _get(session, "GET", url, spec.timeout, headers=headers, params=params)
+    _unanswered(status, answer)
+    if status != 200:
+        raise Unreachable(f"answered {status}: {snippet(answer)}")
     apps = [
         app
-        for app in items
-        if (not spec.applications or app.get("metadata", {}).get("name") in spec.applications)
+        for app in _applications(json_of(answer))
+        if (not spec.applications or _object(app.get("metadata")).get("name") in spec.applications)
         and _targets_branch(app, target.environment)
     ]
     if not apps:
         return _status(key, Phase.PENDING, f"no Argo CD application deploys {target.environment}")
     degraded, waiting = [], []
     for app in apps:
-        name = app.get("metadata", {}).get("name", "?")
-        status = app.get("status") or {}
-        health = (status.get("health") or {}).get("status")
-        sync = status.get("sync") or {}
-        revisions = [sync.get("revision"), *(sync.get("revisions") or [])]
+        name = _object(app.get("metadata")).get("name", "?")
+        status_of = _object(app.get("status"))
+        health = _object(status_of.get("health")).get("status")
+        sync = _object(status_of.get("sync"))
+        more = sync.get("revisions")
+        revisions = [sync.get("revision"), *(more if isinstance(more, list) else ())]
         if health in ("Degraded", "Missing"):
             degraded.append(f"{name} {health}")
         elif sync.get("status") != "Synced" or target.sha not in revisions:
@@ -120,46 +174,3 @@ def argocd_check(key: str, spec: ArgoCd, target: Target, session: requests.Sessi
     if waiting:
         return _status(key, Phase.PENDING, "Argo CD: " + ", ".join(waiting))
     return _status(key, Phase.SUCCESS, f"Argo CD: {len(apps)} synced to {target.sha[:7]}, Healthy")
-
-
-FLUX_KINDS = (
-    ("kustomize.toolkit.fluxcd.io", "v1", "kustomizations", "Kustomization"),
-    ("helm.toolkit.fluxcd.io", "v2", "helmreleases", "HelmRelease"),
-)
-
-
-def flux_check(key: str, spec: Flux, target: Target, custom_objects: Any) -> CommitStatus:
-    """Every named Kustomization / HelmRelease applied the environment's commit and is
-    Ready. ``custom_objects`` is a ``kubernetes.client.CustomObjectsApi``."""
-    wanted = [
-        (group, version, plural, kind, name)
-        for (group, version, plural, kind), names in zip(
-            FLUX_KINDS, (spec.kustomizations, spec.helm_releases), strict=True
-        )
-        for name in names
-    ]
-    if not wanted:
-        return _status(key, Phase.PENDING, "flux: no Kustomization or HelmRelease named")
-    failed, waiting = [], []
-    for group, version, plural, kind, name in wanted:
-        try:
-            obj = custom_objects.get_namespaced_custom_object(
-                group, version, spec.namespace, plural, name
-            )
-        except Exception as exc:  # the kubernetes client raises ApiException and urllib3 errors
-            waiting.append(f"{kind} {name} not readable ({type(exc).__name__})")
-            continue
-        status = obj.get("status") or {}
-        applied = str(status.get("lastAppliedRevision") or "")
-        ready = next((c for c in status.get("conditions") or [] if c.get("type") == "Ready"), None)
-        if not applied.endswith(target.sha):
-            waiting.append(f"{kind} {name} has not applied {target.sha[:7]}")
-        elif ready is None or ready.get("status") == "Unknown":
-            waiting.append(f"{kind} {name} not ready yet")
-        elif ready.get("status") == "False":
-            failed.append(f"{kind} {name}: {ready.get('reason') or 'not ready'}")
-    if failed:
-        return _status(key, Phase.FAILURE, "flux: " + "; ".join(failed))
-    if waiting:
-        return _status(key, Phase.PENDING, "flux: " + "; ".join(waiting))
-    return _status(key, Phase.SUCCESS, f"flux: {len(wanted)} applied {target.sha[:7]}, Ready")

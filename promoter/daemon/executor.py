@@ -16,10 +16,12 @@ from dataclasses import dataclass, field
 from typing import assert_never
 
 from promoter.config import Repository
+from promoter.daemon.deployments import DeploymentReporter
 from promoter.daemon.events import Observer, tell
 from promoter.daemon.mergeable import merge_active_into_proposed
 from promoter.daemon.merges import Deferred, Merger, UnconfirmedMerges, count_settled
 from promoter.daemon.pull_requests import PullRequests, pr_key
+from promoter.daemon.queues import QueueRunner
 from promoter.daemon.reader import SnapshotReader
 from promoter.daemon.revert_writer import RevertWriter
 from promoter.engine import (
@@ -30,6 +32,8 @@ from promoter.engine import (
     ApprovePullRequest,
     ClosePullRequest,
     CommentPullRequest,
+    CreateDeployment,
+    EnqueuePullRequest,
     HoldDryCommit,
     LedgerAction,
     MergeActiveIntoProposed,
@@ -38,12 +42,15 @@ from promoter.engine import (
     OpenRevert,
     PauseEnvironment,
     PinEnvironment,
+    RecordDequeue,
     RecordHealthy,
     RecordOverride,
     ReleaseHold,
+    RequestReviewers,
     ResumeEnvironment,
     RevertOpened,
     SetCommitStatus,
+    SetDeploymentStatus,
     Snapshot,
     UpdatePullRequest,
     ledger_changes,
@@ -64,6 +71,8 @@ class Outcome:
 
     requeue_after: float | None = None
     merged: list[str] = field(default_factory=list)
+    merge_shas: dict[str, str] = field(default_factory=dict)
+    """The commit each environment's merge made, by environment branch."""
     deferred: dict[str, str] = field(default_factory=dict)
     """Environments whose merge waits for a gate the SCM no longer reports success, and why."""
     written: list[SetCommitStatus] = field(default_factory=list)
@@ -93,9 +102,11 @@ class Executor:
     unconfirmed: UnconfirmedMerges = field(default_factory=UnconfirmedMerges)
     """Merges whose answer was lost (shared by every reconcile of the daemon)."""
     pull_requests: PullRequests = field(init=False)
+    deployments: DeploymentReporter = field(init=False)
 
     def __post_init__(self) -> None:
         self.pull_requests = PullRequests(self.plugin, self.pr_cache, self.observers)
+        self.deployments = DeploymentReporter(self.plugin, self.ledger)
 
     def run(
         self,
@@ -169,6 +180,32 @@ class Executor:
             case ApprovePullRequest():
                 self.pull_requests.approve(snapshot, repo, action)
                 outcome.requeue(0.0)
+            case CreateDeployment():
+                sha = action.sha or outcome.merge_shas.get(branch)
+                if sha is not None:  # created once its merge happened
+                    self.deployments.create(snapshot, repo, mirror, action, sha)
+            case EnqueuePullRequest():
+                deferred = QueueRunner(self.plugin, self.reader.gates, self.ledger).enqueue(
+                    snapshot, repo, mirror, action
+                )
+                if deferred is not None:
+                    outcome.deferred[branch] = deferred.reason
+                outcome.requeue(0.0)
+            case RecordDequeue():
+                QueueRunner(self.plugin, self.reader.gates, self.ledger).dequeued(
+                    snapshot, mirror, action
+                )
+            case SetDeploymentStatus():
+                self.deployments.status(snapshot, repo, mirror, action)
+            case RequestReviewers():
+                self.pull_requests.request_reviewers(snapshot, repo, action)
+                number = action.number
+                self.ledger.update(
+                    mirror,
+                    snapshot.strategy,
+                    branch,
+                    lambda led: led.with_reviewers_requested(number),
+                )
             case MergePullRequest():
                 self._merge(snapshot, repo, action, outcome)
             case OpenRevert():
@@ -211,6 +248,7 @@ class Executor:
         if isinstance(result, Deferred):
             outcome.deferred[env.branch] = result.reason
             return
+        outcome.merge_shas[env.branch] = result.sha
         kind = "reverted" if action.purpose == "revert" else "merged"
         what = f"merged {action.dry_sha[:7]}"
         tell(

@@ -141,22 +141,39 @@ class Operations:
 
     @logged("hold")
     def hold(
-        self, strategy: str, environment: str, *, dry_sha: str | None, reason: str
+        self,
+        strategy: str,
+        environment: str,
+        *,
+        dry_sha: str | None,
+        reason: str,
+        by: str = "a person",
     ) -> HoldResult:
         target, actions = self._apply(
             strategy,
             environment,
-            lambda s, i: rules.hold(s, i, dry_sha=dry_sha, reason=reason, now=utcnow()),
+            lambda s, i: rules.hold(s, i, dry_sha=dry_sha, reason=reason, now=utcnow(), by=by),
         )
         held = next(a.dry_sha for a in actions if isinstance(a, HoldDryCommit))
         return HoldResult(held=held, environments=target.later, reason=reason)
 
     @logged("release")
-    def release(self, strategy: str, environment: str, *, dry_sha: str | None) -> ReleaseResult:
+    def release(
+        self,
+        strategy: str,
+        environment: str,
+        *,
+        dry_sha: str | None,
+        by: str = "a person",
+        revert_holds: bool = True,
+    ) -> ReleaseResult:
+        """Release holds; a hold a revert set only with ``revert_holds`` (an admin)."""
         target, actions = self._apply(
             strategy,
             environment,
-            lambda s, i: rules.release(s, i, dry_sha=dry_sha, now=utcnow()),
+            lambda s, i: rules.release(
+                s, i, dry_sha=dry_sha, now=utcnow(), by=by, revert_holds=revert_holds
+            ),
         )
         shas = tuple(sorted({a.dry_sha for a in actions if isinstance(a, ReleaseHold)}))
         paused = target.snapshot.environments[target.index].ledger.paused
@@ -168,12 +185,14 @@ class Operations:
         )
 
     @logged("revert")
-    def revert(self, strategy: str, environment: str, *, to: str | None) -> RevertResult:
+    def revert(
+        self, strategy: str, environment: str, *, to: str | None, by: str = "a person"
+    ) -> RevertResult:
         def decide(snapshot: Snapshot, index: int) -> list[Action] | Refusal:
             config = self.rec.config.strategy(strategy)
             assert config is not None
             auto_merge = config.environments[index].auto_revert.auto_merge
-            return rules.revert(snapshot, index, to=to, auto_merge=auto_merge)
+            return rules.revert(snapshot, index, to=to, auto_merge=auto_merge, by=by)
 
         target, actions = self._apply(strategy, environment, decide)
         (action,) = actions
@@ -183,12 +202,14 @@ class Operations:
         )
 
     @logged("promote")
-    def promote(self, strategy: str, environment: str, *, reason: str) -> PromoteResult:
+    def promote(
+        self, strategy: str, environment: str, *, reason: str, by: str = "a person"
+    ) -> PromoteResult:
         """Break glass: merge now past every gate but never-backwards; kept in the ledger."""
         target, actions = self._apply(
             strategy,
             environment,
-            lambda s, i: rules.promote(s, i, reason=reason, now=utcnow()),
+            lambda s, i: rules.promote(s, i, reason=reason, now=utcnow(), by=by),
         )
         merge = next(a for a in actions if a.kind == "merge")
         assert merge.kind == "merge"
@@ -199,15 +220,16 @@ class Operations:
                 "environment": target.branch,
                 "sha": merge.dry_sha,
                 "reason": reason,
+                "by": by,
             },
         )
         return PromoteResult(promoted=merge.dry_sha, environment=target.branch, pr=merge.number)
 
     @logged("merge")
-    def merge(self, strategy: str, environment: str) -> MergeResult:
+    def merge(self, strategy: str, environment: str, *, by: str | None = None) -> MergeResult:
         """Merge the PR that waits for a person (revert, or promotion with every gate
-        passing), with the head the engine read as its guard."""
-        target, actions = self._apply(strategy, environment, lambda s, i: rules.merge(s, i))
+        passing), with the head the engine read as its guard; the message names ``by``."""
+        target, actions = self._apply(strategy, environment, lambda s, i: rules.merge(s, i, by=by))
         (merge,) = actions
         assert merge.kind == "merge"
         if target.branch not in target.merged:

@@ -21,13 +21,14 @@ from promoter.engine import (
     EnvironmentSnapshot,
     MergePullRequest,
     OpenPullRequest,
+    RequestReviewers,
     Snapshot,
     UpdatePullRequest,
 )
-from promoter.errors import PermanentError
+from promoter.errors import PermanentError, ScmConflict
 from promoter.models import PullRequest
 from promoter.state import PullRequestCache
-from scm_plugins.protocol import Approvals, ScmPlugin
+from scm_plugins.protocol import Approvals, ReviewerRequests, ScmPlugin
 
 log = logging.getLogger("promoter.actions")
 
@@ -127,6 +128,28 @@ class PullRequests:
                     "retry_in": min(refused.values()),
                 },
             )
+
+    def request_reviewers(
+        self, snapshot: Snapshot, repo: Repository, action: RequestReviewers
+    ) -> None:
+        """Ask for the reviews; a request the SCM refuses for good (an unknown user, the PR's
+        own author) or cannot make is logged once and not asked again."""
+        env = snapshot.environments[action.environment]
+        fields = {"strategy": snapshot.strategy, "environment": env.branch, "pr": action.number}
+        who = {"users": list(action.users), "teams": list(action.teams)}
+        if not isinstance(self.plugin, ReviewerRequests):
+            log.warning("the SCM cannot request reviewers", extra={**fields, **who})
+            return
+        try:
+            self.plugin.request_reviewers(
+                repo=repo, number=action.number, users=action.users, teams=action.teams
+            )
+        except ScmConflict as exc:
+            log.warning("reviewers refused", extra={**fields, **who, "reason": str(exc)})
+            return
+        log.info("reviewers requested", extra={**fields, **who})
+        text = ", ".join((*action.users, *action.teams))
+        self._tell("reviewers", snapshot, env, f"review requested from {text}", pr=action.number)
 
     def comment(self, repo: Repository, action: CommentPullRequest) -> None:
         self.plugin.comment_pull_request(repo=repo, number=action.number, body=action.body)

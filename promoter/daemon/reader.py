@@ -13,27 +13,44 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from promoter.config import Environment, GateSpec, PromotionStrategy, Repository
+from promoter.config.freezes import GlobalFreezeWindow
+from promoter.daemon.freezes import configured, dated_periods, manual_periods
+from promoter.daemon.review_reads import ReviewReads
+from promoter.daemon.signature_check import SignatureReading
 from promoter.engine import (
     AutoRevertPolicy,
     CommitState,
     EnvironmentSnapshot,
     EnvLedger,
+    FreezePeriod,
     Rollout,
     Snapshot,
     UpstreamGroup,
     shape_of,
 )
-from promoter.errors import MetadataMissing
+from promoter.errors import GitError, MetadataMissing
 from promoter.git import GitMirror
 from promoter.git.caches import remember
+from promoter.git.codeowners import change_owners
 from promoter.git.lineage import Lineage
-from promoter.models import CommitStatus, DryCommit, PullRequest, Review, utcnow
+from promoter.models import (
+    Author,
+    CommitStatus,
+    DryCommit,
+    PullRequest,
+    QueueEntry,
+    Review,
+    utcnow,
+)
 from promoter.state.ledger import GitLedger, LedgerUnreadable
 from promoter.state.pulls import MISSING, PullRequestCache
 from promoter.state.statuses import StatusCache
-from scm_plugins.protocol import Reviews, ScmPlugin
+from scm_plugins.protocol import Deployments, MergeQueues, ScmPlugin, review_reader
 
 log = logging.getLogger("promoter.reader")
+
+MADE_BY_MERGE = frozenset({"merge", "lineage"})
+"""Where the lineage found the dry SHA of a commit the hydrator did not write."""
 
 
 @dataclass
@@ -48,6 +65,12 @@ class SnapshotReader:
     lineage: Lineage = field(default_factory=Lineage)
     """Dry SHAs of commits that merges made (``promoter.git.lineage``)."""
     conflicts: MergeConflicts = field(default_factory=lambda: MergeConflicts())
+    global_freezes: tuple[GlobalFreezeWindow, ...] = ()
+    """The configuration's top-level freeze dates (``Config.freezes``)."""
+    signatures: SignatureReading = field(default_factory=SignatureReading)
+    """Verified signatures of dry commits (long-lived: the reconciler's)."""
+    review_reads: ReviewReads = field(default_factory=ReviewReads)
+    """Approval gates' reads, bounded and never raising (``review_reads``)."""
 
     def statuses(self, repo: Repository, sha: str, *, fresh: bool = False) -> list[CommitStatus]:
         """A SHA's statuses from the cache when complete and fresh, else from the SCM."""
@@ -77,9 +100,12 @@ class SnapshotReader:
             return None
         dry_sha: str | None = None
         error: str | None = None
+        by_merge = False
         tip = mirror.branch_sha(proposed) if proposed else None
         try:
-            dry_sha = self.lineage.metadata(mirror, sha, proposed_tip=tip).dry_sha
+            found = self.lineage.metadata(mirror, sha, proposed_tip=tip)
+            dry_sha = found.dry_sha
+            by_merge = proposed is None and found.source in MADE_BY_MERGE
         except MetadataMissing as exc:
             error = str(exc)
         return CommitState(
@@ -88,6 +114,7 @@ class SnapshotReader:
             dry_sha=dry_sha,
             metadata_error=error,
             statuses=tuple(self.statuses(repo, sha)),
+            by_merge=by_merge,
         )
 
     def read(self, strategy: PromotionStrategy, repo: Repository, mirror: GitMirror) -> Snapshot:
@@ -133,8 +160,20 @@ class SnapshotReader:
                 changelog = tuple(self._changelog(mirror, active.dry_sha, proposed.dry_sha))
         ledger, ledger_error = self._ledger(mirror, strategy.name, env.branch)
         error = error or ledger_error
+        freezes, freeze_error = self._freezes(strategy, mirror, env.branch, ledger)
+        error = error or freeze_error
         gates = tuple(strategy.gates_of(env))
         reviews, reviews_error = self._reviews(repo, gates, pull_request)
+        users, teams = _reviewers(env, mirror, active, proposed, pull_request, ledger)
+        signatures, signatures_error = self.signatures.read(
+            self.plugin,
+            repo,
+            mirror,
+            gates,
+            active.dry_sha if active else None,
+            proposed.dry_sha if active and proposed else None,
+        )
+        authors, authors_error = _change_authors(mirror, gates, pull_request, active, proposed)
         return EnvironmentSnapshot(
             branch=env.branch,
             proposed_branch=proposed_branch,
@@ -165,9 +204,40 @@ class SnapshotReader:
             gates=gates,
             reviews=reviews,
             reviews_error=reviews_error,
+            change_authors=authors,
+            change_authors_error=authors_error,
             upstreams=upstreams,
             rollout=rollout,
+            freezes=freezes,
+            signatures=signatures,
+            signatures_error=signatures_error,
+            reviewers=users,
+            reviewer_teams=teams,
+            **self._deployment(strategy, env),
+            merge_queue=env.merge_queue,
+            queue=self._queue(repo, env, pull_request, ledger),
         )
+
+    def _queue(
+        self, repo: Repository, env: Environment, pr: PullRequest | None, ledger: EnvLedger
+    ) -> QueueEntry | None:
+        """The open PR's place in the merge queue, read while the promoter's attempt waits
+        there (one call; nothing without an attempt)."""
+        attempt = ledger.queue
+        if not env.merge_queue or pr is None or attempt is None or attempt.dequeued_at:
+            return None
+        if (attempt.number, attempt.head_sha) != (pr.number, pr.head_sha):
+            return None
+        if not isinstance(self.plugin, MergeQueues):
+            return None
+        return self.plugin.queue_entry(repo=repo, number=pr.number)
+
+    def _deployment(self, strategy: PromotionStrategy, env: Environment) -> dict[str, str]:
+        """The SCM environment promotions of ``env`` are reported to, if on and possible."""
+        target = strategy.deployment_of(env)
+        if target is None or not isinstance(self.plugin, Deployments):
+            return {}
+        return {"deployment_environment": target[0], "deployment_url": target[1]}
 
     def _ledger(
         self, mirror: GitMirror, strategy: str, branch: str
@@ -178,6 +248,24 @@ class SnapshotReader:
         except LedgerUnreadable as exc:
             return EnvLedger(), f"the ledger of {branch} cannot be read: {exc}"
 
+    def _freezes(
+        self, strategy: PromotionStrategy, mirror: GitMirror, branch: str, ledger: EnvLedger
+    ) -> tuple[tuple[FreezePeriod, ...], str | None]:
+        """The freezes covering ``branch``: people's (ledger notes), and the configuration's
+        dates not over yet. A note that cannot be read blocks the environment (fail closed)."""
+
+        def read(strategy_key: str, environment_key: str) -> EnvLedger:
+            return self.ledger.read(mirror, strategy_key, environment_key)
+
+        now = self.clock()
+        try:
+            found = manual_periods(read, strategy.name, branch, ledger)
+        except LedgerUnreadable as exc:
+            return (), f"the freezes of {branch} cannot be read: {exc}"
+        for windows, scope in configured(strategy, self.global_freezes):
+            found += dated_periods([windows], scope, branch, now)
+        return tuple(found), None
+
     def _reviews(
         self, repo: Repository, gates: tuple[GateSpec, ...], pr: PullRequest | None
     ) -> tuple[tuple[Review, ...] | None, str | None]:
@@ -185,11 +273,14 @@ class SnapshotReader:
         wanted = [g.approval for g in gates if g.approval is not None]
         if not wanted or pr is None:
             return None, None
-        if not isinstance(self.plugin, Reviews):
+        reviewer = review_reader(self.plugin)
+        if reviewer is None:
             return None, f"approval: the {self.plugin.name} SCM plugin cannot read reviews"
         teams = sorted({team for approval in wanted for team in approval.teams})
-        found = self.plugin.get_reviews(repo=repo, number=pr.number, teams=teams)
-        return tuple(found), None
+        timeout = min(approval.timeout for approval in wanted)
+        return self.review_reads.read(
+            reviewer, self.plugin.name, repo, pr.number, teams, timeout=timeout
+        )
 
     def open_pull_request(
         self, repo: Repository, head: str, base: str, tip: str
@@ -253,6 +344,47 @@ class SnapshotReader:
             if env.proposed is not None and env.proposed.dry_sha:
                 pairs.update((h.dry_sha, env.proposed.dry_sha) for h in env.ledger.holds)
         return frozenset((a, d) for a, d in pairs if a != d and mirror.is_ancestor(a, d))
+
+
+def _reviewers(
+    env: Environment,
+    mirror: GitMirror,
+    active: CommitState | None,
+    proposed: CommitState | None,
+    pr: PullRequest | None,
+    ledger: EnvLedger,
+) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The users and teams to request on the open PR: configured, and (``codeowners``) the
+    owners of what it changes by the active branch's CODEOWNERS; read only until asked."""
+    wanted = env.reviewers
+    if wanted is None or pr is None or pr.number in ledger.reviewers_requested:
+        return (), ()
+    users, teams = list(wanted.users), list(wanted.teams)
+    if wanted.codeowners and active is not None and proposed is not None:
+        for owner in change_owners(
+            mirror.path, active.hydrated_sha, active.hydrated_sha, proposed.hydrated_sha
+        ):
+            (teams if "/" in owner else users).append(owner)
+    return tuple(dict.fromkeys(users)), tuple(dict.fromkeys(teams))
+
+
+def _change_authors(
+    mirror: GitMirror,
+    gates: tuple[GateSpec, ...],
+    pr: PullRequest | None,
+    active: CommitState | None,
+    proposed: CommitState | None,
+) -> tuple[tuple[Author, ...] | None, str | None]:
+    """Who wrote the dry commits being promoted, read only when an approval gate leaves
+    them out (``excludeChangeAuthors``) and a PR is open; unreadable: None, and why."""
+    if pr is None or not any(g.approval and g.approval.exclude_change_authors for g in gates):
+        return None, None
+    if active is None or proposed is None or not active.dry_sha or not proposed.dry_sha:
+        return None, "approval: the dry commits being promoted are not known"
+    try:
+        return mirror.authors(active.dry_sha, proposed.dry_sha), None
+    except GitError as exc:
+        return None, f"approval: the authors of the change cannot be read: {exc}"
 
 
 def _contains(mirror: GitMirror, active: CommitState | None, proposed: CommitState | None) -> bool:

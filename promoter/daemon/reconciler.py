@@ -20,7 +20,9 @@ from promoter.daemon.executor import Executor, Outcome
 from promoter.daemon.merges import UnconfirmedMerges
 from promoter.daemon.probes import Probes
 from promoter.daemon.reader import SnapshotReader
+from promoter.daemon.review_reads import ReviewReads
 from promoter.daemon.settled import SettledIndex, notes_tips
+from promoter.daemon.signature_check import SignatureReading
 from promoter.engine import Decision, EnvState, RecordHealthy, Snapshot, decide
 from promoter.git import GitMirror
 from promoter.git.pool import MirrorPool
@@ -62,8 +64,12 @@ class Reconciler:
     clock: Callable[[], datetime] = utcnow
     """What the engine is told the time is (a test may move it)."""
     probes: Probes = field(default_factory=Probes)
+    """HTTP checks, Argo CD and Flux: run in the background, never in a reconcile."""
+    review_reads: ReviewReads = field(default_factory=ReviewReads)
     unconfirmed: UnconfirmedMerges = field(default_factory=UnconfirmedMerges)
     views: dict[str, StrategyView] = field(default_factory=dict)
+    signatures: SignatureReading = field(default_factory=SignatureReading)
+    """Dry commits' verified signatures, kept across reconciles."""
     settled: SettledIndex | None = None
     """What each reconcile read and which of it is settled, for the resync."""
     _lock: threading.Lock = field(default_factory=threading.Lock)
@@ -123,11 +129,12 @@ class Reconciler:
                 snapshot = with_recorded(snapshot, outcome, self.ledger, mirror)
                 if any(v.state is not EnvState.UP_TO_DATE for v in decision.environments):
                     outcome.requeue(0.0)  # a soak or a restore point may wait on the record
-            probed = self.probes.run(snapshot, repo, plugin, self.status_cache)
-            if probed.changed:
-                outcome.requeue(0.0)
-            if probed.next_in is not None:
-                outcome.requeue(probed.next_in)
+            for due in (
+                self.probes.plan(snapshot, repo, plugin, self.status_cache),
+                self.review_reads.retry_in(snapshot),
+            ):
+                if due is not None:
+                    outcome.requeue(due)
         except Exception as exc:
             # Logged once, by the worker that decides the retry; shown here in the view.
             RECONCILE_TOTAL.labels("error").inc()
@@ -191,6 +198,9 @@ class Reconciler:
             self.pr_cache,
             self._status_url(key),
             clock=self.clock,
+            global_freezes=tuple(self.config.freezes),
+            signatures=self.signatures,
+            review_reads=self.review_reads,
         )
 
     def _status_url(self, key: str) -> str:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
+from promoter import markup
 from promoter.config import Repository
 from promoter.engine import REVERT_LABEL, EnvironmentSnapshot, OpenRevert, short_sha
 from promoter.errors import MetadataMissing
@@ -30,7 +31,7 @@ def revert_body(env: EnvironmentSnapshot, action: OpenRevert) -> str:
         [
             f"## Revert {env.branch} to `{short_sha(restore.dry_sha)}`",
             "",
-            f"**What failed:** {action.reason}.",
+            f"**What failed:** {markup.markdown(action.reason)}.",
             f"**Running now:** dry `{short_sha(action.bad_dry_sha)}`"
             f" (hydrated `{short_sha(action.bad_hydrated_sha)}`).",
             f"**Restores:** dry `{short_sha(restore.dry_sha)}` (hydrated"

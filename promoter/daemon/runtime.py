@@ -17,18 +17,24 @@ from typing import Any
 
 from promoter.activity import ACTIVITY
 from promoter.config import Config, PromotionStrategy, Repository
+from promoter.daemon import status_targets
 from promoter.daemon.events import Observer
+from promoter.daemon.freezes import Freezes
+from promoter.daemon.gate_calls import GateCalls
 from promoter.daemon.operations import Operations
 from promoter.daemon.probes import Probes
 from promoter.daemon.queue import WorkQueue
 from promoter.daemon.reconciler import Reconciler, StrategyView
 from promoter.daemon.resync import Resync
+from promoter.daemon.review_reads import ReviewReads
 from promoter.daemon.scheduler import Scheduler, strategies_of
 from promoter.daemon.settled import SettledIndex
 from promoter.daemon.workers import Workers
 from promoter.errors import CommitNotFound
+from promoter.git import GitMirror
 from promoter.git.pool import MirrorPool
 from promoter.models import CommitStatus, DryCommit, utcnow
+from promoter.state.audit import AuditTrail
 from promoter.state.ledger import GitLedger
 from promoter.state.pulls import PullRequestCache
 from promoter.state.statuses import StatusCache
@@ -61,8 +67,14 @@ class Runtime:
         self.sha_index = ShaIndex()
         self.pr_cache = PullRequestCache(max_age=config.daemon.resync_interval)
         self.ledger = GitLedger()
+        self.audit = AuditTrail(self.state_dir / "audit", mirror_of=self._mirror_of)
         self.queue = WorkQueue(max_delay=config.daemon.max_backoff)
         self.settled = SettledIndex(self.status_cache, self.pr_cache)
+        d = config.daemon
+        calls = GateCalls(per_backend=d.gate_calls_per_backend)
+        self.probes = Probes(
+            calls=calls, workers=d.gate_workers, wake=self._gate_changed, max_backoff=d.max_backoff
+        )
         self.reconciler = Reconciler(
             config=config,
             plugins=self.plugins,
@@ -74,12 +86,13 @@ class Runtime:
             status_url=self.public_url,
             observers=list(observers),
             clock=clock,
-            probes=Probes(clock=clock),
+            probes=self.probes,
+            review_reads=ReviewReads(calls, max_backoff=d.max_backoff),
             settled=self.settled,
         )
         self.operations = Operations(self.reconciler)
+        self.freezes = Freezes(config, self.ledger, self.mirrors.fresh, clock)
         self.workers = Workers(self.queue, self.reconciler.reconcile, count=config.daemon.workers)
-        d = config.daemon
         self.resync = Resync(
             config,
             self.queue,
@@ -99,6 +112,11 @@ class Runtime:
         d = self.config.daemon
         return d.public_url or f"http://{d.host}:{d.port}"
 
+    def _mirror_of(self, repo_name: str) -> GitMirror | None:
+        if not self.has_repository(repo_name):
+            return None
+        return self.mirrors.get(self.config.repository(repo_name))
+
     def _credentials(self, repo: Repository) -> dict[str, str]:
         return dict(self.plugins[repo.scm_provider].git_environment(repo=repo))
 
@@ -117,6 +135,11 @@ class Runtime:
                 self.settled.unsettle(key)
         self._heard(keys)
         self.queue.add_many(keys, unpark=True)
+
+    def _gate_changed(self, key: str, delay: float) -> None:
+        """A background check ended: its strategy is read again (at once when the result
+        changed, else when the check is next due)."""
+        self.queue.add_after(key, delay)
 
     def has_tip(self, repo_name: str, branch: str, sha: str) -> bool:
         """Whether the repository's mirror has ``branch`` at ``sha`` already (memory only)."""
@@ -201,14 +224,28 @@ class Runtime:
             )
         return full
 
-    def post_status(self, repo_name: str, sha: str, status: CommitStatus) -> list[str]:
+    def post_status(
+        self, repo_name: str, sha: str, status: CommitStatus, *, force: bool = False
+    ) -> list[str]:
         """Set a commit status through the repository's SCM and wake who tracks ``sha``.
 
-        ``LookupError`` for an unknown repository; SCM errors as the plugin raises them.
+        ``LookupError`` for an unknown repository; ``StatusNotRead`` (unless ``force``)
+        when no environment reads ``status.key`` on ``sha``, naming the commits that
+        would count; SCM errors as the plugin raises them.
         """
         repo = next((r for r in self.config.repositories if r.name == repo_name), None)
         if repo is None:
             raise LookupError(f"no repository named {repo_name!r}")
+        if not force:
+            status_targets.check(
+                self.config,
+                repo.name,
+                sha,
+                status.key,
+                (lambda: self.mirrors.get(repo), lambda: self._refreshed(repo)),
+                dry_of=lambda s: self._dry_commit(repo.name, s),
+                tracking=self.sha_index.strategies_for(sha),
+            )
         self.plugins[repo.scm_provider].set_commit_status(repo=repo, sha=sha, status=status)
         self.status_cache.put(repo.name, sha, status)
         keys = set(self.sha_index.strategies_for(sha))
@@ -219,6 +256,23 @@ class Runtime:
             self.enqueue(keys)
         return sorted(keys)
 
+    def _refreshed(self, repo: Repository) -> GitMirror:
+        """The repository's mirror, fetched now (a status may name a commit just pushed)."""
+        self.mirrors.invalidate(repo.name)
+        return self.mirrors.fresh(repo)
+
+    def _dry_commit(self, repo_name: str, sha: str) -> list[str]:
+        """What ``sha`` is as a dry commit in the last reconciles: "the dry commit X runs"."""
+        found: list[str] = []
+        for name in self.strategies_of(repo_name):
+            view = self.reconciler.view(name)
+            for env in view.snapshot.environments if view and view.snapshot else ():
+                if env.active is not None and env.active.dry_sha == sha:
+                    found.append(f"the dry commit {env.branch} runs")
+                elif env.proposed is not None and env.proposed.dry_sha == sha:
+                    found.append(f"the dry commit proposed to {env.branch}")
+        return list(dict.fromkeys(found))
+
     # --- lifecycle ---------------------------------------------------------------------
 
     def start(self) -> None:
@@ -226,6 +280,7 @@ class Runtime:
             return
         self.workers.start()
         self.scheduler.every(LEDGER_FLUSH_INTERVAL, self.ledger.flush_all, "ledger-flush")
+        self.scheduler.every(LEDGER_FLUSH_INTERVAL, self.audit.flush_all, "audit-flush")
         self.scheduler.start()
         self.scheduler.resync()
         self.started = True
@@ -244,7 +299,9 @@ class Runtime:
         self.started = False
         self.scheduler.stop()
         finished = self.workers.stop(timeout=60)
+        self.probes.close()
         self.ledger.flush_all()
+        self.audit.flush_all()
         for closer in self._closers:
             closer.close()
         for plugin in self.plugins.values():

@@ -17,7 +17,9 @@ from promoter.engine.actions import (
     ApprovePullRequest,
     ClosePullRequest,
     CommentPullRequest,
+    CreateDeployment,
     Decision,
+    EnqueuePullRequest,
     EnvironmentVerdict,
     EnvState,
     GateVerdict,
@@ -28,25 +30,33 @@ from promoter.engine.actions import (
     OpenRevert,
     PauseEnvironment,
     PinEnvironment,
+    RecordDequeue,
     RecordHealthy,
     RecordOverride,
     ReleaseHold,
+    RequestReviewers,
     ResumeEnvironment,
     SetCommitStatus,
+    SetDeploymentStatus,
     UpdatePullRequest,
 )
 from promoter.engine.dag import shape_of
 from promoter.engine.decide import decide
 from promoter.engine.dora import DoraFigures, dora
+from promoter.engine.freeze import FREEZE_KEY
 from promoter.engine.gates import BUILTIN_GATES, Gate, effective_active_dry_sha, gates_for, is_no_op
 from promoter.engine.ledger_changes import LedgerAction, LedgerChanges, RevertOpened, ledger_changes
 from promoter.engine.ledger_state import (
     Announcement,
+    Deployment,
     EnvLedger,
+    Freeze,
+    FreezeEvent,
     HealthyRecord,
     Hold,
     Override,
     Pin,
+    QueueAttempt,
     Revert,
 )
 from promoter.engine.mergeable import message as ours_merge_message
@@ -55,8 +65,10 @@ from promoter.engine.pr_text import PullRequestText, read_metadata
 from promoter.engine.pr_text import short as short_sha
 from promoter.engine.snapshot import (
     AutoRevertPolicy,
+    CommitSignature,
     CommitState,
     EnvironmentSnapshot,
+    FreezePeriod,
     Rollout,
     Snapshot,
     UpstreamGroup,
@@ -64,6 +76,7 @@ from promoter.engine.snapshot import (
 
 __all__ = [
     "BUILTIN_GATES",
+    "FREEZE_KEY",
     "GATES_KEY",
     "HOLD_KEY",
     "PREVIOUS_ENVIRONMENT_KEY",
@@ -76,13 +89,20 @@ __all__ = [
     "AutoRevertPolicy",
     "ClosePullRequest",
     "CommentPullRequest",
+    "CommitSignature",
     "CommitState",
+    "CreateDeployment",
     "Decision",
+    "Deployment",
     "DoraFigures",
+    "EnqueuePullRequest",
     "EnvLedger",
     "EnvState",
     "EnvironmentSnapshot",
     "EnvironmentVerdict",
+    "Freeze",
+    "FreezeEvent",
+    "FreezePeriod",
     "Gate",
     "GateVerdict",
     "HealthyRecord",
@@ -99,15 +119,19 @@ __all__ = [
     "Pin",
     "PinEnvironment",
     "PullRequestText",
+    "QueueAttempt",
+    "RecordDequeue",
     "RecordHealthy",
     "RecordOverride",
     "Refusal",
     "ReleaseHold",
+    "RequestReviewers",
     "ResumeEnvironment",
     "Revert",
     "RevertOpened",
     "Rollout",
     "SetCommitStatus",
+    "SetDeploymentStatus",
     "Snapshot",
     "UpdatePullRequest",
     "UpstreamGroup",

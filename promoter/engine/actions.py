@@ -170,6 +170,70 @@ class CommentPullRequest(Frozen):
     body: str
 
 
+class EnqueuePullRequest(Frozen):
+    """Rule 6 through a merge queue: enqueue the PR with its head as the guard, after the
+    required gates are read again (like a merge)."""
+
+    kind: Literal["enqueue"] = "enqueue"
+    environment: int
+    number: int
+    expected_head_sha: str
+    dry_sha: str
+    attempt: int
+    required_keys: tuple[str, ...] = ()
+
+
+class RecordDequeue(Frozen):
+    """The queue took the PR out without merging it: a failed attempt, told on the PR."""
+
+    kind: Literal["dequeue"] = "dequeue"
+    environment: int
+    number: int
+    reason: str
+    at: datetime
+
+
+class CreateDeployment(Frozen):
+    """Report what the environment runs as a new SCM deployment, in progress.
+
+    ``sha`` None: the commit the merge decided in the same pass makes (created only when
+    that merge happened). ``supersedes``: the deployment it replaces, set inactive."""
+
+    kind: Literal["deployment"] = "deployment"
+    environment: int
+    sha: str | None
+    dry_sha: str
+    scm_environment: str
+    url: str = ""
+    pr: int | None = None
+    pr_url: str = ""
+    supersedes: str | None = None
+
+
+class SetDeploymentStatus(Frozen):
+    """A deployment's state changes: success (active gates green), failure (a gate failed,
+    or a revert opened), inactive (superseded)."""
+
+    kind: Literal["deployment-status"] = "deployment-status"
+    environment: int
+    deployment_id: str
+    scm_environment: str
+    state: Literal["in_progress", "success", "failure", "inactive"]
+    description: str
+    url: str = ""
+    log_url: str = ""
+
+
+class RequestReviewers(Frozen):
+    """Ask for reviews on a promotion PR, once: the ledger records it."""
+
+    kind: Literal["reviewers"] = "reviewers"
+    environment: int
+    number: int
+    users: tuple[str, ...]
+    teams: tuple[str, ...]
+
+
 class ApprovePullRequest(Frozen):
     """A person approves the open PR of an environment (through an SCM that allows it)."""
 
@@ -223,6 +287,11 @@ Action = (
     | PauseEnvironment
     | CommentPullRequest
     | ApprovePullRequest
+    | RequestReviewers
+    | CreateDeployment
+    | SetDeploymentStatus
+    | EnqueuePullRequest
+    | RecordDequeue
     | RecordOverride
     | MergeActiveIntoProposed
 )
@@ -232,6 +301,7 @@ class EnvState(StrEnum):
     """What an environment is doing, in one word."""
 
     UP_TO_DATE = "up-to-date"
+    UNHEALTHY = "unhealthy"  # nothing to promote, but an active gate failed on what it runs
     WAITING = "waiting"  # no proposed commit yet
     BLOCKED = "blocked"  # a gate is not success, or a rule forbids it
     READY = "ready"  # every gate passes, waiting for a person (autoMerge off)

@@ -12,16 +12,17 @@ from datetime import datetime, timedelta
 
 import jmespath
 
-from promoter.config.gates import Approval, CommitMessage, GateSpec, Soak, Windows
+from promoter.config.gates import Approval, CommitMessage, GateSpec, SignedCommits, Soak, Windows
 from promoter.engine.actions import GateVerdict
 from promoter.engine.dag import upstreams_of
+from promoter.engine.four_eyes import not_counted
 from promoter.engine.messages import has_trailer, record, trailers
 from promoter.engine.pr_text import short
 from promoter.engine.snapshot import Snapshot
 from promoter.engine.windows import describe, window_state
-from promoter.models import Phase
+from promoter.models import Phase, Review
 
-PURE_KINDS = frozenset({"soak", "window", "approval", "commit_message"})
+PURE_KINDS = frozenset({"soak", "window", "approval", "commit_message", "signed_commits"})
 """Kinds the engine judges itself; the others arrive as commit statuses."""
 
 
@@ -81,25 +82,44 @@ def window(spec: Windows, key: str, snapshot: Snapshot) -> GateVerdict:
 
 
 def approval(spec: Approval, key: str, snapshot: Snapshot, index: int) -> GateVerdict:
-    """Enough approvals from the right people on the open PR, or the approving label."""
+    """Enough approvals from the right people on the open PR, or the approving label.
+
+    A PR opened in this very pass has no reviews yet and the strategy's labels: it is
+    judged so, rather than as missing. The PR's author and, with
+    ``excludeChangeAuthors``, the change's authors never count (``engine.four_eyes``).
+    """
     env = snapshot.environments[index]
     pr = env.pull_request
-    if pr is None:
-        return GateVerdict(name=key, phase=Phase.PENDING, reason="approval: no pull request yet")
-    if spec.label is not None and spec.label in pr.labels:
+    labels = pr.labels if pr is not None else snapshot.labels
+    if spec.label is not None and spec.label in labels:
         return GateVerdict(name=key, phase=Phase.SUCCESS, reason=f"approved by label {spec.label}")
-    if env.reviews is None:
-        reason = env.reviews_error or "approval: reviews not read yet"
+    reviews: tuple[Review, ...] = ()
+    if pr is not None:
+        if env.reviews is None:
+            reason = env.reviews_error or "approval: reviews not read yet"
+            return GateVerdict(name=key, phase=Phase.PENDING, reason=reason)
+        reviews = env.reviews
+    authors = env.change_authors if spec.exclude_change_authors else ()
+    if authors is None and reviews:
+        reason = env.change_authors_error or "approval: the authors of the change not read yet"
         return GateVerdict(name=key, phase=Phase.PENDING, reason=reason)
-    latest = {r.user: r for r in env.reviews}  # a person's latest review counts
-    approvers = sorted(
-        user
-        for user, review in latest.items()
-        if review.approved
-        and (not spec.reset_on_push or not review.commit_sha or review.commit_sha == pr.head_sha)
-        and (not spec.users or user in spec.users)
-        and (not spec.teams or set(spec.teams) & set(review.teams))
-    )
+    head = pr.head_sha if pr is not None else ""
+    latest = {r.user: r for r in reviews}  # a person's latest review counts
+    approvers: list[str] = []
+    left_out: list[str] = []
+    for user, review in sorted(latest.items()):
+        if not (
+            review.approved
+            and (not spec.reset_on_push or not review.commit_sha or review.commit_sha == head)
+            and (not spec.users or user in spec.users)
+            and (not spec.teams or set(spec.teams) & set(review.teams))
+        ):
+            continue
+        why = not_counted(review, pr, authors)
+        if why is None:
+            approvers.append(user)
+        else:
+            left_out.append(why)
     who = " or ".join(filter(None, [", ".join(spec.users), ", ".join(spec.teams)]))
     if len(approvers) >= spec.count:
         reason = f"approved by {', '.join(approvers)}"
@@ -108,7 +128,8 @@ def approval(spec: Approval, key: str, snapshot: Snapshot, index: int) -> GateVe
         f" from {who}" if who else ""
     )
     label = f" or the label {spec.label}" if spec.label else ""
-    reason = f"waiting for {wanted}{label} ({len(approvers)} so far)"
+    excluded = f"; not counted: {'; '.join(left_out)}" if left_out else ""
+    reason = f"waiting for {wanted}{label} ({len(approvers)} so far{excluded})"
     return GateVerdict(name=key, phase=Phase.PENDING, reason=reason)
 
 
@@ -136,6 +157,48 @@ def commit_message(spec: CommitMessage, key: str, snapshot: Snapshot, index: int
     return GateVerdict(name=key, phase=Phase.SUCCESS, reason=reason)
 
 
+WHY_NOT = {
+    "unsigned": "is not signed",
+    "unknown-signer": "is signed by a key no one allowed",
+    "bad": "has a signature that does not verify",
+    "expired": "is signed by an expired key",
+    "revoked": "is signed by a revoked key",
+}
+
+
+def signed_commits(spec: SignedCommits, key: str, snapshot: Snapshot, index: int) -> GateVerdict:
+    """Every dry commit being promoted is signed by an allowed signer (and, when asked, the
+    SCM verifies it too). A failure names each commit and what is wrong with it."""
+    env = snapshot.environments[index]
+    if env.signatures is None:
+        reason = env.signatures_error or "signatures: not read yet"
+        return GateVerdict(name=key, phase=Phase.PENDING, reason=reason)
+    problems = []
+    unread = []
+    for sig in env.signatures:
+        if sig.verdict != "good":
+            by = f" ({sig.key})" if sig.key else ""
+            problems.append(f"{short(sig.sha)} {WHY_NOT.get(sig.verdict, sig.verdict)}{by}")
+        elif spec.scm_verification and sig.scm_verified is False:
+            problems.append(f"{short(sig.sha)} is not verified by the SCM ({sig.scm_reason})")
+        elif spec.scm_verification and sig.scm_verified is None:
+            unread.append(short(sig.sha))
+    if problems:
+        reason = "signatures: " + "; ".join(problems)
+        return GateVerdict(name=key, phase=Phase.FAILURE, reason=reason)
+    if unread:
+        reason = f"signatures: waiting for the SCM's verdict on {', '.join(unread)}"
+        return GateVerdict(name=key, phase=Phase.PENDING, reason=reason)
+    count = len(env.signatures)
+    signers = ", ".join(dict.fromkeys(s.signer or s.key for s in env.signatures))
+    reason = (
+        f"signed by {signers} ({count} commit{'s' if count != 1 else ''})"
+        if count
+        else "signatures: no dry commit to verify"
+    )
+    return GateVerdict(name=key, phase=Phase.SUCCESS, reason=reason)
+
+
 def evaluate_builtin(gate: GateSpec, snapshot: Snapshot, index: int) -> GateVerdict | None:
     """The verdict of one configured gate the engine judges, or None for the other kinds."""
     key = gate.key
@@ -147,6 +210,8 @@ def evaluate_builtin(gate: GateSpec, snapshot: Snapshot, index: int) -> GateVerd
         return approval(gate.approval, key, snapshot, index)
     if gate.commit_message is not None:
         return commit_message(gate.commit_message, key, snapshot, index)
+    if gate.signed_commits is not None:
+        return signed_commits(gate.signed_commits, key, snapshot, index)
     return None
 
 

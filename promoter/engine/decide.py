@@ -23,7 +23,9 @@ from promoter.engine.actions import (
     UpdatePullRequest,
 )
 from promoter.engine.dag import and_downstream
+from promoter.engine.deployments import deployment_actions
 from promoter.engine.gates import error_reason, evaluate, is_no_op, phase_of
+from promoter.engine.health import up_to_date
 from promoter.engine.mergeable import REQUEUE_MERGEABLE, keep_mergeable
 from promoter.engine.pr_text import short
 from promoter.engine.publish import (
@@ -35,7 +37,9 @@ from promoter.engine.publish import (
     previous_environment_status,
     rule_status,
 )
+from promoter.engine.queue import queue_step
 from promoter.engine.revert import judge_revert
+from promoter.engine.reviewers import request_reviewers
 from promoter.engine.rollout import limit_parallel
 from promoter.engine.snapshot import CommitState, Snapshot
 from promoter.models import Phase, PullRequest, PullRequestState
@@ -74,6 +78,7 @@ def decide(snapshot: Snapshot) -> Decision:
         if revert.requeue is not None:
             requeues.append(revert.requeue)
         actions.extend(outcome.actions)
+        actions.extend(deployment_actions(snapshot, index, (*revert.actions, *outcome.actions)))
         actions.extend(_healthy(snapshot, index))
         if outcome.requeue is not None:
             requeues.append(outcome.requeue)
@@ -108,7 +113,8 @@ def _judge(snapshot: Snapshot, index: int) -> _Outcome:
                 f"nothing to promote: {short(proposed_sha)} renders the same manifests"
                 f" as {short(active_sha)}"
             )
-        return _close_if_open(snapshot, index, EnvState.UP_TO_DATE, reason, why)
+        state, reason = up_to_date(snapshot, index, reason)
+        return _close_if_open(snapshot, index, state, reason, why)
     backwards = backwards_reason(snapshot, index, proposed_sha)
     if backwards is not None:
         return _close_if_open(snapshot, index, EnvState.BLOCKED, backwards, backwards)
@@ -158,6 +164,7 @@ def _promote(snapshot: Snapshot, index: int, proposed: CommitState, active_sha: 
     outcome = _verdict(snapshot, index, proposed, gates, pr)
     outcome.actions = [
         *([open_pull_request(snapshot, index, text)] if pr is None else _update(index, pr, text)),
+        *request_reviewers(snapshot, index, pr),
         *_checks(snapshot, index, proposed, gates, pr),
         *outcome.actions,  # the merge comes last, after the checks it is decided on
     ]
@@ -213,6 +220,11 @@ def _verdict(
     elif not env.auto_merge:
         outcome.state = EnvState.READY
         outcome.reason = "every gate passes; waiting for a person to merge"
+    elif env.merge_queue:
+        outcome.state, outcome.reason, queued, outcome.requeue = queue_step(
+            snapshot, index, proposed, pr
+        )
+        outcome.actions.extend(queued)
     else:
         outcome.state = EnvState.PROMOTING
         outcome.reason = f"merging pull request #{pr.number} to promote {short(proposed.dry_sha)}"

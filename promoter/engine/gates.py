@@ -16,6 +16,7 @@ from promoter.config.gates import GateSpec
 from promoter.engine.actions import HOLD_KEY, PREVIOUS_ENVIRONMENT_KEY, GateVerdict
 from promoter.engine.builtin import PURE_KINDS, evaluate_builtin
 from promoter.engine.dag import single_upstream, upstreams_of
+from promoter.engine.freeze import frozen
 from promoter.engine.pr_text import short, unique
 from promoter.engine.rollout import blocked_change, notice, pinned
 from promoter.engine.snapshot import CommitState, EnvironmentSnapshot, Snapshot
@@ -47,7 +48,7 @@ def paused(snapshot: Snapshot, index: int) -> GateVerdict | None:
     return GateVerdict(name=PAUSED_GATE, phase=Phase.FAILURE, reason=reason)
 
 
-BUILTIN_GATES: tuple[Gate, ...] = (hold, paused, pinned, blocked_change, notice)
+BUILTIN_GATES: tuple[Gate, ...] = (hold, paused, pinned, blocked_change, notice, frozen)
 """Gates every environment passes through after its status gates (rule 5)."""
 
 
@@ -111,13 +112,39 @@ class ProposedStatus:
         phase = phase_of(proposed, self.key)
         # The status goes on the hydrated commit (the PR head): name it, then the dry one.
         branch = snapshot.environments[index].proposed_branch
-        on = f"{short(proposed.hydrated_sha)} ({branch}, dry {short(proposed.dry_sha)})"
-        reason = {
-            Phase.SUCCESS: f"{self.key} passed on {on}",
-            Phase.FAILURE: f"{self.key} failed on {on}",
-            Phase.PENDING: f"waiting for {self.key} on {on}",
-        }[phase]
-        return GateVerdict(name=self.key, phase=phase, reason=reason)
+        sha, dry = short(proposed.hydrated_sha), short(proposed.dry_sha)
+        on = f"{sha} ({branch}, dry {dry})"
+        if phase is Phase.PENDING and proposed.by_merge:
+            # After a revert (a hotfix, a squash) the promoter merged the active branch
+            # into the proposed one: CI ran on the hydrator's commit, not on this one.
+            reason = (
+                f"waiting for {self.key}: report it on {sha}, the merge commit the promoter"
+                f" made on {branch} (dry {dry}); CI has not run on it"
+            )
+        else:
+            reason = {
+                Phase.SUCCESS: f"{self.key} passed on {on}",
+                Phase.FAILURE: f"{self.key} failed on {on}",
+                Phase.PENDING: f"waiting for {self.key}: report it on {sha}, the head of {branch}"
+                f" (dry {dry})",
+            }[phase]
+        said = checked(snapshot.environments[index], proposed, [self.key])
+        return GateVerdict(name=self.key, phase=phase, reason=reason + said)
+
+
+def checked(env: EnvironmentSnapshot, commit: CommitState, keys: Sequence[str]) -> str:
+    """ ": <their words>" for the checks among ``keys`` that the promoter runs (HTTP, Argo
+    CD, Flux) and that are not success on ``commit``: a reason says why, as the check does."""
+    ours = {g.key for g in env.gates if g.kind not in PURE_KINDS}
+    words = [
+        status.description
+        for key in keys
+        if key in ours
+        and (status := commit.status(key)) is not None
+        and status.phase is not Phase.SUCCESS
+        and status.description
+    ]
+    return f": {'; '.join(words)}" if words else ""
 
 
 def previous_environment(snapshot: Snapshot, index: int) -> GateVerdict:
@@ -170,17 +197,28 @@ def _after(snapshot: Snapshot, index: int, upstream: int) -> GateVerdict:
         return GateVerdict(name=name, phase=Phase.PENDING, reason=reason)
     if proposed_sha is None:
         return GateVerdict(name=name, phase=Phase.PENDING, reason="no proposed commit")
-    parts = []
-    if not snapshot.descends(at, proposed_sha):
-        parts.append(f"{previous.branch} is not on {short(proposed_sha)} yet")
-    phases = {key: phase_of(previous.active, key) for key in unique(previous.active_keys)}
+    active, dry_sha = previous.active, previous.active.dry_sha
+    running = (
+        f"{short(active.hydrated_sha)}, the commit {previous.branch} runs (dry {short(dry_sha)})"
+    )
+    phases = {key: phase_of(active, key) for key in unique(previous.active_keys)}
     failed = [key for key, phase in phases.items() if phase is Phase.FAILURE]
     waiting = [key for key, phase in phases.items() if phase is Phase.PENDING]
-    running = short(previous.active.dry_sha)
+    parts: list[str] = []
+    there = snapshot.descends(at, proposed_sha)
+    said = checked(previous, active, [*failed, *(waiting if there else [])])
+    if not there:
+        parts.append(f"{previous.branch} is not on {short(proposed_sha)} yet")
     if failed:
-        parts.append(f"{_words(failed)} failed on {previous.branch} ({running})")
-    if waiting:
-        parts.append(f"waiting for {_words(waiting)} on {previous.branch} ({running})")
+        parts.append(f"{_words(failed)} failed on {running}")
+    if waiting and there:
+        # Only the hydrated commit the environment runs counts: say which, by its SHA.
+        them = "it" if len(waiting) == 1 else "them"
+        parts.append(
+            f"waiting for {_words(waiting)} on {previous.branch}: report {them} on {running}"
+        )
+    if said and parts:
+        parts[-1] += said
     if not parts:
         reason = f"{previous.branch} is on {short(at)} and healthy"
         return GateVerdict(name=name, phase=Phase.SUCCESS, reason=reason)

@@ -75,6 +75,48 @@ class Announcement(Frozen):
     at: datetime
 
 
+class Deployment(Frozen):
+    """A promotion reported to the SCM as a deployment to the environment."""
+
+    id: str
+    hydrated_sha: str
+    dry_sha: str
+    state: Literal["in_progress", "success", "failure", "inactive"]
+    at: datetime
+    pr: int | None = None
+    link: str = ""
+    """Where its statuses link to: the promotion PR (or the strategy's status page)."""
+
+
+class QueueAttempt(Frozen):
+    """The promoter enqueued PR ``number`` at head ``head_sha``; the queue may have taken it
+    out again (``dequeued_at``, with the queue's reason), a failed attempt."""
+
+    number: int
+    head_sha: str
+    attempts: int
+    enqueued_at: datetime
+    dequeued_at: datetime | None = None
+    reason: str = ""
+
+
+class Freeze(Frozen):
+    """A person stopped the line here (``promoter freeze``): no promotion until lifted."""
+
+    reason: str
+    by: str
+    since: datetime
+
+
+class FreezeEvent(Frozen):
+    """A freeze set or lifted, and by whom: the freezes' audit trail, kept in git."""
+
+    action: Literal["freeze", "unfreeze"]
+    reason: str
+    by: str
+    at: datetime
+
+
 class EnvLedger(Frozen):
     """One environment's ledger; every field is history the promoter wrote to git."""
 
@@ -90,6 +132,15 @@ class EnvLedger(Frozen):
     approved_changes: tuple[str, ...] = ()
     """Blocked dry commits a person let through (``promoter approve-change``)."""
     announcements: tuple[Announcement, ...] = ()
+    queue: QueueAttempt | None = None
+    """The latest merge-queue attempt of this environment's promotion PR."""
+    deployments: tuple[Deployment, ...] = ()
+    """The SCM deployments of this environment, newest last."""
+    reviewers_requested: tuple[int, ...] = ()
+    """Promotion PRs whose reviewers were requested (never twice)."""
+    freeze: Freeze | None = None
+    """A freeze in force on this key (an environment, a strategy's ``*`` or ``*`` ``*``)."""
+    freeze_log: tuple[FreezeEvent, ...] = ()
 
     @property
     def last_healthy(self) -> HealthyRecord | None:
@@ -127,3 +178,32 @@ class EnvLedger(Frozen):
 
     def announced(self, dry_sha: str) -> Announcement | None:
         return next((a for a in self.announcements if a.dry_sha == dry_sha), None)
+
+    def frozen(self, freeze: Freeze) -> EnvLedger:
+        """Frozen by ``freeze`` (a freeze already in force keeps its start), logged."""
+        event = FreezeEvent(action="freeze", reason=freeze.reason, by=freeze.by, at=freeze.since)
+        kept = self.freeze or freeze
+        log = (*self.freeze_log, event)[-MAX_HISTORY:]
+        return self.model_copy(update={"freeze": kept, "freeze_log": log})
+
+    def unfrozen(self, *, by: str, at: datetime) -> EnvLedger:
+        """The freeze lifted, logged; unchanged when none is in force."""
+        if self.freeze is None:
+            return self
+        event = FreezeEvent(action="unfreeze", reason=self.freeze.reason, by=by, at=at)
+        log = (*self.freeze_log, event)[-MAX_HISTORY:]
+        return self.model_copy(update={"freeze": None, "freeze_log": log})
+
+    def with_reviewers_requested(self, number: int) -> EnvLedger:
+        if number in self.reviewers_requested:
+            return self
+        done = (*self.reviewers_requested, number)[-MAX_HISTORY:]
+        return self.model_copy(update={"reviewers_requested": done})
+
+    def with_deployment(self, deployment: Deployment) -> EnvLedger:
+        """``deployment`` recorded: in the place of the record of the same id, else last."""
+        if any(d.id == deployment.id for d in self.deployments):
+            found = tuple(deployment if d.id == deployment.id else d for d in self.deployments)
+            return self.model_copy(update={"deployments": found})
+        found = (*self.deployments, deployment)[-MAX_HISTORY:]
+        return self.model_copy(update={"deployments": found})

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
+from promoter import markup
 from promoter.engine.actions import (
     Action,
     ApproveChange,
@@ -25,6 +26,7 @@ from promoter.engine.actions import (
 )
 from promoter.engine.dag import and_downstream
 from promoter.engine.decide import backwards_reason, open_pull_request
+from promoter.engine.freeze import frozen
 from promoter.engine.gates import error_reason, evaluate
 from promoter.engine.pr_text import for_environment, merge_message, short, unique
 from promoter.engine.revert import manual_revert
@@ -76,9 +78,16 @@ def full_dry_sha(snapshot: Snapshot, sha: str) -> str | Refusal:
 
 
 def hold(
-    snapshot: Snapshot, index: int, *, dry_sha: str | None, reason: str, now: datetime
+    snapshot: Snapshot,
+    index: int,
+    *,
+    dry_sha: str | None,
+    reason: str,
+    now: datetime,
+    by: str = "a person",
 ) -> list[Action] | Refusal:
-    """Hold a dry commit (default: the proposed one) here and in every later environment."""
+    """Hold a dry commit (default: the proposed one) here and in every later environment;
+    the hold's reason names who set it (``by``)."""
     if not reason.strip():
         return Refusal(reason="a hold needs a reason", status=422)
     env = snapshot.environments[index]
@@ -89,15 +98,24 @@ def hold(
     if isinstance(sha, Refusal):
         return sha
     return [
-        HoldDryCommit(environment=i, dry_sha=sha, reason=f"held by a person: {reason}", since=now)
+        HoldDryCommit(environment=i, dry_sha=sha, reason=f"held by {by}: {reason}", since=now)
         for i in and_downstream(snapshot, index)
     ]
 
 
 def release(
-    snapshot: Snapshot, index: int, *, dry_sha: str | None, now: datetime
+    snapshot: Snapshot,
+    index: int,
+    *,
+    dry_sha: str | None,
+    now: datetime,
+    by: str = "a person",
+    revert_holds: bool = True,
 ) -> list[Action] | Refusal:
-    """Lift holds (one dry commit, or all of this environment's) here and later; resume here."""
+    """Lift holds (one dry commit, or all of this environment's) here and later; resume here.
+
+    Without ``revert_holds`` (a caller who is no admin), a hold a revert set (the bad
+    commit it reverted) is not released: the answer is a refusal naming it."""
     env = snapshot.environments[index]
     if dry_sha:
         sha = full_dry_sha(snapshot, dry_sha)
@@ -106,8 +124,24 @@ def release(
         shas = [sha]
     else:
         shas = [h.dry_sha for h in env.ledger.holds]
+    released = [
+        (i, hold)
+        for i in and_downstream(snapshot, index)
+        for hold in snapshot.environments[i].ledger.holds
+        if hold.dry_sha in shas
+    ]
+    if not revert_holds:
+        reverted = [(i, h) for i, h in released if h.source == "revert"]
+        if reverted:
+            i, h = reverted[0]
+            branch = snapshot.environments[i].branch
+            return Refusal(
+                reason=f"the hold on {short(h.dry_sha)} in {branch} was set by a revert;"
+                " releasing it needs the admin role",
+                status=403,
+            )
     actions: list[Action] = [
-        ReleaseHold(environment=i, dry_sha=sha, reason="released by a person")
+        ReleaseHold(environment=i, dry_sha=sha, reason=f"released by {by}")
         for i in and_downstream(snapshot, index)
         for sha in shas
         if any(h.dry_sha == sha for h in snapshot.environments[i].ledger.holds)
@@ -117,20 +151,22 @@ def release(
 
 
 def revert(
-    snapshot: Snapshot, index: int, *, to: str | None, auto_merge: bool
+    snapshot: Snapshot, index: int, *, to: str | None, auto_merge: bool, by: str = "a person"
 ) -> list[Action] | Refusal:
-    """Revert an environment to its last healthy commit, or to ``to``."""
-    action = manual_revert(snapshot, index, to=to, auto_merge=auto_merge)
+    """Revert an environment to its last healthy commit, or to ``to``; the revert's reason
+    (its PR's words) names who asked (``by``)."""
+    action = manual_revert(snapshot, index, to=to, auto_merge=auto_merge, by=by)
     return Refusal(reason=action) if isinstance(action, str) else [action]
 
 
 def promote(
-    snapshot: Snapshot, index: int, *, reason: str, now: datetime
+    snapshot: Snapshot, index: int, *, reason: str, now: datetime, by: str = "a person"
 ) -> list[Action] | Refusal:
     """Break glass: merge the proposed commit past every gate but never-backwards.
 
     Without a promotion PR yet, the answer is to open it (the same PR a reconcile would
-    open); asked again with the PR open, the answer is to comment, merge and record it.
+    open); asked again with the PR open, the answer is to comment (naming ``by``), merge
+    and record it.
     """
     if not reason.strip():
         return Refusal(reason="a break-glass promotion needs a reason", status=422)
@@ -148,6 +184,9 @@ def promote(
     backwards = backwards_reason(snapshot, index, proposed)
     if backwards is not None:
         return Refusal(reason=backwards)
+    freeze = frozen(snapshot, index)
+    if freeze is not None:  # a freeze stops break-glass promotions too: lift it first
+        return Refusal(reason=f"{env.branch} is {freeze.reason}; unfreeze it first")
     pr = env.pull_request
     if pr is None:
         text = for_environment(snapshot, index, dry_sha=proposed, active_dry_sha=active)
@@ -160,7 +199,10 @@ def promote(
         CommentPullRequest(
             environment=index,
             number=pr.number,
-            body=f"Break-glass promotion past the gates: {reason}",
+            body=(
+                f"Break-glass promotion past the gates by {markup.markdown(by)}:"
+                f" {markup.markdown(reason)}"
+            ),
         ),
         MergePullRequest(
             environment=index,
@@ -176,10 +218,12 @@ def promote(
     ]
 
 
-def merge(snapshot: Snapshot, index: int) -> list[Action] | Refusal:
+def merge(snapshot: Snapshot, index: int, *, by: str | None = None) -> list[Action] | Refusal:
     """A person merges the PR that waits for one: the open revert PR, else the promotion
     PR once every gate passes (``promote`` is the way past them). The merge carries the
-    head the person saw as its guard: a PR whose head moved is refused, never merged."""
+    head the person saw as its guard: a PR whose head moved is refused, never merged.
+    The merge message names ``by``, when given."""
+    asked = f"\nAsked for by {by}.\n" if by else ""
     env = snapshot.environments[index]
     revert = env.revert_pull_request
     latest = env.ledger.reverts[-1] if env.ledger.reverts else None
@@ -187,8 +231,14 @@ def merge(snapshot: Snapshot, index: int) -> list[Action] | Refusal:
         if revert.head_sha != latest.revert_sha:
             return Refusal(reason=f"revert PR #{revert.number} moved; look at it again")
         restored = latest.restored_dry_sha
-        message = merge_message(
-            strategy=snapshot.strategy, branch=env.branch, dry_sha=restored, number=revert.number
+        message = (
+            merge_message(
+                strategy=snapshot.strategy,
+                branch=env.branch,
+                dry_sha=restored,
+                number=revert.number,
+            )
+            + asked
         )
         return [
             MergePullRequest(
@@ -230,7 +280,8 @@ def merge(snapshot: Snapshot, index: int) -> list[Action] | Refusal:
             dry_sha=proposed,
             message=merge_message(
                 strategy=snapshot.strategy, branch=env.branch, dry_sha=proposed, number=pr.number
-            ),
+            )
+            + asked,
             required_keys=unique(env.proposed_keys),
         )
     ]

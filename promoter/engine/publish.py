@@ -1,7 +1,20 @@
 """The promoter's own checks on a PR head: rule 4, holds, pins, built-in gates, the summary.
 
-Each is written only when it differs from what the SCM shows, so an unchanged state
-costs no SCM call.
+Every check is rendered from its gate's verdict, the one the API shows at that moment:
+its phase, and its reason as the description. What is written, and when:
+
+- a check is first written once its verdict is decided (success or failure), so a PR
+  whose previous environment is still on its way costs no write until it is healthy
+  (or failed); a pending verdict is written from the start only where it tells the PR's
+  reader what to do or until when (``eager``): an approval a person must give, a gate
+  that time alone decides (a soak's or a window's ``changes_at``), a rule that applies
+  (a hold, a pin, a blocked change, a freeze), and the summary of an environment a
+  person merges;
+- once on the head, a check follows its verdict, pending included;
+- a check already showing the same phase and text is not written again.
+
+So a change crossing an environment costs one write per check on GitHub, GitLab or
+Forgejo (docs/performance.md), and no check ever says something its verdict does not.
 """
 
 from __future__ import annotations
@@ -20,6 +33,7 @@ from promoter.engine.actions import (
 )
 from promoter.engine.builtin import published_keys
 from promoter.engine.dag import upstreams_of
+from promoter.engine.freeze import FREEZE_KEY
 from promoter.engine.pr_text import short
 from promoter.engine.rollout import BLOCKED_KEY, NOTICE_KEY, PIN_KEY
 from promoter.engine.snapshot import CommitState, Snapshot
@@ -33,25 +47,16 @@ MAX_DESCRIPTION = 140
 def previous_environment_status(
     snapshot: Snapshot, index: int, proposed: CommitState, gates: tuple[GateVerdict, ...]
 ) -> list[Action]:
-    """Rule 4 published on the proposed commit, only when it differs from what is there."""
+    """Rule 4 published on the proposed commit, from its verdict, once decided."""
     verdict = next((gate for gate in gates if gate.name == PREVIOUS_ENVIRONMENT_KEY), None)
     if not upstreams_of(snapshot, index) or verdict is None:
         return []
-    description = clip(verdict.reason)
-    if verdict.phase is Phase.PENDING:
-        # One steady text while pending, so the PR's check is not rewritten (an SCM
-        # call each time) as the previous environment moves from step to step.
-        previous = ", ".join(
-            snapshot.environments[u].branch
-            for group in upstreams_of(snapshot, index)
-            for u in group.indices
-        )
-        running = short(proposed.dry_sha or "")
-        description = clip(f"waiting for {previous} to run {running} and pass its gates")
-    return publish(snapshot, index, proposed, PREVIOUS_ENVIRONMENT_KEY, verdict.phase, description)
+    return publish(
+        snapshot, index, proposed, PREVIOUS_ENVIRONMENT_KEY, verdict.phase, clip(verdict.reason)
+    )
 
 
-RULE_KEYS = (HOLD_KEY, PIN_KEY, BLOCKED_KEY)
+RULE_KEYS = (HOLD_KEY, PIN_KEY, BLOCKED_KEY, FREEZE_KEY)
 """Rules shown as a failing check while they apply, and turned green when they stop."""
 
 
@@ -71,7 +76,8 @@ def rule_status(
         phase, description = Phase.SUCCESS, f"no {key.removeprefix('promoter/')} on this commit"
     else:
         phase, description = verdict.phase, clip(verdict.reason)
-    return publish(snapshot, index, proposed, key, phase, description)
+    # A rule that applies says why the PR waits, and until when or for whom: at once.
+    return publish(snapshot, index, proposed, key, phase, description, eager=True)
 
 
 def announce(
@@ -104,13 +110,24 @@ def announce(
 def builtin_statuses(
     snapshot: Snapshot, index: int, proposed: CommitState, gates: tuple[GateVerdict, ...]
 ) -> list[Action]:
-    """Each configured built-in gate shows as its own check ``promoter/<name>`` on the PR."""
+    """Each configured built-in gate shows as its own check ``promoter/<name>`` on the PR:
+    an approval, and a gate time alone decides, from the start; any other once decided."""
+    env = snapshot.environments[index]
     keys = published_keys(snapshot, index)
+    approvals = {g.key for g in env.gates if g.approval is not None}
     return [
         action
         for gate in gates
         if gate.name in keys
-        for action in publish(snapshot, index, proposed, gate.name, gate.phase, clip(gate.reason))
+        for action in publish(
+            snapshot,
+            index,
+            proposed,
+            gate.name,
+            gate.phase,
+            clip(gate.reason),
+            eager=gate.name in approvals or gate.changes_at is not None,
+        )
     ]
 
 
@@ -142,7 +159,9 @@ def gates_status(
         return []
     own = tuple(g for g in gates if g.name not in snapshot.folded_keys)
     phase, description = _gates_summary(own, shown=shown, auto_merge=env.auto_merge)
-    return publish(snapshot, index, proposed, GATES_KEY, phase, clip(description))
+    return publish(
+        snapshot, index, proposed, GATES_KEY, phase, clip(description), eager=not env.auto_merge
+    )
 
 
 def _gates_summary(
@@ -180,9 +199,14 @@ def publish(
     key: str,
     phase: Phase,
     description: str,
+    *,
+    eager: bool = False,
 ) -> list[Action]:
-    """The promoter's status ``key`` on the proposed commit, unless it is there already."""
+    """The promoter's status ``key`` on the proposed commit, unless it is there already; a
+    pending one only once the check is on the head, or when ``eager`` (module docstring)."""
     existing = proposed.status(key)
+    if existing is None and phase is Phase.PENDING and not eager:
+        return []
     if existing is not None and existing.phase is phase and existing.description == description:
         return []
     status = CommitStatus(

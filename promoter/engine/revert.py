@@ -122,9 +122,9 @@ def restore_point(snapshot: Snapshot, env: EnvironmentSnapshot) -> HealthyRecord
 
 
 def manual_revert(
-    snapshot: Snapshot, index: int, *, to: str | None, auto_merge: bool
+    snapshot: Snapshot, index: int, *, to: str | None, auto_merge: bool, by: str = "a person"
 ) -> OpenRevert | str:
-    """A revert a person asked for, or why it cannot be done."""
+    """A revert a person (``by``) asked for, or why it cannot be done."""
     env = snapshot.environments[index]
     problem = error_reason(env)
     if problem is not None or env.active is None or env.active.dry_sha is None:
@@ -145,7 +145,7 @@ def manual_revert(
         bad_dry_sha=env.active.dry_sha,
         bad_hydrated_sha=env.active.hydrated_sha,
         restore=restore,
-        reason=f"a person asked to revert {env.branch} to {short(restore.dry_sha)}",
+        reason=f"{by} asked to revert {env.branch} to {short(restore.dry_sha)}",
         trigger="manual",
         auto_merge=auto_merge,
         hold_in=and_downstream(snapshot, index),

@@ -11,7 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from promoter.config.gates import GateSpec
 from promoter.engine.ledger_state import EnvLedger, HealthyRecord
-from promoter.models import CommitStatus, DryCommit, PullRequest, Review
+from promoter.models import Author, CommitStatus, DryCommit, PullRequest, QueueEntry, Review
 
 
 class Frozen(BaseModel):
@@ -26,6 +26,9 @@ class CommitState(Frozen):
     dry_sha: str | None = None
     metadata_error: str | None = None
     statuses: tuple[CommitStatus, ...] = ()
+    by_merge: bool = False
+    """A proposed tip the hydrator did not write: a merge (the promoter's "ours" merge of
+    the active branch, after a revert), on which CI has not run."""
 
     def status(self, key: str) -> CommitStatus | None:
         return next((s for s in self.statuses if s.key == key), None)
@@ -55,6 +58,33 @@ class Rollout(Frozen):
     """Dry commits with this trailer stop here until a person approves them."""
     block_label: str | None = None
     """A promotion PR with this label stops here until a person approves its change."""
+
+
+class CommitSignature(Frozen):
+    """A dry commit's signature as git verified it against the configured signers."""
+
+    sha: str
+    verdict: str
+    """good, unsigned, unknown-signer, bad, expired or revoked."""
+    signer: str = ""
+    key: str = ""
+    scm_verified: bool | None = None
+    """The SCM's own verdict when asked for (None: not asked, or not read)."""
+    scm_reason: str = ""
+
+
+class FreezePeriod(Frozen):
+    """A freeze that covers an environment: a person's (no end) or a configured date or range."""
+
+    reason: str
+    scope: str
+    """What it freezes, in words: "everything", "strategy guestbook", "environment/prod"."""
+    start: datetime | None = None
+    end: datetime | None = None
+    time_zone: str = "UTC"
+    """The zone its end is shown in."""
+    by: str = ""
+    """Who froze it (a person's freeze)."""
 
 
 class EnvironmentSnapshot(Frozen):
@@ -97,11 +127,37 @@ class EnvironmentSnapshot(Frozen):
         "or when the SCM plugin cannot read them (see reviews_error).",
     )
     reviews_error: str | None = None
+    change_authors: tuple[Author, ...] | None = Field(
+        default=None,
+        description="The authors and co-authors of the dry commits being promoted; None when "
+        "not read (no approval gate excludes them, no PR) or unreadable (change_authors_error).",
+    )
+    change_authors_error: str | None = None
     upstreams: tuple[UpstreamGroup, ...] | None = Field(
         default=None,
         description="What this environment waits for; None: the environment before it.",
     )
     rollout: Rollout = Field(default_factory=lambda: Rollout())
+    signatures: tuple[CommitSignature, ...] | None = Field(
+        default=None,
+        description="Signatures of the dry commits being promoted, oldest first; None when "
+        "no signedCommits gate asks, or they could not be read (signatures_error).",
+    )
+    signatures_error: str | None = None
+    merge_queue: bool = False
+    """The branch merges through a queue: promotion PRs are enqueued, not merged."""
+    queue: QueueEntry | None = None
+    """The open PR's place in the queue, read while the promoter's attempt is in it."""
+    deployment_environment: str | None = None
+    """The SCM environment promotions are reported to as deployments (None: not reported)."""
+    deployment_url: str = ""
+    reviewers: tuple[str, ...] = ()
+    """Users to request on the promotion PR (configured, and code owners when asked)."""
+    reviewer_teams: tuple[str, ...] = ()
+    """Teams (GitHub) or groups (GitLab) to request on the promotion PR."""
+    freezes: tuple[FreezePeriod, ...] = Field(
+        default=(), description="Freezes covering the environment, in force or to come."
+    )
 
     @property
     def last_healthy(self) -> HealthyRecord | None:

@@ -39,10 +39,29 @@ from promoter.git.metadata import (
 from promoter.git.notes import fast_import_stream, notes_ref
 from promoter.git.runner import git_error
 from promoter.metrics import GIT_FETCHES_TOTAL, GIT_LS_REMOTE_TOTAL
-from promoter.models import SHA_RE, DryCommit, HydratorMetadata
+from promoter.models import SHA_RE, Author, DryCommit, HydratorMetadata
 
 LOG_FORMAT = "%H%x1f%s%x1f%an%x1f%aI%x1f%b%x1e"
 """``git log`` records: SHA, subject, author, date, body (unit and record separators)."""
+AUTHORS_FORMAT = "%an%x1f%ae%x1f%(trailers:key=Co-authored-by,valueonly,separator=%x1f)%x1e"
+"""``git log`` records: author name, e-mail, then each ``Co-authored-by`` as ``Name <mail>``."""
+MAX_AUTHORS_LOG = 1000
+"""Commits whose authors ``authors`` reads at most; beyond, it refuses (the caller waits)."""
+
+
+def parse_authors(out: str) -> tuple[Author, ...]:
+    """The distinct people of a ``git log --format=AUTHORS_FORMAT``, in order of appearance."""
+    found: dict[Author, None] = {}
+    for record in out.split("\x1e"):
+        fields = record.strip("\n").split("\x1f")
+        if len(fields) < 2 or not (fields[0] or fields[1]):
+            continue
+        found[Author(name=fields[0], email=fields[1])] = None
+        for trailer in fields[2:]:
+            name, _, rest = trailer.strip().partition("<")
+            if name.strip() or rest:
+                found[Author(name=name.strip(), email=rest.rstrip(">").strip())] = None
+    return tuple(found)
 
 
 def parse_log(out: str) -> list[DryCommit]:
@@ -84,6 +103,7 @@ class GitMirror(BareRepository):
         self._tree_of: dict[str, str] = {}
         self._ancestry: dict[tuple[str, str], bool] = {}
         self._logs: dict[tuple[str | None, str, int], tuple[DryCommit, ...]] = {}
+        self._authors: dict[tuple[str | None, str], tuple[Author, ...]] = {}
         self._metadata: dict[tuple[str, str], HydratorMetadata | MetadataMissing] = {}
         self._commit_time: dict[str, datetime] = {}
         self._notes = BlobCache()
@@ -252,6 +272,28 @@ class GitMirror(BareRepository):
             if immutable:
                 remember(self._logs, key, tuple(commits), 1024)
         return commits
+
+    def authors(self, since_exclusive: str | None, until: str) -> tuple[Author, ...]:
+        """The authors and co-authors of the commits ``log`` would list, without its limit.
+
+        ``GitError`` past ``MAX_AUTHORS_LOG`` commits. Cached when both ends are SHAs.
+        """
+        key = (since_exclusive, until)
+        immutable = _is_sha(until) and (since_exclusive is None or _is_sha(since_exclusive))
+        revs = [until] if since_exclusive is None else [until, f"^{since_exclusive}"]
+        with self._lock:
+            cached = self._authors.get(key) if immutable else None
+            if cached is not None:
+                return cached
+            limit = MAX_AUTHORS_LOG + 1
+            args = ["log", f"--format={AUTHORS_FORMAT}", f"-n{limit}", "--end-of-options"]
+            _, out, _ = self._run([*args, *revs, "--"])
+            if out.count("\x1e") >= limit:
+                raise GitError(f"more than {MAX_AUTHORS_LOG} commits to {until[:7]}")
+            people = parse_authors(out)
+            if immutable:
+                remember(self._authors, key, people, 1024)
+        return people
 
     # -- writes -------------------------------------------------------------------------
 

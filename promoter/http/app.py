@@ -1,8 +1,9 @@
 """The starlette app: any extra routes (webhooks, called directly), the API's routes, and a
 lifespan.
 
-The app starts and stops whatever it is given (the daemon's runtime), on a worker thread,
-never on the event loop.
+Every request but a webhook's goes through ``guard.BrowserGuard`` (the Host check and
+the security headers). The app starts and stops whatever it is given (the daemon's
+runtime), on a worker thread, never on the event loop.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from pathlib import Path
 
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Mount, Route
@@ -22,6 +24,7 @@ from promoter.http.api import Api
 from promoter.http.dashboard import Dashboard, wants_html
 from promoter.http.direct import DirectPostApp
 from promoter.http.events_stream import EventStream
+from promoter.http.guard import BrowserGuard
 
 STATIC = Path(__file__).parent / "static"
 
@@ -45,8 +48,21 @@ def _json_index() -> JSONResponse:
             "health": "/healthz",
             "dashboard": "/",
             "events": "/events",
+            "audit": "/api/v1/audit",
+            "whoami": "/api/v1/whoami",
         }
     )
+
+
+def _events(api: Api, stream: EventStream) -> Callable[[Request], Awaitable[Response]]:
+    async def events(request: Request) -> Response:
+        """The change stream, of the strategies the caller may read."""
+        who = await api.reader(request)
+        if isinstance(who, Response):
+            return who
+        return await stream.endpoint(request, readable=lambda name: api.readable(who, name))
+
+    return events
 
 
 def build_app(
@@ -66,13 +82,15 @@ def build_app(
         finally:
             await run_in_threadpool(stop)
 
-    dashboard = Dashboard(api.views)
+    dashboard = Dashboard(api)
     routes: list[BaseRoute] = [
         *extra_routes,  # webhooks first: the router tries routes in order
         Route("/", _index(dashboard)),
         Route("/dashboard/{name}", dashboard.strategy),
-        Route("/events", EventStream(api.views).endpoint),
+        Route("/audit", dashboard.audit),
+        Route("/events", _events(api, EventStream(api.views))),
         Mount("/static", StaticFiles(directory=STATIC), name="static"),
         *api.routes(),
     ]
-    return DirectPostApp(routes=routes, lifespan=lifespan)
+    guard = Middleware(BrowserGuard, hosts=api.access.hosts)
+    return DirectPostApp(routes=routes, lifespan=lifespan, middleware=[guard])

@@ -1,7 +1,10 @@
 """The dashboard at ``/`` (for browsers) and ``/dashboard/{name}``: strategies at a glance,
-one strategy's environments as columns, each environment's history, DORA figures.
+one strategy's environments as columns, each environment's history, DORA figures; and
+the audit of writes at ``/audit``.
 
-Built from the same JSON views as the API; reads the daemon only through ``Views``.
+Built from the same JSON views as the API, with the same rule for reading (the viewer
+role); reads the daemon only through ``Views``. A caller the daemon does not know yet
+gets the page's frame (401): its script asks for a token and fetches the page with it.
 """
 
 from __future__ import annotations
@@ -9,14 +12,17 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from html import escape
 from typing import Any
+from urllib.parse import quote
 
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
-from starlette.responses import HTMLResponse
+from starlette.responses import HTMLResponse, Response
 
 from promoter.http import dashboard_html as h
+from promoter.http.api import Api
+from promoter.http.audit_page import audit_page
 from promoter.http.dora_view import strategy_dora
-from promoter.http.ports import Views
+from promoter.http.identity import Identity
 from promoter.http.timeline import duration, timeline
 from promoter.http.views import strategy_json
 from promoter.models import DryCommit
@@ -33,18 +39,44 @@ def wants_html(request: Request) -> bool:
     return "text/html" in request.headers.get("accept", "")
 
 
+def refused(answer: Response) -> HTMLResponse:
+    """The page's frame when the caller may not read it: 401 asks for a token."""
+    if answer.status_code == 401:
+        body = (
+            "<h1>Who are you?</h1><p>This daemon shows its dashboard to the callers it"
+            " knows. Paste your API token in the field above; it is kept in this tab"
+            " only.</p>"
+        )
+        return HTMLResponse(h.page("sign in", body, auth="needed"), status_code=401)
+    body = "<h1>Not for you</h1><p>Your identity has no viewer role here.</p>"
+    return HTMLResponse(h.page("forbidden", body, auth="refused"), status_code=403)
+
+
 class Dashboard:
-    def __init__(self, views: Views) -> None:
-        self.views = views
+    def __init__(self, api: Api) -> None:
+        self.api = api
+        self.views = api.views
 
-    async def index(self, request: Request) -> HTMLResponse:
+    async def index(self, request: Request) -> Response:
         """Every strategy (read in the thread pool: the dry history is a git call)."""
-        return await run_in_threadpool(self._index)
+        who = await self.api.reader(request)
+        if isinstance(who, Response):
+            return refused(who)
+        return await run_in_threadpool(self._index, who)
 
-    def _index(self) -> HTMLResponse:
+    async def audit(self, request: Request) -> Response:
+        """The audit of writes, newest first (``?strategy=``, ``?who=``, ``?outcome=``)."""
+        answer = await self.api.audit(request)
+        if answer.status_code in (401, 403):
+            return refused(answer)
+        return HTMLResponse(audit_page(answer, request.query_params))
+
+    def _index(self, who: Identity) -> HTMLResponse:
         now = datetime.now(UTC)
         rows = []
         for strategy in self.views.strategies():
+            if not self.api.readable(who, strategy.name):
+                continue
             detail = strategy_json(strategy, self.views.view(strategy.name))
             name = escape(strategy.name)
             envs = " ".join(
@@ -66,13 +98,17 @@ class Dashboard:
             "<th scope=col>change failure rate</th><th scope=col>time to restore</th>"
             "<th scope=col>last 30 days</th></tr>" + "".join(rows) + "</table>"
         )
-        return HTMLResponse(h.page("strategies", body))
+        return HTMLResponse(h.page("strategies", h.who(who) + body))
 
-    async def strategy(self, request: Request) -> HTMLResponse:
+    async def strategy(self, request: Request) -> Response:
         """One strategy (read in the thread pool: the dry history is a git call)."""
-        return await run_in_threadpool(self._strategy, request.path_params["name"])
+        name = request.path_params["name"]
+        who = await self.api.reader(request, name)
+        if isinstance(who, Response):
+            return refused(who)
+        return await run_in_threadpool(self._strategy, name, who)
 
-    def _strategy(self, name: str) -> HTMLResponse:
+    def _strategy(self, name: str, who: Identity) -> HTMLResponse:
         strategy = self.views.strategy(name)
         if strategy is None:
             body = f"<h1>Not found</h1><p>No strategy named {escape(name)!r}.</p>"
@@ -82,17 +118,24 @@ class Dashboard:
         now = datetime.now(UTC)
         commits = self._commits(name, view)
         parts = [
+            h.who(who),
             f"<h1>{escape(name)}</h1>",
             f'<p class="muted">repository <code>{escape(strategy.repository)}</code> · dry '
             f"branch <code>{escape(strategy.dry_branch)}</code> · reconciled "
             f"{escape(str(detail.get('reconciledAt') or 'not yet'))} · "
-            f'<a href="/api/v1/strategies/{escape(name)}">JSON</a></p>',
+            f'<a href="/api/v1/strategies/{escape(name)}">JSON</a> · '
+            f'<a href="/audit?strategy={escape(quote(name))}">audit</a></p>',
         ]
         if detail.get("error"):
             parts.append(f"<p>{h.badge('error')} {escape(str(detail['error']))}</p>")
         if detail.get("waiting"):
             parts.append(f"<p>{h.badge('waiting')} {escape(str(detail['waiting']))}</p>")
         parts.append(_rollout(detail))
+        parts.append(
+            '<div class="ops js-only" role="group" aria-label="freeze">'
+            '<button type="button" data-freeze="freeze">Freeze this strategy</button>'
+            '<button type="button" data-freeze="unfreeze">Unfreeze this strategy</button></div>'
+        )
         parts.append('<div class="columns">')
         parts.extend(_column(env, commits, now) for env in detail["environments"])
         parts.append("</div><h2>History</h2>")
@@ -161,6 +204,12 @@ def _column(env: dict[str, Any], commits: dict[str, DryCommit], now: datetime) -
         )
     if env.get("paused"):
         rows.append(f"<dt>paused</dt><dd class=paused>{escape(str(env['paused']))}</dd>")
+    for freeze in env.get("freezes") or []:
+        until = f" until {escape(str(freeze['end']))}" if freeze.get("end") else ""
+        rows.append(
+            f"<dt>freeze</dt><dd class=freeze>{escape(str(freeze['reason']))}{until} "
+            f"({escape(str(freeze['scope']))})</dd>"
+        )
     rows.append("</dl>")
     gates = env.get("gates") or []
     if gates:
@@ -175,6 +224,10 @@ def _column(env: dict[str, Any], commits: dict[str, DryCommit], now: datetime) -
         f'<button type="button" data-op="{op}" data-env="{branch}" '
         f'data-confirm="{escape(question.format(env=env["branch"]))}">{label}</button>'
         for op, label, question in OPERATIONS
+    )
+    rows.append(
+        f'<button type="button" data-freeze="freeze" data-env="{branch}">Freeze</button>'
+        f'<button type="button" data-freeze="unfreeze" data-env="{branch}">Unfreeze</button>'
     )
     rows.append("</div></section>")
     return "\n".join(rows)

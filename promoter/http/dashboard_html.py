@@ -10,12 +10,16 @@ from datetime import datetime
 from html import escape
 
 from promoter.engine import DoraFigures
+from promoter.http.identity import Identity
 from promoter.http.timeline import duration
 from promoter.models import DryCommit
 
 
-def page(title: str, body: str, *, strategy: str = "") -> str:
-    """A whole page: header with the API token field, a message region, ``<main>``."""
+def page(title: str, body: str, *, strategy: str = "", auth: str = "") -> str:
+    """A whole page: header with the API token field, a message region, ``<main>``.
+
+    No inline script or style (the CSP allows neither); ``auth`` (``needed``) tells the
+    script the daemon wants a token before it shows the page."""
     return "\n".join(
         [
             "<!doctype html>",
@@ -25,17 +29,26 @@ def page(title: str, body: str, *, strategy: str = "") -> str:
             '<link rel="stylesheet" href="/static/dashboard.css">',
             '<script src="/static/dashboard.js" defer></script></head><body>',
             '<a class="skip" href="#live">Skip to content</a>',
-            '<header><nav aria-label="main"><a href="/">promoter</a></nav>',
+            '<header><nav aria-label="main"><a href="/">promoter</a> <a href="/audit">audit</a>'
+            "</nav>",
             '<form class="js-only token" id="token-form">',
             '<label for="token">API token</label>',
             '<input id="token" type="password" autocomplete="off" size="18">',
             '<span id="live-state" aria-live="polite">static</span></form></header>',
             '<div id="message" role="alert" aria-live="assertive"></div>',
-            f'<main id="live" data-strategy="{escape(strategy)}">',
+            f'<main id="live" data-strategy="{escape(strategy)}" data-auth="{escape(auth)}">',
             body,
             "</main></body></html>",
         ]
     )
+
+
+def who(identity: Identity) -> str:
+    """Who the page was shown to."""
+    how = {"local": "this machine, no token", "anonymous": "no credentials"}.get(
+        identity.via, identity.via
+    )
+    return f'<p class="muted who">you are <strong>{escape(identity.name)}</strong> ({how})</p>'
 
 
 def badge(state: str) -> str:

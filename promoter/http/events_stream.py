@@ -13,7 +13,7 @@ import asyncio
 import hashlib
 import json
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 
 from starlette.requests import Request
 from starlette.responses import StreamingResponse
@@ -22,10 +22,13 @@ from promoter.http.ports import Views
 from promoter.http.views import strategy_json
 
 
-def fingerprints(views: Views) -> dict[str, str]:
-    """A digest of each strategy's view, without the time it was last reconciled."""
+def fingerprints(views: Views, readable: Callable[[str], bool] = bool) -> dict[str, str]:
+    """A digest of each strategy's view (of those ``readable``), without the time it was
+    last reconciled."""
     out: dict[str, str] = {}
     for strategy in views.strategies():
+        if not readable(strategy.name):
+            continue
         detail = strategy_json(strategy, views.view(strategy.name))
         detail.pop("reconciledAt", None)
         text = json.dumps(detail, sort_keys=True, default=str)
@@ -50,16 +53,21 @@ class EventStream:
         self.interval = interval
         self.lifetime = lifetime
 
-    async def endpoint(self, request: Request) -> StreamingResponse:
+    async def endpoint(
+        self, request: Request, *, readable: Callable[[str], bool] = bool
+    ) -> StreamingResponse:
+        """The stream of the strategies ``readable`` says the caller may read."""
         last_id = request.headers.get("last-event-id", "")
         return StreamingResponse(
-            self._events(request, last_id),
+            self._events(request, last_id, readable),
             media_type="text/event-stream",
             headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
         )
 
-    async def _events(self, request: Request, last_id: str) -> AsyncIterator[str]:
-        seen = fingerprints(self.views)
+    async def _events(
+        self, request: Request, last_id: str, readable: Callable[[str], bool]
+    ) -> AsyncIterator[str]:
+        seen = fingerprints(self.views, readable)
         yield "retry: 500\n\n"
         if last_id and last_id != _digest(seen):
             yield _event(sorted(seen), _digest(seen))
@@ -70,7 +78,7 @@ class EventStream:
             await asyncio.sleep(self.interval)
             if await request.is_disconnected():
                 return
-            now = fingerprints(self.views)
+            now = fingerprints(self.views, readable)
             changed = sorted(name for name, value in now.items() if seen.get(name) != value)
             seen = now
             if changed:

@@ -1,15 +1,17 @@
 """What the HTTP layer needs from the daemon, and nothing more: two small ports.
 
-The daemon's ``Runtime`` provides both structurally; tests can hand the API any object
-that does. Every answer is typed: the API serialises it (``Operations`` answers one of
-``promoter.daemon.operation_results``).
+The daemon's ``Runtime`` provides both structurally (``Commands`` with the audit of
+writes); tests can hand the API any object that does. Every answer is typed: the API
+serialises it (``Operations`` answers one of ``promoter.daemon.operation_results``).
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Protocol
 
 from promoter.config import PromotionStrategy
+from promoter.daemon.freezes import FreezeResult
 from promoter.daemon.operation_results import (
     ApproveChangeResult,
     ApproveResult,
@@ -23,6 +25,7 @@ from promoter.daemon.operation_results import (
 )
 from promoter.daemon.reconciler import StrategyView
 from promoter.models import CommitStatus, DryCommit
+from promoter.state.audit_entry import AuditEntry, AuditPage, AuditQuery
 
 
 class Views(Protocol):
@@ -51,17 +54,23 @@ class Views(Protocol):
 class Operations(Protocol):
     """Manual operations on one environment (``OperationError`` when refused)."""
 
-    def revert(self, strategy: str, environment: str, *, to: str | None) -> RevertResult: ...
+    def revert(
+        self, strategy: str, environment: str, *, to: str | None, by: str
+    ) -> RevertResult: ...
 
     def hold(
-        self, strategy: str, environment: str, *, dry_sha: str | None, reason: str
+        self, strategy: str, environment: str, *, dry_sha: str | None, reason: str, by: str
     ) -> HoldResult: ...
 
-    def release(self, strategy: str, environment: str, *, dry_sha: str | None) -> ReleaseResult: ...
+    def release(
+        self, strategy: str, environment: str, *, dry_sha: str | None, by: str, revert_holds: bool
+    ) -> ReleaseResult: ...
 
-    def promote(self, strategy: str, environment: str, *, reason: str) -> PromoteResult: ...
+    def promote(
+        self, strategy: str, environment: str, *, reason: str, by: str
+    ) -> PromoteResult: ...
 
-    def merge(self, strategy: str, environment: str) -> MergeResult: ...
+    def merge(self, strategy: str, environment: str, *, by: str | None) -> MergeResult: ...
 
     def approve(self, strategy: str, environment: str, *, user: str) -> ApproveResult: ...
 
@@ -72,14 +81,43 @@ class Operations(Protocol):
     def approve_change(self, strategy: str, *, dry_sha: str) -> ApproveChangeResult: ...
 
 
+class Freezing(Protocol):
+    """A person's freeze of everything, a strategy or an environment (``LookupError`` for an
+    unknown one, or an unfreeze of a scope not frozen)."""
+
+    def freeze(
+        self, *, strategy: str | None, environment: str | None, reason: str, by: str
+    ) -> FreezeResult: ...
+
+    def unfreeze(
+        self, *, strategy: str | None, environment: str | None, by: str
+    ) -> FreezeResult: ...
+
+
+class Audit(Protocol):
+    """The audit of writes: recorded as they happen, read by the API."""
+
+    def record(self, entry: AuditEntry) -> None: ...
+
+    def entries(self, query: AuditQuery, repositories: Iterable[str]) -> AuditPage: ...
+
+
 class Commands(Protocol):
     """Writes that reach the SCM or the queue."""
 
     @property
     def operations(self) -> Operations: ...
 
+    @property
+    def freezes(self) -> Freezing: ...
+
     def resolve_commit(self, repo_name: str, sha: str) -> str: ...
 
-    def post_status(self, repo_name: str, sha: str, status: CommitStatus) -> list[str]: ...
+    def post_status(
+        self, repo_name: str, sha: str, status: CommitStatus, *, force: bool = False
+    ) -> list[str]: ...
 
     def enqueue(self, keys: list[str]) -> None: ...
+
+    @property
+    def audit(self) -> Audit: ...

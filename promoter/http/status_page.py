@@ -3,8 +3,9 @@
 One server-rendered HTML page per strategy (``GET /strategies/{name}``), built from
 the same view as ``GET /api/v1/strategies/{name}``: per environment its state and
 reason, every gate with its verdict, the running and proposed commits, the
-promotion PR, the last healthy commit, holds and pauses. No script; it reloads
-itself every few seconds. Every value from git, the SCM or a person is escaped.
+promotion PR, the last healthy commit, holds and pauses. No script, and its style is a
+file (``/static/status.css``: the CSP allows nothing inline); it reloads itself every
+few seconds. Every value from git, the SCM or a person is escaped.
 """
 
 from __future__ import annotations
@@ -13,21 +14,6 @@ from html import escape
 from typing import Any
 
 REFRESH_SECONDS = 10
-
-_STYLE = """
-body{font:15px/1.45 system-ui,sans-serif;margin:2rem auto;max-width:64rem;padding:0 1rem;
-color:#1f2328}
-h1{font-size:1.4rem;margin:0 0 .2rem}
-.meta{color:#59636e;margin:0 0 1.5rem}
-section{border:1px solid #d1d9e0;border-radius:6px;margin:0 0 1rem;padding:.8rem 1rem}
-h2{font-size:1.1rem;margin:0 0 .3rem;display:flex;gap:.6rem;align-items:center}
-.badge{font-size:.75rem;padding:.1rem .5rem;border-radius:1rem;color:#fff;background:#59636e}
-.up-to-date,.success,.promoting{background:#1a7f37}.ready{background:#0969da}
-.blocked,.failure,.error{background:#cf222e}.waiting,.pending,.unknown{background:#9a6700}
-ul{margin:.3rem 0;padding-left:1.2rem}code{font-size:.85rem}
-dl{display:grid;grid-template-columns:max-content 1fr;gap:.1rem .8rem;margin:.5rem 0 0}
-dt{color:#59636e}dd{margin:0}
-"""
 
 
 def render(detail: dict[str, Any]) -> str:
@@ -39,7 +25,8 @@ def render(detail: dict[str, Any]) -> str:
         '<html lang="en"><head><meta charset="utf-8">',
         f'<meta http-equiv="refresh" content="{REFRESH_SECONDS}">',
         '<meta name="viewport" content="width=device-width, initial-scale=1">',
-        f"<title>{name} · promoter</title><style>{_STYLE}</style></head><body>",
+        f"<title>{name} · promoter</title>",
+        '<link rel="stylesheet" href="/static/status.css"></head><body>',
         f"<h1>{name}</h1>",
         f'<p class="meta">repository <code>{escape(str(detail["repository"]))}</code>'
         f" · dry branch <code>{escape(str(detail.get('dryBranch') or ''))}</code>"

@@ -6,7 +6,14 @@ from typing import Any
 
 from promoter.config import PromotionStrategy
 from promoter.daemon.reconciler import StrategyView
-from promoter.engine import CommitState, EnvironmentSnapshot, EnvironmentVerdict, Revert, Snapshot
+from promoter.engine import (
+    CommitState,
+    EnvironmentSnapshot,
+    EnvironmentVerdict,
+    FreezePeriod,
+    Revert,
+    Snapshot,
+)
 
 
 def _commit(commit: CommitState | None) -> dict[str, Any] | None:
@@ -98,7 +105,20 @@ def _environment(
         "paused": env.ledger.paused,
         "pin": _pin(env),
         "overrides": [o.model_dump(mode="json") for o in env.ledger.overrides[-5:]],
+        "freezes": [_freeze(f) for f in env.freezes],
         "error": env.error,
+    }
+
+
+def _freeze(period: FreezePeriod) -> dict[str, Any]:
+    """A freeze covering the environment: its scope, why, who, from when, until when."""
+    return {
+        "scope": period.scope,
+        "reason": period.reason,
+        "by": period.by or None,
+        "start": period.start.isoformat() if period.start else None,
+        "end": period.end.isoformat() if period.end else None,
+        "timeZone": period.time_zone,
     }
 
 

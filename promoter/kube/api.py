@@ -9,7 +9,7 @@ explicitly: a strategic merge patch, the client's default for a dict, is refused
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from kubernetes import client as k8s
@@ -35,9 +35,13 @@ PERMISSIONS = frozenset(
         ("coordination.k8s.io", "leases", "get"),
         ("coordination.k8s.io", "leases", "create"),
         ("coordination.k8s.io", "leases", "update"),
+        ("authentication.k8s.io", "tokenreviews", "create"),  # access.kubernetes.tokenReview
     }
 )
 """(API group, resource, verb) of every call below: manifests/rbac.yaml grants exactly these."""
+
+REQUEST_TIMEOUT = (5.0, 30.0)
+"""(connect, read) seconds of every call that does not give its own (a watch does)."""
 
 
 class KubeError(PromoterError):
@@ -82,8 +86,10 @@ class Kube:
         self.custom = k8s.CustomObjectsApi(client)
         self.core = k8s.CoreV1Api(client)
         self.coordination = k8s.CoordinationV1Api(client)
+        self.authentication = k8s.AuthenticationV1Api(client)
 
     def _call(self, what: str, func: Any, *args: Any, **kwargs: Any) -> Any:
+        kwargs.setdefault("_request_timeout", REQUEST_TIMEOUT)
         try:
             return func(*args, **kwargs)
         except ApiException as exc:
@@ -193,6 +199,24 @@ class Kube:
                 raise KeyError(f"Secret {name} not found") from exc
             raise
         return dict(secret.data or {})
+
+    def review_token(self, token: str, audiences: Sequence[str]) -> Obj:
+        """The API server's TokenReview of ``token``: its ``status`` (``authenticated``,
+        ``user``), as a dict."""
+        body = k8s.V1TokenReview(
+            spec=k8s.V1TokenReviewSpec(token=token, audiences=list(audiences) or None)
+        )
+        review = self._call(
+            "review a token", self.authentication.create_token_review, body, _request_timeout=10
+        )
+        status, user = review.status, getattr(review.status, "user", None)
+        return {
+            "authenticated": bool(getattr(status, "authenticated", False)),
+            "user": {
+                "username": getattr(user, "username", None),
+                "groups": list(getattr(user, "groups", None) or []),
+            },
+        }
 
     def create_event(self, namespace: str, event: k8s.CoreV1Event) -> None:
         self._call("create event", self.core.create_namespaced_event, namespace, event)

@@ -151,8 +151,10 @@ def assemble(base: Config, objects: Mapping[ObjKey, Obj], secrets: SecretFiles) 
             return make()
         except ValidationError as exc:
             problems[key] = _message(exc)
-        except (ValueError, KeyError) as exc:
-            problems[key] = str(exc).strip("'\"")
+        except KeyError as exc:  # str() of a KeyError is its argument's repr
+            problems[key] = str(exc.args[0]) if exc.args else "missing"
+        except ValueError as exc:
+            problems[key] = str(exc)
         return None
 
     providers = {}

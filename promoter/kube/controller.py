@@ -36,6 +36,7 @@ from promoter.kube.refresh import RefreshForwarder
 from promoter.kube.resources import REFRESH_ANNOTATION
 from promoter.kube.status import ready_status, strategy_status
 from promoter.kube.status_writer import StatusWriter
+from promoter.kube.token_review import TokenReviewer
 from promoter.kube.watcher import Watcher
 from promoter.wiring import Daemon
 from scm_plugins.protocol import ScmPlugin
@@ -189,7 +190,7 @@ class Controller:
                 extra={"object": f"{key[0]}/{key[1]}/{key[2]}", "error": problem},
             )
         changed = assembled.config != self.assembled.config
-        self.assembled = assembled
+        before, self.assembled = self.assembled, assembled
         if changed:
             log.info(
                 "configuration changed",
@@ -199,6 +200,7 @@ class Controller:
             old.close()
             if self.leading():
                 self.runtime.start()
+            self.commit_statuses.config_changed(before.config, assembled.config)
         if self.leading():
             self._write_ready_statuses()
             if not changed:
@@ -234,7 +236,8 @@ class Controller:
             forward=self.forwarder.forward,
             reconciled=self._reconciled,
         )
-        runtime.app = Daemon(config, runtime=runtime).app
+        reviewer = TokenReviewer(self.kube, audiences=config.access.kubernetes.audiences)
+        runtime.app = Daemon(config, runtime=runtime, review=reviewer).app
         return runtime
 
     # --- watch events --------------------------------------------------------------------

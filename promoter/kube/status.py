@@ -127,16 +127,17 @@ def strategy_status(obj: Obj, view: StrategyView | None, problem: str | None) ->
     }
 
 
-def ready_status(obj: Obj, problem: str | None, *, extra: Obj | None = None) -> Obj:
-    """The status of a GitRepository, ScmProvider or CommitStatus: a Ready condition."""
+def ready_status(
+    obj: Obj, problem: str | None, *, extra: Obj | None = None, reason: str = "InvalidSpec"
+) -> Obj:
+    """The status of a GitRepository, ScmProvider or CommitStatus: a Ready condition
+    (``reason`` says why it is not ready)."""
     generation = obj.get("metadata", {}).get("generation")
     old = obj.get("status") or {}
     if problem is None:
         ready = condition(old, ok=True, reason="Valid", message="", generation=generation)
     else:
-        ready = condition(
-            old, ok=False, reason="InvalidSpec", message=problem, generation=generation
-        )
+        ready = condition(old, ok=False, reason=reason, message=problem, generation=generation)
     return {
         "observedGeneration": generation,
         "conditions": [ready.model_dump(mode="json", by_alias=True, exclude_none=True)],

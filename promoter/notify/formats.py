@@ -1,5 +1,12 @@
 """The bodies a sink receives (CloudEvents 1.0 structured JSON, Slack, Microsoft Teams)
-and their HMAC-SHA256 signature."""
+and their HMAC-SHA256 signature.
+
+What a message quotes (commit subjects, reasons, people's names) is escaped for the
+sink's markup (``promoter.markup``), and the only link is the dashboard URL the promoter
+built: Slack's mrkdwn has ``&<>`` escaped and no auto-linking (``verbatim``); Teams'
+card shows it as ``TextRun``s, which no Markdown reaches. CloudEvents carry JSON data,
+as it is, for the receiver to escape for wherever it shows it.
+"""
 
 from __future__ import annotations
 
@@ -8,6 +15,7 @@ import hmac
 import json
 from typing import Any
 
+from promoter import markup
 from promoter.notify.events import Notification
 
 SIGNATURE_HEADER = "X-Promoter-Signature-256"
@@ -38,19 +46,29 @@ def cloudevent(n: Notification) -> dict[str, Any]:
 
 
 def slack(n: Notification) -> dict[str, Any]:
-    link = f" <{n.url}|dashboard>" if n.url else ""
-    text = f"*{_title(n)}*\n{n.message}{link}"
+    title, message = markup.slack(_title(n)), markup.slack(n.message)
+    link = f" <{_slack_url(n.url)}|dashboard>" if n.url else ""
+    text = f"*{title}*\n{message}{link}"
     return {
-        "text": f"{_title(n)}: {n.message}",
-        "blocks": [{"type": "section", "text": {"type": "mrkdwn", "text": text}}],
+        "text": f"{title}: {message}",
+        "blocks": [{"type": "section", "text": {"type": "mrkdwn", "text": text, "verbatim": True}}],
+        "unfurl_links": False,
+        "unfurl_media": False,
     }
 
 
+def _slack_url(url: str) -> str:
+    """The promoter's own URL inside ``<...|...>``: nothing in it may close the link."""
+    return url.replace("|", "%7C").replace(">", "%3E").replace("<", "%3C")
+
+
+def _plain(text: str, **style: Any) -> dict[str, Any]:
+    """A card's text that no Markdown reaches: a RichTextBlock of one TextRun."""
+    return {"type": "RichTextBlock", "inlines": [{"type": "TextRun", "text": text, **style}]}
+
+
 def teams(n: Notification) -> dict[str, Any]:
-    body: list[dict[str, Any]] = [
-        {"type": "TextBlock", "text": _title(n), "weight": "Bolder", "wrap": True},
-        {"type": "TextBlock", "text": n.message, "wrap": True},
-    ]
+    body: list[dict[str, Any]] = [_plain(_title(n), weight="Bolder"), _plain(n.message)]
     card: dict[str, Any] = {
         "$schema": "http://adaptivecards.io/schemas/adaptive-card.json",
         "type": "AdaptiveCard",

@@ -2,8 +2,8 @@
 
 Against a scratch repository the plugin's SCM serves: handshake, open, idempotent
 reopen, update, statuses, a merge refused for a stale head, the merge with the
-right head, comment and close, events (``promoter.scm/v1.1``, when the plugin offers
-them: a push, a status and a closed PR each reported), error mapping (an unknown PR
+right head, comment and close, reviews and events (``promoter.scm/v1.1``, when the plugin
+offers them; events: a push, a status and a closed PR each reported), error mapping (an unknown PR
 is ``ScmNotFound``), a slow call that times out (the kit freezes the process with
 SIGSTOP) and the plugin answering again afterwards. ``promoter plugins check`` prints
 the table; a test uses it directly::
@@ -144,6 +144,13 @@ class _Kit:
             _expect("conformance" in pr.labels, f"labels {pr.labels}")
         return "title, body, labels"
 
+    def reviews(self) -> str:
+        if not self.host.reads_reviews:
+            raise NotOffered("not offered: an approval gate on this SCM waits for its label")
+        found = self.host.get_reviews(repo=self.repo, number=self.number)
+        _expect(all(r.user for r in found), "a review names no reviewer")
+        return f"{len(found)} review(s)"
+
     def statuses(self) -> str:
         for phase in (Phase.PENDING, Phase.SUCCESS):
             status = CommitStatus(
@@ -266,6 +273,7 @@ def run_conformance(
         ("open", kit.open, True),
         ("idempotent reopen", kit.reopen, False),
         ("update", kit.update, False),
+        ("reviews", kit.reviews, False),
         ("statuses", kit.statuses, False),
         ("stale head refused", kit.stale_merge, False),
         ("merge", kit.merge, False),

@@ -33,7 +33,7 @@ from pydantic import ValidationError
 
 from promoter.config import Repository, ScmProvider
 from promoter.errors import ConfigError, ScmError, ScmUnavailable
-from promoter.models import CommitStatus, PullRequest
+from promoter.models import CommitStatus, PullRequest, Review
 from scm_plugins.calls import ScmCalls
 from scm_plugins.external import messages as m
 from scm_plugins.external.credentials import CredentialCache
@@ -326,6 +326,21 @@ class ExternalScm:
         self._call(
             "comment_pull_request", "pullRequests/comment", params, repository=repo.name, pr=number
         )
+
+    @property
+    def reads_reviews(self) -> bool:
+        """The plugin speaks v1.1 and says it answers ``pullRequests/reviews``."""
+        info = self.info
+        return info is not None and info.protocol_version == V1_1 and info.capabilities.reviews
+
+    def get_reviews(
+        self, *, repo: Repository, number: int, teams: Collection[str] = ()
+    ) -> list[Review]:
+        params = m.ReviewsParams(repository=m.RepositoryRef.of(repo), number=number, teams=[*teams])
+        found: list[Review] = self._call(
+            "get_reviews", "pullRequests/reviews", params, repository=repo.name, pr=number
+        )
+        return found
 
     def get_commit_statuses(
         self, *, repo: Repository, sha: str, keys: Collection[str] | None = None

@@ -20,7 +20,7 @@ from pydantic import (
 from pydantic.alias_generators import to_camel
 
 from promoter.config import Repository
-from promoter.models import CommitStatus, PullRequest
+from promoter.models import CommitStatus, PullRequest, Review
 
 
 class Message(BaseModel):
@@ -42,6 +42,14 @@ class Additive(Message):
                 data.pop(name, None)
                 data.pop(field.alias or name, None)
         return data
+
+    def as_v1(self) -> Any:
+        """This message as a peer that picked v1 must see it: v1.1's members at their default."""
+        fields = type(self).model_fields
+        defaults = {
+            name: fields[name].get_default(call_default_factory=True) for name in self.ADDED
+        }
+        return self.model_copy(update=defaults)
 
 
 class RepositoryRef(Message):
@@ -69,7 +77,7 @@ class RepositoryRef(Message):
 
 
 class Capabilities(Additive):
-    ADDED: ClassVar[tuple[str, ...]] = ("events",)
+    ADDED: ClassVar[tuple[str, ...]] = ("events", "reviews")
 
     labels: bool = True
     comments: bool = True
@@ -81,6 +89,10 @@ class Capabilities(Additive):
     events: bool = Field(
         default=False,
         description="(v1.1) The plugin sends events for the repositories of events/subscribe.",
+    )
+    reviews: bool = Field(
+        default=False,
+        description="(v1.1) The plugin answers pullRequests/reviews (the approval gate).",
     )
 
 
@@ -133,6 +145,14 @@ class MergeParams(Message):
 
 class MergeResult(Message):
     merge_sha: str
+
+
+class ReviewsParams(Message):
+    repository: RepositoryRef
+    number: int
+    teams: list[str] = Field(
+        default_factory=list, description="Teams (or groups) each review's author is checked in."
+    )
 
 
 class CloseParams(Message):
@@ -193,6 +213,7 @@ METHODS: dict[str, tuple[type[BaseModel], TypeAdapter[Any]]] = {
     "pullRequests/merge": (MergeParams, TypeAdapter(MergeResult)),
     "pullRequests/close": (CloseParams, TypeAdapter(None)),
     "pullRequests/comment": (CommentParams, TypeAdapter(None)),
+    "pullRequests/reviews": (ReviewsParams, TypeAdapter(list[Review])),
     "commitStatuses/get": (GetStatusesParams, TypeAdapter(list[CommitStatus])),
     "commitStatuses/set": (SetStatusParams, TypeAdapter(None)),
     "git/environment": (GitEnvironmentParams, TypeAdapter(GitEnvironmentResult)),
@@ -201,10 +222,19 @@ METHODS: dict[str, tuple[type[BaseModel], TypeAdapter[Any]]] = {
 """method -> (parameters model, result adapter)."""
 
 
-def dump(value: Any) -> Any:
-    """A model (or list of models, or None) as wire JSON: camelCase, JSON types."""
+V1_1_MEMBERS: dict[type[BaseModel], tuple[str, ...]] = {PullRequest: ("author",)}
+"""Members of the shared models that v1.1 added: never sent to a peer that picked v1."""
+
+
+def dump(value: Any, *, v1: bool = False) -> Any:
+    """A model (or list of models, or None) as wire JSON: camelCase, JSON types; with
+    ``v1``, without the members v1.1 added (``V1_1_MEMBERS``)."""
     if isinstance(value, BaseModel):
-        return value.model_dump(mode="json", by_alias=True)
+        data = value.model_dump(mode="json", by_alias=True)
+        for name in V1_1_MEMBERS.get(type(value), ()) if v1 else ():
+            field = type(value).model_fields[name]
+            data.pop(field.alias or name, None)
+        return data
     if isinstance(value, list):
-        return [dump(v) for v in value]
+        return [dump(v, v1=v1) for v in value]
     return value

@@ -23,7 +23,7 @@ from promoter.errors import ScmError
 from scm_plugins.external import errors as e
 from scm_plugins.external import messages as m
 from scm_plugins.external import wire
-from scm_plugins.protocol import ScmPlugin
+from scm_plugins.protocol import Reviews, ScmPlugin
 
 Builder = Callable[[m.InitializeParams], ScmPlugin]
 
@@ -62,6 +62,9 @@ def _dispatch(plugin: ScmPlugin, provider: str, method: str, params: BaseModel) 
         return plugin.close_pull_request(repo=repo, number=p.number, comment=p.comment)
     if method == "pullRequests/comment":
         return plugin.comment_pull_request(repo=repo, number=p.number, body=p.body)
+    if method == "pullRequests/reviews":
+        assert isinstance(plugin, Reviews)  # by _Server.handle
+        return plugin.get_reviews(repo=repo, number=p.number, teams=tuple(p.teams))
     if method == "commitStatuses/get":
         return plugin.get_commit_statuses(repo=repo, sha=p.sha, keys=p.keys)
     if method == "commitStatuses/set":
@@ -81,6 +84,8 @@ class _Server:
         self.write_lock = threading.Lock()
         self.plugin: ScmPlugin | None = None
         self.provider = ""
+        self.v1 = False
+        """The promoter picked promoter.scm/v1: answers leave out v1.1's members."""
 
     def send(self, message: dict[str, Any]) -> None:
         data = wire.encode(message)
@@ -114,17 +119,21 @@ class _Server:
             self.send(wire.error(ident, e.error_object(exc)))
             return
         self.provider = params.provider
+        self.v1 = chosen == wire.V1
         info = m.InitializeResult(
             name=self.name,
             version=self.version,
             protocol_version=chosen,
-            capabilities=self.capabilities,
+            capabilities=self.capabilities.as_v1() if self.v1 else self.capabilities,
         )
         self.send(wire.result(ident, m.dump(info)))
 
     def handle(self, ident: Any, method: str, raw: Any) -> None:
         if self.plugin is None:
             self.fail(ident, e.INVALID_REQUEST, "initialize first")
+            return
+        if method == "pullRequests/reviews" and not isinstance(self.plugin, Reviews):
+            self.fail(ident, e.METHOD_NOT_FOUND, f"{self.name} reads no reviews")
             return
         try:
             params = m.METHODS[method][0].model_validate(raw if raw is not None else {})
@@ -138,7 +147,7 @@ class _Server:
                 logging.getLogger("plugin").exception("method failed", extra={"method": method})
             self.send(wire.error(ident, e.error_object(exc)))
             return
-        self.send(wire.result(ident, m.dump(value)))
+        self.send(wire.result(ident, m.dump(value, v1=self.v1)))
 
 
 def serve(

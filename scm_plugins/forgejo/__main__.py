@@ -37,7 +37,9 @@ def build(params: m.InitializeParams) -> ForgejoScm:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="promoter-scm-forgejo", description=__doc__)
     parser.parse_args(argv)
-    capabilities = m.Capabilities(labels=True, comments=True, draft_pull_requests=False)
+    capabilities = m.Capabilities(
+        labels=True, comments=True, draft_pull_requests=False, reviews=True
+    )
     return serve(build, name="forgejo", version=VERSION, capabilities=capabilities)
 
 

@@ -1,11 +1,11 @@
-"""Forgejo / Gitea JSON to the promoter's models (pull requests, commit statuses)."""
+"""Forgejo / Gitea JSON to the promoter's models (pull requests, reviews, commit statuses)."""
 
 from __future__ import annotations
 
 from datetime import UTC, datetime
 from typing import Any
 
-from promoter.models import CommitStatus, Phase, PullRequest, PullRequestState
+from promoter.models import CommitStatus, Phase, PullRequest, PullRequestState, Review
 
 PHASES = {
     "pending": Phase.PENDING,
@@ -16,6 +16,8 @@ PHASES = {
     "warning": Phase.FAILURE,
 }
 STATES = {Phase.PENDING: "pending", Phase.SUCCESS: "success", Phase.FAILURE: "failure"}
+DECIDING = {"APPROVED": True, "REQUEST_CHANGES": False}
+"""Review states that set where a reviewer stands; COMMENT, PENDING and REQUEST_REVIEW do not."""
 
 
 def pull_request(data: dict[str, Any]) -> PullRequest:
@@ -37,6 +39,23 @@ def pull_request(data: dict[str, Any]) -> PullRequest:
         url=data.get("html_url") or "",
         draft=bool(data.get("draft", False)),
         merge_sha=data.get("merge_commit_sha") or None,
+        author=str((data.get("user") or {}).get("login") or ""),
+    )
+
+
+def review(data: dict[str, Any]) -> Review | None:
+    """A Gitea ``PullReview`` as a ``Review``, or None when it decides nothing. A dismissed
+    approval no longer approves."""
+    approved = DECIDING.get(str(data.get("state") or ""))
+    user = data.get("user") or {}
+    login = user.get("login")
+    if approved is None or not login:
+        return None
+    return Review(
+        user=str(login),
+        approved=approved and not data.get("dismissed"),
+        commit_sha=str(data.get("commit_id") or ""),
+        name=str(user.get("full_name") or ""),
     )
 
 

@@ -1,12 +1,12 @@
 """``ForgejoScm``: pull requests, head-guarded merges and commit statuses on Forgejo / Gitea.
 
 Served only out of process (``promoter-scm-forgejo``): the daemon talks to it
-through ``promoter.scm/v1``, never by importing it. Labels are set by name
-(``PUT /issues/{n}/labels``); Forgejo drops a name the repository has no label for
-without an error, so a missing label is created first (``POST /labels``). One that
-cannot be created (no permission) is left off, and the promoter reports the label
-as one the SCM does not keep. A merge sends ``head_commit_id`` so that Forgejo
-refuses it (409) when the head moved.
+through ``promoter.scm/v1`` (v1.1: reviews, for the approval gate), never by importing
+it. Labels are set by name (``PUT /issues/{n}/labels``); Forgejo drops a name the
+repository has no label for without an error, so a missing label is created first
+(``POST /labels``). One that cannot be created (no permission) is left off, and the
+promoter reports the label as one the SCM does not keep. A merge sends
+``head_commit_id`` so that Forgejo refuses it (409) when the head moved.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from urllib.parse import urlsplit
 
 from promoter.config import Repository
 from promoter.errors import ScmConflict, ScmError, ScmUnavailable, TemporaryError
-from promoter.models import CommitStatus, PullRequest, PullRequestState
+from promoter.models import CommitStatus, PullRequest, PullRequestState, Review
 from scm_plugins.forgejo import convert
 from scm_plugins.forgejo.api import ForgejoApi
 
@@ -179,6 +179,26 @@ class ForgejoScm:
         self.api.request(
             "POST", f"{self._repo(repo)}/issues/{number}/comments", json={"body": body}
         )
+
+    def get_reviews(
+        self, *, repo: Repository, number: int, teams: Collection[str] = ()
+    ) -> list[Review]:
+        """The PR's deciding reviews, oldest first. Forgejo teams are not looked up: a
+        review names none, so an approval gate with ``teams`` counts no Forgejo review."""
+        items: list[dict[str, Any]] = []
+        page = 1
+        while True:
+            found = self.api.request(
+                "GET",
+                f"{self._repo(repo)}/pulls/{number}/reviews",
+                params={"limit": PAGE, "page": page},
+            )
+            items.extend(found or ())
+            if not found or len(found) < PAGE:
+                break
+            page += 1
+        items.sort(key=lambda item: int(item.get("id") or 0))
+        return [r for r in (convert.review(item) for item in items) if r is not None]
 
     # --- statuses and credentials ----------------------------------------------------
 

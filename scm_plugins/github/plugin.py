@@ -13,7 +13,7 @@ from collections.abc import Collection, Mapping
 
 from promoter.config import GitHubProvider, Repository, ScmProvider, transport
 from promoter.errors import ConfigError
-from promoter.models import CommitStatus, PullRequest, Review
+from promoter.models import CommitStatus, PullRequest, QueueEntry, Review, Verification
 from scm_plugins.budget import CredentialBudget, Limits
 from scm_plugins.calls import ScmCalls
 from scm_plugins.github.api import RepoApi
@@ -25,11 +25,14 @@ from scm_plugins.github.auth import (
     git_environment,
 )
 from scm_plugins.github.client import GitHubClient
+from scm_plugins.github.deployments import GitHubDeployments
 from scm_plugins.github.errors import translate
 from scm_plugins.github.limits import GITHUB_LIMITS
 from scm_plugins.github.pulls import Pulls
+from scm_plugins.github.queue import GitHubQueue
 from scm_plugins.github.reviews import Reviews
 from scm_plugins.github.statuses import Statuses
+from scm_plugins.protocol import DeploymentState
 
 
 class GitHubScm:
@@ -59,9 +62,12 @@ class GitHubScm:
         api = RepoApi(
             client=self._client, credentials=credentials, renewable=config.app is not None
         )
+        self._api = api
         self._pulls = Pulls(api, merge_method=config.merge_method)
         self._statuses = Statuses(api, mode=config.status_checks)
         self._reviews = Reviews(api)
+        self._deployments = GitHubDeployments(api)
+        self._queue = GitHubQueue(api)
 
     # --- PullRequests ----------------------------------------------------------------
 
@@ -124,6 +130,78 @@ class GitHubScm:
         self, *, repo: Repository, number: int, teams: Collection[str] = ()
     ) -> list[Review]:
         return self._reviews.get(repo=repo, number=number, teams=teams)
+
+    def enqueue_pull_request(
+        self, *, repo: Repository, number: int, expected_head_sha: str
+    ) -> QueueEntry:
+        return self._queue.enqueue(repo=repo, number=number, expected_head_sha=expected_head_sha)
+
+    def queue_entry(self, *, repo: Repository, number: int) -> QueueEntry:
+        return self._queue.entry(repo=repo, number=number)
+
+    def create_deployment(
+        self,
+        *,
+        repo: Repository,
+        environment: str,
+        ref: str,
+        sha: str,
+        description: str,
+        url: str,
+        log_url: str,
+    ) -> str:
+        return self._deployments.create(
+            repo=repo,
+            environment=environment,
+            ref=ref,
+            sha=sha,
+            description=description,
+            url=url,
+            log_url=log_url,
+        )
+
+    def set_deployment_status(
+        self,
+        *,
+        repo: Repository,
+        deployment_id: str,
+        environment: str,
+        state: DeploymentState,
+        description: str,
+        url: str,
+        log_url: str,
+    ) -> None:
+        self._deployments.status(
+            repo=repo,
+            deployment_id=deployment_id,
+            environment=environment,
+            state=state,
+            description=description,
+            url=url,
+            log_url=log_url,
+        )
+
+    def request_reviewers(
+        self, *, repo: Repository, number: int, users: Collection[str], teams: Collection[str]
+    ) -> None:
+        self._pulls.request_reviewers(
+            repo=repo, number=number, users=list(users), teams=list(teams)
+        )
+
+    def commit_verification(self, *, repo: Repository, sha: str) -> Verification:
+        """GitHub's verdict on ``sha``'s signature (``GET /commits/{sha}``, conditional)."""
+        data = self._api.call(
+            repo,
+            "get_commit",
+            "GET",
+            f"/commits/{sha}",
+            conditional=True,
+            keep=lambda d: (d.get("commit") or {}).get("verification") or {},
+            sha=sha,
+        )
+        return Verification(
+            verified=bool(data.get("verified")), reason=str(data.get("reason") or "")
+        )
 
     def git_environment(self, *, repo: Repository) -> Mapping[str, str]:
         transport.check(repo.url, allow_insecure=self._allow_insecure, what="the repository URL")

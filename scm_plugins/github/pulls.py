@@ -44,6 +44,7 @@ def pull_request(data: dict[str, Any]) -> PullRequest:
         url=str(data.get("html_url") or ""),
         draft=bool(data.get("draft")),
         merge_sha=str(merge_sha) if merge_sha else None,
+        author=str((data.get("user") or {}).get("login") or ""),
     )
 
 
@@ -156,6 +157,21 @@ class Pulls:
             "PATCH",
             f"/pulls/{number}",
             body={"state": "closed"},
+            pr=number,
+        )
+
+    def request_reviewers(
+        self, *, repo: Repository, number: int, users: list[str], teams: list[str]
+    ) -> None:
+        """``POST /pulls/{n}/requested_reviewers``: one call; teams by slug (``org/slug`` or
+        a slug of the repository's owner)."""
+        slugs = [team.rpartition("/")[2] for team in teams]
+        self._api.call(
+            repo,
+            "request_reviewers",
+            "POST",
+            f"/pulls/{number}/requested_reviewers",
+            body={"reviewers": users, "team_reviewers": slugs},
             pr=number,
         )
 

@@ -17,6 +17,7 @@ from datetime import datetime
 from functools import partial
 from typing import Any, Literal
 
+from promoter import markup
 from promoter.config import Repository
 from promoter.models import CommitStatus, Phase, utcnow
 from scm_plugins.budget import Priority
@@ -203,7 +204,7 @@ def _check_run(sha: str, status: CommitStatus) -> dict[str, Any]:
         "head_sha": sha,
         "output": {
             "title": _short(status.description or status.key),
-            "summary": status.description or status.key,
+            "summary": markup.markdown(status.description or status.key),
         },
     }
     if status.phase is Phase.PENDING:

@@ -17,13 +17,14 @@ from promoter.models import Review
 from scm_plugins.calls import ScmCalls
 
 
-def approvers(data: dict[str, Any]) -> list[tuple[str, int | None]]:
-    """``(username, user id)`` of everyone in an approvals answer's ``approved_by``."""
+def approvers(data: dict[str, Any]) -> list[tuple[str, int | None, str]]:
+    """``(username, user id, display name)`` of everyone in an approvals answer's
+    ``approved_by`` (the name is matched against the change's git authors)."""
     found = []
     for item in data.get("approved_by") or []:
         user = item.get("user") or {}
         if user.get("username"):
-            found.append((str(user["username"]), user.get("id")))
+            found.append((str(user["username"]), user.get("id"), str(user.get("name") or "")))
     return found
 
 
@@ -38,9 +39,9 @@ class Approvals:
         with self._calls.call("get_reviews", pr=number):
             answer = project.mergerequests.get(number, lazy=True).approvals.get()
         reviews = []
-        for username, user_id in approvers(dict(answer.attributes)):
+        for username, user_id, name in approvers(dict(answer.attributes)):
             member_of = tuple(g for g in groups if user_id and self._member(g, user_id))
-            reviews.append(Review(user=username, approved=True, teams=member_of))
+            reviews.append(Review(user=username, approved=True, teams=member_of, name=name))
         return reviews
 
     def _member(self, group: str, user_id: int) -> bool:

@@ -48,6 +48,7 @@ def to_pull_request(mr: Mapping[str, Any]) -> PullRequest:
         url=str(mr.get("web_url") or ""),
         draft=bool(mr.get("draft") or mr.get("work_in_progress")),
         merge_sha=str(merge_sha) if merge_sha else None,
+        author=str((mr.get("author") or {}).get("username") or ""),
     )
 
 

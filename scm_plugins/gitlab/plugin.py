@@ -14,13 +14,20 @@ from gitlab.v4.objects import Project
 
 from promoter.config import GitLabProvider, Repository, ScmProvider, transport
 from promoter.errors import ConfigError
-from promoter.models import CommitStatus, PullRequest, Review
+from promoter.models import CommitStatus, PullRequest, QueueEntry, Review
 from scm_plugins.calls import ScmCalls
 from scm_plugins.gitlab import credentials, statuses
 from scm_plugins.gitlab.approvals import Approvals
 from scm_plugins.gitlab.client import connect
 from scm_plugins.gitlab.errors import translate
 from scm_plugins.gitlab.merge_requests import MergeRequests
+from scm_plugins.gitlab.reviewers import GitLabReviewers
+from scm_plugins.gitlab.trains import MergeTrains
+from scm_plugins.protocol import DeploymentState
+
+DEPLOYMENT_STATUS = {"in_progress": "running", "success": "success", "failure": "failed"}
+"""GitLab's word for each deployment state; an inactive one needs no call (GitLab shows the
+environment's latest deployment, and keeps older ones as they were)."""
 
 PROVIDER = "gitlab"
 
@@ -44,6 +51,8 @@ class GitLabScm:
         )
         self._mrs = MergeRequests(calls=self._calls, squash=self._config.squash)
         self._approvals = Approvals(calls=self._calls, gl=self._gl)
+        self._trains = MergeTrains(calls=self._calls, mrs=self._mrs)
+        self._reviewers = GitLabReviewers(calls=self._calls, gl=self._gl)
         # GitLab adds the promoter's commit statuses to the SHA's latest pipeline.
         self.folded_gate_keys: frozenset[str] = frozenset({self._config.pipeline_gate_key})
         self._projects: dict[int | str, Project] = {}
@@ -126,6 +135,60 @@ class GitLabScm:
 
     def set_commit_status(self, *, repo: Repository, sha: str, status: CommitStatus) -> None:
         statuses.write_status(self._project(repo), sha=sha, status=status, calls=self._calls)
+
+    def request_reviewers(
+        self, *, repo: Repository, number: int, users: Collection[str], teams: Collection[str]
+    ) -> None:
+        self._reviewers.request(self._project(repo), number=number, users=users, groups=teams)
+
+    # --- merge trains --------------------------------------------------------------------
+
+    def enqueue_pull_request(
+        self, *, repo: Repository, number: int, expected_head_sha: str
+    ) -> QueueEntry:
+        return self._trains.add(
+            self._project(repo), number=number, expected_head_sha=expected_head_sha
+        )
+
+    def queue_entry(self, *, repo: Repository, number: int) -> QueueEntry:
+        return self._trains.entry(self._project(repo), number=number)
+
+    # --- deployments ---------------------------------------------------------------------
+
+    def create_deployment(
+        self,
+        *,
+        repo: Repository,
+        environment: str,
+        ref: str,
+        sha: str,
+        description: str,
+        url: str,
+        log_url: str,
+    ) -> str:
+        """``POST /projects/:id/deployments`` (running): one call; GitLab makes the environment
+        the first time, and links the merge requests a successful deployment brought."""
+        data = {"environment": environment, "sha": sha, "ref": ref, "tag": False}
+        with self._calls.call("create_deployment", sha=sha):
+            made = self._project(repo).deployments.create({**data, "status": "running"})
+        return str(made.get_id())
+
+    def set_deployment_status(
+        self,
+        *,
+        repo: Repository,
+        deployment_id: str,
+        environment: str,
+        state: DeploymentState,
+        description: str,
+        url: str,
+        log_url: str,
+    ) -> None:
+        status = DEPLOYMENT_STATUS.get(state)
+        if status is None:
+            return
+        with self._calls.call("set_deployment_status", deployment=deployment_id):
+            self._project(repo).deployments.update(int(deployment_id), {"status": status})
 
     # --- git credentials ---------------------------------------------------------------
 

@@ -30,7 +30,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if not args.plugin:
         parser.error("only --plugin is supported")
-    return serve(build, name="local", version=VERSION, capabilities=m.Capabilities(labels=True))
+    return serve(
+        build, name="local", version=VERSION, capabilities=m.Capabilities(labels=True, reviews=True)
+    )
 
 
 if __name__ == "__main__":

@@ -27,6 +27,9 @@ from scm_plugins.calls import ScmCalls
 from scm_plugins.local import merging
 from scm_plugins.local.store import LocalStore
 
+AUTHOR = "promoter"
+"""Who opens every pull request of the local SCM: the promoter; its approvals never count."""
+
 
 def repository_path(repo: Repository) -> Path:
     """The local path behind a repository URL (a path or a file:// URL)."""
@@ -138,6 +141,7 @@ class LocalScm:
             labels=tuple(json.loads(row["labels"])),
             url=f"local://{repo.name}/pulls/{row['id']}",
             merge_sha=row["merge_sha"],
+            author=AUTHOR,
         )
 
     def find_open_pull_request(

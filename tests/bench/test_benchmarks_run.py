@@ -17,6 +17,7 @@ BENCH = Path(__file__).resolve().parents[2] / "bench"
 
 TINY = {
     "dag_reconcile": ["--environments", "8", "--width", "3", "--rounds", "1"],
+    "gate_faults": ["--promotions", "1", "--hanging", "2", "--timeout", "1"],
     "plugin_overhead": ["--calls", "20"],
     "promotion_latency": ["--promotions", "3"],
     "remote_latency": ["--promotions", "3", "--rtt", "0.01"],
@@ -27,6 +28,7 @@ TINY = {
 }
 FIGURE = {
     "dag_reconcile": "cold_ms",
+    "gate_faults": "unrelated_hanging_p50_ms",
     "plugin_overhead": "overhead_ms",
     "promotion_latency": "p99_ms",
     "remote_latency": "round_trips_max",

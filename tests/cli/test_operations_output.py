@@ -24,7 +24,8 @@ TOKEN = "cli-test-api-token"
 
 @pytest.fixture
 def daemon(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[str, GitOpsRepo]]:
-    """A daemon on loopback that wants a bearer token for writes."""
+    """A daemon on loopback that wants a bearer token (reads as well: anonymous reads
+    only when configured)."""
     monkeypatch.delenv("PROMOTER_API_TOKEN", raising=False)
     monkeypatch.delenv("PROMOTER_URL", raising=False)
     gitops = GitOpsRepo.create(tmp_path)
@@ -44,7 +45,8 @@ def daemon(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[st
     server = ThreadServer(Daemon(load_config(config, resolve_secrets=True)).app, port).start()
     url = f"http://127.0.0.1:{port}"
     try:
-        wait_for(lambda: run(["status", "--url", url, "--json"])[0] == 0, what="the daemon")
+        status = ["status", "--url", url, "--json", "--token", TOKEN]
+        wait_for(lambda: run(status)[0] == 0, what="the daemon")
         yield url, gitops
     finally:
         server.stop()
@@ -79,9 +81,16 @@ def test_operations_print_sentences_and_json_on_request(
         f"Set ci to success on {proposed[:7]} in gitops; reconciling guestbook.",
     )
 
+    dry = gitops.tip("main")
+    code, text = run(["set-status", "gitops", dry, "ci", "success", "--url", url])
+    assert code == 1
+    assert f"ci on {dry[:7]} would count for no environment" in text
+    assert f"report ci on {proposed[:7]}, the head of environment/dev-next" in text
+    forced = ["set-status", "gitops", dry, "ci", "success", "--force", "--url", url]
+    assert run(forced)[0] == 0
+
     hold = ["hold", "guestbook", "staging", "--reason", "release freeze", "--url", url]
     code, text = run(hold)
-    dry = gitops.tip("main")
     assert code == 0
     assert text == (
         f"Held {dry[:7]} out of environment/staging and environment/prod (reason: release freeze)."

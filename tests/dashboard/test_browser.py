@@ -1,10 +1,10 @@
 """The dashboard in a real headless Chromium (Debian's ``chromium`` and
 ``chromium-driver``, driven by Selenium): live updates without a reload, the hold
-button with and without the token, and a screenshot of the strategy page."""
+button with and without the token, a daemon that wants a token before it shows
+anything, and a screenshot of the strategy page."""
 
 from __future__ import annotations
 
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -13,7 +13,6 @@ import httpx
 import pytest
 from selenium import webdriver
 from selenium.common.exceptions import StaleElementReferenceException
-from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support import expected_conditions
 from selenium.webdriver.support.ui import WebDriverWait
@@ -23,13 +22,14 @@ from promoter.wiring import Daemon
 from tests.support import GitOpsRepo, local_config, wait_for
 
 TOKEN = "dashboard-test-token"
+AUTH = {"authorization": f"Bearer {TOKEN}"}
 DEV = "environment/dev"
-CHROMIUM = "/usr/bin/chromium"
-DRIVER = "/usr/bin/chromedriver"
 
 
-@pytest.fixture
-def served(gitops: GitOpsRepo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+def serve(
+    gitops: GitOpsRepo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, access: str = ""
+) -> Iterator[str]:
+    """A loopback daemon with an API token (the shared admin); ``access`` besides."""
     monkeypatch.setenv("PROMOTER_DASHBOARD_TEST_TOKEN", TOKEN)
     port = free_port()
     config = local_config(
@@ -37,6 +37,7 @@ def served(gitops: GitOpsRepo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
         tmp_path / "state",
         port=port,
         apiToken="{fromEnv: PROMOTER_DASHBOARD_TEST_TOKEN}",
+        access=access,
     )
     server = ThreadServer(Daemon(config).app, port).start()
     url = f"http://127.0.0.1:{port}"
@@ -46,21 +47,19 @@ def served(gitops: GitOpsRepo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
 
 
 @pytest.fixture
-def browser() -> Iterator[webdriver.Chrome]:
-    assert shutil.which(CHROMIUM) and shutil.which(DRIVER), "apt-get install chromium-driver"
-    options = webdriver.ChromeOptions()
-    options.binary_location = CHROMIUM
-    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--window-size=1400,1000"):
-        options.add_argument(flag)
-    driver = webdriver.Chrome(service=Service(DRIVER), options=options)
-    try:
-        yield driver
-    finally:
-        driver.quit()
+def served(gitops: GitOpsRepo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    """Anyone may read; writes need the token."""
+    yield from serve(gitops, tmp_path, monkeypatch, access="  anonymous: viewer")
+
+
+@pytest.fixture
+def guarded(gitops: GitOpsRepo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    """Reading needs the token too."""
+    yield from serve(gitops, tmp_path, monkeypatch)
 
 
 def api(url: str) -> dict[str, Any]:
-    body: dict[str, Any] = httpx.get(f"{url}/api/v1/strategies/guestbook").json()
+    body: dict[str, Any] = httpx.get(f"{url}/api/v1/strategies/guestbook", headers=AUTH).json()
     return body
 
 
@@ -118,7 +117,7 @@ def test_the_dashboard_shows_a_promotion_live_and_holds_need_the_token(
     status = httpx.post(
         f"{served}/api/v1/repositories/gitops/commits/{pr['proposed']['hydratedSha']}/statuses",
         json={"key": "ci", "phase": "success"},
-        headers={"authorization": f"Bearer {TOKEN}"},
+        headers=AUTH,
     )
     assert status.status_code == 201, status.text
     WebDriverWait(browser, 20).until(
@@ -135,8 +134,26 @@ def test_the_dashboard_shows_a_promotion_live_and_holds_need_the_token(
     WebDriverWait(browser, 15).until(
         lambda b: "frozen for the demo" in text_of(b, f'[id="env-{DEV}"]')
     )
-    assert [h["reason"] for h in dev(served)["holds"]] == ["held by a person: frozen for the demo"]
+    assert [h["reason"] for h in dev(served)["holds"]] == ["held by api-token: frozen for the demo"]
     assert browser.execute_script("return window.notReloaded") is True
 
     shot = tmp_path / "dashboard-strategy.png"
     assert browser.save_screenshot(str(shot)) and shot.stat().st_size > 10_000
+
+
+def test_a_daemon_that_wants_a_token_asks_for_it_and_then_shows_the_page_live(
+    guarded: str, browser: webdriver.Chrome, gitops: GitOpsRepo
+) -> None:
+    browser.get(f"{guarded}/dashboard/guestbook")
+    assert "Who are you?" in text_of(browser, "#live")
+    assert DEV not in text_of(browser, "#live")
+    browser.find_element(By.ID, "token").send_keys(TOKEN + "\n")
+    WebDriverWait(browser, 10).until(lambda b: DEV in text_of(b, "#live"))
+    WebDriverWait(browser, 10).until(lambda b: text_of(b, "#live-state") == "live")
+    assert "you are api-token" in text_of(browser, "#live")
+    cookies = browser.get_cookies()
+    assert cookies == []  # the token is a header, never an ambient cookie
+    gitops.change("1.1.0", "Bump guestbook to 1.1.0")
+    WebDriverWait(browser, 15).until(
+        lambda b: "Bump guestbook to 1.1.0" in text_of(b, f'[id="env-{DEV}"] .proposed')
+    )

@@ -57,7 +57,9 @@ def test_a_body_past_the_cap_is_refused_with_413(client: TestClient, path: str) 
 def test_a_streamed_body_without_length_is_cut_off_at_the_cap(
     client: TestClient, path: str
 ) -> None:
-    answer = client.post(path, content=chunks(4 * MAX_BODY))
+    answer = client.post(
+        path, content=chunks(4 * MAX_BODY), headers={"content-type": "application/json"}
+    )
     assert answer.status_code == 413
 
 

@@ -19,6 +19,7 @@ from starlette.testclient import TestClient
 from promoter.daemon import ActionEvent
 from promoter.wiring import Daemon
 from tests.e2e.test_local_promotion import active_dry, env_view, set_status, wait_state
+from tests.people import access_yaml, bearer
 from tests.support import ENVIRONMENTS, GitOpsRepo, local_config, wait_for
 
 
@@ -44,8 +45,14 @@ def run_daemon(
     events: list[tuple[ActionEvent, datetime]] = []
     clock = kw.pop("clock", None)
     extra = {"clock": clock} if clock is not None else {}
+    access = kw.pop("access", "")
     daemon = Daemon(
-        local_config(gitops.path, tmp_path / "state", environments={"prod": prod, "dev": dev}),
+        local_config(
+            gitops.path,
+            tmp_path / "state",
+            environments={"prod": prod, "dev": dev},
+            access=access,
+        ),
         observers=[lambda e: events.append((e, clock() if clock else datetime.now(UTC)))],
         **extra,
     )
@@ -116,7 +123,12 @@ def test_prod_waits_for_its_window_and_merges_the_moment_it_opens(
 
 @pytest.fixture
 def approving(gitops: GitOpsRepo, tmp_path: Path) -> Iterator[TestClient]:
-    yield from run_daemon(gitops, tmp_path, "gates: [{approval: {count: 1, users: [ada]}}]")
+    """Prod waits for ada; ada and mallory approve with their own tokens, and this
+    machine's caller without a token is the local admin that runs everything else."""
+    people = {"ada": ["role: approver"], "mallory": ["role: approver"]}
+    access = access_yaml(tmp_path / "tokens", people, anonymous="admin")
+    prod = "gates: [{approval: {count: 1, users: [ada]}}]"
+    yield from run_daemon(gitops, tmp_path, prod, access=access)
 
 
 def test_prod_merges_once_the_named_person_approves(
@@ -129,14 +141,23 @@ def test_prod_merges_once_the_named_person_approves(
         what="prod to wait for an approval",
     )
     assert "waiting for 1 approval from ada" in waiting["reason"]
+    posing = approving.post(
+        "/api/v1/strategies/guestbook/approve",
+        json={"environment": "prod", "user": "ada"},
+        headers=bearer("mallory"),
+    )
+    assert posing.status_code == 422  # a name in the body is never the approver
     refused = approving.post(
-        "/api/v1/strategies/guestbook/approve", json={"environment": "prod", "user": "mallory"}
+        "/api/v1/strategies/guestbook/approve",
+        json={"environment": "prod"},
+        headers=bearer("mallory"),
     )
     assert refused.status_code == 200  # an approval is recorded, but mallory does not count
+    assert refused.json()["user"] == "mallory"
     time.sleep(0.5)
     assert active_dry(approving, "environment/prod") != change
     answer = approving.post(
-        "/api/v1/strategies/guestbook/approve", json={"environment": "prod", "user": "ada"}
+        "/api/v1/strategies/guestbook/approve", json={"environment": "prod"}, headers=bearer("ada")
     )
     assert answer.status_code == 200, answer.text
     assert answer.json()["user"] == "ada"
@@ -145,7 +166,7 @@ def test_prod_merges_once_the_named_person_approves(
 
 def test_approving_with_no_open_pull_request_is_refused(approving: TestClient) -> None:
     answer = approving.post(
-        "/api/v1/strategies/guestbook/approve", json={"environment": "prod", "user": "ada"}
+        "/api/v1/strategies/guestbook/approve", json={"environment": "prod"}, headers=bearer("ada")
     )
     assert answer.status_code == 409
     assert "no open pull request" in answer.json()["error"]
@@ -229,7 +250,8 @@ def test_argo_cd_health_of_dev_gates_staging_and_is_published_on_dev(
 
     def staging_blocked_by_argo() -> dict[str, Any] | None:
         env = env_view(argo_watched, "environment/staging")
-        return env if "promoter/argocd failed on environment/dev" in env["reason"] else None
+        failed = f"promoter/argocd failed on {running[:7]}, the commit environment/dev runs"
+        return env if failed in env["reason"] else None
 
     wait_for(staging_blocked_by_argo, what="staging to wait for Argo CD's verdict on dev")
     dev_view = env_view(argo_watched, "environment/dev")

@@ -21,7 +21,8 @@ from promoter.daemon.operation_results import (
     RevertResult,
     UnpinResult,
 )
-from promoter.http import Api
+from promoter.http import AccessControl, Api
+from promoter.state.audit_entry import AuditEntry
 
 DEV, PROD = "environment/dev", "environment/prod"
 A, B = "a" * 40, "b" * 40
@@ -31,23 +32,25 @@ class Answers:
     """An ``Operations`` port answering what the daemon answers for a two-environment
     strategy, whatever it is asked."""
 
-    def revert(self, strategy: str, environment: str, *, to: str | None) -> RevertResult:
+    def revert(self, strategy: str, environment: str, *, to: str | None, by: str) -> RevertResult:
         return RevertResult(reverting=DEV, to=A, from_=B)
 
     def hold(
-        self, strategy: str, environment: str, *, dry_sha: str | None, reason: str
+        self, strategy: str, environment: str, *, dry_sha: str | None, reason: str, by: str
     ) -> HoldResult:
         return HoldResult(held=B, environments=(DEV, PROD), reason=reason)
 
-    def release(self, strategy: str, environment: str, *, dry_sha: str | None) -> ReleaseResult:
+    def release(
+        self, strategy: str, environment: str, *, dry_sha: str | None, by: str, revert_holds: bool
+    ) -> ReleaseResult:
         return ReleaseResult(
             released=(B,), environments=(DEV, PROD), unpaused=DEV, paused_for="a second failure"
         )
 
-    def promote(self, strategy: str, environment: str, *, reason: str) -> PromoteResult:
+    def promote(self, strategy: str, environment: str, *, reason: str, by: str) -> PromoteResult:
         return PromoteResult(promoted=A, environment=PROD, pr=7)
 
-    def merge(self, strategy: str, environment: str) -> MergeResult:
+    def merge(self, strategy: str, environment: str, *, by: str | None) -> MergeResult:
         return MergeResult(merged=8, environment=DEV, dry_sha=A, revert=True)
 
     def approve(self, strategy: str, environment: str, *, user: str) -> ApproveResult:
@@ -63,12 +66,25 @@ class Answers:
         return ApproveChangeResult(approved=A, environments=())
 
 
+class Views:
+    """The ``Views`` port, as far as the operations use it: no strategy configured."""
+
+    def strategy(self, name: str) -> None:
+        return None
+
+
+class Audit(list[AuditEntry]):
+    def record(self, entry: AuditEntry) -> None:
+        self.append(entry)
+
+
 class Commands:
     """The ``Commands`` port, as far as the operations use it."""
 
     def __init__(self) -> None:
         self.operations = Answers()
         self.enqueued: list[list[str]] = []
+        self.audit = Audit()
 
     def enqueue(self, keys: list[str]) -> None:
         self.enqueued.append(keys)
@@ -76,7 +92,7 @@ class Commands:
 
 @pytest.fixture
 def client() -> Iterator[TestClient]:
-    api = Api(views=None, commands=Commands(), token=None, loopback_only=True)  # type: ignore[arg-type]
+    api = Api(views=Views(), commands=Commands(), access=AccessControl.local())  # type: ignore[arg-type]
     with TestClient(Starlette(routes=api.routes())) as client:
         yield client
 
@@ -98,7 +114,7 @@ def client() -> Iterator[TestClient]:
         ),
         ("promote", {"reason": "hotfix"}, f'{{"promoted":"{A}","environment":"{PROD}","pr":7}}'),
         ("merge", {}, f'{{"merged":8,"environment":"{DEV}","drySha":"{A}","revert":true}}'),
-        ("approve", {"user": "ana"}, f'{{"approved":9,"environment":"{PROD}","user":"ana"}}'),
+        ("approve", {}, f'{{"approved":9,"environment":"{PROD}","user":"local"}}'),
         (
             "pin",
             {"drySha": A, "reason": "freeze"},

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 from starlette.testclient import TestClient
 
+from promoter import markup
 from promoter.cli.sandbox import git
 from promoter.config import Config
 from promoter.state.ledger import LEDGER_REF
@@ -148,6 +149,14 @@ def test_after_a_revert_in_staging_a_fix_goes_through_staging_and_prod_by_real_m
     h.status(revert_merge, "health")
     fix = h.gitops.change("1.2.1", "Fix guestbook 1.2.0")
     hydrated = h.gitops.tip(f"{STAGING}-next")
+    # The reason names the commit CI must report on: the promoter's merge, not the hydrator's.
+    merged = "the merge commit the promoter made on"
+    waiting = wait_for(
+        lambda: merged in (e := h.env(STAGING))["reason"] and e, what="staging to name the merge"
+    )
+    head = waiting["proposed"]["hydratedSha"]
+    assert head != hydrated
+    assert f"waiting for ci: report it on {head[:7]}, {merged} {STAGING}-next" in waiting["reason"]
     h.promote(fix, ENVIRONMENTS)
     # The hydrator's commit conflicted with the revert: the promoter merged staging into
     # staging-next with the proposed tree, and the promotion merged that for real.
@@ -223,7 +232,7 @@ def test_a_person_can_hold_release_revert_and_break_glass(harness: Harness) -> N
     assert held.status_code == 200 and held.json()["held"] == nxt
     h.status(h.env(DEV)["proposed"]["hydratedSha"], "ci")
     blocked = wait_for(
-        lambda: "held by a person" in (e := h.env(DEV))["reason"] and e, what="dev held"
+        lambda: "held by local" in (e := h.env(DEV))["reason"] and e, what="dev held"
     )
     assert blocked["state"] == "blocked"
     assert h.operate("release", environment="dev").status_code == 200
@@ -238,7 +247,8 @@ def test_a_person_can_hold_release_revert_and_break_glass(harness: Harness) -> N
     wait_for(lambda: h.active(STAGING) == nxt, what="staging promoted past the gates")
     plugin = h.runtime.plugins["local"]
     comments = plugin.store.comments(glass.json()["pr"])  # type: ignore[attr-defined]
-    assert any("hotfix, CI is down" in c for c in comments)
+    said = f"past the gates by local: {markup.markdown('hotfix, CI is down')}"
+    assert any(said in c for c in comments)
     wait_for(lambda: h.env(STAGING)["overrides"], what="the override in the ledger")
 
     back = h.operate("revert", environment="staging", to=good[:10])

@@ -9,6 +9,7 @@ import pytest
 from starlette.testclient import TestClient
 
 from promoter.wiring import Daemon
+from tests.e2e.test_local_promotion import set_status
 from tests.support import GitOpsRepo, local_config, wait_for
 
 PUBLIC_URL = "https://promoter.example.invalid"
@@ -43,13 +44,18 @@ def test_the_page_shows_each_environment_its_gates_and_the_promotion_pr(
     for branch in ("environment/dev", "environment/staging", "environment/prod"):
         assert f'<section id="{branch}">' in html
     assert '<span class="badge blocked">blocked</span>' in html
-    assert "<code>ci</code>: waiting for ci on" in html
+    assert "<code>ci</code>: waiting for ci: report it on" in html
     assert f"#{waiting['pullRequest']['number']} (open)" in html  # type: ignore[index]
     assert 'href="/api/v1/strategies/guestbook"' in html
 
 
 def test_the_checks_on_a_pr_link_to_the_page(client: TestClient, gitops: GitOpsRepo) -> None:
-    gitops.change("1.1.0", "Bump guestbook to 1.1.0")
+    change = gitops.change("1.1.0", "Bump guestbook to 1.1.0")
+    # staging's check is written once decided: dev runs the change, healthy.
+    head = wait_for(lambda: (e := dev(client))["pullRequest"] and e)["proposed"]["hydratedSha"]  # type: ignore[index]
+    set_status(client, head, "ci")
+    wait_for(lambda: (dev(client)["active"] or {})["drySha"] == change, what="dev promoted")  # type: ignore[index]
+    set_status(client, gitops.tip("environment/dev"), "health")
 
     def previous_environment_check() -> dict[str, str] | None:
         staging = client.get("/api/v1/strategies/guestbook").json()["environments"][1]

@@ -18,7 +18,10 @@ Extras per environment:
 * ``reverts``: ``[{bad: N, restored: M}]`` (reverts already made here);
 * ``auto_revert``: ``{settle_time: seconds, auto_merge: bool}`` (turns it on);
 * ``reviews``: ``[{user: name, approved: true}]`` on the open PR (given on its head);
-* ``merge_conflicts`` and ``proposed_in_active``: as in ``EnvironmentSnapshot``.
+* ``authors``: ``[{name: ..., email: ...}]``, who wrote the dry commits being promoted
+  (default: nobody), and ``pr_author``: the login that opened the PR;
+* ``merge_conflicts`` and ``proposed_in_active``: as in ``EnvironmentSnapshot``;
+* ``proposed_by_merge``: the proposed tip is a merge the hydrator did not write.
 """
 
 from __future__ import annotations
@@ -32,7 +35,7 @@ from promoter.config import GateSpec
 from promoter.engine import Decision, Snapshot
 from promoter.engine.ledger_state import EnvLedger, HealthyRecord, Hold, Pin, Revert
 from promoter.engine.snapshot import AutoRevertPolicy
-from promoter.models import Phase, Review
+from promoter.models import Author, Phase, Review
 
 from .strategies import NOW, UNKNOWN, Env, build, dry, hydrated, sha_of
 
@@ -47,8 +50,11 @@ EXTRAS = (
     "reverts",
     "auto_revert",
     "reviews",
+    "authors",
+    "pr_author",
     "merge_conflicts",
     "proposed_in_active",
+    "proposed_by_merge",
 )
 HISTORY = 10
 
@@ -89,6 +95,12 @@ def _with_extras(env: Any, plain: Env, spec: Mapping[str, Any]) -> Any:
             Review(user=r["user"], approved=r.get("approved", True), commit_sha=head)
             for r in spec["reviews"]
         )
+    if "reviews" in spec or "authors" in spec:
+        update["change_authors"] = tuple(Author(**a) for a in spec.get("authors", ()))
+    if "pr_author" in spec and env.pull_request is not None:
+        update["pull_request"] = env.pull_request.model_copy(update={"author": spec["pr_author"]})
+    if spec.get("proposed_by_merge") and env.proposed is not None:
+        update["proposed"] = env.proposed.model_copy(update={"by_merge": True})
     for flag in ("merge_conflicts", "proposed_in_active"):
         if flag in spec:
             update[flag] = spec[flag]

@@ -169,11 +169,14 @@ def test_a_proposed_commit_unknown_to_the_history_never_gets_a_pull_request() ->
 # --- rule 3: proposed gates -------------------------------------------------------------
 
 
+PENDING_CI = "waiting for ci: report it on {h}, the head of environment/dev-next (dry {p})"
+
+
 @pytest.mark.parametrize(
     ("statuses", "phase", "reason"),
     [
-        ({}, Phase.PENDING, "waiting for ci on {h} (environment/dev-next, dry {p})"),
-        ({"ci": "pending"}, Phase.PENDING, "waiting for ci on {h} (environment/dev-next, dry {p})"),
+        ({}, Phase.PENDING, PENDING_CI),
+        ({"ci": "pending"}, Phase.PENDING, PENDING_CI),
         ({"ci": "failure"}, Phase.FAILURE, "ci failed on {h} (environment/dev-next, dry {p})"),
     ],
 )
@@ -202,30 +205,27 @@ def test_an_environment_waits_until_the_previous_one_runs_the_commit() -> None:
     decision = decide(snapshot)
     reason = f"environment/dev is not on {short(3)} yet"
     assert decision.environments[1].reason == reason
-    published = only(decision, SetCommitStatus, 1)
-    assert isinstance(published, SetCommitStatus)
-    assert published.sha == hydrated("environment/staging-next", 3)
-    assert published.status.key == PREVIOUS_ENVIRONMENT_KEY
-    assert published.status.phase is Phase.PENDING
-    assert published.status.description == (
-        f"waiting for environment/dev to run {short(3)} and pass its gates"
-    )
-    assert published.status.url == STATUS_URL
+    # Not decided yet: the PR shows no previous-environment check rather than a placeholder.
+    assert actions(decision, SetCommitStatus, 1) == []
     assert actions(decision, MergePullRequest) == []
 
 
-def test_the_published_pending_text_stays_the_same_while_the_previous_env_catches_up() -> None:
-    behind = decide(build(Env("dev", active=2, proposed=3), promotable("staging", proposed=3)))
-    dev_there = Env("dev", active=3, proposed=3, active_keys=("health",))
-    unhealthy = decide(build(dev_there, promotable("staging", proposed=3)))
-    assert behind.environments[1].reason != unhealthy.environments[1].reason
-    texts = {
-        status.status.description
-        for decision in (behind, unhealthy)
-        for status in actions(decision, SetCommitStatus, 1)
-        if isinstance(status, SetCommitStatus)
-    }
-    assert len(texts) == 1
+def test_a_previous_environment_check_on_the_head_says_what_the_api_says() -> None:
+    dev = Env("dev", active=3, proposed=3, active_keys=("health", "promoter/argocd"))
+    dev = replace(dev, active_statuses={"health": "success"})
+    staging = promotable(
+        "staging", proposed_statuses={"ci": "success", PREVIOUS_ENVIRONMENT_KEY: "failure"}
+    )
+    decision = decide(build(dev, staging))
+    gate = next(g for g in decision.environments[1].gates if g.name == PREVIOUS_ENVIRONMENT_KEY)
+    running = hydrated("environment/dev", 3)[:7]
+    assert gate.reason == (
+        f"waiting for promoter/argocd on environment/dev: report it on {running},"
+        f" the commit environment/dev runs (dry {short(3)})"
+    )
+    published = only(decision, SetCommitStatus, 1)
+    assert isinstance(published, SetCommitStatus)
+    assert (published.status.phase, published.status.description) == (Phase.PENDING, gate.reason)
 
 
 def test_a_previous_environment_on_a_descendant_of_the_commit_lets_it_through() -> None:
@@ -238,15 +238,26 @@ def test_a_previous_environment_on_a_descendant_of_the_commit_lets_it_through() 
     assert published.status.description == f"environment/dev is on {short(5)} and healthy"
 
 
+FAILED_HEALTH = "health failed on {h}, the commit environment/dev runs (dry {a})"
+WAITING_HEALTH = (
+    "waiting for health on environment/dev: report it on {h}, the commit environment/dev runs"
+    " (dry {a})"
+)
+
+
 @pytest.mark.parametrize(
     ("health", "phase", "reason"),
     [
-        ("failure", Phase.FAILURE, "health failed on environment/dev ({a})"),
-        ("pending", Phase.PENDING, "waiting for health on environment/dev ({a})"),
-        (None, Phase.PENDING, "waiting for health on environment/dev ({a})"),
+        (
+            "failure",
+            Phase.FAILURE,
+            "health failed on {h}, the commit environment/dev runs (dry {a})",
+        ),
+        ("pending", Phase.PENDING, WAITING_HEALTH),
+        (None, Phase.PENDING, WAITING_HEALTH),
     ],
 )
-def test_an_unhealthy_previous_environment_blocks_and_says_so_on_the_pr(
+def test_an_unhealthy_previous_environment_blocks_naming_the_commit_to_report_on(
     health: str | None, phase: Phase, reason: str
 ) -> None:
     dev = Env(
@@ -257,9 +268,15 @@ def test_an_unhealthy_previous_environment_blocks_and_says_so_on_the_pr(
         active_statuses={} if health is None else {"health": health},
     )
     decision = decide(build(dev, promotable("staging")))
-    assert decision.environments[1].reason == reason.format(a=short(3))
-    published = only(decision, SetCommitStatus, 1)
-    assert isinstance(published, SetCommitStatus) and published.status.phase is phase
+    running = hydrated("environment/dev", 3)[:7]
+    assert decision.environments[1].reason == reason.format(a=short(3), h=running)
+    published = [
+        a.status for a in actions(decision, SetCommitStatus, 1) if isinstance(a, SetCommitStatus)
+    ]
+    # A failure is decided and shows on the PR at once; a wait shows once decided.
+    assert [(s.phase, s.description) for s in published] == (
+        [(phase, decision.environments[1].reason)] if phase is Phase.FAILURE else []
+    )
     assert actions(decision, MergePullRequest) == []
 
 
@@ -296,7 +313,13 @@ def test_the_first_environment_publishes_no_previous_environment_status() -> Non
 
 
 def test_the_published_description_fits_the_scm_limit() -> None:
-    dev = Env("dev-" + "x" * 200, active=1, proposed=1, active_keys=("health",))
+    dev = Env(
+        "dev-" + "x" * 200,
+        active=3,
+        proposed=3,
+        active_keys=("health",),
+        active_statuses={"health": "failure"},
+    )
     decision = decide(build(dev, promotable("staging")))
     published = only(decision, SetCommitStatus, 1)
     assert isinstance(published, SetCommitStatus)

@@ -32,6 +32,7 @@ from promoter.engine import (
 )
 from promoter.engine.ledger_state import EnvLedger
 from promoter.engine.pr_text import body
+from promoter.engine.publish import clip
 from promoter.engine.snapshot import CommitState, EnvironmentSnapshot
 from promoter.models import DryCommit, Phase, PullRequest, PullRequestState
 
@@ -154,6 +155,40 @@ def test_applying_the_merges_keeps_environments_in_order(snapshot: Snapshot) -> 
     assume(ordered(snapshot))
     after = apply(snapshot, decide(snapshot), merge=True)
     assert ordered(after)
+
+
+@given(snapshots())
+def test_every_check_written_says_what_its_gates_verdict_says(snapshot: Snapshot) -> None:
+    """Truthful checks: a check is its gate's verdict, word for word (clipped to 140), and
+    a check not on the head yet is first written once decided (a summary of an environment
+    a person merges aside)."""
+    decision = decide(snapshot)
+    for action in decision.actions:
+        if not isinstance(action, SetCommitStatus):
+            continue
+        env = snapshot.environments[action.environment]
+        verdict = decision.environments[action.environment]
+        gate = next((g for g in verdict.gates if g.name == action.status.key), None)
+        if gate is not None:
+            assert action.status.phase is gate.phase
+            assert action.status.description == clip(gate.reason)
+        before = proposed_of(snapshot, action.environment).status(action.status.key)
+        if before is None and action.status.phase is Phase.PENDING:
+            assert action.status.key == GATES_KEY and not env.auto_merge
+
+
+@given(snapshots())
+def test_an_environment_whose_active_gate_failed_is_never_shown_up_to_date(
+    snapshot: Snapshot,
+) -> None:
+    for env, verdict in zip(snapshot.environments, decide(snapshot).environments, strict=True):
+        failed = env.active is not None and any(
+            (s := env.active.status(key)) is not None and s.phase is Phase.FAILURE
+            for key in env.active_keys
+        )
+        if verdict.state in (EnvState.UP_TO_DATE, EnvState.UNHEALTHY):
+            assert (verdict.state is EnvState.UNHEALTHY) == failed
+            assert ("failed on" in verdict.reason) == failed
 
 
 @given(snapshots())

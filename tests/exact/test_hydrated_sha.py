@@ -32,7 +32,10 @@ def test_a_status_set_on_the_short_hydrated_sha_the_reason_names_promotes_the_ch
             lambda: (e := dev(client)).get("pullRequest") and "waiting for ci" in e["reason"] and e,
             what="dev waiting for ci",
         )
-        assert f"waiting for ci on {head[:7]} ({DEV}-next, dry {change[:7]})" in waiting["reason"]
+        assert (
+            f"waiting for ci: report it on {head[:7]}, the head of {DEV}-next (dry {change[:7]})"
+            in waiting["reason"]
+        )
         table = render([client.get("/api/v1/strategies/guestbook").json()])
         assert head[:7] in next(line for line in table.splitlines() if DEV + " " in line)
 

@@ -126,7 +126,9 @@ def test_a_closed_window_never_merges(hour: int, length: int, deny: bool) -> Non
 
 
 def approved(snapshot: Snapshot, *reviews: Review, **spec: Any) -> Snapshot:
-    return with_env(snapshot, 1, gates=(gate(approval=spec),), reviews=tuple(reviews))
+    return with_env(
+        snapshot, 1, gates=(gate(approval=spec),), reviews=tuple(reviews), change_authors=()
+    )
 
 
 def test_an_approval_gate_waits_for_enough_distinct_approvers() -> None:

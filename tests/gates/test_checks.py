@@ -17,7 +17,9 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 from promoter.config.gates import ArgoCd, Flux
-from promoter.daemon.checks import Target, argocd_check, flux_check
+from promoter.daemon.checks import Target, argocd_check
+from promoter.daemon.flux import flux_check
+from promoter.daemon.gate_calls import GateCalls
 from promoter.http.loopback import ThreadServer, free_port
 from promoter.models import Phase
 
@@ -94,9 +96,16 @@ def test_applications_of_other_branches_or_names_are_left_out(
 
 def test_an_unreachable_argo_cd_keeps_the_gate_pending(argocd: responses.RequestsMock) -> None:
     argocd.get(f"{ARGOCD}/api/v1/applications", body=requests.ConnectionError("refused"))
-    result = argocd_check("promoter/argocd", spec(), ON_BRANCH, requests.Session())
-    assert result.phase is Phase.PENDING
-    assert "argocd-test-token" not in result.description
+    judged = GateCalls().judge(
+        key="promoter/argocd",
+        what="Argo CD",
+        backend="argocd",
+        timeout=5,
+        check=lambda: argocd_check("promoter/argocd", spec(), ON_BRANCH, requests.Session()),
+    )
+    assert judged.trouble
+    assert judged.status.phase is Phase.PENDING
+    assert judged.status.description == "Argo CD not reachable: refused"
 
 
 # --- Flux, through the official kubernetes client over real HTTP --------------------------
@@ -176,4 +185,4 @@ def test_an_older_applied_revision_or_a_missing_object_waits(
     )
     missing = flux_check("f", Flux(kustomizations=["absent"]), newer, api)
     assert missing.phase is Phase.PENDING
-    assert "not readable" in missing.description
+    assert "Kustomization absent not found in flux-system" in missing.description

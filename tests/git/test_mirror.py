@@ -224,6 +224,28 @@ def test_log_lists_the_dry_commits_newest_first(mirror: GitMirror, remote: GitSa
     assert mirror.log(third, third) == []
 
 
+def test_authors_names_every_author_and_co_author_of_the_commits_between(
+    mirror: GitMirror, remote: GitSandbox, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    first = remote.branch_sha("main") or ""
+    second = remote.commit_dry(
+        {"b.yaml": "b\n"},
+        "Pair on b\n\nCo-authored-by: Ada Lovelace <12345+ada@users.noreply.github.com>\n"
+        "Co-authored-by: Grace <grace@example.com>",
+    )
+    third = remote.commit_dry({"c.yaml": "c\n"}, "Third change")
+    mirror.refresh()
+    assert [(a.name, a.email) for a in mirror.authors(first, third)] == [
+        ("Dev Eloper", "dev@example.invalid"),
+        ("Ada Lovelace", "12345+ada@users.noreply.github.com"),
+        ("Grace", "grace@example.com"),
+    ]
+    assert mirror.authors(second, second) == ()
+    monkeypatch.setattr("promoter.git.mirror.MAX_AUTHORS_LOG", 1)
+    with pytest.raises(GitError, match="more than 1 commits"):
+        mirror.authors(None, third + "^{commit}")  # three commits; not a SHA: read again
+
+
 def test_a_push_with_a_stale_lease_is_rejected_and_changes_nothing(
     mirror: GitMirror, remote: GitSandbox
 ) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import base64
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -66,8 +66,16 @@ class Cluster:
         obj = self.fake.get(plural, NS, name) or {}
         return dict(obj.get("status") or {})
 
-    def replica(self, name: str, *, base: Config | None = None, **lease: float) -> Controller:
-        """A replica with its own state dir; every replica shares one local SCM database."""
+    def replica(
+        self,
+        name: str,
+        *,
+        base: Config | None = None,
+        scm: Callable[[ScmPlugin], ScmPlugin] = lambda plugin: plugin,
+        **lease: float,
+    ) -> Controller:
+        """A replica with its own state dir; every replica shares one local SCM database
+        (wrapped by ``scm``)."""
         shared = self.root / "scm"
         base = base or Config()
         daemon = base.daemon.model_copy(
@@ -80,7 +88,7 @@ class Cluster:
         )
 
         def local(provider: ScmProvider, state_dir: str) -> ScmPlugin:
-            return LocalScm(provider=provider, state_dir=str(shared))
+            return scm(LocalScm(provider=provider, state_dir=str(shared)))
 
         settings = KubeSettings(
             namespace=NS,

@@ -91,5 +91,6 @@ def test_teams_sinks_get_an_adaptive_card(tmp_path: Path) -> None:
     assert attachment["contentType"] == "application/vnd.microsoft.card.adaptive"
     card = attachment["content"]
     assert card["type"] == "AdaptiveCard"
-    assert card["body"][0]["text"].startswith("[guestbook] revert.opened on environment/prod")
+    title = card["body"][0]["inlines"][0]["text"]
+    assert title.startswith("[guestbook] revert.opened on environment/prod")
     assert card["actions"][0]["url"] == "http://promoter.test/dashboard/guestbook"

@@ -9,8 +9,10 @@ from pathlib import Path
 from typing import Any
 
 from promoter.config import ExternalPlugin, ScmProvider
+from promoter.models import PullRequest, PullRequestState
 from scm_plugins.external import ExternalScm
 from scm_plugins.external import messages as m
+from scm_plugins.protocol import review_reader
 
 from .scripted import write_plugin
 
@@ -50,6 +52,7 @@ def test_a_python_plugin_answers_a_v1_promoter_without_any_member_v1_does_not_kn
     init = answers[1]["result"]
     assert init["protocolVersion"] == "promoter.scm/v1"
     assert "events" not in init["capabilities"]
+    assert "reviews" not in init["capabilities"]  # the local SCM reads reviews, in v1.1 only
     assert set(answers[2]["result"]) == {"env"}  # no expiresAt
     m.InitializeResult.model_validate(init)
 
@@ -57,6 +60,22 @@ def test_a_python_plugin_answers_a_v1_promoter_without_any_member_v1_does_not_kn
 def test_a_python_plugin_picks_v1_1_when_the_promoter_offers_it(tmp_path: Path) -> None:
     answers = exchange(["promoter.scm/v1.1", "promoter.scm/v1"], tmp_path)
     assert answers[1]["result"]["protocolVersion"] == "promoter.scm/v1.1"
+    assert answers[1]["result"]["capabilities"]["reviews"] is True
+
+
+def test_a_pull_request_goes_to_a_v1_peer_without_its_author() -> None:
+    pr = PullRequest(
+        id="1",
+        number=1,
+        head_branch="h",
+        base_branch="b",
+        head_sha="0" * 40,
+        state=PullRequestState.OPEN,
+        author="ada",
+    )
+    assert m.dump(pr)["author"] == "ada"
+    assert "author" not in m.dump([pr], v1=True)[0]
+    assert PullRequest.model_validate(m.dump(pr, v1=True)).author == ""
 
 
 def test_a_plugin_that_knows_only_v1_is_served_as_before(tmp_path: Path) -> None:
@@ -66,5 +85,7 @@ def test_a_plugin_that_knows_only_v1_is_served_as_before(tmp_path: Path) -> None
     try:
         assert host.info is not None and host.info.protocol_version == "promoter.scm/v1"
         assert host.sends_events is False
+        assert host.reads_reviews is False
+        assert review_reader(host) is None  # an approval gate waits, saying so
     finally:
         host.close()

@@ -11,7 +11,10 @@ tokens are checked (401), and labels set on an issue by name are the repository'
 labels of those names: an unknown name is dropped without an error, as Forgejo and
 Gitea do (``GetLabelIDsInRepoByNames``); ``POST /labels`` creates one. ``fail_next``
 injects faults; ``on_handled`` runs after a request changed the state and before its
-answer leaves (to crash the plugin there).
+answer leaves (to crash the plugin there); ``on_push`` where Forgejo would send a push
+webhook after a merge. A PR is opened by ``user`` (the token's
+owner); ``review`` adds a person's review, the genuine ``PullReview`` of
+``tests/fixtures/forgejo/rest/gitea-reviews.json`` with its fields filled in.
 """
 
 from __future__ import annotations
@@ -51,6 +54,7 @@ class Repo:
     statuses: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     comments: dict[int, list[str]] = field(default_factory=dict)
     labels: list[dict[str, Any]] = field(default_factory=list)
+    reviews: dict[int, list[dict[str, Any]]] = field(default_factory=dict)
 
 
 @dataclass
@@ -62,11 +66,15 @@ class Call:
 
 
 class FakeForgejo:
-    def __init__(self, *, token: str) -> None:
+    def __init__(self, *, token: str, user: str = "promoter-bot") -> None:
         self.token = token
+        self.user = user
         self.repos: dict[str, Repo] = {}
         self.calls: list[Call] = []
         self.on_handled: Callable[[str, str, int], None] | None = None
+        self.on_push: Callable[[str, str, str, str], None] | None = None
+        """Called as ``(full_name, branch, before, after)`` after a merge moved a branch:
+        where Forgejo would send its push webhook."""
         self._faults: list[tuple[str, re.Pattern[str], int, int]] = []
         self.fault_headers: dict[str, str] = {}
         self._lock = threading.RLock()
@@ -74,6 +82,7 @@ class FakeForgejo:
         self._template = json.loads(
             (FIXTURES / "webhooks" / "gitea-pull_request-opened.json").read_text()
         )["pull_request"]
+        self._review = json.loads((FIXTURES / "rest" / "gitea-reviews.json").read_text())[0]
         fake = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -161,6 +170,7 @@ class FakeForgejo:
             (r"/pulls/(\d+)", "GET", self._get_pull),
             (r"/pulls/(\d+)", "PATCH", self._edit_pull),
             (r"/pulls/(\d+)/merge", "POST", self._merge),
+            (r"/pulls/(\d+)/reviews", "GET", self._list_reviews),
             (r"/issues/(\d+)/labels", "PUT", self._labels),
             (r"/labels", "GET", self._list_labels),
             (r"/labels", "POST", self._create_label),
@@ -221,6 +231,7 @@ class FakeForgejo:
             updated_at=_now(),
             comments=0,
         )
+        pr["user"].update(login=self.user, username=self.user)
         pr["head"].update(label=head, ref=head, sha=head_sha)
         pr["base"].update(label=base, ref=base, sha=base_sha)
         for side in ("head", "base"):
@@ -266,7 +277,28 @@ class FakeForgejo:
         _git(repo.path, "update-ref", f"refs/heads/{pr['base']['ref']}", merge, base)
         pr["head"]["sha"] = head
         pr.update(state="closed", merged=True, merged_at=_now(), merge_commit_sha=merge)
+        if self.on_push is not None:
+            self.on_push(name, pr["base"]["ref"], base, merge)
         return 200, None
+
+    def review(self, full_name: str, number: int, user: str, state: str = "APPROVED") -> None:
+        """``user`` reviews PR ``number`` on its head (``APPROVED``, ``REQUEST_CHANGES``)."""
+        with self._lock:
+            repo = self.repos[full_name]
+            pr = repo.pulls[number]
+            self._ids += 1
+            review = copy.deepcopy(self._review)
+            review.update(id=self._ids, state=state, submitted_at=_now())
+            review["commit_id"] = self._tip(repo, pr["head"]["ref"]) or pr["head"]["sha"]
+            review["user"].update(login=user, full_name="", email=f"{user}@example.invalid")
+            repo.reviews.setdefault(number, []).append(review)
+
+    def _list_reviews(self, repo: Repo, name: str, body: Any, q: dict[str, str], n: str) -> Answer:
+        if self._pull(repo, n) is None:
+            return 404, {"message": "not found"}
+        limit, page = int(q.get("limit", 30)), int(q.get("page", 1))
+        items = repo.reviews.get(int(n), [])
+        return 200, copy.deepcopy(items[(page - 1) * limit : page * limit])
 
     def _labels(self, repo: Repo, name: str, body: Any, q: dict[str, str], n: str) -> Answer:
         pr = self._pull(repo, n)

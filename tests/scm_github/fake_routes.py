@@ -14,6 +14,10 @@ from pathlib import Path
 from typing import Any
 
 from . import fake_git
+from .fake_commits import CommitRoutes
+from .fake_deployments import DeploymentRoutes
+from .fake_queue import QUEUE_REQUIRED, QueueRoutes
+from .fake_requested import RequestedRoutes
 from .fake_reviews import ReviewRoutes
 from .fake_state import NOT_FOUND, Answer, FakeRepo, Handler, Refused, now
 from .fake_statuses import StatusRoutes
@@ -27,7 +31,9 @@ def _validation(message: str, **error: str) -> Answer:
     return 422, {}, {"message": "Validation Failed", "errors": errors, "documentation_url": ""}
 
 
-class Routes(ReviewRoutes, StatusRoutes):
+class Routes(
+    ReviewRoutes, StatusRoutes, CommitRoutes, RequestedRoutes, DeploymentRoutes, QueueRoutes
+):
     app: Any
 
     def __init__(self, genuine: Genuine, *, base_url: str, html_url: str) -> None:
@@ -58,6 +64,10 @@ class Routes(ReviewRoutes, StatusRoutes):
             ("POST", re.compile(r"^/app/installations/(\d+)/access_tokens$"), self._mint, "app"),
         ]
         self._table.extend(self.review_routes())
+        self._table.extend(self.commit_routes())
+        self._table.extend(self.requested_routes())
+        self._table.extend(self.deployment_routes())
+        self._table.extend(self.queue_routes())
 
     def new_repository(self, full_name: str, git_dir: Path) -> FakeRepo:
         return FakeRepo(full_name, git_dir)
@@ -114,6 +124,15 @@ class Routes(ReviewRoutes, StatusRoutes):
             closed_at=pr["closed_at"],
             merged_at=pr["merged_at"],
             merge_commit_sha=pr["merge_commit_sha"],
+        )
+        people, teams = out.get("requested_reviewers") or [{}], out.get("requested_teams") or [{}]
+        out.update(
+            requested_reviewers=[
+                {**people[0], "login": u} for u in pr.get("requested_reviewers", [])
+            ],
+            requested_teams=[
+                {**teams[0], "slug": t, "name": t} for t in pr.get("requested_teams", [])
+            ],
         )
         out["head"].update(label=f"{owner}:{pr['head']}", ref=pr["head"], sha=head_sha)
         out["base"].update(label=f"{owner}:{pr['base']}", ref=pr["base"], sha=base_sha)
@@ -205,6 +224,8 @@ class Routes(ReviewRoutes, StatusRoutes):
             return 422, {}, {"message": "Validation Failed", "errors": ["merge_method"]}
         if pr["state"] != "open":
             return 405, {}, self.genuine.openapi("pulls.merge.405")
+        if (repo.full_name.lower(), pr["base"]) in self.queue_branches:
+            return 405, {}, {"message": QUEUE_REQUIRED, "documentation_url": ""}
         head_sha = fake_git.branch_sha(repo.git_dir, pr["head"])
         if head_sha is None:
             return 405, {}, self.genuine.openapi("pulls.merge.405")

@@ -36,7 +36,7 @@ FULL_NAME = "acme/gitops"
 SECRET_ENV, SECRET = "PROMOTER_E2E_GITHUB_HOOK_SECRET", "e2e-hook-secret"
 PUBLIC_URL = "https://promoter.example.invalid"
 FIRST_ENVIRONMENT_CALLS = (3, 4)
-LATER_ENVIRONMENT_CALLS = (5, 6)
+LATER_ENVIRONMENT_CALLS = (4, 5)
 """Charged calls from opening a promotion PR to its merge, as docs/github.md states them."""
 HOOKS = GITHUB_WEBHOOKS
 
@@ -285,9 +285,9 @@ def test_a_change_goes_dev_to_staging_to_prod_through_github_pull_requests(
         assert pr["merge_commit_sha"] == gitops.tip(branch)
     staging = next(p for p in prs if p["base"]["ref"] == "environment/staging")
     own = fake.repositories[FULL_NAME].statuses[staging["head"]["sha"]]
+    # Written once, when decided (dev healthy on the change): never pending, then success.
     assert [(s["context"], s["state"]) for s in own] == [
         ("promoter/previous-environment", "success"),
-        ("promoter/previous-environment", "pending"),
     ]
     assert own[0]["target_url"] == f"{PUBLIC_URL}/strategies/guestbook"
 

@@ -223,6 +223,7 @@ def test_genuine_pull_request_bodies_map_to_pull_requests(genuine: Genuine) -> N
     )
     assert created.merge_sha is None  # GitHub's test-merge SHA is not a merge
     assert created.labels == ("bug",)
+    assert created.author == "octocat"  # its approvals never count (four eyes)
     listed = pull_request(genuine.openapi("pulls.list.200")[0])
     assert listed.id == "1"
     merged = genuine.openapi("pulls.get.200")

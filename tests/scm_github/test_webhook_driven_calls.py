@@ -1,11 +1,11 @@
-"""On GitHub with webhooks and no ref polling: at most 5 API calls per environment.
+"""On GitHub with webhooks and no ref polling: at most 4 API calls per environment.
 
 GitHub announces every push (the hydrator's and each merge's) with a ``push``
 webhook whose ``head_commit.distinct`` says the commit is new. The promoter then
 reads nothing about that commit: its statuses can only arrive later, and they arrive
-by webhook. What remains per environment is the PR, the promoter's own check
-(pending, then success), the re-read of the required gates before the merge, and
-the merge. A status whose webhook was lost is still found by the next resync.
+by webhook. What remains per environment is the PR, the promoter's own check (written
+once, when decided), the re-read of the required gates before the merge, and the merge.
+A status whose webhook was lost is still found by the next resync.
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ from .test_end_to_end import (
     wait_pr,
 )
 
-BUDGET = 5
+BUDGET = 4
 READS = ("/status", "/check-runs")
 
 
@@ -70,7 +70,7 @@ def robot(
         yield ci
 
 
-def test_each_environment_costs_at_most_five_calls_and_no_new_commit_is_read(
+def test_each_environment_costs_at_most_four_calls_and_no_new_commit_is_read(
     robot: GitHubCI, hub: FakeGitHub, repo: GitOpsRepo
 ) -> None:
     fake, gitops = hub, repo

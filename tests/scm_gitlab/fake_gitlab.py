@@ -42,6 +42,7 @@ from urllib.parse import parse_qs, unquote, urlsplit
 import requests
 import responses
 
+from tests.scm_gitlab import fake_gitlab_deployments, fake_gitlab_people, fake_gitlab_trains
 from tests.scm_gitlab.fake_gitlab_routes import json_answer, now, route
 
 Answer = tuple[int, dict[str, str], str]
@@ -58,6 +59,9 @@ class FakeProject:
     notes: list[dict[str, Any]] = field(default_factory=list)
     statuses: list[dict[str, Any]] = field(default_factory=list)
     pipelines: list[dict[str, Any]] = field(default_factory=list)
+    deployments: list[dict[str, Any]] = field(default_factory=list)
+    environments: dict[str, dict[str, Any]] = field(default_factory=dict)
+    train: dict[int, dict[str, Any]] = field(default_factory=dict)
 
     def git(self, *args: str) -> str:
         done = subprocess.run(
@@ -100,6 +104,8 @@ class FakeGitLab:
             "status": _load(rest / "drone-go-scm" / "status.json"),
             "pipeline": _load(rest / "python-gitlab" / "test_pipelines.pipeline_content.json"),
             "note": _load(rest / "drone-go-scm" / "merge_note.json"),
+            "deployment": fake_gitlab_deployments.template(fixtures),
+            "train": fake_gitlab_trains.template(fixtures),
         }
         self.url = url.rstrip("/")
         self.token = token
@@ -118,6 +124,10 @@ class FakeGitLab:
         GitLab sends its Push Hook."""
         self._faults: list[_Fault] = []
         self.ids = itertools.count(1000)
+        self.users: dict[str, int] = {}
+        """Usernames GitLab knows, with their ids (``add_user``)."""
+        self.groups: dict[str, list[str]] = {}
+        """Group paths and their members' usernames."""
         self._lock = threading.RLock()
         self._mock: responses.RequestsMock | None = None
 
@@ -239,11 +249,18 @@ class FakeGitLab:
         if request.body:
             params.update(json.loads(request.body))
         segments = [unquote(s) for s in path.strip("/").split("/")]
+        people = fake_gitlab_people.route(self, method, segments, params)
+        if people is not None:
+            return people
         if len(segments) < 3 or segments[0] != "projects":
             return json_answer(404, {"message": "404 Not Found"})
         project = self._project(segments[1])
         if project is None:
             return json_answer(404, {"message": "404 Project Not Found"})
+        for extra in (fake_gitlab_deployments.route, fake_gitlab_trains.route):
+            answer = extra(self, project, method, segments[2:], params)
+            if answer is not None:
+                return answer
         return route(self, project, method, segments[2:], params)
 
     def _project(self, ref: str) -> FakeProject | None:
@@ -253,6 +270,9 @@ class FakeGitLab:
         return None
 
     # --- shared by the routes ----------------------------------------------------------------
+
+    def add_user(self, username: str) -> int:
+        return self.users.setdefault(username, next(self.ids))
 
     def render_mr(self, project: FakeProject, mr: dict[str, Any]) -> dict[str, Any]:
         body = copy.deepcopy(self.templates["mr"])
@@ -276,6 +296,7 @@ class FakeGitLab:
             web_url=f"{self.url}/{project.path}/-/merge_requests/{mr['iid']}",
             diff_refs={"base_sha": None, "head_sha": sha, "start_sha": None},
             user={"can_merge": True},
+            reviewers=fake_gitlab_people.users_of(self, mr.get("reviewer_ids") or []),
         )
         return body
 

@@ -144,6 +144,11 @@ def update_mr(fake: FakeGitLab, project: FakeProject, iid: int, params: dict[str
             mr[key] = params[key]
     if "labels" in params:
         mr["labels"] = _labels(params["labels"])
+    if "reviewer_ids" in params:
+        ids = [int(i) for i in params["reviewer_ids"]]
+        if not set(ids) <= set(fake.users.values()):
+            return json_answer(400, {"message": "400 Bad request - reviewer_ids is invalid"})
+        mr["reviewer_ids"] = ids
     event = params.get("state_event")
     if event == "close" and mr["state"] == "opened":
         mr.update(state="closed", closed_at=now())

@@ -18,7 +18,7 @@ EXAMPLE = (
 
 
 def test_the_documented_answer_names_its_approvers() -> None:
-    assert approvers(json.loads(EXAMPLE.read_text())) == [("root", 1)]
+    assert approvers(json.loads(EXAMPLE.read_text())) == [("root", 1, "Administrator")]
 
 
 def test_the_plugin_reads_who_approved_and_their_groups(
@@ -31,6 +31,7 @@ def test_the_plugin_reads_who_approved_and_their_groups(
     fake.fail_next("GET", r"^/groups/auditors/members/all/1$", 404, body={"message": "404"})
     reviews = plugin.get_reviews(repo=repo, number=5, teams=["platform/sre", "auditors"])
     assert [(r.user, r.approved, r.teams) for r in reviews] == [("root", True, ("platform/sre",))]
+    assert reviews[0].name == "Administrator"  # matched against git authors' names too
 
 
 def test_no_approvals_is_an_empty_list(

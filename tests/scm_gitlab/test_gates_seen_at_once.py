@@ -260,7 +260,7 @@ def test_a_429_pauses_every_call_on_the_credential_and_the_api_says_when(gitlab:
     # Another writer on the same token, at once: refused here, nothing sent to GitLab.
     again = client.post(
         f"/api/v1/repositories/gitops/commits/{head}/statuses",
-        json={"key": "smoke", "phase": "success"},
+        json={"key": "health", "phase": "success"},
     )
     assert again.status_code == 429
     assert 1 <= int(again.headers["Retry-After"]) <= 2
@@ -271,6 +271,6 @@ def test_a_429_pauses_every_call_on_the_credential_and_the_api_says_when(gitlab:
     time.sleep(0.6)
     later = client.post(
         f"/api/v1/repositories/gitops/commits/{head}/statuses",
-        json={"key": "smoke", "phase": "success"},
+        json={"key": "health", "phase": "success"},
     )
     assert later.status_code == 201, later.text

@@ -79,6 +79,7 @@ def test_a_captured_gitlab_com_merge_request_reads_as_an_open_draft_pull_request
     assert "backend" in pr.labels
     assert pr.url == "https://gitlab.com/gitlab-org/gitlab-ee/merge_requests/14656"
     assert pr.merge_sha is None
+    assert pr.author == "alexkalderimis"  # its approvals never count (four eyes)
 
 
 def test_a_listed_merge_request_marked_work_in_progress_is_a_draft(genuine_fixtures: Path) -> None:

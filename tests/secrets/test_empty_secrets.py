@@ -9,7 +9,7 @@ from starlette.testclient import TestClient
 
 from promoter.config import SecretRef, load_config
 from promoter.errors import ConfigError
-from promoter.http import Api
+from promoter.http.identity import Credentials
 from promoter.wiring import Daemon
 from tests.support import GitOpsRepo
 from webhooks import Forgejo, GitHub, GitHubSignature, GitLab
@@ -102,7 +102,7 @@ def test_an_empty_gitlab_token_is_refused_and_never_matches() -> None:
 
 def test_an_empty_bearer_never_authorizes_a_write(tmp_path: Path) -> None:
     with pytest.raises(ConfigError):
-        Api(views=None, commands=None, token=" ", loopback_only=False)  # type: ignore[arg-type]
+        Credentials(tokens={"api-token": " "})
     gitops = GitOpsRepo.create(tmp_path, ["environment/dev"])
     secret = tmp_path / "secret"
     secret.write_text("a-real-api-token\n")
@@ -111,5 +111,7 @@ def test_an_empty_bearer_never_authorizes_a_write(tmp_path: Path) -> None:
         for header in ("Bearer ", "Bearer", "bearer  "):
             answer = client.post("/api/v1/refresh", headers={"authorization": header})
             assert answer.status_code == 401
-        good = client.post("/api/v1/refresh", headers={"authorization": "Bearer a-real-api-token"})
+        good = client.post(
+            "/api/v1/refresh", json={}, headers={"authorization": "Bearer a-real-api-token"}
+        )
         assert good.status_code == 202

@@ -111,6 +111,19 @@ def test_a_forgejo_push_to_a_watched_branch_wakes_the_strategy(app: App) -> None
     assert app.enqueued == ["hello"]
 
 
+def test_a_push_that_brought_its_tip_makes_it_known_as_a_commit_with_no_statuses(
+    app: App,
+) -> None:
+    """Its statuses can only come later, by a status delivery: nothing to read from Forgejo."""
+    push = genuine("gitea-push.json")  # its after is among its commits
+    assert app.deliver("push", push).status_code == 202
+    assert app.cache.get("hello", push["after"]) == []
+    other = "0123456789abcdef0123456789abcdef01234567"
+    moved = {**push, "after": other}  # a tip the push did not bring (a branch moved back)
+    assert app.deliver("push", moved).status_code == 202
+    assert app.cache.get("hello", other) is None
+
+
 def test_a_status_delivery_updates_the_status_cache(app: App) -> None:
     body = {  # built from Gitea's CommitStatusPayload field names, not a genuine delivery
         "id": 7,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -43,6 +44,7 @@ GITHUB = {
     "delete/payload.json": IGNORED,
     "delete/with-installation.payload.json": IGNORED,
     "delete/with-organization.payload.json": IGNORED,
+    "merge_group/checks_requested.payload.json": IGNORED,  # octo-org/octo-repo: not ours
     "ping/payload.json": PONG,
     "ping/with-app_id.payload.json": PONG,
     "ping/with-organization.payload.json": PONG,
@@ -127,6 +129,18 @@ def test_a_genuine_github_delivery_answers_as_specified(hooks: Hooks, relative: 
         assert (hooks.woken.keys, hooks.enqueued.keys) == ({"hello-app"}, set())
     else:  # master is hello-app's dry branch; a PR is on a branch hello-app watches
         assert hooks.enqueued.keys == {"hello-app"}
+
+
+def test_a_merge_group_wakes_the_strategies_of_its_base_branch(hooks: Hooks) -> None:
+    data = genuine(GITHUB_FIXTURES / "merge_group/checks_requested.payload.json")
+    hello = genuine(GITHUB_FIXTURES / "push/with-new-branch.payload.json")["repository"]
+    data["repository"] = hello  # the genuine group, in a repository of the configuration
+    data["merge_group"]["base_ref"] = "refs/heads/environment/prod"
+    answer = hooks.github("merge_group", json.dumps(data).encode())
+    assert answer.json()["result"] == "accepted"
+    assert hooks.enqueued.keys == {"hello-app"}
+    data["action"] = "destroyed"
+    assert hooks.github("merge_group", json.dumps(data).encode()).json()["result"] == "accepted"
 
 
 @pytest.mark.parametrize("relative", sorted(GITLAB))

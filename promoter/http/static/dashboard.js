@@ -1,6 +1,7 @@
 // The dashboard's small script: live updates over server-sent events, and the
-// operation buttons (they call the JSON API with the bearer token typed in the header).
-// The page reads fully without it.
+// operation buttons. Every call carries the API token typed in the header (kept in this
+// tab's sessionStorage) as Authorization: Bearer, never as a cookie; the page reads
+// fully without it. It is a file of its own: the CSP allows no inline script.
 "use strict";
 (function () {
   document.documentElement.classList.add("js");
@@ -14,24 +15,79 @@
     box.className = kind || "";
   }
 
-  async function refresh() {
-    const response = await fetch(location.href, { headers: { Accept: "text/html" } });
-    if (!response.ok) return;
-    const doc = new DOMParser().parseFromString(await response.text(), "text/html");
-    const fresh = doc.getElementById("live");
-    if (fresh) main().innerHTML = fresh.innerHTML;
+  function headers(extra) {
+    const out = Object.assign({}, extra || {});
+    const token = (sessionStorage.getItem(KEY) || "").trim();
+    if (token) out.Authorization = "Bearer " + token;
+    return out;
   }
 
-  function listen() {
+  async function refresh() {
+    const response = await fetch(location.href, { headers: headers({ Accept: "text/html" }) });
+    const doc = new DOMParser().parseFromString(await response.text(), "text/html");
+    const fresh = doc.getElementById("live");
+    if (!fresh) return;
+    main().innerHTML = fresh.innerHTML;
+    main().dataset.strategy = fresh.dataset.strategy || "";
+    main().dataset.auth = fresh.dataset.auth || "";
+    if (response.ok) listen();
+  }
+
+  // Server-sent events read with fetch (an EventSource cannot send a header): one
+  // stream at a time, opened again when it ends, with the last event id.
+  let streaming = false, lastId = "";
+  async function listen() {
+    if (streaming || main().dataset.auth) return;
+    streaming = true;
     const state = document.getElementById("live-state");
-    const source = new EventSource("/events");
-    source.onopen = function () { state.textContent = "live"; };
-    source.onerror = function () { state.textContent = "reconnecting"; };
-    source.addEventListener("change", function (event) {
-      const names = JSON.parse(event.data).strategies || [];
-      const here = main().dataset.strategy;
-      if (!here || names.indexOf(here) >= 0) refresh();
+    try {
+      while (true) {
+        try {
+          const extra = { Accept: "text/event-stream" };
+          if (lastId) extra["Last-Event-ID"] = lastId;
+          const response = await fetch("/events", { headers: headers(extra), cache: "no-store" });
+          if (!response.ok || !response.body) throw new Error(String(response.status));
+          state.textContent = "live";
+          await read(response.body.getReader());
+        } catch (e) {
+          state.textContent = "reconnecting";
+          await new Promise(function (done) { setTimeout(done, 1000); });
+        }
+      }
+    } finally {
+      streaming = false;
+    }
+  }
+
+  async function read(reader) {
+    const decoder = new TextDecoder();
+    let buffer = "";
+    while (true) {
+      const chunk = await reader.read();
+      if (chunk.done) return;
+      buffer += decoder.decode(chunk.value, { stream: true });
+      let end;
+      while ((end = buffer.indexOf("\n\n")) >= 0) {
+        dispatch(buffer.slice(0, end));
+        buffer = buffer.slice(end + 2);
+      }
+    }
+  }
+
+  function dispatch(block) {
+    let event = "message", data = "";
+    block.split("\n").forEach(function (line) {
+      const at = line.indexOf(":");
+      const field = at < 0 ? line : line.slice(0, at);
+      const value = at < 0 ? "" : line.slice(at + 1).replace(/^ /, "");
+      if (field === "id") lastId = value;
+      else if (field === "event") event = value;
+      else if (field === "data") data += value;
     });
+    if (event !== "change") return;
+    const names = JSON.parse(data).strategies || [];
+    const here = main().dataset.strategy;
+    if (!here || names.indexOf(here) >= 0) refresh();
   }
 
   async function operate(button) {
@@ -47,14 +103,15 @@
     } else {
       reason = "from the dashboard";
     }
-    const headers = { "Content-Type": "application/json" };
-    const token = document.getElementById("token").value.trim();
-    if (token) headers.Authorization = "Bearer " + token;
     say(op + " on " + env + "…", "pending");
     try {
       const response = await fetch(
         "/api/v1/strategies/" + encodeURIComponent(strategy) + "/" + op,
-        { method: "POST", headers: headers, body: JSON.stringify({ environment: env, reason: reason }) }
+        {
+          method: "POST",
+          headers: headers({ "Content-Type": "application/json" }),
+          body: JSON.stringify({ environment: env, reason: reason }),
+        }
       );
       let body = {};
       try { body = await response.json(); } catch (e) { body = {}; }
@@ -69,15 +126,50 @@
     }
   }
 
+  async function freeze(button) {
+    const op = button.dataset.freeze, env = button.dataset.env || null;
+    const strategy = main().dataset.strategy;
+    const what = env ? env + " of " + strategy : "strategy " + strategy;
+    const body = { strategy: strategy };
+    if (env) body.environment = env;
+    if (op === "freeze") {
+      const reason = window.prompt("Freeze " + what + "? No promotion until unfrozen. Why:", "");
+      if (!reason) return;
+      body.reason = reason;
+    } else if (!window.confirm("Unfreeze " + what + "?")) {
+      return;
+    }
+    const response = await fetch("/api/v1/" + op, {
+      method: "POST",
+      headers: headers({ "Content-Type": "application/json" }),
+      body: JSON.stringify(body)
+    });
+    let answer = {};
+    try { answer = await response.json(); } catch (e) { answer = {}; }
+    if (!response.ok) {
+      say(op + " " + what + " refused (" + response.status + "): " + (answer.error || response.statusText), "error");
+      return;
+    }
+    say(op + " " + what + ": done", "ok");
+    refresh();
+  }
+
   document.addEventListener("DOMContentLoaded", function () {
     const field = document.getElementById("token");
     field.value = sessionStorage.getItem(KEY) || "";
     field.addEventListener("input", function () { sessionStorage.setItem(KEY, field.value); });
-    document.getElementById("token-form").addEventListener("submit", function (e) { e.preventDefault(); });
+    document.getElementById("token-form").addEventListener("submit", function (e) {
+      e.preventDefault();
+      if (main().dataset.auth) refresh();
+    });
+    field.addEventListener("change", function () { if (main().dataset.auth) refresh(); });
     document.addEventListener("click", function (event) {
       const button = event.target.closest("button[data-op]");
       if (button) operate(button);
+      const switcher = event.target.closest("button[data-freeze]");
+      if (switcher) freeze(switcher);
     });
-    listen();
+    if (main().dataset.auth === "needed" && field.value.trim()) refresh();
+    else listen();
   });
 })();

@@ -1,0 +1,102 @@
+"""GitHub's merge queue through GraphQL: enqueue a pull request with its head as the guard
+(``enqueuePullRequest`` with ``expectedHeadOid``), and read its place in the queue, its
+merge group's checks, or why it was last removed (``RemovedFromMergeQueueEvent``).
+
+Calls: enqueue 2 (the PR's node id, then the mutation), a read 1. A GraphQL error is
+GitHub's refusal: ``NOT_FOUND`` is ``ScmNotFound``, anything else ``ScmConflict`` (a head
+that moved, a PR not ready for the queue). On github.com only: GitHub Enterprise Server
+serves GraphQL at another path.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from promoter.config import Repository
+from promoter.errors import ScmConflict, ScmNotFound
+from promoter.models import QueueEntry
+from scm_plugins.github.api import RepoApi
+
+NODE_ID = """query($owner: String!, $name: String!, $number: Int!) {
+  repository(owner: $owner, name: $name) { pullRequest(number: $number) { id } }
+}"""
+
+ENQUEUE = """mutation($id: ID!, $head: GitObjectID!) {
+  enqueuePullRequest(input: {pullRequestId: $id, expectedHeadOid: $head}) {
+    mergeQueueEntry { state position }
+  }
+}"""
+
+ENTRY = """query($owner: String!, $name: String!, $number: Int!) {
+  repository(owner: $owner, name: $name) {
+    pullRequest(number: $number) {
+      isInMergeQueue
+      mergeQueueEntry {
+        state position
+        headCommit { statusCheckRollup { state } }
+      }
+      timelineItems(last: 1, itemTypes: [REMOVED_FROM_MERGE_QUEUE_EVENT]) {
+        nodes { ... on RemovedFromMergeQueueEvent { reason createdAt } }
+      }
+    }
+  }
+}"""
+
+
+class GitHubQueue:
+    def __init__(self, api: RepoApi) -> None:
+        self._api = api
+
+    def _graphql(self, repo: Repository, operation: str, query: str, **variables: Any) -> Any:
+        token = self._api.credentials.token(repo=repo)
+        data = self._api.client.request(
+            operation,
+            "POST",
+            "/graphql",
+            authorization=f"bearer {token}",
+            body={"query": query, "variables": variables},
+            repo=repo.full_path,
+        )
+        errors = (data or {}).get("errors") or []
+        if errors:
+            first = errors[0]
+            message = f"GitHub refused {operation}: {first.get('message', '')}"
+            raise ScmNotFound(message) if first.get("type") == "NOT_FOUND" else ScmConflict(message)
+        return (data or {}).get("data") or {}
+
+    def _pull(self, repo: Repository, operation: str, query: str, number: int) -> Any:
+        owner, _, name = repo.full_path.partition("/")
+        data = self._graphql(repo, operation, query, owner=owner, name=name, number=number)
+        pull = ((data.get("repository") or {}).get("pullRequest")) or None
+        if pull is None:
+            raise ScmNotFound(f"pull request #{number} of {repo.full_path} not found")
+        return pull
+
+    def enqueue(self, *, repo: Repository, number: int, expected_head_sha: str) -> QueueEntry:
+        node = self._pull(repo, "pull_request_node", NODE_ID, number)["id"]
+        data = self._graphql(repo, "enqueue_pull_request", ENQUEUE, id=node, head=expected_head_sha)
+        entry = (data.get("enqueuePullRequest") or {}).get("mergeQueueEntry") or {}
+        return QueueEntry(
+            queued=True, state=str(entry.get("state") or ""), position=entry.get("position")
+        )
+
+    def entry(self, *, repo: Repository, number: int) -> QueueEntry:
+        pull = self._pull(repo, "get_merge_queue_entry", ENTRY, number)
+        entry = pull.get("mergeQueueEntry")
+        if entry:
+            rollup = ((entry.get("headCommit") or {}).get("statusCheckRollup")) or {}
+            return QueueEntry(
+                queued=True,
+                state=str(entry.get("state") or ""),
+                position=entry.get("position"),
+                checks=str(rollup.get("state") or ""),
+            )
+        removed = ((pull.get("timelineItems") or {}).get("nodes")) or []
+        last = removed[-1] if removed else {}
+        at = last.get("createdAt")
+        return QueueEntry(
+            queued=False,
+            removed_reason=str(last.get("reason") or ""),
+            removed_at=datetime.fromisoformat(at.replace("Z", "+00:00")) if at else None,
+        )

@@ -1,0 +1,52 @@
+"""GitLab merge trains: a merge request added to its target branch's train, with its head
+as the guard (``sha``), merged by GitLab once the train's pipeline passes; and its place on
+the train read back. An MR taken off the train (its train pipeline failed, a conflict, a
+person) is no longer on it (404): GitLab says why only in a system note, so the reason
+given is the MR's state.
+
+Calls: adding 1 (``POST /projects/:id/merge_trains/merge_requests/:iid``), reading 1
+(``GET`` of the same), plus 1 to read the MR when it has left the train.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gitlab.v4.objects import Project
+
+from promoter.errors import ScmNotFound
+from promoter.models import QueueEntry
+from scm_plugins.calls import ScmCalls
+from scm_plugins.gitlab.merge_requests import MergeRequests
+
+
+class MergeTrains:
+    def __init__(self, *, calls: ScmCalls, mrs: MergeRequests) -> None:
+        self._calls = calls
+        self._mrs = mrs
+
+    def add(self, project: Project, *, number: int, expected_head_sha: str) -> QueueEntry:
+        path = f"/projects/{project.encoded_id}/merge_trains/merge_requests/{number}"
+        data = {"sha": expected_head_sha, "when_pipeline_succeeds": True}
+        with self._calls.call("enqueue_pull_request", pr=number, sha=expected_head_sha):
+            answer: Any = project.manager.gitlab.http_post(path, post_data=data)
+        mine = [c for c in answer or [] if (c.get("merge_request") or {}).get("iid") == number]
+        status = str(mine[0].get("status") or "") if mine else "idle"
+        return QueueEntry(queued=True, state=status)
+
+    def entry(self, project: Project, *, number: int) -> QueueEntry:
+        path = f"/projects/{project.encoded_id}/merge_trains/merge_requests/{number}"
+        try:
+            with self._calls.call("get_merge_queue_entry", pr=number):
+                car: Any = project.manager.gitlab.http_get(path)
+        except ScmNotFound:
+            pr = self._mrs.get(project, number=number)
+            return QueueEntry(
+                queued=False,
+                removed_reason=f"removed from the merge train (it is {pr.state.value})",
+            )
+        status = str(car.get("status") or "")
+        pipeline = str((car.get("pipeline") or {}).get("status") or "")
+        return QueueEntry(
+            queued=status not in ("merged", "skip_merged"), state=status, checks=pipeline
+        )

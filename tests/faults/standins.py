@@ -1,0 +1,136 @@
+"""Servers on 127.0.0.1 that stand in for a gate's backend and misbehave on purpose.
+
+A ``Standin`` answers through its ``answer`` function while its ``mode`` is ``ok``; in
+another mode, the requests its ``faulty`` predicate picks are answered so:
+
+- ``hang``: the request is read and never answered (until the mode changes or the
+  server stops, when the connection is closed);
+- ``slow``: its headers at once, then its body one byte every 50 ms, after 40 spaces
+  (JSON allows them): two seconds at least, whatever the body;
+- ``5xx``: 503 with the words "upstream overloaded";
+- ``garbage``: 200 with an HTML body, ``<html>oops</html>``;
+- ``reset``: the connection is reset (TCP RST) instead of an answer.
+
+A TLS error needs no mode: an ``https://`` URL to this plain-HTTP server fails the
+handshake; missing credentials are a configuration matter (a secret that is not set).
+"""
+
+from __future__ import annotations
+
+import socket
+import struct
+import threading
+import time
+from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+Answer = tuple[int, str, bytes]
+"""(status, content type, body)."""
+Handler = Callable[[str, str, dict[str, str], bytes], Answer]
+"""(method, path with query, headers, body) -> the answer."""
+
+MODES = ("ok", "hang", "slow", "5xx", "garbage", "reset")
+
+
+class Standin:
+    def __init__(self, answer: Handler, *, faulty: Callable[[str], bool] = lambda path: True):
+        self.answer = answer
+        self.faulty = faulty
+        self.requests: list[tuple[str, str, float]] = []
+        self._mode = "ok"
+        self._released = threading.Event()
+        self._lock = threading.Lock()
+        standin = self
+
+        class _Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def do_GET(self) -> None:
+                standin._serve(self)
+
+            def do_POST(self) -> None:
+                standin._serve(self)
+
+            def do_PATCH(self) -> None:
+                standin._serve(self)
+
+            def do_PUT(self) -> None:
+                standin._serve(self)
+
+            def do_DELETE(self) -> None:
+                standin._serve(self)
+
+            def log_message(self, format: str, *args: Any) -> None:
+                """Quiet."""
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
+        self._server.daemon_threads = True
+        self.port = self._server.server_address[1]
+        self.url = f"http://127.0.0.1:{self.port}"
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+
+    def __enter__(self) -> Standin:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._released.set()
+        self._server.shutdown()
+        self._server.server_close()
+
+    @property
+    def mode(self) -> str:
+        return self._mode
+
+    @mode.setter
+    def mode(self, mode: str) -> None:
+        """Misbehave so from now on; requests left hanging are let go (closed)."""
+        assert mode in MODES, mode
+        with self._lock:
+            self._mode = mode
+            released, self._released = self._released, threading.Event()
+        released.set()
+
+    def _serve(self, handler: BaseHTTPRequestHandler) -> None:
+        length = int(handler.headers.get("Content-Length") or 0)
+        body = handler.rfile.read(length) if length else b""
+        with self._lock:
+            mode = self._mode if self.faulty(handler.path) else "ok"
+            released = self._released
+            self.requests.append((handler.command, handler.path, time.monotonic()))
+        if mode == "hang":
+            released.wait()
+            handler.close_connection = True
+            return
+        if mode == "reset":
+            linger = struct.pack("ii", 1, 0)  # close() without shutdown() sends RST
+            handler.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, linger)
+            handler.connection.close()
+            handler.close_connection = True
+            return
+        if mode == "5xx":
+            status, kind, payload = 503, "text/plain", b"upstream overloaded"
+        elif mode == "garbage":
+            status, kind, payload = 200, "text/html", b"<html>oops</html>"
+        else:
+            headers = {k.lower(): v for k, v in handler.headers.items()}
+            status, kind, payload = self.answer(handler.command, handler.path, headers, body)
+            if mode == "slow":
+                payload = b" " * 40 + payload
+        handler.send_response(status)
+        handler.send_header("Content-Type", kind)
+        handler.send_header("Content-Length", str(len(payload)))
+        handler.end_headers()
+        if mode != "slow":
+            handler.wfile.write(payload)
+            return
+        for byte in payload:
+            if released.wait(0.05):
+                break
+            try:
+                handler.wfile.write(bytes([byte]))
+                handler.wfile.flush()
+            except OSError:
+                break
+        handler.close_connection = True

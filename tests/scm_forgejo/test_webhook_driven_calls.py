@@ -1,0 +1,97 @@
+"""On Forgejo with webhooks and no ref polling: at most 4 plugin calls per environment.
+
+Forgejo announces every push (the hydrator's and each merge's) with a ``push`` webhook
+listing the commits it brought, so the promoter reads nothing about a new commit: its
+statuses arrive by ``status`` webhook. What remains per environment is the PR, the
+promoter's own check (written once, when decided), the re-read of the required gates
+before the merge, and the merge; with a person merging prod, the PR and its two checks.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from functools import partial
+from pathlib import Path
+
+import pytest
+from starlette.testclient import TestClient
+
+from promoter.config import parse_config
+from promoter.metrics import REGISTRY
+from promoter.wiring import Daemon
+from tests.support import ENVIRONMENTS, GitOpsRepo, wait_for
+
+from .conftest import FULL_NAME, TOKEN, TOKEN_ENV
+from .fake_forgejo import FakeForgejo
+from .forgejo_ci import HOOK_ENV, HOOK_SECRET, ForgejoCI, config_text
+from .test_end_to_end import env_view, promoted
+
+BUDGET = 4
+
+
+def calls() -> dict[str, float]:
+    """The Forgejo plugin's calls so far, per operation."""
+    found: dict[str, float] = {}
+    for metric in REGISTRY.collect():
+        for s in metric.samples:
+            if s.name == "promoter_scm_calls_total" and s.labels.get("provider") == "forgejo":
+                found[s.labels["operation"]] = found.get(s.labels["operation"], 0) + s.value
+    return found
+
+
+@pytest.fixture
+def robot(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest
+) -> Iterator[tuple[ForgejoCI, GitOpsRepo]]:
+    monkeypatch.setenv(TOKEN_ENV, TOKEN)
+    monkeypatch.setenv(HOOK_ENV, HOOK_SECRET)
+    gitops = GitOpsRepo.create(tmp_path)
+    with FakeForgejo(token=TOKEN) as fake:
+        fake.add_repository(FULL_NAME, gitops.path)
+        manual = getattr(request, "param", False)
+        text = config_text(gitops.path, tmp_path / "state", fake.url, prod_auto_merge=not manual)
+        daemon = Daemon(parse_config(text))
+        with TestClient(daemon.app) as client:
+            client.runtime = daemon.runtime  # type: ignore[attr-defined]
+            wait_for(lambda: env_view(client, "environment/prod").get("state") == "up-to-date")
+            ci = ForgejoCI(client, fake)
+            for branch in ENVIRONMENTS:
+                ci.status(gitops.tip(branch), "health")
+            wait_for(lambda: daemon.runtime.queue.idle(), what="an idle queue")
+            yield ci, gitops
+
+
+def ready(client: TestClient) -> bool:
+    return bool(env_view(client, "environment/prod")["state"] == "ready")
+
+
+def promote_all(ci: ForgejoCI, gitops: GitOpsRepo, *, manual: bool) -> None:
+    change = ci.hydrate(gitops, "1.1.0", "Bump guestbook to 1.1.0")
+    for branch in ENVIRONMENTS:
+        env = wait_for(lambda b=branch: (e := env_view(ci.client, b)).get("pullRequest") and e)
+        ci.status(env["proposed"]["hydratedSha"], "ci")
+        if manual and branch == "environment/prod":
+            wait_for(partial(ready, ci.client), what="prod waiting for a person")
+            ci.person_merges(env["pullRequest"]["number"], env["proposed"]["hydratedSha"])
+        wait_for(partial(promoted, ci.client, branch, change), what=f"{branch} promoted")
+        ci.status(gitops.tip(branch), "health")
+    queue = ci.client.runtime.queue  # type: ignore[attr-defined]
+    wait_for(lambda: queue.idle() and not queue.waiting(), what="an idle queue")
+
+
+@pytest.mark.parametrize("robot", [False, True], indirect=True, ids=["auto", "person-merges"])
+def test_each_environment_costs_at_most_four_calls_and_no_new_commit_is_read(
+    robot: tuple[ForgejoCI, GitOpsRepo], request: pytest.FixtureRequest
+) -> None:
+    ci, gitops = robot
+    manual = "person-merges" in request.node.name
+    before = calls()
+    promote_all(ci, gitops, manual=manual)
+    used = {op: n - before.get(op, 0) for op, n in calls().items() if n - before.get(op, 0)}
+    assert sum(used.values()) <= BUDGET * len(ENVIRONMENTS), used
+    # The pre-merge re-reads only (none for a person's merge): no commit a push announced
+    # is read, neither a proposed head nor a merge commit.
+    merged_by_promoter = len(ENVIRONMENTS) - (1 if manual else 0)
+    assert used.get("get_commit_statuses", 0) == merged_by_promoter, used
+    statuses = used.get("set_commit_status", 0)
+    assert statuses == (4 if manual else 2), used  # no pending write followed by success

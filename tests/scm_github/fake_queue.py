@@ -1,0 +1,127 @@
+"""The fake GitHub's merge queue: ``POST /graphql`` for the queries and mutation the plugin
+sends, and what GitHub does with a queued PR (a merge group's checks pass and it merges, or
+they fail and it is dequeued with a reason).
+
+Answers follow GitHub's GraphQL schema (``tests/fixtures/github/graphql``: the types, the
+fields and the enum values are checked against it): ``enqueuePullRequest`` refuses a head
+that moved (``expectedHeadOid``) and a closed PR with an error, as GitHub answers a
+mutation it refuses (status 200, ``errors``). A branch that requires the queue refuses
+the REST merge with 405.
+"""
+
+from __future__ import annotations
+
+import re
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from typing import Any
+
+from . import fake_git
+from .fake_state import Answer, FakeRepo, Handler, now
+
+QUEUE_REQUIRED = "Changes must be made through the merge queue"
+
+
+class QueueRoutes(ABC):
+    repositories: dict[str, FakeRepo]
+    on_push: Callable[[str, str, str | None, str], None] | None
+    queued: dict[tuple[str, int], dict[str, Any]]
+    removed: dict[tuple[str, int], list[dict[str, Any]]]
+    queue_branches: set[tuple[str, str]]
+
+    def queue_routes(self) -> list[tuple[str, re.Pattern[str], Handler, str]]:
+        self.queued, self.removed, self.queue_branches = {}, {}, set()
+        return [("POST", re.compile(r"^/graphql$"), self._graphql, "repo")]
+
+    @abstractmethod
+    def _pull(self, owner: str, name: str, number: str) -> tuple[FakeRepo, dict[str, Any]]:
+        """The repository and a stored pull request, or a 404."""
+
+    # --- what GitHub does --------------------------------------------------------------
+
+    def require_merge_queue(self, full_name: str, branch: str) -> None:
+        self.queue_branches.add((full_name.lower(), branch))
+
+    def dequeue(self, full_name: str, number: int, reason: str) -> None:
+        """The queue takes PR ``number`` out (its merge group's checks failed, say)."""
+        key = (full_name.lower(), number)
+        self.queued.pop(key)
+        self.removed.setdefault(key, []).append({"reason": reason, "createdAt": now()})
+
+    def merge_from_queue(self, full_name: str, number: int) -> str:
+        """The merge group's checks pass: the queue merges the PR into its base."""
+        owner, name = full_name.split("/")
+        repo, pr = self._pull(owner, name, str(number))
+        self.queued.pop((full_name.lower(), number))
+        head = fake_git.branch_sha(repo.git_dir, pr["head"]) or ""
+        before = fake_git.branch_sha(repo.git_dir, pr["base"])
+        message = f"Merge pull request #{number} from {pr['head']}"
+        merged = fake_git.merge(
+            repo.git_dir, base=pr["base"], head_sha=head, method="merge", message=message
+        )
+        stamp = now()
+        pr.update(state="closed", closed_at=stamp, merged_at=stamp, merge_commit_sha=merged)
+        pr["frozen_head"] = head
+        if self.on_push is not None:
+            self.on_push(full_name, pr["base"], before, merged)
+        return merged
+
+    def in_queue(self, full_name: str, number: int) -> bool:
+        return (full_name.lower(), number) in self.queued
+
+    # --- GraphQL -----------------------------------------------------------------------
+
+    def _graphql(self, *, query: Any, body: Any) -> Answer:
+        text, variables = str(body.get("query", "")), body.get("variables") or {}
+        if "enqueuePullRequest" in text:
+            return 200, {}, self._enqueue(variables)
+        owner, name, number = variables["owner"], variables["name"], variables["number"]
+        full = f"{owner}/{name}".lower()
+        if full not in self.repositories or number not in self.repositories[full].pulls:
+            return 200, {}, _refused("NOT_FOUND", f"Could not resolve to a PullRequest ({number})")
+        if "mergeQueueEntry" not in text:
+            return 200, {}, {"data": {"repository": {"pullRequest": {"id": _node(full, number)}}}}
+        entry = self.queued.get((full, number))
+        nodes = self.removed.get((full, number), [])[-1:]
+        pull = {
+            "isInMergeQueue": entry is not None,
+            "mergeQueueEntry": entry
+            and {
+                "state": entry["state"],
+                "position": entry["position"],
+                "headCommit": {"statusCheckRollup": {"state": entry["checks"]}},
+            },
+            "timelineItems": {"nodes": nodes},
+        }
+        return 200, {}, {"data": {"repository": {"pullRequest": pull}}}
+
+    def _enqueue(self, variables: dict[str, Any]) -> Any:
+        full, _, number_text = str(variables.get("id", "")).removeprefix("PR_").rpartition("#")
+        if full not in self.repositories or not number_text.isdigit():
+            return _refused("NOT_FOUND", "Could not resolve to a node")
+        number = int(number_text)
+        repo, pr = self.repositories[full], self.repositories[full].pulls[int(number)]
+        head = fake_git.branch_sha(repo.git_dir, pr["head"])
+        if pr["state"] != "open":
+            return _refused("UNPROCESSABLE", "Pull request is closed")
+        if variables.get("head") and variables["head"] != head:
+            return _refused("UNPROCESSABLE", "Expected head OID does not match the pull request")
+        position = 1 + sum(1 for (f, _) in self.queued if f == full)
+        entry = {"state": "AWAITING_CHECKS", "position": position, "checks": "PENDING"}
+        self.queued[(full, number)] = entry
+        return {
+            "data": {
+                "enqueuePullRequest": {"mergeQueueEntry": {"state": "QUEUED", "position": position}}
+            }
+        }
+
+
+def _node(full: str, number: int) -> str:
+    return f"PR_{full}#{number}"
+
+
+def _refused(kind: str, message: str) -> dict[str, Any]:
+    return {
+        "data": None,
+        "errors": [{"type": kind, "path": ["enqueuePullRequest"], "message": message}],
+    }

@@ -1,0 +1,87 @@
+"""Commit signatures verified with git against allowed signers: real SSH and OpenPGP keys,
+real signed commits in a temporary repository."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from promoter.cli.sandbox import commit_files, init_bare
+from promoter.errors import GitError
+from promoter.git.signatures import SignatureVerifier
+
+from .keys import pgp_key, signed_commit, ssh_key
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    path = init_bare(tmp_path / "dry.git")
+    commit_files(path, "main", {"a": "1\n"}, "first")
+    return path
+
+
+def test_ssh_commits_are_good_only_when_signed_by_an_allowed_signer(
+    repo: Path, tmp_path: Path
+) -> None:
+    alice, mallory = ssh_key(tmp_path, "alice@example.com"), ssh_key(tmp_path, "mallory@evil.test")
+    good = signed_commit(repo, "main", {"a": "2\n"}, "by alice", alice)
+    foreign = signed_commit(repo, "main", {"a": "3\n"}, "by mallory", mallory)
+    unsigned = signed_commit(repo, "main", {"a": "4\n"}, "by nobody", None)
+    found = SignatureVerifier(tmp_path / "v").verify(
+        repo, [good, foreign, unsigned], allowed_signers=alice.allowed(), keyring=""
+    )
+    assert [(s.sha, s.verdict) for s in found] == [
+        (good, "good"),
+        (foreign, "unknown-signer"),
+        (unsigned, "unsigned"),
+    ]
+    assert found[0].signer == "alice@example.com"
+    assert found[1].key.startswith("SHA256:")
+
+
+def test_openpgp_commits_are_good_only_when_their_key_is_in_the_keyring(
+    repo: Path, tmp_path: Path
+) -> None:
+    ada, eve = pgp_key(tmp_path, "ada@example.com"), pgp_key(tmp_path, "eve@evil.test")
+    good = signed_commit(repo, "main", {"a": "2\n"}, "by ada", ada)
+    foreign = signed_commit(repo, "main", {"a": "3\n"}, "by eve", eve)
+    found = SignatureVerifier(tmp_path / "v").verify(
+        repo, [good, foreign], allowed_signers="", keyring=ada.armored()
+    )
+    assert [s.verdict for s in found] == ["good", "unknown-signer"]
+    assert "ada@example.com" in found[0].signer
+    assert found[0].key == ada.fingerprint
+
+
+def test_a_verdict_is_kept_for_the_same_signers_and_asked_again_for_others(
+    repo: Path, tmp_path: Path
+) -> None:
+    alice = ssh_key(tmp_path, "alice@example.com")
+    sha = signed_commit(repo, "main", {"a": "2\n"}, "by alice", alice)
+    verifier = SignatureVerifier(tmp_path / "v")
+    assert verifier.verify(repo, [sha], allowed_signers=alice.allowed(), keyring="")[0].verdict == (
+        "good"
+    )
+    gone = tmp_path / "gone.git"
+    repo.rename(gone)  # no git can answer now: a kept verdict needs none
+    assert (
+        verifier.verify(
+            gone.with_name("dry.git"), [sha], allowed_signers=alice.allowed(), keyring=""
+        )[0].verdict
+        == "good"
+    )
+    with pytest.raises(GitError):
+        verifier.verify(gone.with_name("dry.git"), [sha], allowed_signers="", keyring="")
+
+
+def test_a_keyring_gpg_cannot_read_is_an_error_not_an_empty_keyring(
+    repo: Path, tmp_path: Path
+) -> None:
+    with pytest.raises(GitError, match="keyring could not be imported"):
+        SignatureVerifier(tmp_path / "v").verify(
+            repo,
+            ["0" * 40],
+            allowed_signers="",
+            keyring="-----BEGIN PGP PUBLIC KEY BLOCK-----\ngarbage",
+        )
