@@ -9,7 +9,14 @@ import pytest
 
 from promoter.cli.sandbox import git
 from promoter.daemon import Runtime
-from promoter.daemon.merges import Deferred, Merged, Merger, UnconfirmedMerges, deferral
+from promoter.daemon.merges import (
+    Deferred,
+    Merged,
+    Merger,
+    Unconfirmed,
+    UnconfirmedMerges,
+    deferral,
+)
 from promoter.engine import MergePullRequest, Snapshot
 from promoter.models import CommitStatus, Phase
 from promoter.wiring import Daemon
@@ -90,6 +97,24 @@ def test_a_required_gate_the_scm_has_never_heard_of_defers_the_merge(tmp_path: P
     result = setting.merge()
     assert result == Deferred(f"merge deferred: ci has no status on {setting.head[:7]}")
     assert setting.still_open()
+
+
+def test_a_merge_whose_earlier_answer_was_lost_is_not_found_done_again_once_merged(
+    tmp_path: Path,
+) -> None:
+    setting = Setting(tmp_path)
+    setting.ci(Phase.SUCCESS)
+    lost = Unconfirmed(setting.head, setting.change, "promotion", setting.number)
+    setting.merger.unconfirmed.remember("guestbook", DEV, lost)
+
+    assert isinstance(setting.merge(), Merged)
+
+    setting.runtime.mirrors.invalidate(setting.repo.name)
+    snapshot = setting.snapshot()
+    assert snapshot.environments[0].active is not None
+    assert snapshot.environments[0].active.dry_sha == setting.change
+    mirror = setting.runtime.mirrors.fresh(setting.repo)
+    assert setting.merger.unconfirmed.settle(snapshot, mirror) == []
 
 
 def test_every_required_gate_success_on_the_scm_merges_with_the_head_as_guard(
