@@ -3,6 +3,7 @@ head as its guard (``Merged``), or it defers, saying which gate is not success (
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
 import pytest
@@ -133,3 +134,19 @@ def test_a_deferral_names_every_gate_that_is_not_success_in_order() -> None:
     statuses = {"ci": CommitStatus(key="ci", phase=Phase.PENDING)}
     said = deferral(["ci", "e2e"], statuses, "1a2b3c4d" * 5)
     assert said == "merge deferred: ci is pending, e2e has no status on 1a2b3c4"
+
+
+def test_a_deferred_merge_is_logged_with_its_strategy_environment_pull_request_and_gates(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    setting = Setting(tmp_path)
+    setting.ci(Phase.PENDING)
+    with caplog.at_level(logging.INFO, logger="promoter.actions"):
+        setting.merge()
+    [line] = [r for r in caplog.records if r.getMessage() == "merge deferred: gates changed"]
+    assert [getattr(line, k, None) for k in ("strategy", "environment", "pr", "gates")] == [
+        "guestbook",
+        DEV,
+        setting.number,
+        ["ci"],
+    ]
