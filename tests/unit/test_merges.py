@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -19,6 +20,7 @@ from promoter.daemon.merges import (
     deferral,
 )
 from promoter.engine import MergePullRequest, Snapshot
+from promoter.errors import ScmUnavailable
 from promoter.models import CommitStatus, Phase
 from promoter.wiring import Daemon
 from tests.support import ENVIRONMENTS, GitOpsRepo, local_config
@@ -150,3 +152,35 @@ def test_a_deferred_merge_is_logged_with_its_strategy_environment_pull_request_a
         setting.number,
         ["ci"],
     ]
+
+
+class AnswerLost:
+    """The local SCM, whose answer to a merge is lost after the merge took effect (a 502)."""
+
+    def __init__(self, plugin: Any) -> None:
+        self._plugin = plugin
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._plugin, name)
+
+    def merge_pull_request(self, **kwargs: Any) -> str:
+        self._plugin.merge_pull_request(**kwargs)
+        raise ScmUnavailable("502 Bad Gateway")
+
+
+def test_a_merge_whose_answer_is_lost_is_found_done_later_with_its_purpose_and_number(
+    tmp_path: Path,
+) -> None:
+    setting = Setting(tmp_path)
+    setting.ci(Phase.SUCCESS)
+    setting.merger.plugin = AnswerLost(setting.plugin)
+
+    with pytest.raises(ScmUnavailable):
+        setting.merge()
+
+    setting.runtime.mirrors.invalidate(setting.repo.name)
+    mirror = setting.runtime.mirrors.fresh(setting.repo)
+    assert setting.merger.unconfirmed.settle(setting.snapshot(), mirror) == [
+        (DEV, Unconfirmed(setting.head, setting.change, "promotion", setting.number))
+    ]
+    assert setting.invalidated == ["gitops"]
