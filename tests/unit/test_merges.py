@@ -4,8 +4,9 @@ head as its guard (``Merged``), or it defers, saying which gate is not success (
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import pytest
 
@@ -21,11 +22,14 @@ from promoter.daemon.merges import (
 )
 from promoter.engine import MergePullRequest, Snapshot
 from promoter.errors import ScmUnavailable
+from promoter.metrics import sample
 from promoter.models import CommitStatus, Phase
+from promoter.state.pulls import MISSING
 from promoter.wiring import Daemon
 from tests.support import ENVIRONMENTS, GitOpsRepo, local_config
 
 DEV = ENVIRONMENTS[0]
+KEY = ("gitops", f"{DEV}-next", DEV)
 
 
 class Setting:
@@ -63,8 +67,9 @@ class Setting:
         status = CommitStatus(key="ci", phase=phase)
         self.plugin.set_commit_status(repo=self.repo, sha=self.head, status=status)
 
-    def merge(self) -> Merged | Deferred:
+    def merge(self, purpose: Literal["promotion", "revert"] = "promotion") -> Merged | Deferred:
         action = MergePullRequest(
+            purpose=purpose,
             environment=0,
             number=self.number,
             expected_head_sha=self.head,
@@ -72,21 +77,33 @@ class Setting:
             message="Promote",
             required_keys=("ci",),
         )
-        key = ("gitops", f"{DEV}-next", DEV)
-        return self.merger.merge(self.snapshot(), self.repo, action, key)
+        return self.merger.merge(self.snapshot(), self.repo, action, KEY)
+
+    def close(self) -> None:
+        """Stop the git processes the mirror and the local SCM keep open."""
+        self.runtime.mirrors.get(self.repo).close()
+        self.plugin.close()
 
     def still_open(self) -> bool:
         pr = self.plugin.find_open_pull_request(repo=self.repo, head=f"{DEV}-next", base=DEV)
         return pr is not None and pr.number == self.number
 
 
+@pytest.fixture
+def setting(tmp_path: Path) -> Iterator[Setting]:
+    opened = Setting(tmp_path)
+    try:
+        yield opened
+    finally:
+        opened.close()
+
+
 @pytest.mark.parametrize(
     ("phase", "said"), [(Phase.PENDING, "ci is pending"), (Phase.FAILURE, "ci failed")]
 )
 def test_a_required_gate_no_longer_success_on_the_scm_defers_the_merge_saying_which(
-    tmp_path: Path, phase: Phase, said: str
+    setting: Setting, phase: Phase, said: str
 ) -> None:
-    setting = Setting(tmp_path)
     dev_before = setting.gitops.tip(DEV)
     setting.ci(phase)
     assert setting.merge() == Deferred(f"merge deferred: {said} on {setting.head[:7]}")
@@ -95,17 +112,15 @@ def test_a_required_gate_no_longer_success_on_the_scm_defers_the_merge_saying_wh
     assert setting.invalidated == []
 
 
-def test_a_required_gate_the_scm_has_never_heard_of_defers_the_merge(tmp_path: Path) -> None:
-    setting = Setting(tmp_path)
+def test_a_required_gate_the_scm_has_never_heard_of_defers_the_merge(setting: Setting) -> None:
     result = setting.merge()
     assert result == Deferred(f"merge deferred: ci has no status on {setting.head[:7]}")
     assert setting.still_open()
 
 
 def test_a_merge_whose_earlier_answer_was_lost_is_not_found_done_again_once_merged(
-    tmp_path: Path,
+    setting: Setting,
 ) -> None:
-    setting = Setting(tmp_path)
     setting.ci(Phase.SUCCESS)
     lost = Unconfirmed(setting.head, setting.change, "promotion", setting.number)
     setting.merger.unconfirmed.remember("guestbook", DEV, lost)
@@ -121,9 +136,8 @@ def test_a_merge_whose_earlier_answer_was_lost_is_not_found_done_again_once_merg
 
 
 def test_every_required_gate_success_on_the_scm_merges_with_the_head_as_guard(
-    tmp_path: Path,
+    setting: Setting,
 ) -> None:
-    setting = Setting(tmp_path)
     setting.ci(Phase.SUCCESS)
     result = setting.merge()
     assert result == Merged(setting.gitops.tip(DEV))
@@ -139,9 +153,8 @@ def test_a_deferral_names_every_gate_that_is_not_success_in_order() -> None:
 
 
 def test_a_deferred_merge_is_logged_with_its_strategy_environment_pull_request_and_gates(
-    tmp_path: Path, caplog: pytest.LogCaptureFixture
+    setting: Setting, caplog: pytest.LogCaptureFixture
 ) -> None:
-    setting = Setting(tmp_path)
     setting.ci(Phase.PENDING)
     with caplog.at_level(logging.INFO, logger="promoter.actions"):
         setting.merge()
@@ -169,14 +182,16 @@ class AnswerLost:
 
 
 def test_a_merge_whose_answer_is_lost_is_found_done_later_with_its_purpose_and_number(
-    tmp_path: Path,
+    setting: Setting,
 ) -> None:
-    setting = Setting(tmp_path)
     setting.ci(Phase.SUCCESS)
     setting.merger.plugin = AnswerLost(setting.plugin)
+    assert setting.runtime.pr_cache.get(KEY) is not MISSING
 
     with pytest.raises(ScmUnavailable):
         setting.merge()
+
+    assert setting.runtime.pr_cache.get(KEY) is MISSING
 
     setting.runtime.mirrors.invalidate(setting.repo.name)
     mirror = setting.runtime.mirrors.fresh(setting.repo)
@@ -184,3 +199,16 @@ def test_a_merge_whose_answer_is_lost_is_found_done_later_with_its_purpose_and_n
         (DEV, Unconfirmed(setting.head, setting.change, "promotion", setting.number))
     ]
     assert setting.invalidated == ["gitops"]
+
+
+@pytest.mark.parametrize(("purpose", "counted"), [("promotion", 1), ("revert", 0)])
+def test_a_promotion_merged_is_counted_under_its_strategy_and_environment_and_a_revert_is_not(
+    setting: Setting, purpose: Literal["promotion", "revert"], counted: int
+) -> None:
+    setting.ci(Phase.SUCCESS)
+    labels = {"strategy": "guestbook", "environment": DEV}
+    before = sample("promoter_promotions_total", labels)
+
+    assert isinstance(setting.merge(purpose), Merged)
+
+    assert sample("promoter_promotions_total", labels) == before + counted
