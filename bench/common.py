@@ -136,6 +136,13 @@ def peak_rss_mb() -> float:
     return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
 
 
+def cpu_seconds() -> float:
+    """CPU time of this process and of its children that ended (git), user and system."""
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
 def percentile(values: Iterable[float], q: float) -> float:
     """The ``q``-th percentile (0-100) by linear interpolation; 0.0 for no values."""
     data = sorted(values)

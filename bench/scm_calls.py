@@ -411,7 +411,7 @@ class ForgejoDriver(Driver):
             )
             self.daemon = Daemon(parse_config(text), observers=[self.events])
             self.runtime = self.daemon.runtime
-            with TestClient(self.daemon.app) as self.client:
+            with TestClient(self.daemon.app, base_url=common.LOOPBACK) as self.client:
                 self.robot = ForgejoCI(self.client, fake)
                 yield self
 

@@ -12,6 +12,7 @@ configuration (the resync skips it)::
     │   ├── GitError            a git command failed (remote unreachable, lock held): backoff
     │   ├── ScmNotFound         what we knew is gone (a PR, a branch): read again, backoff
     │   ├── ScmConflict         the SCM refused the change: read again, retry soon or at the cap
+    │   │   └── ScmQueueRequired a merge refused because the branch merges through a queue
     │   ├── ScmRateLimited      the SCM's rate limit is spent: after ``retry_after``, not before
     │   │   └── RateBudgetWait  our own budget for the credential says wait: as ScmRateLimited
     │   └── ScmUnavailable      the SCM is down, timed out or answered 5xx: backoff
@@ -100,6 +101,15 @@ class ScmConflict(ScmError, TemporaryError):
     def __init__(self, message: str, *, delay: float | None = None, lasting: bool = False) -> None:
         super().__init__(message, delay=delay)
         self.lasting = lasting
+
+
+class ScmQueueRequired(ScmConflict):
+    """A merge refused because the base branch merges only through the SCM's merge queue
+    (GitHub: 405 "Changes must be made through the merge queue"). Lasting; where the
+    configuration leaves ``mergeQueue`` unset, the promoter enqueues the PR instead."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, lasting=True)
 
 
 class ScmRateLimited(ScmError, TemporaryError):

@@ -46,7 +46,8 @@ class LogContext:
         self._fields = fields
 
     def __enter__(self) -> None:
-        self._token = _CONTEXT.set({**_CONTEXT.get(), **self._fields})
+        outer = _CONTEXT.get()  # none, for a webhook's request: its fields as they are
+        self._token = _CONTEXT.set({**outer, **self._fields} if outer else self._fields)
 
     def __exit__(self, *exc: object) -> None:
         _CONTEXT.reset(self._token)

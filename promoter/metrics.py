@@ -5,6 +5,8 @@ Every metric the promoter exports is declared here, so that /metrics documents i
 
 from __future__ import annotations
 
+import contextlib
+
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 REGISTRY = CollectorRegistry(auto_describe=True)
@@ -84,6 +86,24 @@ HOLDS = Gauge(
     ["strategy", "environment"],
     registry=REGISTRY,
 )
+DORA_DEPLOYMENTS_TOTAL = Counter(
+    "promoter_dora_deployments_total",
+    "Changes merged into an environment (promotions and break-glass promotions).",
+    ["strategy", "environment"],
+    registry=REGISTRY,
+)
+DORA_FAILURES_TOTAL = Counter(
+    "promoter_dora_failures_total",
+    "Deployments that failed: reverts opened.",
+    ["strategy", "environment"],
+    registry=REGISTRY,
+)
+DORA_RESTORES_TOTAL = Counter(
+    "promoter_dora_restores_total",
+    "Environments restored: reverts merged.",
+    ["strategy", "environment"],
+    registry=REGISTRY,
+)
 NOTIFICATIONS_TOTAL = Counter(
     "promoter_notifications_total",
     "Notification delivery attempts by outcome (delivered, retried, dropped).",
@@ -96,3 +116,13 @@ def sample(name: str, labels: dict[str, str] | None = None) -> float:
     """The current value of one sample (0.0 when absent); for tests and benchmarks."""
     value = REGISTRY.get_sample_value(name, labels or {})
     return value if value is not None else 0.0
+
+
+def held_gauge(strategy: str, environment: str, holds: int) -> None:
+    """``promoter_holds`` of one environment; none is kept for an environment holding
+    nothing (at 10,000 strategies a sample each would cost 40,000 series)."""
+    if holds:
+        HOLDS.labels(strategy, environment).set(holds)
+        return
+    with contextlib.suppress(KeyError):
+        HOLDS.remove(strategy, environment)

@@ -18,7 +18,7 @@ from starlette.routing import BaseRoute
 import webhooks
 from promoter.config import Config
 from promoter.config.loader import load_config
-from promoter.daemon import Observer, Runtime
+from promoter.daemon import Observer, Runtime, dora_counters
 from promoter.errors import ConfigError
 from promoter.http import AccessControl, Api, TokenReview, build_app
 from promoter.models import utcnow
@@ -130,9 +130,11 @@ class Daemon:
         self.runtime = runtime or Runtime(
             config,
             plugins=plugins if plugins is not None else build_plugins(config),
-            observers=[*observers, *extra],
+            observers=[*observers, dora_counters.count, *extra],
             clock=clock,
         )
+        if self.notifier is not None:
+            self.notifier.watch(self.runtime.reconciler.all_views)
         api = Api(
             views=self.runtime,
             commands=self.runtime,

@@ -178,6 +178,21 @@ class MergeQueues(Protocol):
 
 
 @runtime_checkable
+class MergeQueueDetection(Protocol):
+    """Optional: whether merges into a branch must go through the SCM's queue, as the SCM
+    says (GitHub: a ``merge_queue`` rule applies to the branch; GitLab: the project runs
+    merge trains). ``merge_queue_scope`` says what one answer covers: the branch, or every
+    branch of the repository."""
+
+    merge_queue_scope: Literal["branch", "repository"]
+
+    def merge_queue_required(self, *, repo: Repository, branch: str) -> bool:
+        """Raises ScmError when the SCM's answer cannot be had or read (no permission, 5xx,
+        an answer of another shape)."""
+        ...
+
+
+@runtime_checkable
 class ReviewerRequests(Protocol):
     """Optional: request reviews on a pull request from people and teams (or groups)."""
 

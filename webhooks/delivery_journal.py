@@ -72,8 +72,10 @@ class Journal:
         """Start a new file; the current one becomes the rotated one (which must be dropped)."""
         with self._lock:
             os.close(self._fd)
-            os.replace(self.path, self.rotated)
-            self._fd = self._open()
+            try:
+                os.replace(self.path, self.rotated)
+            finally:  # refused (a read-only or vanished directory): go on appending to it
+                self._fd = self._open()
 
     def drop(self) -> None:
         """Delete the rotated file: its entries are in SQLite now."""

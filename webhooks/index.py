@@ -74,10 +74,18 @@ class StrategyIndex:
                 pr_base[(owner, env.branch)].add(name)
                 pr_head[(owner, proposed)].add(name)
                 reverts[owner].append((env.branch + "-revert-", name))
+        # Most branches belong to one strategy: equal sets are one object (at 10,000
+        # strategies, 80,000 sets of one name would be 17 MB).
+        shared: dict[frozenset[str], frozenset[str]] = {}
+
+        def once(names: set[str]) -> frozenset[str]:
+            frozen = frozenset(names)
+            return shared.setdefault(frozen, frozen)
+
         self._strategies = {k: frozenset(v) for k, v in strategies.items()}
-        self._push = {k: frozenset(v) for k, v in push.items()}
-        self._pr_base = {k: frozenset(v) for k, v in pr_base.items()}
-        self._pr_head = {k: frozenset(v) for k, v in pr_head.items()}
+        self._push = {k: once(v) for k, v in push.items()}
+        self._pr_base = {k: once(v) for k, v in pr_base.items()}
+        self._pr_head = {k: once(v) for k, v in pr_head.items()}
         self._reverts = dict(reverts)
 
     def _add_repository(self, repo: Repository, kind: str, config: Config) -> None:

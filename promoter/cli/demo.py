@@ -70,8 +70,11 @@ def _on_event(event: ActionEvent) -> None:
 
 
 class Demo:
-    def __init__(self, base: Path, port: int) -> None:
+    def __init__(self, base: Path, port: int, *, prod: str = PROD_GATES) -> None:
+        """``prod``: the prod environment's settings (the browser tests add ``autoMerge:
+        false``, so that a person merges it from the dashboard)."""
         self.base = base
+        self.prod = prod
         self.gitops = GitOpsRepo(init_bare(base / "gitops.git"))
         self.repo = self.gitops.path
         self.port = port or free_port()
@@ -95,7 +98,7 @@ class Demo:
             self.repo,
             self.base / "state",
             auto_revert="{enabled: true, settleTime: 1s, autoMerge: true}",
-            environments={"prod": PROD_GATES},
+            environments={"prod": self.prod},
             daemon={
                 "host": "127.0.0.1",
                 "port": self.port,

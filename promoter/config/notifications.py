@@ -14,6 +14,7 @@ EVENTS = (
     "promotion.opened",
     "promotion.merged",
     "promotion.blocked",
+    "gate.failed",
     "revert.opened",
     "revert.merged",
     "hold",
@@ -29,6 +30,7 @@ EventName = Literal[
     "promotion.opened",
     "promotion.merged",
     "promotion.blocked",
+    "gate.failed",
     "revert.opened",
     "revert.merged",
     "hold",
@@ -57,6 +59,11 @@ class Sink(Spec):
     environments: list[str] = Field(default_factory=list, description="Empty: every one.")
     timeout: Duration = 10.0
     max_attempts: int = Field(default=10, ge=1, le=100)
+    digest: Duration | None = Field(
+        default=None,
+        description="Send one message per this period listing the events, instead of one "
+        "message per event (for noisy channels).",
+    )
 
     @model_validator(mode="after")
     def _one_url(self) -> Sink:
@@ -83,7 +90,9 @@ class Sink(Spec):
 class Notifications(Spec):
     sinks: list[Sink] = Field(default_factory=list)
     blocked_after: Duration = Field(
-        default=3600.0, description="A promotion PR open this long sends promotion.blocked."
+        default=3600.0,
+        description="An environment held up this long after the one before it was ready "
+        "sends promotion.blocked.",
     )
     queue_size: int = Field(default=1000, ge=1, description="Deliveries kept; oldest dropped.")
     max_backoff: Duration = Field(default=300.0, description="Cap of the retry backoff.")

@@ -94,10 +94,11 @@ class Environment(Spec):
     gates: Annotated[list[GateSpec], AfterValidator(unique_keys)] = Field(
         default_factory=list, description="Built-in gates of this environment (docs/gates.md)."
     )
-    merge_queue: bool = Field(
-        default=False,
+    merge_queue: bool | None = Field(
+        default=None,
         description="The branch merges through a queue (GitHub's merge queue, GitLab's merge "
-        "trains): promotion PRs are enqueued instead of merged (docs/merge-queues.md).",
+        "trains): promotion PRs are enqueued instead of merged (docs/merge-queues.md). "
+        "Unset: as the SCM says (a merge_queue rule on the branch, merge trains on).",
     )
     reviewers: Reviewers | None = Field(
         default=None, description="Reviewers requested on each promotion PR (once per PR)."

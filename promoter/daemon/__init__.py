@@ -5,8 +5,9 @@ actions (``executor``); manual operations go through the same path (``operations
 """
 
 from promoter.daemon.events import ActionEvent, Observer
-from promoter.daemon.executor import Executor, Outcome
+from promoter.daemon.executor import Executor
 from promoter.daemon.operations import OperationError, Operations
+from promoter.daemon.outcome import Outcome
 from promoter.daemon.queue import ShutDown, WorkQueue
 from promoter.daemon.reader import SnapshotReader
 from promoter.daemon.reconciler import Reconciler, StrategyView

@@ -20,6 +20,12 @@ class ActionEvent:
     message: str
     sha: str = ""
     pr: int | None = None
+    dry_sha: str = ""
+    """The dry commit the event is about (``sha`` is whichever the kind names)."""
+    hydrated_sha: str = ""
+    """The hydrated commit CI and health checks report on, when the event knows it."""
+    link: str = ""
+    """The pull request's URL on the SCM, when there is one."""
 
 
 Observer = Callable[[ActionEvent], None]
@@ -33,9 +39,13 @@ def tell(
     message: str,
     sha: str = "",
     pr: int | None = None,
+    *,
+    dry_sha: str = "",
+    hydrated_sha: str = "",
+    link: str = "",
 ) -> None:
     """Hand the event to every observer; one that raises is logged and skipped."""
-    event = ActionEvent(kind, strategy, environment, message, sha, pr)
+    event = ActionEvent(kind, strategy, environment, message, sha, pr, dry_sha, hydrated_sha, link)
     for observer in observers:
         try:
             observer(event)

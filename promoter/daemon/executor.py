@@ -19,7 +19,8 @@ from promoter.config import Repository
 from promoter.daemon.deployments import DeploymentReporter
 from promoter.daemon.events import Observer, tell
 from promoter.daemon.mergeable import merge_active_into_proposed
-from promoter.daemon.merges import Deferred, Merger, UnconfirmedMerges, count_settled
+from promoter.daemon.merges import Deferred, Merged, Merger, UnconfirmedMerges, count_settled
+from promoter.daemon.outcome import Outcome
 from promoter.daemon.pull_requests import PullRequests, pr_key
 from promoter.daemon.queues import QueueRunner
 from promoter.daemon.reader import SnapshotReader
@@ -55,38 +56,14 @@ from promoter.engine import (
     UpdatePullRequest,
     ledger_changes,
 )
-from promoter.errors import ScmConflict, ScmNotFound
+from promoter.errors import ScmConflict, ScmNotFound, ScmQueueRequired
 from promoter.git import GitMirror
 from promoter.logs import log_context
-from promoter.metrics import HOLDS, REVERTS_TOTAL
+from promoter.metrics import REVERTS_TOTAL, held_gauge
 from promoter.state import GitLedger, PullRequestCache, StatusCache
 from scm_plugins.protocol import ScmPlugin
 
 log = logging.getLogger("promoter.actions")
-
-
-@dataclass
-class Outcome:
-    """What one run of the executor did, for the reconciler and the view."""
-
-    requeue_after: float | None = None
-    merged: list[str] = field(default_factory=list)
-    merge_shas: dict[str, str] = field(default_factory=dict)
-    """The commit each environment's merge made, by environment branch."""
-    deferred: dict[str, str] = field(default_factory=dict)
-    """Environments whose merge waits for a gate the SCM no longer reports success, and why."""
-    written: list[SetCommitStatus] = field(default_factory=list)
-    """Statuses written: the view served shows them at once, not after the next read."""
-    recorded: list[str] = field(default_factory=list)
-    """Environments recorded healthy: the view shows the record at once; the reconciler
-    runs the strategy again only if something may wait on it."""
-    failed_environment: str | None = None
-    """The environment whose action failed (the run raised), for the view to show it there."""
-
-    def requeue(self, seconds: float) -> None:
-        self.requeue_after = (
-            seconds if self.requeue_after is None else min(self.requeue_after, seconds)
-        )
 
 
 @dataclass
@@ -207,7 +184,7 @@ class Executor:
                     lambda led: led.with_reviewers_requested(number),
                 )
             case MergePullRequest():
-                self._merge(snapshot, repo, action, outcome)
+                self._merge(snapshot, repo, mirror, action, outcome)
             case OpenRevert():
                 self._revert(snapshot, repo, mirror, action)
                 outcome.requeue(0.0)
@@ -237,23 +214,47 @@ class Executor:
                 assert_never(action)
 
     def _merge(
-        self, snapshot: Snapshot, repo: Repository, action: MergePullRequest, outcome: Outcome
+        self,
+        snapshot: Snapshot,
+        repo: Repository,
+        mirror: GitMirror,
+        action: MergePullRequest,
+        outcome: Outcome,
     ) -> None:
         env = snapshot.environments[action.environment]
         merger = Merger(
             self.plugin, self.reader.gates, self.pr_cache, self.unconfirmed, self.on_merged
         )
-        result = merger.merge(snapshot, repo, action, pr_key(repo, env, action))
+        try:
+            result: Merged | Deferred | None = merger.merge(
+                snapshot, repo, action, pr_key(repo, env, action)
+            )
+        except ScmQueueRequired:
+            if not env.merge_queue_from_scm or action.purpose != "promotion":
+                raise  # mergeQueue: false says otherwise; reverts merge as they are
+            self.reader.queue_detection.learn(self.plugin, repo, env.branch)
+            result = QueueRunner(self.plugin, self.reader.gates, self.ledger).instead_of_merge(
+                snapshot, repo, mirror, action
+            )
         outcome.requeue(0.0)
+        if result is None:
+            return
         if isinstance(result, Deferred):
             outcome.deferred[env.branch] = result.reason
             return
         outcome.merge_shas[env.branch] = result.sha
+        if result.sha != action.expected_head_sha:
+            # A commit this merge made (not a fast-forward to the head CI ran on): the SCM
+            # can report statuses on it only from now on, and those come by webhook, as
+            # when its push webhook announces it (which GitHub sends seconds later).
+            self.status_cache.created(repo.name, result.sha)
         kind = "reverted" if action.purpose == "revert" else "merged"
         what = f"merged {action.dry_sha[:7]}"
-        tell(
-            self.observers, kind, snapshot.strategy, env.branch, what, action.dry_sha, action.number
-        )
+        prs = (env.pull_request, env.revert_pull_request)
+        link = next((p.url for p in prs if p is not None and p.number == action.number), "")
+        shas = {"dry_sha": action.dry_sha, "hydrated_sha": result.sha, "link": link}
+        strategy, number = snapshot.strategy, action.number
+        tell(self.observers, kind, strategy, env.branch, what, action.dry_sha, number, **shas)
         outcome.merged.append(env.branch)
 
     def _revert(
@@ -284,11 +285,12 @@ class Executor:
         else:
             written = self.ledger.update_many(mirror, snapshot.strategy, told.changes)
         for branch, ledger in written.items():
-            HOLDS.labels(snapshot.strategy, branch).set(len(ledger.holds))
+            held_gauge(snapshot.strategy, branch, len(ledger.holds))
         if told.message:
             extra = {"strategy": snapshot.strategy, "environment": told.environment}
             level = logging.WARNING if told.level == "warning" else logging.INFO
             log.log(level, told.message, extra={**extra, "sha": told.sha, **told.fields})
         if told.event:
             strategy, branch = snapshot.strategy, told.environment
-            tell(self.observers, told.event, strategy, branch, told.text, told.sha, told.pr)
+            text, sha = told.text, told.sha
+            tell(self.observers, told.event, strategy, branch, text, sha, told.pr, dry_sha=sha)

@@ -72,7 +72,7 @@ class PullRequests:
                 self.pr_cache.put(key, pr)
                 self.kept(snapshot, env.branch, action.labels, pr)
                 log.info("pull request opened", extra={**fields, "pr": pr.number})
-                self._tell("opened", snapshot, env, action.title, pr.head_sha, pr.number)
+                self._tell("opened", snapshot, env, action.title, pr.head_sha, pr.number, pr.url)
             case UpdatePullRequest():
                 pr = self.plugin.update_pull_request(
                     repo=repo,
@@ -174,5 +174,19 @@ class PullRequests:
         message: str,
         sha: str = "",
         pr: int | None = None,
+        link: str = "",
     ) -> None:
-        tell(self.observers, kind, snapshot.strategy, env.branch, message, sha, pr)
+        """``sha`` is the PR's head, a hydrated commit; the dry one is the proposed's."""
+        dry = (env.proposed.dry_sha or "") if env.proposed is not None else ""
+        tell(
+            self.observers,
+            kind,
+            snapshot.strategy,
+            env.branch,
+            message,
+            sha,
+            pr,
+            dry_sha=dry,
+            hydrated_sha=sha,
+            link=link,
+        )

@@ -1,6 +1,7 @@
 """Carrying out a merge through a queue: the required gates read again (as before a merge),
 the PR enqueued with its head as the guard, the attempt recorded in the environment's
-ledger; and a dequeue recorded as a failed attempt with the queue's reason."""
+ledger; a dequeue recorded as a failed attempt with the queue's reason; and a merge the SCM
+refused for want of its queue enqueued instead."""
 
 from __future__ import annotations
 
@@ -10,7 +11,13 @@ from dataclasses import dataclass
 
 from promoter.config import Repository
 from promoter.daemon.merges import Deferred, deferral
-from promoter.engine import EnqueuePullRequest, QueueAttempt, RecordDequeue, Snapshot
+from promoter.engine import (
+    EnqueuePullRequest,
+    MergePullRequest,
+    QueueAttempt,
+    RecordDequeue,
+    Snapshot,
+)
 from promoter.errors import PermanentError
 from promoter.git import GitMirror
 from promoter.models import CommitStatus, Phase
@@ -66,6 +73,30 @@ class QueueRunner:
             extra={**fields, "attempt": action.attempt, "position": entry.position},
         )
         return None
+
+    def instead_of_merge(
+        self, snapshot: Snapshot, repo: Repository, mirror: GitMirror, action: MergePullRequest
+    ) -> Deferred | None:
+        """The SCM refused ``action``'s merge because the branch merges through its queue:
+        enqueue the PR instead, with the same head guard (its gates were just read again)."""
+        env = snapshot.environments[action.environment]
+        attempt = env.ledger.queue
+        again = attempt is not None and (attempt.number, attempt.head_sha) == (
+            action.number,
+            action.expected_head_sha,
+        )
+        log.warning(
+            "merge refused for want of the merge queue, enqueuing instead",
+            extra={"strategy": snapshot.strategy, "environment": env.branch, "pr": action.number},
+        )
+        enqueue = EnqueuePullRequest(
+            environment=action.environment,
+            number=action.number,
+            expected_head_sha=action.expected_head_sha,
+            dry_sha=action.dry_sha,
+            attempt=attempt.attempts + 1 if again and attempt is not None else 1,
+        )
+        return self.enqueue(snapshot, repo, mirror, enqueue)
 
     def dequeued(self, snapshot: Snapshot, mirror: GitMirror, action: RecordDequeue) -> None:
         env = snapshot.environments[action.environment]

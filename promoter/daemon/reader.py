@@ -15,19 +15,11 @@ from datetime import datetime
 from promoter.config import Environment, GateSpec, PromotionStrategy, Repository
 from promoter.config.freezes import GlobalFreezeWindow
 from promoter.daemon.freezes import configured, dated_periods, manual_periods
+from promoter.daemon.queue_detection import QueueDetection
 from promoter.daemon.review_reads import ReviewReads
+from promoter.daemon.shapes import EnvironmentShape, Shapes
 from promoter.daemon.signature_check import SignatureReading
-from promoter.engine import (
-    AutoRevertPolicy,
-    CommitState,
-    EnvironmentSnapshot,
-    EnvLedger,
-    FreezePeriod,
-    Rollout,
-    Snapshot,
-    UpstreamGroup,
-    shape_of,
-)
+from promoter.engine import CommitState, EnvironmentSnapshot, EnvLedger, FreezePeriod, Snapshot
 from promoter.errors import GitError, MetadataMissing
 from promoter.git import GitMirror
 from promoter.git.caches import remember
@@ -38,14 +30,13 @@ from promoter.models import (
     CommitStatus,
     DryCommit,
     PullRequest,
-    QueueEntry,
     Review,
     utcnow,
 )
 from promoter.state.ledger import GitLedger, LedgerUnreadable
 from promoter.state.pulls import MISSING, PullRequestCache
 from promoter.state.statuses import StatusCache
-from scm_plugins.protocol import Deployments, MergeQueues, ScmPlugin, review_reader
+from scm_plugins.protocol import Deployments, ScmPlugin, review_reader
 
 log = logging.getLogger("promoter.reader")
 
@@ -65,12 +56,16 @@ class SnapshotReader:
     lineage: Lineage = field(default_factory=Lineage)
     """Dry SHAs of commits that merges made (``promoter.git.lineage``)."""
     conflicts: MergeConflicts = field(default_factory=lambda: MergeConflicts())
+    shapes: Shapes = field(default_factory=Shapes)
+    """What each strategy's configuration gives its snapshots (``promoter.daemon.shapes``)."""
     global_freezes: tuple[GlobalFreezeWindow, ...] = ()
     """The configuration's top-level freeze dates (``Config.freezes``)."""
     signatures: SignatureReading = field(default_factory=SignatureReading)
     """Verified signatures of dry commits (long-lived: the reconciler's)."""
     review_reads: ReviewReads = field(default_factory=ReviewReads)
     """Approval gates' reads, bounded and never raising (``review_reads``)."""
+    queue_detection: QueueDetection = field(default_factory=QueueDetection)
+    """Which branches merge through the SCM's queue, when ``mergeQueue`` is unset."""
 
     def statuses(self, repo: Repository, sha: str, *, fresh: bool = False) -> list[CommitStatus]:
         """A SHA's statuses from the cache when complete and fresh, else from the SCM."""
@@ -118,11 +113,9 @@ class SnapshotReader:
         )
 
     def read(self, strategy: PromotionStrategy, repo: Repository, mirror: GitMirror) -> Snapshot:
-        envs: list[EnvironmentSnapshot] = []
-        shapes = shape_of(strategy)
-        for position, env in enumerate(strategy.environments):
-            upstreams, rollout = shapes[position]
-            envs.append(self._environment(strategy, repo, mirror, env, upstreams, rollout))
+        envs = [
+            self._environment(strategy, repo, mirror, shape) for shape in self.shapes.of(strategy)
+        ]
         return Snapshot(
             strategy=strategy.name,
             repository=repo.name,
@@ -141,12 +134,11 @@ class SnapshotReader:
         strategy: PromotionStrategy,
         repo: Repository,
         mirror: GitMirror,
-        env: Environment,
-        upstreams: tuple[UpstreamGroup, ...] | None,
-        rollout: Rollout,
+        shape: EnvironmentShape,
     ) -> EnvironmentSnapshot:
         """One environment's part of the snapshot: its branches, PR, ledger and reviews."""
-        proposed_branch = strategy.proposed_branch(env)
+        env = shape.config
+        proposed_branch = shape.proposed_branch
         active = self._commit(repo, mirror, env.branch, proposed_branch)
         proposed = self._commit(repo, mirror, proposed_branch)
         error = None if active is not None else f"branch {env.branch} does not exist"
@@ -162,7 +154,7 @@ class SnapshotReader:
         error = error or ledger_error
         freezes, freeze_error = self._freezes(strategy, mirror, env.branch, ledger)
         error = error or freeze_error
-        gates = tuple(strategy.gates_of(env))
+        gates = shape.gates
         reviews, reviews_error = self._reviews(repo, gates, pull_request)
         users, teams = _reviewers(env, mirror, active, proposed, pull_request, ledger)
         signatures, signatures_error = self.signatures.read(
@@ -174,29 +166,20 @@ class SnapshotReader:
             proposed.dry_sha if active and proposed else None,
         )
         authors, authors_error = _change_authors(mirror, gates, pull_request, active, proposed)
+        merge_queue, queue = self.queue_detection.read(self.plugin, repo, env, pull_request, ledger)
         return EnvironmentSnapshot(
             branch=env.branch,
             proposed_branch=proposed_branch,
-            auto_merge=env.auto_merge,
-            active_keys=(
-                *strategy.active_keys(env),
-                *(g.key for g in gates if g.active),
-            ),
-            proposed_keys=(
-                *strategy.proposed_keys(env),
-                *(g.key for g in gates if g.http is not None),
-            ),
+            auto_merge=shape.auto_merge,
+            active_keys=shape.active_keys,
+            proposed_keys=shape.proposed_keys,
             active=active,
             proposed=proposed,
             pull_request=pull_request,
             changelog=changelog,
             ledger=ledger,
             active_since=mirror.commit_time(active.hydrated_sha) if active else None,
-            auto_revert=AutoRevertPolicy(
-                enabled=env.auto_revert.enabled,
-                settle_time=env.auto_revert.settle_time,
-                auto_merge=env.auto_revert.auto_merge,
-            ),
+            auto_revert=shape.auto_revert,
             revert_pull_request=self._revert_pull_request(repo, mirror, env.branch, active, ledger),
             proposed_in_active=_contains(mirror, active, proposed),
             merge_conflicts=self.conflicts.check(mirror, active, proposed),
@@ -206,31 +189,18 @@ class SnapshotReader:
             reviews_error=reviews_error,
             change_authors=authors,
             change_authors_error=authors_error,
-            upstreams=upstreams,
-            rollout=rollout,
+            upstreams=shape.upstreams,
+            rollout=shape.rollout,
             freezes=freezes,
             signatures=signatures,
             signatures_error=signatures_error,
             reviewers=users,
             reviewer_teams=teams,
             **self._deployment(strategy, env),
-            merge_queue=env.merge_queue,
-            queue=self._queue(repo, env, pull_request, ledger),
+            merge_queue=merge_queue,
+            merge_queue_from_scm=env.merge_queue is None,
+            queue=queue,
         )
-
-    def _queue(
-        self, repo: Repository, env: Environment, pr: PullRequest | None, ledger: EnvLedger
-    ) -> QueueEntry | None:
-        """The open PR's place in the merge queue, read while the promoter's attempt waits
-        there (one call; nothing without an attempt)."""
-        attempt = ledger.queue
-        if not env.merge_queue or pr is None or attempt is None or attempt.dequeued_at:
-            return None
-        if (attempt.number, attempt.head_sha) != (pr.number, pr.head_sha):
-            return None
-        if not isinstance(self.plugin, MergeQueues):
-            return None
-        return self.plugin.queue_entry(repo=repo, number=pr.number)
 
     def _deployment(self, strategy: PromotionStrategy, env: Environment) -> dict[str, str]:
         """The SCM environment promotions of ``env`` are reported to, if on and possible."""
@@ -414,5 +384,5 @@ class MergeConflicts:
                 known = False  # a fast-forward, or nothing to merge
             else:
                 known = not mirror.merge_tree(proposed.hydrated_sha, active.hydrated_sha)[0]
-            remember(self._known, key, known, 4096)
+            remember(self._known, key, known, 1 << 15)
         return known

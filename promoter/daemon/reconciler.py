@@ -15,16 +15,21 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from promoter.config import Config, Repository
+from promoter.daemon.compact import FieldSets
 from promoter.daemon.events import Observer
-from promoter.daemon.executor import Executor, Outcome
+from promoter.daemon.executor import Executor
 from promoter.daemon.merges import UnconfirmedMerges
+from promoter.daemon.outcome import Outcome
 from promoter.daemon.probes import Probes
-from promoter.daemon.reader import SnapshotReader
+from promoter.daemon.queue_detection import QueueDetection
+from promoter.daemon.reader import MergeConflicts, SnapshotReader
 from promoter.daemon.review_reads import ReviewReads
 from promoter.daemon.settled import SettledIndex, notes_tips
+from promoter.daemon.shapes import Shapes
 from promoter.daemon.signature_check import SignatureReading
 from promoter.engine import Decision, EnvState, RecordHealthy, Snapshot, decide
 from promoter.git import GitMirror
+from promoter.git.lineage import Lineage
 from promoter.git.pool import MirrorPool
 from promoter.logs import reconcile_context
 from promoter.metrics import RECONCILE_DURATION, RECONCILE_TOTAL
@@ -70,8 +75,17 @@ class Reconciler:
     views: dict[str, StrategyView] = field(default_factory=dict)
     signatures: SignatureReading = field(default_factory=SignatureReading)
     """Dry commits' verified signatures, kept across reconciles."""
+    queue_detection: QueueDetection = field(default_factory=QueueDetection)
+    """Which branches merge through the SCM's queue (``mergeQueue`` unset), kept."""
     settled: SettledIndex | None = None
     """What each reconcile read and which of it is settled, for the resync."""
+    lineage: Lineage = field(default_factory=Lineage)
+    conflicts: MergeConflicts = field(default_factory=MergeConflicts)
+    shapes: Shapes = field(default_factory=Shapes)
+    field_sets: FieldSets = field(default_factory=FieldSets)
+    """Shares the field-name sets of the models the views keep (``daemon.compact``)."""
+    """Shared by every reader: dry SHAs and merge conflicts by immutable SHAs (and the
+    notes parsed), and what each strategy's configuration gives its snapshots."""
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _key_locks: dict[str, threading.Lock] = field(default_factory=dict)
 
@@ -198,15 +212,20 @@ class Reconciler:
             self.pr_cache,
             self._status_url(key),
             clock=self.clock,
+            lineage=self.lineage,
+            conflicts=self.conflicts,
+            shapes=self.shapes,
             global_freezes=tuple(self.config.freezes),
             signatures=self.signatures,
             review_reads=self.review_reads,
+            queue_detection=self.queue_detection,
         )
 
     def _status_url(self, key: str) -> str:
         return f"{self.status_url.rstrip('/')}/strategies/{key}" if self.status_url else ""
 
     def _remember(self, key: str, view: StrategyView) -> None:
+        self.field_sets.compact(view.snapshot, view.decision)
         with self._lock:
             self.views[key] = view
 

@@ -32,6 +32,7 @@ from promoter.daemon.settled import SettledIndex
 from promoter.daemon.workers import Workers
 from promoter.errors import CommitNotFound
 from promoter.git import GitMirror
+from promoter.git.diff import changed_files
 from promoter.git.pool import MirrorPool
 from promoter.models import CommitStatus, DryCommit, utcnow
 from promoter.state.audit import AuditTrail
@@ -205,6 +206,27 @@ class Runtime:
             return []
         mirror = self.mirrors.get(self.config.repository(strategy.repository))
         return mirror.log(None, strategy.dry_branch, limit=limit)
+
+    def scm_web(self, repo_name: str) -> tuple[str, str]:
+        """A repository's clone URL and its SCM's kind, for the dashboard's links."""
+        repo = next((r for r in self.config.repositories if r.name == repo_name), None)
+        if repo is None:
+            return "", ""
+        found = (p for p in self.config.scm_providers if p.name == repo.scm_provider)
+        provider = next(found, None)
+        return repo.url, provider.kind if provider is not None else ""
+
+    def changed_files(self, name: str, environment: str) -> list[tuple[str, str]]:
+        """The hydrated files an environment's proposed commit changes from its active one
+        (read in the mirror; call it off the event loop)."""
+        strategy, view = self.config.strategy(name), self.reconciler.view(name)
+        if strategy is None or view is None or view.snapshot is None:
+            return []
+        env = next((e for e in view.snapshot.environments if e.branch == environment), None)
+        if env is None or env.active is None or env.proposed is None:
+            return []
+        mirror = self.mirrors.get(self.config.repository(strategy.repository))
+        return changed_files(mirror, env.active.hydrated_sha, env.proposed.hydrated_sha)
 
     def resolve_commit(self, repo_name: str, sha: str) -> str:
         """The full SHA of commit ``sha`` (full, or a prefix naming one commit) of a repository.

@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable
 
 from promoter.activity import ACTIVITY
-from promoter.daemon.executor import Outcome
+from promoter.daemon.outcome import Outcome
 from promoter.daemon.queue import ShutDown, WorkQueue
 from promoter.errors import (
     PermanentError,

@@ -15,6 +15,7 @@ from typing import NamedTuple
 from promoter.engine.actions import PREVIOUS_ENVIRONMENT_KEY
 from promoter.engine.dag import upstreams_of
 from promoter.engine.snapshot import Snapshot
+from promoter.markup import markdown
 from promoter.models import DryCommit
 
 METADATA_MARKER = "<!-- promoter:metadata"
@@ -164,8 +165,9 @@ def _changelog_line(commit: DryCommit) -> str:
 
 
 def _one_line(text: str) -> str:
-    """Collapse whitespace and escape ``<``, so a subject cannot open an HTML comment."""
-    return _WHITESPACE.sub(" ", text).strip().replace("<", "&lt;")
+    """Whitespace collapsed, then escaped for Markdown (``promoter.markup``): a subject or
+    an author shows as written and can neither open an HTML comment, link nor mention."""
+    return markdown(_WHITESPACE.sub(" ", text).strip())
 
 
 def _metadata_json(metadata: dict[str, str]) -> str:

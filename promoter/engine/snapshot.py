@@ -146,6 +146,9 @@ class EnvironmentSnapshot(Frozen):
     signatures_error: str | None = None
     merge_queue: bool = False
     """The branch merges through a queue: promotion PRs are enqueued, not merged."""
+    merge_queue_from_scm: bool = False
+    """``mergeQueue`` is not configured: ``merge_queue`` is what the SCM says, and a merge
+    the SCM refuses for want of its queue is enqueued instead."""
     queue: QueueEntry | None = None
     """The open PR's place in the queue, read while the promoter's attempt is in it."""
     deployment_environment: str | None = None

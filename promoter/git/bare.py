@@ -87,11 +87,7 @@ class BareRepository:
             if self._repo is not None:
                 return
             try:
-                if not (self.path / "HEAD").is_file():
-                    self.path.mkdir(parents=True, exist_ok=True)
-                    run_git(["init", "--bare", "--quiet", str(self.path)])
-                clear_stale_locks(self.path)
-                repo = Repo(self.path)
+                repo = self._open()
             except (OSError, GitPythonError) as exc:
                 raise GitError(f"cannot create the mirror at {self.path}: {exc}") from exc
             try:
@@ -105,6 +101,20 @@ class BareRepository:
                 repo.close()
                 raise
             self._repo = repo
+
+    def _open(self) -> Repo:
+        """The repository, initialised first if missing. One that a process killed during
+        ``git init`` left half made (a HEAD, no refs or objects) is initialised again:
+        ``git init`` keeps what an existing repository holds."""
+        if not (self.path / "HEAD").is_file():
+            self.path.mkdir(parents=True, exist_ok=True)
+            run_git(["init", "--bare", "--quiet", str(self.path)])
+        clear_stale_locks(self.path)
+        try:
+            return Repo(self.path)
+        except GitPythonError:
+            run_git(["init", "--bare", "--quiet", str(self.path)])
+            return Repo(self.path)
 
     def _heal(self) -> None:
         """Called before every use: a subclass repairs a repository deleted under it."""
@@ -177,6 +187,14 @@ class BareRepository:
         except ValueError:
             return None
 
+    def _commit_data(self, sha: str) -> bytes | None:
+        """The content of commit ``sha``; None when missing or not a commit."""
+        try:
+            found = None if "\n" in sha else self._ready(check=False).git.get_object_data(sha)
+        except ValueError:
+            return None
+        return found[3] if found is not None and found[1] in (b"commit", "commit") else None
+
     def _objects(self, shas: Iterable[str]) -> dict[str, bytes]:
         """The content of many objects at once: one ``git cat-file --batch`` for all of
         them, where ``_data`` costs a round trip to the persistent process each. Objects
@@ -213,11 +231,31 @@ class BareRepository:
             self._refs = self._load_refs()
         return self._refs
 
-    def _load_refs(self) -> dict[str, str]:
-        """``ref -> SHA`` of the mirrored refs, read with one ``for-each-ref``."""
+    def _load_refs(self, *patterns: str) -> dict[str, str]:
+        """``ref -> SHA`` of the mirrored refs (or of ``patterns``), with one ``for-each-ref``."""
         fmt = "--format=%(objectname) %(refname)"
-        _, out, _ = self._run(["for-each-ref", fmt, *MIRRORED])
+        _, out, _ = self._run(["for-each-ref", fmt, *(patterns or MIRRORED)])
         return dict(line.split(" ", 1)[::-1] for line in out.splitlines() if line)
+
+    def _reload_ref(self, ref: str) -> None:
+        """Under ``lock``, after a local write moved ``ref``: read that one ref again into
+        the refs read (a new dict: readers without the lock see the old one or the new).
+        Reading every ref again would cost a ``for-each-ref`` of thousands of branches for
+        each ledger write at 10,000 strategies."""
+        refs = self._refs
+        if refs is None:
+            return
+        try:
+            found = self._load_refs(ref).get(ref)  # a pattern matches refs below it too
+        except BaseException:
+            self._refs = None  # read them all again, next time
+            raise
+        updated = dict(refs)
+        if found is None:
+            updated.pop(ref, None)
+        else:
+            updated[ref] = found
+        self._refs = updated
 
     def refs(self) -> dict[str, str]:
         """The mirror's ``refs/heads/*`` and ``refs/notes/*`` (cached until the next change)."""
@@ -233,6 +271,9 @@ class BareRepository:
     def branch_sha(self, branch: str) -> str | None:
         """The tip of ``branch`` (``environment/dev`` or ``refs/heads/environment/dev``)."""
         ref = branch if branch.startswith("refs/") else f"refs/heads/{branch}"
+        refs = self._refs  # read without the lock: a writer replaces it whole, never edits it
+        if refs is not None:
+            return refs.get(ref)
         with self._lock:
             return self._cached_refs().get(ref)
 
@@ -258,7 +299,7 @@ class BareRepository:
     def commit_parents(self, sha: str) -> tuple[str, list[str]] | None:
         """The tree and parents of commit ``sha``, or None when the mirror lacks it."""
         with self._lock:
-            data = self._data(sha)
+            data = self._commit_data(sha)
         if data is None:
             return None
         tree, parents = "", []

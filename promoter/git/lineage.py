@@ -47,6 +47,9 @@ class Lineage:
     record: bool = True
     """Write and push a lineage note for an answer found by search."""
     _cache: dict[tuple[str, ...], HydratorMetadata | MetadataMissing] = field(default_factory=dict)
+    _parsed: dict[tuple[str, str], HydratorMetadata] = field(default_factory=dict)
+    """Notes parsed, by text and source: every environment's commit of one dry commit
+    carries the same hydrator note, so a few texts serve thousands of commits."""
 
     def metadata(
         self, mirror: GitMirror, sha: str, *, proposed_tip: str | None = None
@@ -77,11 +80,11 @@ class Lineage:
         for ref, source in ((NOTES_REF, "note"), (LINEAGE_REF, "lineage")):
             text = mirror.read_note(ref, sha)
             if text is not None:
-                try:
-                    return parse_metadata(text, source=source, where=sha)
-                except MetadataMissing:
-                    if source == "note":
-                        return mirror_metadata(mirror, sha)  # as before: the note's problem
+                parsed = self._parse(text, source, sha)
+                if isinstance(parsed, HydratorMetadata):
+                    return parsed
+                if source == "note":
+                    return mirror_metadata(mirror, sha)  # as before: the note's problem
         found = self._search(mirror, sha, proposed_tip, depth)
         if found is not None:
             via, how, metadata = found
@@ -89,6 +92,16 @@ class Lineage:
                 self._record(mirror, sha, metadata, via=via, how=how)
             return metadata
         return mirror_metadata(mirror, sha)
+
+    def _parse(self, text: str, source: str, sha: str) -> HydratorMetadata | MetadataMissing:
+        found = self._parsed.get((text, source))
+        if found is None:
+            try:
+                found = parse_metadata(text, source=source, where=sha)
+            except MetadataMissing as exc:
+                return exc  # its message names the commit: not shared
+            remember(self._parsed, (text, source), found, 4096)
+        return found
 
     def _search(
         self, mirror: GitMirror, sha: str, proposed_tip: str | None, depth: int

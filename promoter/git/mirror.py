@@ -24,11 +24,20 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TypeVar
 
 from promoter.errors import GitError, MetadataMissing
+from promoter.git.ancestry import walk_ancestry
 from promoter.git.bare import MIRRORED, BareRepository, Env
 from promoter.git.caches import BlobCache, TreeCache, remember
 from promoter.git.credentials import url_secrets
+from promoter.git.log_records import (
+    AUTHORS_FORMAT,
+    LOG_FORMAT,
+    MAX_AUTHORS_LOG,
+    parse_authors,
+    parse_log,
+)
 from promoter.git.metadata import (
     METADATA_FILE,
     NOTES_REF,
@@ -41,42 +50,7 @@ from promoter.git.runner import git_error
 from promoter.metrics import GIT_FETCHES_TOTAL, GIT_LS_REMOTE_TOTAL
 from promoter.models import SHA_RE, Author, DryCommit, HydratorMetadata
 
-LOG_FORMAT = "%H%x1f%s%x1f%an%x1f%aI%x1f%b%x1e"
-"""``git log`` records: SHA, subject, author, date, body (unit and record separators)."""
-AUTHORS_FORMAT = "%an%x1f%ae%x1f%(trailers:key=Co-authored-by,valueonly,separator=%x1f)%x1e"
-"""``git log`` records: author name, e-mail, then each ``Co-authored-by`` as ``Name <mail>``."""
-MAX_AUTHORS_LOG = 1000
-"""Commits whose authors ``authors`` reads at most; beyond, it refuses (the caller waits)."""
-
-
-def parse_authors(out: str) -> tuple[Author, ...]:
-    """The distinct people of a ``git log --format=AUTHORS_FORMAT``, in order of appearance."""
-    found: dict[Author, None] = {}
-    for record in out.split("\x1e"):
-        fields = record.strip("\n").split("\x1f")
-        if len(fields) < 2 or not (fields[0] or fields[1]):
-            continue
-        found[Author(name=fields[0], email=fields[1])] = None
-        for trailer in fields[2:]:
-            name, _, rest = trailer.strip().partition("<")
-            if name.strip() or rest:
-                found[Author(name=name.strip(), email=rest.rstrip(">").strip())] = None
-    return tuple(found)
-
-
-def parse_log(out: str) -> list[DryCommit]:
-    """The commits of a ``git log --format=LOG_FORMAT``, newest first."""
-    commits = []
-    for record in out.split("\x1e"):
-        fields = record.strip("\n").split("\x1f")
-        if len(fields) == 5:
-            sha, subject, author, date, body = fields
-            when = datetime.fromisoformat(date) if date else None
-            commits.append(
-                DryCommit(sha=sha, subject=subject, author=author, date=when, body=body.strip())
-            )
-    return commits
-
+T = TypeVar("T")
 
 _REFSPECS = ("+refs/heads/*:refs/heads/*", "+refs/notes/*:refs/notes/*")
 _LOST_RACE = ("stale info", "non-fast-forward", "fetch first", "already exists")
@@ -102,8 +76,8 @@ class GitMirror(BareRepository):
         self._read_tree = TreeCache(self._data)
         self._tree_of: dict[str, str] = {}
         self._ancestry: dict[tuple[str, str], bool] = {}
-        self._logs: dict[tuple[str | None, str, int], tuple[DryCommit, ...]] = {}
-        self._authors: dict[tuple[str | None, str], tuple[Author, ...]] = {}
+        self._logs: dict[tuple[str | None, str, int], list[DryCommit]] = {}
+        self._authors: dict[tuple[str | None, str, int], tuple[Author, ...]] = {}
         self._metadata: dict[tuple[str, str], HydratorMetadata | MetadataMissing] = {}
         self._commit_time: dict[str, datetime] = {}
         self._notes = BlobCache()
@@ -123,10 +97,10 @@ class GitMirror(BareRepository):
             self.ensure()
             self.fetch()
 
-    def _load_refs(self) -> dict[str, str]:
+    def _load_refs(self, *patterns: str) -> dict[str, str]:
         """The refs, and each tip's tree and commit time (primes ``tree_sha``, ``commit_time``)."""
         fmt = "--format=%(objectname) %(tree) %(committerdate:unix) %(refname)"
-        _, out, _ = self._run(["for-each-ref", fmt, *MIRRORED])
+        _, out, _ = self._run(["for-each-ref", fmt, *(patterns or MIRRORED)])
         refs: dict[str, str] = {}
         for line in out.splitlines():
             sha, tree, when, ref = line.split(" ", 3)
@@ -249,51 +223,63 @@ class GitMirror(BareRepository):
             cached = self._ancestry.get(key)
             if cached is not None:
                 return cached
+            walked = walk_ancestry(self._parents, *key)
+            if walked is not None:
+                return remember(self._ancestry, key, walked)
             status, _, _ = self._run(["merge-base", "--is-ancestor", *key], ok=(0, 1, 128))
             if status == 128:  # an unknown commit: may be known after the next fetch
                 return False
             return remember(self._ancestry, key, status == 0)
+
+    def _parents(self, sha: str) -> list[str] | None:
+        commit = self.commit_parents(sha)
+        return None if commit is None else commit[1]
 
     def log(self, since_exclusive: str | None, until: str, *, limit: int = 50) -> list[DryCommit]:
         """Commits reachable from ``until`` but not from ``since_exclusive``, newest first.
 
         Cached when both ends are SHAs: history below a commit never changes.
         """
-        key = (since_exclusive, until, limit)
-        immutable = _is_sha(until) and (since_exclusive is None or _is_sha(since_exclusive))
-        revs = [until] if since_exclusive is None else [until, f"^{since_exclusive}"]
-        with self._lock:
-            cached = self._logs.get(key) if immutable else None
-            if cached is not None:
-                return list(cached)
-            args = ["log", f"--format={LOG_FORMAT}", f"-n{limit}", "--end-of-options"]
-            _, out, _ = self._run([*args, *revs, "--"])
-            commits = parse_log(out)
-            if immutable:
-                remember(self._logs, key, tuple(commits), 1024)
-        return commits
+        found = self._read_log(self._logs, LOG_FORMAT, since_exclusive, until, limit, parse_log)
+        return list(found)
 
     def authors(self, since_exclusive: str | None, until: str) -> tuple[Author, ...]:
         """The authors and co-authors of the commits ``log`` would list, without its limit.
 
         ``GitError`` past ``MAX_AUTHORS_LOG`` commits. Cached when both ends are SHAs.
         """
-        key = (since_exclusive, until)
+
+        def parse(out: str) -> tuple[Author, ...]:
+            if out.count("\x1e") > MAX_AUTHORS_LOG:
+                raise GitError(f"more than {MAX_AUTHORS_LOG} commits to {until[:7]}")
+            return parse_authors(out)
+
+        limit = MAX_AUTHORS_LOG + 1
+        return self._read_log(self._authors, AUTHORS_FORMAT, since_exclusive, until, limit, parse)
+
+    def _read_log(
+        self,
+        cache: dict[tuple[str | None, str, int], T],
+        form: str,
+        since_exclusive: str | None,
+        until: str,
+        limit: int,
+        parse: Callable[[str], T],
+    ) -> T:
+        """``git log --format=form`` of ``until`` but not ``since_exclusive``, parsed; kept
+        in ``cache`` when both ends are SHAs."""
+        key = (since_exclusive, until, limit)
         immutable = _is_sha(until) and (since_exclusive is None or _is_sha(since_exclusive))
         revs = [until] if since_exclusive is None else [until, f"^{since_exclusive}"]
         with self._lock:
-            cached = self._authors.get(key) if immutable else None
-            if cached is not None:
-                return cached
-            limit = MAX_AUTHORS_LOG + 1
-            args = ["log", f"--format={AUTHORS_FORMAT}", f"-n{limit}", "--end-of-options"]
+            if immutable and key in cache:
+                return cache[key]
+            args = ["log", f"--format={form}", f"-n{limit}", "--end-of-options"]
             _, out, _ = self._run([*args, *revs, "--"])
-            if out.count("\x1e") >= limit:
-                raise GitError(f"more than {MAX_AUTHORS_LOG} commits to {until[:7]}")
-            people = parse_authors(out)
+            found = parse(out)
             if immutable:
-                remember(self._authors, key, people, 1024)
-        return people
+                remember(cache, key, found, 1024)
+        return found
 
     # -- writes -------------------------------------------------------------------------
 
@@ -313,11 +299,12 @@ class GitMirror(BareRepository):
         local ref meanwhile): what is pushed does not change. ``PushRejected`` as ``push``.
         """
         self._ready()  # a mirror deleted under us is cloned again first, under ``_lock``
-        with self._notes_lock:
-            try:
+        try:
+            with self._notes_lock:
                 self._push([f"{sha}:{ref}"], {ref: lease})
-            finally:
-                self._refs = None  # git may have moved the local ref to ``sha``
+        finally:
+            with self._lock:
+                self._reload_ref(ref)  # git may have moved the local ref to ``sha``
 
     def _push(self, refspecs: list[str], leases: Mapping[str, str | None]) -> None:
         args = ["push", "--atomic", "--porcelain"]
@@ -336,8 +323,8 @@ class GitMirror(BareRepository):
     def set_ref(self, ref: str, sha: str, *, expected: str | None) -> bool:
         """Move local ``ref`` to ``sha`` if it still is ``expected`` (None: absent)."""
         with self._lock:
-            self._refs = None
             status, _, _ = self._run(["update-ref", ref, sha, expected or "0" * 40], ok=(0, 1, 128))
+            self._reload_ref(ref)
             return status == 0
 
     def write_note(self, ref: str, sha: str, text: str) -> None:
@@ -382,8 +369,10 @@ class GitMirror(BareRepository):
                 blobs=blobs,
                 read_tree=self._read_tree,
             )
-            self._refs = None
-            self._run(["fast-import", "--quiet", "--done"], stdin=stream, commit=True)
+            try:
+                self._run(["fast-import", "--quiet", "--done"], stdin=stream, commit=True)
+            finally:
+                self._reload_ref(name)
             new = self._cached_refs().get(name)
             if new is None or new == tip:
                 raise GitError(f"fast-import did not move {name} in mirror {self.name}")

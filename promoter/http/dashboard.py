@@ -1,6 +1,7 @@
-"""The dashboard at ``/`` (for browsers) and ``/dashboard/{name}``: strategies at a glance,
-one strategy's environments as columns, each environment's history, DORA figures; and
-the audit of writes at ``/audit``.
+"""The dashboard at ``/`` (for browsers) and ``/dashboard/{name}``: every strategy at a
+glance (``overview``), one strategy's pipeline, environments (``node``), where each change
+is (``changes``), each environment's history and DORA figures; and the audit of writes at
+``/audit``.
 
 Built from the same JSON views as the API, with the same rule for reading (the viewer
 role); reads the daemon only through ``Views``. A caller the daemon does not know yet
@@ -9,6 +10,7 @@ gets the page's frame (401): its script asks for a token and fetches the page wi
 
 from __future__ import annotations
 
+import logging
 from datetime import UTC, datetime
 from html import escape
 from typing import Any
@@ -18,21 +20,29 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
 
+from promoter.config import PromotionStrategy
+from promoter.daemon.reconciler import StrategyView
+from promoter.http import changes, overview
 from promoter.http import dashboard_html as h
+from promoter.http.actions import Allowed, strategy_buttons
 from promoter.http.api import Api
 from promoter.http.audit_page import audit_page
 from promoter.http.dora_view import strategy_dora
 from promoter.http.identity import Identity
-from promoter.http.timeline import duration, timeline
+from promoter.http.kinds import kind_of, proposes
+from promoter.http.links import links_for
+from promoter.http.node import Files, history, node
+from promoter.http.pipeline import graph
+from promoter.http.roles import OPERATION_ROLES, Scope
+from promoter.http.timeline import timeline
 from promoter.http.views import strategy_json
+from promoter.http.when import when
 from promoter.models import DryCommit
 
-OPERATIONS = (
-    ("promote", "Promote", "Promote the proposed commit into {env} past its gates?"),
-    ("hold", "Hold", "Hold the proposed commit out of {env}? Give a reason:"),
-    ("release", "Release", "Release every hold and pause on {env}?"),
-    ("revert", "Revert", "Open a revert of {env} to its last healthy commit?"),
-)
+log = logging.getLogger("promoter.dashboard")
+
+DIFFS_KEPT = 256
+"""Proposals' changed files kept (two commits' diff never changes)."""
 
 
 def wants_html(request: Request) -> bool:
@@ -56,13 +66,16 @@ class Dashboard:
     def __init__(self, api: Api) -> None:
         self.api = api
         self.views = api.views
+        self._diffs: dict[tuple[str, str], list[tuple[str, str]]] = {}
+        self._rows: dict[str, tuple[PromotionStrategy, StrategyView | None, overview.Row]] = {}
 
     async def index(self, request: Request) -> Response:
-        """Every strategy (read in the thread pool: the dry history is a git call)."""
+        """Every strategy the caller reads, filtered and paged (``overview``)."""
         who = await self.api.reader(request)
         if isinstance(who, Response):
             return refused(who)
-        return await run_in_threadpool(self._index, who)
+        params = dict(request.query_params)
+        return await run_in_threadpool(self._index, who, params)
 
     async def audit(self, request: Request) -> Response:
         """The audit of writes, newest first (``?strategy=``, ``?who=``, ``?outcome=``)."""
@@ -71,34 +84,12 @@ class Dashboard:
             return refused(answer)
         return HTMLResponse(audit_page(answer, request.query_params))
 
-    def _index(self, who: Identity) -> HTMLResponse:
-        now = datetime.now(UTC)
-        rows = []
-        for strategy in self.views.strategies():
-            if not self.api.readable(who, strategy.name):
-                continue
-            detail = strategy_json(strategy, self.views.view(strategy.name))
-            name = escape(strategy.name)
-            envs = " ".join(
-                f"<li>{escape(e['branch'])} {h.badge(e['state'])}</li>"
-                for e in detail["environments"]
-            )
-            figures = strategy_dora(self.views, strategy.name, now=now)
-            last = h.dora_cells(figures[-1]) if figures else "<td colspan=5>not yet</td>"
-            rows.append(
-                f'<tr><th scope=row><a href="/dashboard/{name}">{name}</a></th>'
-                f"<td><code>{escape(strategy.repository)}</code></td>"
-                f'<td><ul class="inline">{envs}</ul></td>{last}</tr>'
-            )
-        body = (
-            "<h1>Strategies</h1><table><caption>Each strategy's environments and the DORA "
-            "figures of its last environment</caption><tr><th scope=col>strategy</th>"
-            "<th scope=col>repository</th><th scope=col>environments</th>"
-            "<th scope=col>deployments</th><th scope=col>lead time</th>"
-            "<th scope=col>change failure rate</th><th scope=col>time to restore</th>"
-            "<th scope=col>last 30 days</th></tr>" + "".join(rows) + "</table>"
-        )
-        return HTMLResponse(h.page("strategies", h.who(who) + body))
+    def _index(self, who: Identity, params: dict[str, str]) -> HTMLResponse:
+        readable = [s for s in self.views.strategies() if self.api.readable(who, s.name)]
+        rows = (self._row(s) for s in readable)
+        found = overview.overview(rows, params)
+        body = h.who(who) + overview.render(found, params, len(readable))
+        return HTMLResponse(h.page("strategies", body))
 
     async def strategy(self, request: Request) -> Response:
         """One strategy (read in the thread pool: the dry history is a git call)."""
@@ -116,13 +107,16 @@ class Dashboard:
         view = self.views.view(name)
         detail = strategy_json(strategy, view)
         now = datetime.now(UTC)
-        commits = self._commits(name, view)
+        history_ = self._history(name)
+        commits = self._commits(history_, view)
+        links = links_for(*self.views.scm_web(strategy.repository))
+        allowed = self._allowed(who, name)
         parts = [
             h.who(who),
             f"<h1>{escape(name)}</h1>",
             f'<p class="muted">repository <code>{escape(strategy.repository)}</code> · dry '
             f"branch <code>{escape(strategy.dry_branch)}</code> · reconciled "
-            f"{escape(str(detail.get('reconciledAt') or 'not yet'))} · "
+            f"{when(detail.get('reconciledAt'), now) or 'not yet'} · "
             f'<a href="/api/v1/strategies/{escape(name)}">JSON</a> · '
             f'<a href="/audit?strategy={escape(quote(name))}">audit</a></p>',
         ]
@@ -130,19 +124,32 @@ class Dashboard:
             parts.append(f"<p>{h.badge('error')} {escape(str(detail['error']))}</p>")
         if detail.get("waiting"):
             parts.append(f"<p>{h.badge('waiting')} {escape(str(detail['waiting']))}</p>")
+        kinds = {e["branch"]: kind_of(e) for e in detail["environments"]}
+        parts.append('<h2 class="sr-only">Pipeline</h2>' + graph(strategy, kinds))
         parts.append(_rollout(detail))
-        parts.append(
-            '<div class="ops js-only" role="group" aria-label="freeze">'
-            '<button type="button" data-freeze="freeze">Freeze this strategy</button>'
-            '<button type="button" data-freeze="unfreeze">Unfreeze this strategy</button></div>'
-        )
+        everywhere = all(allowed("freeze", e["branch"]) for e in detail["environments"])
+        parts.append(strategy_buttons(everywhere))
         parts.append('<div class="columns">')
-        parts.extend(_column(env, commits, now) for env in detail["environments"])
-        parts.append("</div><h2>History</h2>")
+        parts.extend(
+            node(
+                env,
+                commits,
+                now,
+                links=links,
+                changed=self._changed(name, env),
+                allowed=allowed,
+            )
+            for env in detail["environments"]
+        )
+        parts.append("</div><h2>Where each change is</h2>")
+        parts.append(changes.table(history_, detail["environments"], links))
+        parts.append("<h2>History</h2>")
         if view is not None and view.snapshot is not None:
             parts.append('<div class="columns">')
             for env in view.snapshot.environments:
-                parts.append(_history(env.branch, timeline(env.ledger, now=now)))
+                running = env.active.dry_sha if env.active is not None else None
+                entries = timeline(env.ledger, now=now, running=running, moved_at=env.active_since)
+                parts.append(history(env.branch, entries, now))
             parts.append("</div>")
         figures = strategy_dora(self.views, name, now=now)
         parts.append(
@@ -156,94 +163,55 @@ class Dashboard:
         )
         return HTMLResponse(h.page(name, "\n".join(parts), strategy=name))
 
-    def _commits(self, name: str, view: Any) -> dict[str, DryCommit]:
+    def _row(self, strategy: PromotionStrategy) -> overview.Row:
+        """A strategy's overview row, made again only when its view or configuration is
+        another object than last time (a reconcile replaces the view)."""
+        view = self.views.view(strategy.name)
+        kept = self._rows.get(strategy.name)
+        if kept is not None and kept[0] is strategy and kept[1] is view:
+            return kept[2]
+        row = overview.row_of(strategy, view)
+        self._rows[strategy.name] = (strategy, view, row)
+        return row
+
+    def _allowed(self, who: Identity, name: str) -> Allowed:
+        policy = self.api.access.policy
+
+        def allowed(operation: str, environment: str) -> bool:
+            return policy.allows(who, OPERATION_ROLES[operation], Scope(name, (environment,)))
+
+        return allowed
+
+    def _history(self, name: str) -> list[DryCommit]:
         try:
-            found = {c.sha: c for c in self.views.dry_history(name, limit=200)}
+            return self.views.dry_history(name, limit=200)
         except Exception:  # the page still reads without subjects
-            found = {}
+            log.warning("dry history unavailable", extra={"strategy": name})
+            return []
+
+    def _commits(self, found: list[DryCommit], view: Any) -> dict[str, DryCommit]:
+        commits = {c.sha: c for c in found}
         if view is not None and view.snapshot is not None:
             for env in view.snapshot.environments:
-                found.update({c.sha: c for c in env.changelog})
-        return found
+                commits.update({c.sha: c for c in env.changelog})
+        return commits
 
-
-def _column(env: dict[str, Any], commits: dict[str, DryCommit], now: datetime) -> str:
-    branch = escape(env["branch"])
-    state = str(env.get("state") or "unknown")
-    rows = [
-        f'<section class="env" id="env-{branch}" aria-labelledby="h-{branch}" '
-        f'data-state="{escape(state)}">',
-        f'<h2 id="h-{branch}">{branch} {h.badge(state)}</h2>',
-        f'<p class="reason">{escape(str(env.get("reason") or ""))}</p><dl>',
-        f"<dt>running</dt><dd class=active>"
-        f"{h.commit((env.get('active') or {}).get('drySha'), commits, now)}</dd>",
-        f"<dt>proposed</dt><dd class=proposed>"
-        f"{h.commit((env.get('proposed') or {}).get('drySha'), commits, now)}</dd>",
-    ]
-    pr = env.get("pullRequest")
-    if pr:
-        url, label = str(pr.get("url") or ""), f"#{pr['number']} ({escape(str(pr['state']))})"
-        link = f'<a href="{escape(url)}">{label}</a>' if url.startswith("http") else label
-        rows.append(f"<dt>pull request</dt><dd>{link}</dd>")
-    if env.get("labelsNotKept"):
-        names = ", ".join(escape(str(name)) for name in env["labelsNotKept"])
-        rows.append(f"<dt>labels not kept</dt><dd class=labels>{names}</dd>")
-    healthy = env.get("lastHealthy")
-    if healthy:
-        rows.append(f"<dt>last healthy</dt><dd>{h.commit(healthy['drySha'], commits, now)}</dd>")
-    for hold in env.get("holds") or []:
-        rows.append(
-            f"<dt>hold</dt><dd class=hold><code>{h.short(hold['drySha'])}</code> "
-            f"{escape(hold['reason'])} ({escape(hold['source'])})</dd>"
-        )
-    pin = env.get("pin")
-    if pin:
-        rows.append(
-            f"<dt>pinned</dt><dd class=pin><code>{h.short(pin['drySha'])}</code> "
-            f"{escape(str(pin['reason']))}</dd>"
-        )
-    if env.get("paused"):
-        rows.append(f"<dt>paused</dt><dd class=paused>{escape(str(env['paused']))}</dd>")
-    for freeze in env.get("freezes") or []:
-        until = f" until {escape(str(freeze['end']))}" if freeze.get("end") else ""
-        rows.append(
-            f"<dt>freeze</dt><dd class=freeze>{escape(str(freeze['reason']))}{until} "
-            f"({escape(str(freeze['scope']))})</dd>"
-        )
-    rows.append("</dl>")
-    gates = env.get("gates") or []
-    if gates:
-        rows.append('<ul class="gates" aria-label="gates">')
-        rows.extend(
-            f"<li>{h.badge(g['phase'])} <code>{escape(g['name'])}</code> {escape(g['reason'])}</li>"
-            for g in gates
-        )
-        rows.append("</ul>")
-    rows.append('<div class="ops js-only" role="group" aria-label="operations">')
-    rows.extend(
-        f'<button type="button" data-op="{op}" data-env="{branch}" '
-        f'data-confirm="{escape(question.format(env=env["branch"]))}">{label}</button>'
-        for op, label, question in OPERATIONS
-    )
-    rows.append(
-        f'<button type="button" data-freeze="freeze" data-env="{branch}">Freeze</button>'
-        f'<button type="button" data-freeze="unfreeze" data-env="{branch}">Unfreeze</button>'
-    )
-    rows.append("</div></section>")
-    return "\n".join(rows)
-
-
-def _history(branch: str, entries: list[Any]) -> str:
-    items = "".join(
-        f'<li class="{e.kind}"><time datetime="{e.at.isoformat()}">'
-        f"{e.at:%Y-%m-%d %H:%M:%S}</time> {h.badge(e.kind)} <code>{h.short(e.dry_sha)}</code> "
-        f"{escape(e.text)} <span class=muted>({duration(e.seconds)})</span></li>"
-        for e in entries
-    )
-    return (
-        f'<section class="history" aria-label="history of {escape(branch)}">'
-        f"<h3>{escape(branch)}</h3><ol>{items or '<li>nothing yet</li>'}</ol></section>"
-    )
+    def _changed(self, name: str, env: dict[str, Any]) -> Files:
+        """The proposal's changed files, read in the mirror once per pair of commits."""
+        older = (env.get("active") or {}).get("hydratedSha")
+        newer = (env.get("proposed") or {}).get("hydratedSha")
+        if not older or not newer or not proposes(env):
+            return None
+        key = (older, newer)
+        if key not in self._diffs:
+            try:
+                self._diffs[key] = self.views.changed_files(name, env["branch"])
+            except Exception:
+                log.warning("changed files unavailable", extra={"strategy": name})
+                return None
+            while len(self._diffs) > DIFFS_KEPT:
+                del self._diffs[next(iter(self._diffs))]
+        return self._diffs[key]
 
 
 def _rollout(detail: dict[str, Any]) -> str:

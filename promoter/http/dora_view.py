@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any
 
-from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily
+from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
 from promoter.engine import DoraFigures, dora
@@ -21,7 +21,6 @@ from promoter.http.ports import Views
 log = logging.getLogger("promoter.dora")
 
 HISTORY_LIMIT = 500
-BUCKETS = (60.0, 300.0, 900.0, 3600.0, 4 * 3600.0, 86400.0, 7 * 86400.0)
 
 
 def strategy_dora(views: Views, name: str, *, now: datetime | None = None) -> list[DoraFigures]:
@@ -50,42 +49,45 @@ def dora_json(name: str, figures: list[DoraFigures]) -> dict[str, Any]:
 
 
 class DoraCollector(Collector):
-    """Prometheus families computed at scrape time from every strategy's figures."""
+    """Prometheus gauges of the 30-day window, computed at scrape time from every
+    strategy's figures (they go down as days leave the window: gauges, never counters;
+    the counters to take rates of are ``promoter.daemon.dora_counters``')."""
 
     def __init__(self, views: Views) -> None:
         self.views = views
 
     def collect(self) -> Iterator[Any]:
         labels = ["strategy", "environment"]
-        deployments = CounterMetricFamily(
-            "promoter_dora_deployments", "Deployments in the last 30 days.", labels=labels
-        )
-        failures = CounterMetricFamily(
-            "promoter_dora_failures", "Reverted deployments in the last 30 days.", labels=labels
-        )
-        rate = GaugeMetricFamily(
-            "promoter_dora_change_failure_rate", "Reverted / deployed, 30 days.", labels=labels
-        )
-        lead = HistogramMetricFamily(
-            "promoter_dora_lead_time_seconds", "Dry commit to healthy, 30 days.", labels=labels
-        )
-        restore = HistogramMetricFamily(
-            "promoter_dora_time_to_restore_seconds", "Revert opened to healthy.", labels=labels
-        )
+        families = {
+            name: GaugeMetricFamily(f"promoter_dora_window_{name}", text, labels=labels)
+            for name, text in WINDOW.items()
+        }
         for strategy in self.views.strategies():
             for f in strategy_dora(self.views, strategy.name):
                 values = [strategy.name, f.environment]
-                deployments.add_metric(values, f.deployments)
-                failures.add_metric(values, f.failures)
-                if f.change_failure_rate is not None:
-                    rate.add_metric(values, f.change_failure_rate)
-                lead.add_metric(values, _buckets(f.lead_times_seconds), sum(f.lead_times_seconds))
-                restore.add_metric(
-                    values, _buckets(f.restore_times_seconds), sum(f.restore_times_seconds)
-                )
-        yield from (deployments, failures, rate, lead, restore)
+                for name, value in _window(f).items():
+                    if value is not None:
+                        families[name].add_metric(values, value)
+        yield from families.values()
 
 
-def _buckets(samples: tuple[float, ...]) -> list[tuple[str, float]]:
-    out = [(str(bound), float(sum(1 for s in samples if s <= bound))) for bound in BUCKETS]
-    return [*out, ("+Inf", float(len(samples)))]
+WINDOW = {
+    "deployments": "Deployments in the last 30 days.",
+    "failures": "Reverted deployments in the last 30 days.",
+    "deployment_frequency_per_day": "Deployments a day, last 30 days.",
+    "change_failure_rate": "Reverted / deployed, last 30 days.",
+    "lead_time_median_seconds": "Median dry commit to healthy, last 30 days.",
+    "time_to_restore_median_seconds": "Median revert opened to healthy, last 30 days.",
+}
+"""The gauges ``promoter_dora_window_*`` (the last 30 days)."""
+
+
+def _window(f: DoraFigures) -> dict[str, float | None]:
+    return {
+        "deployments": float(f.deployments),
+        "failures": float(f.failures),
+        "deployment_frequency_per_day": f.deployment_frequency_per_day,
+        "change_failure_rate": f.change_failure_rate,
+        "lead_time_median_seconds": f.lead_time_median_seconds,
+        "time_to_restore_median_seconds": f.time_to_restore_median_seconds,
+    }

@@ -2,7 +2,8 @@
 
 The stream compares each strategy's JSON view (its reconcile time left out) every
 ``interval`` seconds and sends ``event: change`` with the strategy's name when it
-differs. Every stream ends after ``lifetime`` seconds (browsers reconnect by
+differs (read in the thread pool; a view's digest is made again only when the view was
+replaced). Every stream ends after ``lifetime`` seconds (browsers reconnect by
 themselves), so a daemon shutting down never waits on an open tab; the event id is a
 digest of every view, and a reconnect whose ``Last-Event-ID`` differs is told at once.
 """
@@ -15,25 +16,50 @@ import json
 import time
 from collections.abc import AsyncIterator, Callable
 
+from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import StreamingResponse
 
 from promoter.http.ports import Views
 from promoter.http.views import strategy_json
 
+Seen = dict[str, tuple[tuple[object, ...], str]]
+"""Per strategy: what its digest was made of (objects, compared by identity), and the digest."""
 
-def fingerprints(views: Views, readable: Callable[[str], bool] = bool) -> dict[str, str]:
+
+def fingerprints(
+    views: Views, readable: Callable[[str], bool] = bool, seen: Seen | None = None
+) -> dict[str, str]:
     """A digest of each strategy's view (of those ``readable``), without the time it was
-    last reconciled."""
+    last reconciled. With ``seen``, a digest is made again only when the view's parts are
+    other objects than last time (a reconcile replaces them): with thousands of
+    strategies, a tick compares identities instead of serialising every view."""
     out: dict[str, str] = {}
     for strategy in views.strategies():
         if not readable(strategy.name):
             continue
-        detail = strategy_json(strategy, views.view(strategy.name))
+        view = views.view(strategy.name)
+        parts: tuple[object, ...] = (strategy,)
+        if view is not None:
+            parts = (strategy, view.snapshot, view.decision, view.error, view.waiting)
+        kept = seen.get(strategy.name) if seen is not None else None
+        if kept is not None and _same(kept[0], parts):
+            out[strategy.name] = kept[1]
+            continue
+        detail = strategy_json(strategy, view)
         detail.pop("reconciledAt", None)
         text = json.dumps(detail, sort_keys=True, default=str)
         out[strategy.name] = hashlib.sha256(text.encode()).hexdigest()[:16]
+        if seen is not None:
+            seen[strategy.name] = (parts, out[strategy.name])
     return out
+
+
+def _same(before: tuple[object, ...], now: tuple[object, ...]) -> bool:
+    """The same objects (texts: equal) as before."""
+    return len(before) == len(now) and all(
+        a is b or (isinstance(a, str) and a == b) for a, b in zip(before, now, strict=True)
+    )
 
 
 def _digest(prints: dict[str, str]) -> str:
@@ -52,6 +78,7 @@ class EventStream:
         self.views = views
         self.interval = interval
         self.lifetime = lifetime
+        self.seen: Seen = {}
 
     async def endpoint(
         self, request: Request, *, readable: Callable[[str], bool] = bool
@@ -67,7 +94,7 @@ class EventStream:
     async def _events(
         self, request: Request, last_id: str, readable: Callable[[str], bool]
     ) -> AsyncIterator[str]:
-        seen = fingerprints(self.views, readable)
+        seen = await run_in_threadpool(fingerprints, self.views, readable, self.seen)
         yield "retry: 500\n\n"
         if last_id and last_id != _digest(seen):
             yield _event(sorted(seen), _digest(seen))
@@ -78,7 +105,7 @@ class EventStream:
             await asyncio.sleep(self.interval)
             if await request.is_disconnected():
                 return
-            now = fingerprints(self.views, readable)
+            now = await run_in_threadpool(fingerprints, self.views, readable, self.seen)
             changed = sorted(name for name, value in now.items() if seen.get(name) != value)
             seen = now
             if changed:

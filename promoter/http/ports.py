@@ -50,6 +50,15 @@ class Views(Protocol):
 
     def parked(self) -> dict[str, str]: ...
 
+    def scm_web(self, repo_name: str) -> tuple[str, str]:
+        """A repository's clone URL and its SCM's kind (empty when unknown)."""
+        ...
+
+    def changed_files(self, name: str, environment: str) -> list[tuple[str, str]]:
+        """``(status, path)`` of the hydrated files an environment's proposed commit
+        changes from its active one; reads git: never call it on the event loop."""
+        ...
+
 
 class Operations(Protocol):
     """Manual operations on one environment (``OperationError`` when refused)."""

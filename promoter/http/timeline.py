@@ -22,19 +22,30 @@ class Entry:
     seconds: float | None
 
 
-def timeline(ledger: EnvLedger, *, now: datetime) -> list[Entry]:
-    """Every entry of ``ledger`` with its duration, newest first."""
+def timeline(
+    ledger: EnvLedger,
+    *,
+    now: datetime,
+    running: str | None = None,
+    moved_at: datetime | None = None,
+) -> list[Entry]:
+    """Every entry of ``ledger`` with its duration, newest first. ``running`` is the dry
+    commit the environment runs now and ``moved_at`` when it started to: a commit that
+    ran healthy before and is not running any more lasted until then, not until now."""
     entries = [
-        *_ran_healthy(ledger, now),
+        *_ran_healthy(ledger, now, running, moved_at),
         *_reverts(ledger),
         *_holds_and_overrides(ledger, now),
     ]
     return sorted(entries, key=lambda e: e.at, reverse=True)
 
 
-def _ran_healthy(ledger: EnvLedger, now: datetime) -> list[Entry]:
+def _ran_healthy(
+    ledger: EnvLedger, now: datetime, running: str | None, moved_at: datetime | None
+) -> list[Entry]:
     """Each healthy record (oldest first), lasting until another commit ran healthy or a
-    revert (not of this commit) was opened, else until now."""
+    revert (not of this commit) was opened, or the environment moved on to another
+    commit; else (it still runs) until now."""
     entries: list[Entry] = []
     healthy = sorted(ledger.healthy, key=lambda h: h.healthy_since)
     for index, record in enumerate(healthy):
@@ -44,13 +55,17 @@ def _ran_healthy(ledger: EnvLedger, now: datetime) -> list[Entry]:
             for r in ledger.reverts
             if r.opened_at > record.healthy_since and r.bad_dry_sha != record.dry_sha
         ]
+        gone = running is not None and running != record.dry_sha
+        if gone and moved_at is not None and moved_at > record.healthy_since:
+            ends.append(moved_at)
         until = min(ends) if ends else now
+        still = not ends and not gone
         entries.append(
             Entry(
                 record.healthy_since,
                 "healthy",
                 record.dry_sha,
-                "ran healthy",
+                "runs healthy" if still else "ran healthy",
                 (until - record.healthy_since).total_seconds(),
             )
         )

@@ -30,9 +30,12 @@ class Notification:
     strategy: str
     environment: str
     message: str
-    sha: str = ""
+    dry_sha: str = ""
+    hydrated_sha: str = ""
     pr: int | None = None
+    pr_url: str = ""
     url: str = ""
+    """The strategy's page on the dashboard."""
     time: datetime = field(default_factory=lambda: datetime.now(UTC))
     id: str = field(default_factory=lambda: uuid.uuid4().hex)
 
@@ -42,23 +45,36 @@ class Notification:
             "strategy": self.strategy,
             "environment": self.environment,
             "message": self.message,
-            "drySha": self.sha or None,
+            "drySha": self.dry_sha or None,
+            "hydratedSha": self.hydrated_sha or None,
             "pullRequest": self.pr,
+            "pullRequestUrl": self.pr_url or None,
             "url": self.url or None,
         }
 
 
-def from_action(event: ActionEvent, *, public_url: str) -> Notification | None:
-    """The notification for ``event``, or None when it is not one people are told of."""
+def dashboard_url(public_url: str, strategy: str) -> str:
+    return f"{public_url.rstrip('/')}/dashboard/{strategy}"
+
+
+def from_action(event: ActionEvent, *, public_url: str) -> list[Notification]:
+    """The notifications of ``event`` (none when people are not told of it): a revert
+    opened also announces the holds it set (the bad commit kept out of that environment
+    and every later one)."""
     name = KINDS.get(event.kind)
     if name is None:
-        return None
-    return Notification(
-        event=name,
-        strategy=event.strategy,
-        environment=event.environment,
-        message=event.message,
-        sha=event.sha,
-        pr=event.pr,
-        url=f"{public_url.rstrip('/')}/dashboard/{event.strategy}",
-    )
+        return []
+    common: dict[str, Any] = {
+        "strategy": event.strategy,
+        "environment": event.environment,
+        "dry_sha": event.dry_sha,
+        "hydrated_sha": event.hydrated_sha,
+        "pr": event.pr,
+        "pr_url": event.link if event.link.startswith(("https://", "http://")) else "",
+        "url": dashboard_url(public_url, event.strategy),
+    }
+    found = [Notification(event=name, message=event.message, **common)]
+    if event.kind == "revert":
+        held = f"held by the revert out of {event.environment} and later: {event.message}"
+        found.append(Notification(event="hold", message=held, **common))
+    return found

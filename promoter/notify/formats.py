@@ -2,10 +2,11 @@
 and their HMAC-SHA256 signature.
 
 What a message quotes (commit subjects, reasons, people's names) is escaped for the
-sink's markup (``promoter.markup``), and the only link is the dashboard URL the promoter
-built: Slack's mrkdwn has ``&<>`` escaped and no auto-linking (``verbatim``); Teams'
-card shows it as ``TextRun``s, which no Markdown reaches. CloudEvents carry JSON data,
-as it is, for the receiver to escape for wherever it shows it.
+sink's markup (``promoter.markup``), and the only links are the ones the promoter built
+or the SCM gave (the dashboard, the pull request): Slack's mrkdwn has ``&<>`` escaped
+and no auto-linking (``verbatim``); Teams' card shows it as ``TextRun``s, which no
+Markdown reaches. CloudEvents carry JSON data, as it is, for the receiver to escape
+for wherever it shows it.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ CONTENT_TYPES = {
 
 
 def _title(n: Notification) -> str:
-    short = f" {n.sha[:8]}" if n.sha else ""
+    short = f" {n.dry_sha[:8]}" if n.dry_sha else ""
     pr = f" (PR #{n.pr})" if n.pr is not None else ""
     return f"[{n.strategy}] {n.event} on {n.environment}{short}{pr}"
 
@@ -47,7 +48,12 @@ def cloudevent(n: Notification) -> dict[str, Any]:
 
 def slack(n: Notification) -> dict[str, Any]:
     title, message = markup.slack(_title(n)), markup.slack(n.message)
-    link = f" <{_slack_url(n.url)}|dashboard>" if n.url else ""
+    links = []
+    if n.pr_url and n.pr is not None:
+        links.append(f"<{_slack_url(n.pr_url)}|PR #{n.pr}>")
+    if n.url:
+        links.append(f"<{_slack_url(n.url)}|dashboard>")
+    link = (" " + " · ".join(links)) if links else ""
     text = f"*{title}*\n{message}{link}"
     return {
         "text": f"{title}: {message}",
@@ -75,8 +81,13 @@ def teams(n: Notification) -> dict[str, Any]:
         "version": "1.4",
         "body": body,
     }
+    actions = []
+    if n.pr_url and n.pr is not None:
+        actions.append({"type": "Action.OpenUrl", "title": f"PR #{n.pr}", "url": n.pr_url})
     if n.url:
-        card["actions"] = [{"type": "Action.OpenUrl", "title": "Dashboard", "url": n.url}]
+        actions.append({"type": "Action.OpenUrl", "title": "Dashboard", "url": n.url})
+    if actions:
+        card["actions"] = actions
     return {
         "type": "message",
         "attachments": [

@@ -89,7 +89,7 @@ class GitLedger:
         _, sha = key_object(strategy, environment)
         with mirror.lock:
             value = self._stored(mirror, sha)
-            local = mirror.refs().get(LEDGER_REF)
+            local = mirror.branch_sha(LEDGER_REF)
             with self._guard:
                 batches = [*self._inflight.get(mirror.name, ()), self._pending.get(mirror.name)]
             changes = [

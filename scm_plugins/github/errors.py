@@ -21,6 +21,7 @@ from promoter.errors import (
     ScmConflict,
     ScmError,
     ScmNotFound,
+    ScmQueueRequired,
     ScmRateLimited,
     ScmUnavailable,
 )
@@ -84,6 +85,10 @@ def _clamp(seconds: float) -> float:
     return min(max(seconds, 1.0), MAX_WAIT)
 
 
+QUEUE_REQUIRED_WORDS = "through the merge queue"
+"""GitHub's words when it refuses a merge on a branch that merges through its queue:
+405 "Changes must be made through the merge queue"."""
+
 TEMPORARY_WORDS = ("was modified", "try again", "in progress", "being computed", "not yet")
 """GitHub's words for a refusal because the state moved or is still computed."""
 
@@ -118,6 +123,8 @@ def from_status(status: int, message: str, headers: Mapping[str, str]) -> ScmErr
         return ScmAuthError(text)
     if status in (404, 410):
         return ScmNotFound(text)
+    if status == 405 and QUEUE_REQUIRED_WORDS in message.lower():
+        return ScmQueueRequired(text)
     if status in (405, 409, 422):
         return ScmConflict(text, lasting=lasting_refusal(status, message))
     if status >= 500:

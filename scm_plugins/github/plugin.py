@@ -10,6 +10,7 @@ a benchmark passes them scaled).
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping
+from typing import Literal
 
 from promoter.config import GitHubProvider, Repository, ScmProvider, transport
 from promoter.errors import ConfigError
@@ -40,6 +41,7 @@ class GitHubScm:
 
     name = "github"
     folded_gate_keys: frozenset[str] = frozenset()
+    merge_queue_scope: Literal["branch", "repository"] = "branch"
 
     def __init__(
         self, *, provider: ScmProvider, state_dir: str, limits: Limits = GITHUB_LIMITS
@@ -138,6 +140,9 @@ class GitHubScm:
 
     def queue_entry(self, *, repo: Repository, number: int) -> QueueEntry:
         return self._queue.entry(repo=repo, number=number)
+
+    def merge_queue_required(self, *, repo: Repository, branch: str) -> bool:
+        return self._queue.required(repo=repo, branch=branch)
 
     def create_deployment(
         self,

@@ -1,8 +1,11 @@
 """GitHub's merge queue through GraphQL: enqueue a pull request with its head as the guard
 (``enqueuePullRequest`` with ``expectedHeadOid``), and read its place in the queue, its
-merge group's checks, or why it was last removed (``RemovedFromMergeQueueEvent``).
+merge group's checks, or why it was last removed (``RemovedFromMergeQueueEvent``). Whether
+a branch requires the queue is read from the rules that apply to it (REST
+``GET /rules/branches/{branch}``: a ``merge_queue`` rule).
 
-Calls: enqueue 2 (the PR's node id, then the mutation), a read 1. A GraphQL error is
+Calls: enqueue 2 (the PR's node id, then the mutation), a read 1, the rules 1
+(conditional: free of the rate limit while unchanged). A GraphQL error is
 GitHub's refusal: ``NOT_FOUND`` is ``ScmNotFound``, anything else ``ScmConflict`` (a head
 that moved, a PR not ready for the queue). On github.com only: GitHub Enterprise Server
 serves GraphQL at another path.
@@ -12,9 +15,10 @@ from __future__ import annotations
 
 from datetime import datetime
 from typing import Any
+from urllib.parse import quote
 
 from promoter.config import Repository
-from promoter.errors import ScmConflict, ScmNotFound
+from promoter.errors import ScmConflict, ScmError, ScmNotFound
 from promoter.models import QueueEntry
 from scm_plugins.github.api import RepoApi
 
@@ -44,9 +48,36 @@ ENTRY = """query($owner: String!, $name: String!, $number: Int!) {
 }"""
 
 
+RULES_PER_PAGE = 100
+"""Rules of one branch read at once (GitHub's most); a branch has a handful."""
+
+
+def rule_types(data: Any) -> list[str] | None:
+    """The ``type`` of each rule in a "Get rules for a branch" answer; None for another shape."""
+    if not isinstance(data, list):
+        return None
+    return [str(rule.get("type")) for rule in data if isinstance(rule, dict)]
+
+
 class GitHubQueue:
     def __init__(self, api: RepoApi) -> None:
         self._api = api
+
+    def required(self, *, repo: Repository, branch: str) -> bool:
+        """Whether a ``merge_queue`` rule of an active ruleset applies to ``branch``."""
+        types = self._api.call(
+            repo,
+            "get_branch_rules",
+            "GET",
+            f"/rules/branches/{quote(branch, safe='/')}",
+            params={"per_page": RULES_PER_PAGE},
+            conditional=True,
+            keep=rule_types,
+            branch=branch,
+        )
+        if types is None:
+            raise ScmError(f"GitHub's rules for {branch} are not a list of rules")
+        return "merge_queue" in types
 
     def _graphql(self, repo: Repository, operation: str, query: str, **variables: Any) -> Any:
         token = self._api.credentials.token(repo=repo)

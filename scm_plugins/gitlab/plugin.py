@@ -9,6 +9,7 @@ from __future__ import annotations
 import functools
 import threading
 from collections.abc import Collection, Mapping
+from typing import Literal
 
 from gitlab.v4.objects import Project
 
@@ -36,6 +37,7 @@ class GitLabScm:
     """Merge requests, commit statuses, pipelines and git credentials for one GitLab."""
 
     name = PROVIDER
+    merge_queue_scope: Literal["branch", "repository"] = "repository"
 
     def __init__(self, *, provider: ScmProvider, state_dir: str) -> None:
         if provider.gitlab is None:
@@ -152,6 +154,10 @@ class GitLabScm:
 
     def queue_entry(self, *, repo: Repository, number: int) -> QueueEntry:
         return self._trains.entry(self._project(repo), number=number)
+
+    def merge_queue_required(self, *, repo: Repository, branch: str) -> bool:
+        """The project's merge trains (one answer for every branch)."""
+        return self._trains.enabled(self._project(repo))
 
     # --- deployments ---------------------------------------------------------------------
 

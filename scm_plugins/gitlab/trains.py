@@ -2,10 +2,12 @@
 as the guard (``sha``), merged by GitLab once the train's pipeline passes; and its place on
 the train read back. An MR taken off the train (its train pipeline failed, a conflict, a
 person) is no longer on it (404): GitLab says why only in a system note, so the reason
-given is the MR's state.
+given is the MR's state. Whether the project runs merge trains is read from the project
+(``merge_trains_enabled`` together with ``merge_pipelines_enabled``; GitLab Premium).
 
 Calls: adding 1 (``POST /projects/:id/merge_trains/merge_requests/:iid``), reading 1
-(``GET`` of the same), plus 1 to read the MR when it has left the train.
+(``GET`` of the same), plus 1 to read the MR when it has left the train; whether trains are
+on 1 (``GET /projects/:id``).
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from typing import Any
 
 from gitlab.v4.objects import Project
 
-from promoter.errors import ScmNotFound
+from promoter.errors import ScmError, ScmNotFound
 from promoter.models import QueueEntry
 from scm_plugins.calls import ScmCalls
 from scm_plugins.gitlab.merge_requests import MergeRequests
@@ -24,6 +26,16 @@ class MergeTrains:
     def __init__(self, *, calls: ScmCalls, mrs: MergeRequests) -> None:
         self._calls = calls
         self._mrs = mrs
+
+    def enabled(self, project: Project) -> bool:
+        """Merge trains are on: merge requests join the train instead of being merged."""
+        with self._calls.call("get_project"):
+            answer: Any = project.manager.gitlab.http_get(f"/projects/{project.encoded_id}")
+        if not isinstance(answer, dict):
+            raise ScmError("GitLab's project is not a project")
+        return answer.get("merge_trains_enabled") is True and (
+            answer.get("merge_pipelines_enabled") is True
+        )
 
     def add(self, project: Project, *, number: int, expected_head_sha: str) -> QueueEntry:
         path = f"/projects/{project.encoded_id}/merge_trains/merge_requests/{number}"

@@ -171,12 +171,12 @@ class LocalScm:
         labels: tuple[str, ...],
     ) -> PullRequest:
         with self._calls.call("open_pull_request", repository=repo.name, head=head, base=base):
-            if self._tip(repo, head) is None:
-                raise ScmNotFound(f"branch {head} does not exist in {repo.name}")
-            if self._tip(repo, base) is None:
-                raise ScmNotFound(f"branch {base} does not exist in {repo.name}")
+            tips = self._tips(repo, head, base)
+            for branch in (head, base):
+                if branch not in tips:
+                    raise ScmNotFound(f"branch {branch} does not exist in {repo.name}")
             row = self.store.create(repo.name, head, base, title, body, labels)
-            return self._model(repo, row)
+            return self._model(repo, row, tips)
 
     def _open_row(self, repo: Repository, number: int) -> sqlite3.Row:
         row = self.store.get(repo.name, number)

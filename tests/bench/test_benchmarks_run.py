@@ -19,23 +19,27 @@ TINY = {
     "dag_reconcile": ["--environments", "8", "--width", "3", "--rounds", "1"],
     "gate_faults": ["--promotions", "1", "--hanging", "2", "--timeout", "1"],
     "plugin_overhead": ["--calls", "20"],
+    "overview_scale": ["--strategies", "30", "--rounds", "1", "--no-browser"],
     "promotion_latency": ["--promotions", "3"],
     "remote_latency": ["--promotions", "3", "--rtt", "0.01"],
     "resync_scale": ["--size", "4", "--repos", "1"],
     "scm_calls": ["--changes", "1"],
     "credential_budget": ["--strategies", "10", "--changes", "3", "--hour", "30"],
     "webhook_throughput": ["--duration", "0.3", "--rounds", "1", "--warmup", "0.1"],
+    "webhook_storm": ["--strategies", "4", "--deliveries", "40", "--seconds", "1"],
 }
 FIGURE = {
     "dag_reconcile": "cold_ms",
     "gate_faults": "unrelated_hanging_p50_ms",
     "plugin_overhead": "overhead_ms",
+    "overview_scale": "server_first_ms",
     "promotion_latency": "p99_ms",
     "remote_latency": "round_trips_max",
     "resync_scale": "runs",
     "scm_calls": "plugins",
     "credential_budget": "burst",
     "webhook_throughput": "receiver",
+    "webhook_storm": "storm",
 }
 
 

@@ -1,6 +1,7 @@
 """The dashboard in a real headless Chromium (Debian's ``chromium`` and
 ``chromium-driver``, driven by Selenium): live updates without a reload, the hold
-button with and without the token, a daemon that wants a token before it shows
+button offered once the token is typed (a viewer gets none, and the API refuses its
+write anyway), a daemon that wants a token before it shows
 anything, and a screenshot of the strategy page."""
 
 from __future__ import annotations
@@ -125,11 +126,18 @@ def test_the_dashboard_shows_a_promotion_live_and_holds_need_the_token(
     )
     assert browser.execute_script("return window.notReloaded") is True
 
-    refused = click_operation(browser, "hold", "not without a token")
-    assert "refused (401)" in refused
+    assert not browser.find_elements(By.CSS_SELECTOR, "button[data-op]")  # a viewer's page
+    anonymous = httpx.post(
+        f"{served}/api/v1/strategies/guestbook/hold",
+        json={"environment": DEV, "reason": "not without a token"},
+    )
+    assert anonymous.status_code == 401  # and the API refuses the write anyway
     assert not dev(served)["holds"]
 
-    browser.find_element(By.ID, "token").send_keys(TOKEN)
+    browser.find_element(By.ID, "token").send_keys(TOKEN + "\n")
+    WebDriverWait(browser, 10).until(
+        lambda b: b.find_elements(By.CSS_SELECTOR, f'button[data-op="hold"][data-env="{DEV}"]')
+    )
     assert click_operation(browser, "hold", "frozen for the demo") == f"hold on {DEV}: done"
     WebDriverWait(browser, 15).until(
         lambda b: "frozen for the demo" in text_of(b, f'[id="env-{DEV}"]')

@@ -75,8 +75,9 @@ def test_dora_figures_are_in_the_api_and_in_metrics(client: TestClient) -> None:
     ]
     assert client.get("/api/v1/strategies/nope/dora").status_code == 404
     metrics = client.get("/metrics").text
-    assert "# TYPE promoter_dora_lead_time_seconds histogram" in metrics
-    assert 'promoter_dora_deployments_total{environment="environment/prod"' in metrics
+    assert "# TYPE promoter_dora_window_deployments gauge" in metrics
+    assert 'promoter_dora_window_deployments{environment="environment/prod"' in metrics
+    assert "# TYPE promoter_dora_deployments_total counter" in metrics
 
 
 def test_a_pin_shows_in_its_column_and_in_the_history(client: TestClient) -> None:
@@ -88,7 +89,7 @@ def test_a_pin_shows_in_its_column_and_in_the_history(client: TestClient) -> Non
     )
     assert response.status_code < 300, response.text
     html = wait_for(
-        lambda: "pinned" in (text := client.get("/dashboard/guestbook").text) and text,
+        lambda: "<dd class=pin>" in (text := client.get("/dashboard/guestbook").text) and text,
         what="the pin on the dashboard",
     )
     assert f"<dt>pinned</dt><dd class=pin><code>{dry[:8]}</code> freeze &lt;week&gt;" in html

@@ -56,3 +56,13 @@ def test_durations_read_as_people_write_them() -> None:
         "3h 2m",
         "2d 2h",
     ]
+
+
+def test_a_commit_that_ran_healthy_lasts_until_the_environment_moved_on_not_until_now() -> None:
+    ledger = EnvLedger(
+        healthy=(HealthyRecord(dry_sha="a" * 40, hydrated_sha="1" * 40, healthy_since=minutes(0)),)
+    )
+    moved = timeline(ledger, now=minutes(60), running="b" * 40, moved_at=minutes(4))
+    assert [(e.text, e.seconds) for e in moved] == [("ran healthy", 4 * 60)]
+    still = timeline(ledger, now=minutes(60), running="a" * 40, moved_at=minutes(0))
+    assert [(e.text, e.seconds) for e in still] == [("runs healthy", 60 * 60)]

@@ -581,6 +581,7 @@ def test_the_pr_body_lists_the_changes_and_the_gates_and_carries_metadata() -> N
 def test_the_pr_body_links_commits_and_keeps_subjects_from_hiding_the_rest() -> None:
     commits = [
         DryCommit(sha=dry(2), subject="Bump <chart> <!-- x", author="Ada", url="https://x/2"),
+        DryCommit(sha=dry(3), subject="cc @acme/sre [docs](https://evil.example)", author="Eve"),
     ]
     text = pr_text.body(
         strategy="demo",
@@ -590,8 +591,11 @@ def test_the_pr_body_links_commits_and_keeps_subjects_from_hiding_the_rest() -> 
         changelog=commits,
         required_keys=(),
     )
-    assert f"- [`{short(2)}`](https://x/2) Bump &lt;chart> &lt;!-- x (Ada)" in text
+    assert f"- [`{short(2)}`](https://x/2) Bump \\<chart\\> \\<\\!\\-\\- x (Ada)" in text
     assert text.count("<!--") == 1
+    # Nor can a subject mention a team or link: "@" is followed by a zero-width space.
+    assert "@acme" not in text and "@\u200bacme" in text
+    assert "](https://evil" not in text and "\\[docs\\]\\(https\\:" in text
 
 
 def test_the_pr_body_does_not_change_when_a_gate_flips() -> None:

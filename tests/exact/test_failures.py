@@ -12,7 +12,7 @@ import pytest
 from starlette.testclient import TestClient
 
 from promoter.daemon import Runtime
-from promoter.daemon.executor import Outcome
+from promoter.daemon.outcome import Outcome
 from promoter.daemon.queue import WorkQueue
 from promoter.daemon.workers import Workers
 from promoter.errors import ScmAuthError, ScmConflict, ScmNotFound

@@ -405,3 +405,24 @@ def test_a_tips_tree_and_commit_time_come_with_the_refs(
     when = git(remote.path, "show", "-s", "--format=%ct", sha)
     assert mirror.commit_time(sha) is not None
     assert int(mirror.commit_time(sha).timestamp()) == int(when)  # type: ignore[union-attr]
+
+
+def test_a_local_notes_write_reads_again_only_the_ref_it_moved(
+    mirror: GitMirror, remote: GitSandbox
+) -> None:
+    ref = "refs/notes/promoter.ledger"
+    commit = remote.commit_dry({"a.yaml": "a\n"})
+    mirror.refresh()
+    main = mirror.branch_sha("main")
+    # Moved behind the mirror's back: a full read of the refs would see it, a read of
+    # the notes ref alone does not (thousands of branches are not read for each write).
+    git(mirror.path, "update-ref", "refs/heads/main", f"{commit}^")
+    tip = mirror.write_notes(ref, {commit: "healthy\n"}, message="ledger")
+    assert mirror.branch_sha(ref) == tip
+    assert mirror.branch_sha("main") == main
+    lease = mirror.branch_sha(ref)
+    mirror.push_commit(ref, tip, lease=None)
+    assert mirror.set_ref(ref, tip, expected=lease) is True
+    assert mirror.branch_sha(ref) == tip
+    assert mirror.branch_sha("main") == main
+    assert remote.git("rev-parse", ref) == tip

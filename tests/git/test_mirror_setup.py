@@ -32,3 +32,18 @@ def test_a_mirror_whose_origin_could_not_be_set_is_set_up_again_by_its_next_use(
         lock.unlink()
         assert mirror.refresh() is True
         assert mirror.branch_sha("main") == remote.branch_sha("main")
+
+
+@pytest.mark.parametrize("left", ["HEAD", "HEAD and config"])
+def test_a_mirror_left_half_made_by_a_killed_git_init_is_made_whole_by_its_next_use(
+    tmp_path: Path, remote: GitSandbox, left: str
+) -> None:
+    # A process killed while ``git init --bare`` ran: HEAD is written, the rest is not.
+    path = tmp_path / "state" / "mirrors" / "gitops.git"
+    path.mkdir(parents=True)
+    (path / "HEAD").write_text("ref: refs/heads/main\n")
+    if left == "HEAD and config":
+        (path / "config").write_text("[core]\n\tbare = true\n")
+    with GitMirror(name="gitops", url=remote.url, root=tmp_path / "state") as mirror:
+        assert mirror.refresh() is True
+        assert mirror.branch_sha("main") == remote.branch_sha("main")

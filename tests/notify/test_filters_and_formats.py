@@ -7,7 +7,7 @@ from pathlib import Path
 
 from promoter.config.notifications import Notifications
 from promoter.daemon.events import ActionEvent
-from promoter.notify import Notifier
+from promoter.notify import Notifier, from_action
 
 
 def notifier(tmp_path: Path, **sink: object) -> Notifier:
@@ -18,7 +18,17 @@ def notifier(tmp_path: Path, **sink: object) -> Notifier:
 
 
 def event(kind: str, env: str = "environment/prod", strategy: str = "guestbook") -> ActionEvent:
-    return ActionEvent(kind, strategy, env, f"{kind} happened", "a" * 40, 3)
+    return ActionEvent(
+        kind,
+        strategy,
+        env,
+        f"{kind} happened",
+        "a" * 40,
+        3,
+        dry_sha="a" * 40,
+        hydrated_sha="b" * 40,
+        link="https://github.com/acme/gitops/pull/3",
+    )
 
 
 def events_queued(n: Notifier) -> list[str]:
@@ -58,18 +68,23 @@ def test_holds_pauses_and_reverts_merged_are_named_for_people(tmp_path: Path) ->
     ]
 
 
-def test_a_promotion_open_longer_than_the_threshold_is_reported_blocked_once(
-    tmp_path: Path,
-) -> None:
+def test_a_revert_announces_the_holds_it_sets_as_well_as_itself(tmp_path: Path) -> None:
     n = notifier(tmp_path)
-    n(event("opened", env="environment/dev"))
-    n(event("opened", env="environment/staging"))
-    n(event("merged", env="environment/staging"))
-    opened = n._open[("guestbook", "environment/dev")].opened
-    assert n.check_blocked(now=opened + 30) == []
-    blocked = n.check_blocked(now=opened + 61)
-    assert [(b.event, b.environment) for b in blocked] == [("promotion.blocked", "environment/dev")]
-    assert n.check_blocked(now=opened + 120) == []
+    n(event("revert", env="environment/staging"))
+    assert events_queued(n) == ["revert.opened", "hold"]
+    hold = json.loads(n.queue.pending()[1].body)["data"]
+    assert hold["message"].startswith("held by the revert out of environment/staging")
+    assert hold["drySha"] == "a" * 40
+
+
+def test_every_event_carries_the_dry_and_the_hydrated_sha_and_the_links(tmp_path: Path) -> None:
+    n = notifier(tmp_path)
+    n(event("opened"))
+    data = json.loads(n.queue.pending()[0].body)["data"]
+    assert data["drySha"] == "a" * 40
+    assert data["hydratedSha"] == "b" * 40
+    assert data["pullRequestUrl"] == "https://github.com/acme/gitops/pull/3"
+    assert data["url"] == "http://promoter.test/dashboard/guestbook"
 
 
 def test_slack_sinks_get_text_and_mrkdwn_blocks(tmp_path: Path) -> None:
@@ -78,9 +93,9 @@ def test_slack_sinks_get_text_and_mrkdwn_blocks(tmp_path: Path) -> None:
     body = json.loads(n.queue.pending()[0].body)
     assert body["text"].startswith("[guestbook] promotion.merged on environment/prod aaaaaaaa")
     assert body["blocks"][0]["text"]["type"] == "mrkdwn"
-    assert (
-        "<http://promoter.test/dashboard/guestbook|dashboard>" in body["blocks"][0]["text"]["text"]
-    )
+    text = body["blocks"][0]["text"]["text"]
+    assert "<https://github.com/acme/gitops/pull/3|PR #3>" in text
+    assert "<http://promoter.test/dashboard/guestbook|dashboard>" in text
 
 
 def test_teams_sinks_get_an_adaptive_card(tmp_path: Path) -> None:
@@ -93,4 +108,29 @@ def test_teams_sinks_get_an_adaptive_card(tmp_path: Path) -> None:
     assert card["type"] == "AdaptiveCard"
     title = card["body"][0]["inlines"][0]["text"]
     assert title.startswith("[guestbook] revert.opened on environment/prod")
-    assert card["actions"][0]["url"] == "http://promoter.test/dashboard/guestbook"
+    assert [a["url"] for a in card["actions"]] == [
+        "https://github.com/acme/gitops/pull/3",
+        "http://promoter.test/dashboard/guestbook",
+    ]
+
+
+def test_a_digest_sink_gets_one_message_per_period_listing_its_events(tmp_path: Path) -> None:
+    n = notifier(tmp_path, format="slack", digest="10m")
+    n.publish(from_action(event("merged", env="environment/dev"), public_url="")[0], now=0.0)
+    n.publish(from_action(event("held"), public_url="")[0], now=5.0)
+    assert n.queue.pending() == []
+    assert n.flush_digests(now=599.0) == []
+    [delivery] = n.flush_digests(now=601.0)
+    text = json.loads(delivery.body)["text"]
+    assert "2 events" in text
+    assert "promotion.merged guestbook environment/dev aaaaaaaa: merged happened" in text
+    assert "hold guestbook environment/prod aaaaaaaa: held happened" in text
+    assert n.flush_digests(now=1300.0) == []
+
+
+def test_a_digest_not_yet_due_is_queued_when_the_daemon_stops(tmp_path: Path) -> None:
+    n = notifier(tmp_path, digest="1h")
+    n(event("merged"))
+    assert n.queue.pending() == []
+    n.close()
+    assert [d.event for d in n.queue.pending()] == ["digest"]

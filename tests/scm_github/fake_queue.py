@@ -6,7 +6,11 @@ Answers follow GitHub's GraphQL schema (``tests/fixtures/github/graphql``: the t
 fields and the enum values are checked against it): ``enqueuePullRequest`` refuses a head
 that moved (``expectedHeadOid``) and a closed PR with an error, as GitHub answers a
 mutation it refuses (status 200, ``errors``). A branch that requires the queue refuses
-the REST merge with 405.
+the REST merge with 405 (the message as people quoted it, ``rest/quoted``), and the rules
+that apply to a branch (``GET /rules/branches/{branch}``) are GitHub's documented example
+(``rest/docs``), plus a ``merge_queue`` rule (the example's first rule with the type and
+the parameters of the ``repository-rule-merge-queue`` schema) when the queue is required by
+a ruleset; a classic branch protection's queue is not among them.
 """
 
 from __future__ import annotations
@@ -15,23 +19,40 @@ import re
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from typing import Any
+from urllib.parse import unquote
 
 from . import fake_git
-from .fake_state import Answer, FakeRepo, Handler, now
+from .fake_state import NOT_FOUND, Answer, FakeRepo, Handler, now
+from .genuine import Genuine
 
-QUEUE_REQUIRED = "Changes must be made through the merge queue"
+QUEUE_RULE_PARAMETERS = {
+    "check_response_timeout_minutes": 60,
+    "grouping_strategy": "ALLGREEN",
+    "max_entries_to_build": 5,
+    "max_entries_to_merge": 5,
+    "merge_method": "MERGE",
+    "min_entries_to_merge": 1,
+    "min_entries_to_merge_wait_minutes": 5,
+}
+"""The parameters the ``repository-rule-merge-queue`` schema requires, with its enums' values."""
 
 
 class QueueRoutes(ABC):
+    genuine: Genuine
     repositories: dict[str, FakeRepo]
     on_push: Callable[[str, str, str | None, str], None] | None
     queued: dict[tuple[str, int], dict[str, Any]]
     removed: dict[tuple[str, int], list[dict[str, Any]]]
     queue_branches: set[tuple[str, str]]
+    ruleset_queues: set[tuple[str, str]]
 
     def queue_routes(self) -> list[tuple[str, re.Pattern[str], Handler, str]]:
-        self.queued, self.removed, self.queue_branches = {}, {}, set()
-        return [("POST", re.compile(r"^/graphql$"), self._graphql, "repo")]
+        self.queued, self.removed, self.queue_branches, self.ruleset_queues = {}, {}, set(), set()
+        rules = re.compile(r"^/repos/([^/]+)/([^/]+)/rules/branches/(.+)$")
+        return [
+            ("POST", re.compile(r"^/graphql$"), self._graphql, "repo"),
+            ("GET", rules, self._branch_rules, "repo"),
+        ]
 
     @abstractmethod
     def _pull(self, owner: str, name: str, number: str) -> tuple[FakeRepo, dict[str, Any]]:
@@ -39,8 +60,27 @@ class QueueRoutes(ABC):
 
     # --- what GitHub does --------------------------------------------------------------
 
-    def require_merge_queue(self, full_name: str, branch: str) -> None:
+    def require_merge_queue(self, full_name: str, branch: str, *, ruleset: bool = True) -> None:
+        """Merges into ``branch`` go through the queue, required by a ruleset (its rule
+        listed for the branch) or by a classic branch protection (not listed)."""
         self.queue_branches.add((full_name.lower(), branch))
+        if ruleset:
+            self.ruleset_queues.add((full_name.lower(), branch))
+
+    def queue_refusal(self) -> dict[str, Any]:
+        """GitHub's 405 body for a merge on a branch that requires the queue."""
+        body: dict[str, Any] = self.genuine.quoted("merge-queue-required")
+        return body
+
+    def _branch_rules(self, owner: str, name: str, branch: str, *, query: Any, body: Any) -> Answer:
+        full = f"{owner}/{name}".lower()
+        if full not in self.repositories:
+            return 404, {}, NOT_FOUND
+        rules: list[dict[str, Any]] = self.genuine.docs("repos.get-branch-rules.200")
+        if (full, unquote(branch)) in self.ruleset_queues:
+            rule = {**rules[0], "type": "merge_queue", "parameters": dict(QUEUE_RULE_PARAMETERS)}
+            rules.append(rule)
+        return 200, {}, rules
 
     def dequeue(self, full_name: str, number: int, reason: str) -> None:
         """The queue takes PR ``number`` out (its merge group's checks failed, say)."""

@@ -16,7 +16,7 @@ from typing import Any
 from . import fake_git
 from .fake_commits import CommitRoutes
 from .fake_deployments import DeploymentRoutes
-from .fake_queue import QUEUE_REQUIRED, QueueRoutes
+from .fake_queue import QueueRoutes
 from .fake_requested import RequestedRoutes
 from .fake_reviews import ReviewRoutes
 from .fake_state import NOT_FOUND, Answer, FakeRepo, Handler, Refused, now
@@ -225,7 +225,7 @@ class Routes(
         if pr["state"] != "open":
             return 405, {}, self.genuine.openapi("pulls.merge.405")
         if (repo.full_name.lower(), pr["base"]) in self.queue_branches:
-            return 405, {}, {"message": QUEUE_REQUIRED, "documentation_url": ""}
+            return 405, {}, self.queue_refusal()
         head_sha = fake_git.branch_sha(repo.git_dir, pr["head"])
         if head_sha is None:
             return 405, {}, self.genuine.openapi("pulls.merge.405")

@@ -1,6 +1,7 @@
 """Genuine GitHub REST bodies (``tests/fixtures/github/rest``) for the fake and the tests.
 
-``openapi(name)`` is one of GitHub's OpenAPI examples; ``replay(name)`` the exchanges
+``openapi(name)`` is one of GitHub's OpenAPI examples, ``docs(name)`` an example of the
+REST documentation newer than that copy; ``replay(name)`` the exchanges
 of a PyGithub recording (status, lower-case headers, parsed body); ``quoted(name)`` a
 body as people quoted GitHub's answer. Both are fresh
 copies on every call, so callers may change them.
@@ -39,6 +40,10 @@ class Genuine:
     def replay(self, name: str) -> list[Exchange]:
         """The exchanges of ``pygithub-replaydata/<name>.txt``."""
         return copy.deepcopy(_replay(self.root / "pygithub-replaydata" / f"{name}.txt"))
+
+    def docs(self, name: str) -> Any:
+        """``docs/<name>.json``: an example response of GitHub's REST documentation."""
+        return copy.deepcopy(_load(self.root / "docs" / f"{name}.json"))
 
     def quoted(self, name: str) -> Any:
         """``quoted/<name>.json``: a body as people quoted GitHub's answer."""

@@ -134,3 +134,28 @@ def test_while_webhooks_flow_a_lost_status_is_found_within_the_settled_recheck(
 
     wait_for(dev, what="dev promoted")
     assert resyncs > 1  # read in its turn, not at every resync
+
+
+def test_a_merge_commit_the_promoter_made_is_not_read_while_its_push_webhook_is_late(
+    robot: GitHubCI, hub: FakeGitHub, repo: GitOpsRepo
+) -> None:
+    # GitHub delivers a merge's push webhook seconds later, often after the promoter's
+    # next reconcile: here they are held until every environment runs the change.
+    fake, gitops = hub, repo
+    late: list[tuple[str, str, str | None, str]] = []
+    fake.on_push = lambda *push: late.append(push)
+    mark = len(fake.calls)
+    change = robot.hydrate(gitops, "1.3.0", "Bump guestbook to 1.3.0")
+    for branch in ENVIRONMENTS:
+        head = wait_pr(robot.client, branch)["proposed"]["hydratedSha"]
+        robot.check_run(head, "ci", "success")
+        wait_for(partial(promoted, robot.client, branch, change), what=f"{branch} promoted")
+        robot.status(gitops.tip(branch), "health")
+    wait_for(lambda: robot.client.runtime.queue.idle(), what="an idle queue")  # type: ignore[attr-defined]
+
+    merges = {gitops.tip(b) for b in ENVIRONMENTS}
+    assert {push[3] for push in late} == merges
+    reads = [c.path for c in fake.calls[mark:] if c.method == "GET" and c.path.endswith(READS)]
+    assert not any(sha in path for sha in merges for path in reads), reads
+    for full_name, branch, before, after in late:
+        robot.push(branch, before, after, full_name)

@@ -62,6 +62,8 @@ class FakeProject:
     deployments: list[dict[str, Any]] = field(default_factory=list)
     environments: dict[str, dict[str, Any]] = field(default_factory=dict)
     train: dict[int, dict[str, Any]] = field(default_factory=dict)
+    merge_trains: bool = False
+    """The project runs merge trains (and merged results pipelines, which they need)."""
 
     def git(self, *args: str) -> str:
         done = subprocess.run(
@@ -106,6 +108,7 @@ class FakeGitLab:
             "note": _load(rest / "drone-go-scm" / "merge_note.json"),
             "deployment": fake_gitlab_deployments.template(fixtures),
             "train": fake_gitlab_trains.template(fixtures),
+            "project": fake_gitlab_trains.project_template(fixtures),
         }
         self.url = url.rstrip("/")
         self.token = token
@@ -252,7 +255,7 @@ class FakeGitLab:
         people = fake_gitlab_people.route(self, method, segments, params)
         if people is not None:
             return people
-        if len(segments) < 3 or segments[0] != "projects":
+        if len(segments) < 2 or segments[0] != "projects":
             return json_answer(404, {"message": "404 Not Found"})
         project = self._project(segments[1])
         if project is None:

@@ -1,7 +1,11 @@
-"""The fake GitLab's merge trains (``/projects/:id/merge_trains/merge_requests/:iid``).
+"""The fake GitLab's merge trains (``/projects/:id/merge_trains/merge_requests/:iid``) and
+the project's settings that turn them on (``GET /projects/:id``).
 
 Entries start from the merge train example python-gitlab's tests use
-(``rest/python-gitlab/test_merge_trains.mr_content.json``). As GitLab does: adding an MR
+(``rest/python-gitlab/test_merge_trains.mr_content.json``); the project from the example
+of GitLab's "Retrieve a project" (``rest/gitlab-docs/projects.get.jsonc``, its comments
+left out), with the project's ``merge_trains_enabled`` and ``merge_pipelines_enabled``
+set. As GitLab does: adding an MR
 whose source head is not ``sha`` is refused (409), as is a closed or merged one (405);
 an MR not on the train answers 404. ``drop`` takes an MR off (its train pipeline failed);
 ``merge`` merges it as the train does (a real merge commit, the Push Hook after).
@@ -11,6 +15,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -26,10 +31,25 @@ def template(fixtures: Path) -> dict[str, Any]:
     return loaded
 
 
+def project_template(fixtures: Path) -> dict[str, Any]:
+    text = (fixtures / "gitlab" / "rest" / "gitlab-docs" / "projects.get.jsonc").read_text()
+    loaded: dict[str, Any] = json.loads(re.sub(r"(?m)\s//[^\"\n]*$", "", text))
+    return loaded
+
+
 def route(
     fake: FakeGitLab, project: FakeProject, method: str, rest: list[str], params: dict[str, Any]
 ) -> Answer | None:
     match method, rest:
+        case "GET", []:
+            body = copy.deepcopy(fake.templates["project"])
+            body.update(
+                id=project.id,
+                path_with_namespace=project.path,
+                merge_pipelines_enabled=project.merge_trains,
+                merge_trains_enabled=project.merge_trains,
+            )
+            return routes.json_answer(200, body)
         case "POST", ["merge_trains", "merge_requests", iid]:
             return add(fake, project, int(iid), params)
         case "GET", ["merge_trains", "merge_requests", iid]:

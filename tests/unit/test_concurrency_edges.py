@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 
 from promoter.daemon import Runtime, Workers, WorkQueue
-from promoter.daemon.executor import Outcome
+from promoter.daemon.outcome import Outcome
 from promoter.daemon.reconciler import StrategyView
 from promoter.models import utcnow
 from tests.support import GitOpsRepo, local_config, wait_for

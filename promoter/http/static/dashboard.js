@@ -87,21 +87,30 @@
     if (event !== "change") return;
     const names = JSON.parse(data).strategies || [];
     const here = main().dataset.strategy;
-    if (!here || names.indexOf(here) >= 0) refresh();
+    if (here) {
+      if (names.indexOf(here) >= 0) refresh();
+      return;
+    }
+    // The overview: thousands of strategies change all the time; at most every 5 s.
+    if (!pending) pending = setTimeout(function () { pending = null; refresh(); }, 5000);
   }
+  let pending = null;
 
   async function operate(button) {
     const op = button.dataset.op, env = button.dataset.env;
     const strategy = main().dataset.strategy;
-    let reason = "";
-    if (op === "hold") {
-      const answer = window.prompt(button.dataset.confirm, "held from the dashboard");
-      if (answer === null) return;
+    let reason = "from the dashboard", drySha = null;
+    if (op === "hold" || op === "promote") {
+      const answer = window.prompt(button.dataset.confirm, op === "hold" ? "held from the dashboard" : "");
+      if (answer === null || (op === "promote" && !answer.trim())) return;
       reason = answer;
+    } else if (op === "pin") {
+      const answer = window.prompt(button.dataset.confirm, button.dataset.default || "");
+      if (answer === null || !answer.trim()) return;
+      drySha = answer.trim();
+      reason = "pinned from the dashboard";
     } else if (!window.confirm(button.dataset.confirm)) {
       return;
-    } else {
-      reason = "from the dashboard";
     }
     say(op + " on " + env + "…", "pending");
     try {
@@ -110,7 +119,8 @@
         {
           method: "POST",
           headers: headers({ "Content-Type": "application/json" }),
-          body: JSON.stringify({ environment: env, reason: reason }),
+          body: JSON.stringify(drySha ? { environment: env, reason: reason, drySha: drySha }
+                                      : { environment: env, reason: reason }),
         }
       );
       let body = {};
@@ -160,9 +170,10 @@
     field.addEventListener("input", function () { sessionStorage.setItem(KEY, field.value); });
     document.getElementById("token-form").addEventListener("submit", function (e) {
       e.preventDefault();
-      if (main().dataset.auth) refresh();
+      refresh();
     });
-    field.addEventListener("change", function () { if (main().dataset.auth) refresh(); });
+    // A token typed in shows the page as its holder sees it (their buttons).
+    field.addEventListener("change", function () { refresh(); });
     document.addEventListener("click", function (event) {
       const button = event.target.closest("button[data-op]");
       if (button) operate(button);

@@ -1,0 +1,411 @@
+"""A webhook storm: 1,000 strategies, 10,000 signed GitHub deliveries in 10 seconds.
+
+A child process runs the daemon as ``promoter serve`` does (uvicorn on 127.0.0.1, its
+lifespan starting the workers) on the GitHub plugin, against the stateful GitHub fake
+in the same process (``tests/scm_github/fake_github.py`` through ``responses``, as in
+``resync_scale``). Every strategy has a new change proposed for its first environment
+(4 environments each, over 10 repositories); the cold start opens its PR, blocked on
+the ``ci`` gate. Then CI reports ``ci`` green on every proposed commit on GitHub, and
+this process plays GitHub's webhooks: over 32 keep-alive connections, paced evenly over
+10 seconds,
+
+* the 1,000 ``status`` deliveries that matter (``ci`` success on each proposed commit),
+* each of them delivered a second time (GitHub's redelivery: the same delivery id),
+* 8,000 other ``status`` deliveries on the same commits (``lint`` and ``security``,
+  pending then success: gates no strategy waits on, which still wake it),
+
+in a shuffled order. It waits until every change is merged (the child counts the
+promoter's merges on the fake), then for the daemon to fall idle, and compares the
+child's resident memory (``/proc``) before and after.
+
+    python bench/webhook_storm.py [--strategies 1000] [--deliveries 10000] [--seconds 10]
+
+Targets (issue #33, target 4): every delivery answered 202 (accepted or duplicate) and
+the storm sent in its 10 seconds (10 % slack: the daemon answers fast enough to keep the
+pace), every change merged, no strategy in error, RSS after the storm within 5 % of its
+level before it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import os
+import random
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+import common
+import resync_scale as scale
+
+TARGETS = {"rss_growth": 0.05}
+REPOS = 10
+OTHER_KEYS = ("lint", "security")
+
+
+# --- the daemon (child process) -------------------------------------------------------
+
+
+def serve(args: argparse.Namespace) -> None:
+    """Build the fleet, start the daemon and the fake, then obey this process's commands
+    on stdin (one word a line): ``ci`` (CI reports green on GitHub), ``merged`` (how many
+    of the promoter's merges the fake saw), ``idle``, ``stop``."""
+    from promoter.http.loopback import ThreadServer
+    from promoter.wiring import Daemon
+    from tests.scm_github.fake_github import FakeGitHub
+    from tests.scm_github.fake_limits import FakeLimits
+    from tests.scm_github.genuine import Genuine
+
+    common.quiet_logs()
+    root = Path(args.root)
+    repos = min(REPOS, args.strategies)  # a repository without strategies cannot be built
+    fleet = common.Fleet(root / "remotes", args.strategies, repos=repos, pending_every=1).build()
+    os.environ[scale.GITHUB_TOKEN_ENV] = TOKEN
+    os.environ[scale.GITHUB_SECRET_ENV] = scale.GITHUB_SECRET
+    unlimited = 10**9
+    limits = FakeLimits(
+        primary=unlimited,
+        concurrent=unlimited,
+        points_per_minute=unlimited,
+        content_per_minute=unlimited,
+        content_per_hour=unlimited,
+    )
+    genuine = Genuine(common.ROOT / "tests" / "fixtures")
+    with FakeGitHub(genuine, tokens=(TOKEN,), limits=limits) as fake:
+        for r in range(fleet.repos):
+            fake.add_repository(f"{scale.GITHUB_OWNER}/gitops-{r}", fleet.repo_path(r))
+        for key, sha in fleet.active.items():
+            fake.post_status(repo_of(fleet, key), sha, "health", "success")
+        config = scale.fleet_config(fleet, root / "state", 0, github=True)
+        daemon = Daemon(config)
+        unbudgeted(daemon.runtime)
+        server = ThreadServer(daemon.app, args.port, name="storm-uvicorn").start(timeout=60)
+        names = fleet.strategy_names()
+        first = fleet.environments[0]
+        proposed = {name: fleet.proposed[f"{name}/{first}"] for name in names}
+        common.wait_for(
+            lambda: (
+                scale.settled(daemon.runtime, names, None)
+                and all(daemon.runtime.reconciler.view(n) for n in names)
+            ),
+            timeout=args.timeout,
+            what="the cold start",
+            poll=0.1,
+        )
+        answer({"ready": True, "proposed": proposed, "repos": fleet.repos})
+        for line in sys.stdin:
+            command = line.strip()
+            if command == "ci":
+                for name, sha in proposed.items():
+                    fake.post_status(repo_of(fleet, f"{name}/{first}"), sha, "ci", "success")
+                answer({"ci": len(proposed)})
+            elif command == "merged":
+                answer({"merged": merged(daemon.runtime, names, first, fleet)})
+            elif command == "idle":
+                runtime = daemon.runtime
+                views = runtime.reconciler.all_views()
+                errors = sorted(n for n in names if (v := views.get(n)) is None or v.error)
+                answer(
+                    {"idle": runtime.queue.idle() and not runtime.queue.waiting(), "errors": errors}
+                )
+            elif command == "stop":
+                break
+        server.stop()
+
+
+TOKEN = "ghp_storm00000000000000000000000000000000"
+
+
+def repo_of(fleet: common.Fleet, key: str) -> str:
+    index = int(key.split("/")[0].split("-")[1]) % fleet.repos
+    return f"{scale.GITHUB_OWNER}/gitops-{index}"
+
+
+def unbudgeted(runtime: Any) -> None:
+    """GitHub's rate limits are not what this measures (``credential_budget`` does)."""
+    from dataclasses import replace
+
+    from scm_plugins.budget import CredentialBudget
+    from scm_plugins.github.limits import GITHUB_LIMITS
+
+    free = 10**9
+    limits = replace(
+        GITHUB_LIMITS,
+        primary=free,
+        concurrent=free,
+        points_per_minute=free,
+        content_per_minute=free,
+        content_per_window=free,
+    )
+    runtime.plugins["github"].calls.budget = CredentialBudget(limits)
+
+
+def merged(runtime: Any, names: list[str], first: str, fleet: common.Fleet) -> int:
+    """Strategies whose first environment runs the new change (its dry SHA)."""
+    done = 0
+    for name in names:
+        view = runtime.reconciler.view(name)
+        if view is None or view.snapshot is None:
+            continue
+        env = view.snapshot.environments[0]
+        if env.active is not None and env.active.dry_sha == fleet.dry["D2"]:
+            done += 1
+    return done
+
+
+def answer(value: dict[str, Any]) -> None:
+    print(json.dumps(value), flush=True)
+
+
+# --- the storm (this process) ---------------------------------------------------------
+
+
+def deliveries(proposed: dict[str, str], repos: int, total: int) -> list[tuple[str, bytes]]:
+    """``(delivery id, body)`` of every delivery, shuffled: the ``ci`` ones, each twice,
+    and statuses of other keys on the same commits until ``total``."""
+    template = json.loads((scale_fixture() / "status/payload.json").read_text())
+    items = list(proposed.items())
+
+    def body(name: str, sha: str, key: str, state: str) -> bytes:
+        full_name = f"{scale.GITHUB_OWNER}/gitops-{int(name.split('-')[1]) % repos}"
+        payload = dict(template)
+        payload.update(sha=sha, context=key, state=state)
+        payload["repository"] = {
+            **template["repository"],
+            "full_name": full_name,
+            "name": full_name.split("/")[1],
+        }
+        for field in ("clone_url", "html_url", "git_url", "ssh_url", "url", "svn_url"):
+            payload["repository"].pop(field, None)
+        return json.dumps(payload).encode()
+
+    out: list[tuple[str, bytes]] = []
+    for name, sha in items:
+        delivery = (str(uuid.uuid4()), body(name, sha, "ci", "success"))
+        out += [delivery, delivery]  # GitHub's redelivery: the same id
+    n = 0
+    while len(out) < total:
+        name, sha = items[n % len(items)]
+        key = OTHER_KEYS[(n // len(items)) % len(OTHER_KEYS)]
+        state = "pending" if (n // (len(items) * len(OTHER_KEYS))) % 2 == 0 else "success"
+        out.append((str(uuid.uuid4()), body(name, sha, key, state)))
+        n += 1
+    random.Random(33).shuffle(out)
+    return out[:total]
+
+
+def scale_fixture() -> Path:
+    return common.ROOT / "tests" / "fixtures" / "github" / "webhooks" / "api.github.com"
+
+
+async def storm(
+    port: int, items: list[tuple[str, bytes]], seconds: float, connections: int
+) -> dict[str, Any]:
+    """Send every delivery, paced evenly over ``seconds``; the answers by status."""
+    import httpx
+
+    from webhooks.verify import GitHubSignature
+
+    answers: dict[str, int] = {}
+    latencies: list[float] = []
+    started = time.perf_counter()
+    step = seconds / len(items)
+    queue: asyncio.Queue[int] = asyncio.Queue()
+    for i in range(len(items)):
+        queue.put_nowait(i)
+
+    async def sender(client: httpx.AsyncClient) -> None:
+        while not queue.empty():
+            i = queue.get_nowait()
+            due = started + i * step
+            wait = due - time.perf_counter()
+            if wait > 0:
+                await asyncio.sleep(wait)
+            delivery, raw = items[i]
+            headers = {
+                "X-GitHub-Event": "status",
+                "X-GitHub-Delivery": delivery,
+                "X-Hub-Signature-256": GitHubSignature.sign(scale.GITHUB_SECRET, raw),
+                "Content-Type": "application/json",
+            }
+            for attempt in (1, 2):  # a connection reset is redelivered once, as by hand
+                sent = time.perf_counter()
+                try:
+                    response = await client.post("/webhooks/github", content=raw, headers=headers)
+                except httpx.TransportError as exc:
+                    result = f"{type(exc).__name__} (attempt {attempt})"
+                    answers[result] = answers.get(result, 0) + 1
+                    continue
+                latencies.append(time.perf_counter() - sent)
+                result = f"{response.status_code} {response.json().get('result')}"
+                answers[result] = answers.get(result, 0) + 1
+                break
+
+    base = f"http://127.0.0.1:{port}"
+    limits = httpx.Limits(max_connections=connections, max_keepalive_connections=connections)
+    async with httpx.AsyncClient(base_url=base, limits=limits, timeout=60) as client:
+        await asyncio.gather(*(sender(client) for _ in range(connections)))
+    took = time.perf_counter() - started
+    return {
+        "sent": len(items),
+        "seconds": round(took, 2),
+        "answers": dict(sorted(answers.items())),
+        "p50_ms": round(common.percentile([x * 1000 for x in latencies], 50), 2),
+        "p99_ms": round(common.percentile([x * 1000 for x in latencies], 99), 2),
+    }
+
+
+class Child:
+    """The daemon's process: commands on its stdin, one JSON answer a line on its stdout."""
+
+    def __init__(self, args: argparse.Namespace, root: str, port: int) -> None:
+        command = [sys.executable, __file__, "--child", "--root", root, "--port", str(port)]
+        command += ["--strategies", str(args.strategies), "--timeout", str(args.timeout)]
+        self.proc = subprocess.Popen(
+            command,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+            cwd=common.ROOT,
+            env={**os.environ, "PYTHONPATH": str(common.ROOT)},
+        )
+
+    def read(self) -> dict[str, Any]:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            if line.startswith("{"):
+                found: dict[str, Any] = json.loads(line)
+                return found
+        raise RuntimeError(f"the daemon's process exited ({self.proc.wait()})")
+
+    def ask(self, command: str) -> dict[str, Any]:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(command + "\n")
+        self.proc.stdin.flush()
+        return self.read()
+
+    def rss_mb(self) -> float:
+        for line in Path(f"/proc/{self.proc.pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return round(int(line.split()[1]) / 1024, 1)
+        return 0.0
+
+    def stop(self) -> None:
+        with contextlib.suppress(RuntimeError, BrokenPipeError):
+            self.ask("stop")
+        try:
+            self.proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+
+
+def settle(child: Child, timeout: float) -> dict[str, Any]:
+    """Wait until the daemon is idle three polls in a row; its last answer."""
+    quiet = 0
+    deadline = time.monotonic() + timeout
+    while True:
+        state = child.ask("idle")
+        quiet = quiet + 1 if state["idle"] else 0
+        if quiet >= 3:
+            return state
+        if time.monotonic() > deadline:
+            raise TimeoutError("the daemon did not fall idle")
+        time.sleep(0.5)
+
+
+def measure(args: argparse.Namespace) -> dict[str, Any]:
+    from promoter.http.loopback import free_port
+
+    with tempfile.TemporaryDirectory(prefix="bench-storm-") as root:
+        port = free_port()
+        started = time.perf_counter()
+        child = Child(args, root, port)
+        try:
+            ready = child.read()
+            cold_s = time.perf_counter() - started
+            settle(child, args.timeout)
+            rss_before = child.rss_mb()
+            items = deliveries(ready["proposed"], ready["repos"], args.deliveries)
+            child.ask("ci")
+            storm_started = time.perf_counter()
+            sent = asyncio.run(storm(port, items, args.seconds, args.connections))
+            common.wait_for(
+                lambda: child.ask("merged")["merged"] >= args.strategies,
+                timeout=args.timeout,
+                what="every change merged",
+                poll=0.5,
+            )
+            all_merged_s = time.perf_counter() - storm_started
+            final = settle(child, args.timeout)
+            rss_after = child.rss_mb()
+            merged_count = child.ask("merged")["merged"]
+        finally:
+            child.stop()
+    return {
+        "bench": "webhook_storm",
+        "strategies": args.strategies,
+        "deliveries": args.deliveries,
+        "storm": sent,
+        "start_to_ready_s": round(cold_s, 1),
+        "all_merged_s": round(all_merged_s, 1),
+        "merged": merged_count,
+        "errors": final["errors"],
+        "rss_before_mb": rss_before,
+        "rss_after_mb": rss_after,
+        "rss_growth": round(rss_after / rss_before - 1, 4) if rss_before else None,
+        "machine": common.machine(),
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
+    parser.add_argument("--strategies", type=int, default=1000)
+    parser.add_argument("--deliveries", type=int, default=10_000)
+    parser.add_argument("--seconds", type=float, default=10.0, help="the storm's length")
+    parser.add_argument("--connections", type=int, default=32)
+    parser.add_argument("--timeout", type=float, default=600.0)
+    parser.add_argument("--child", action="store_true", help="(internal) run the daemon")
+    parser.add_argument("--root", default="")
+    parser.add_argument("--port", type=int, default=0)
+    args = parser.parse_args(argv)
+    if args.child:
+        serve(args)
+        return 0
+    figures = measure(args)
+    answers = figures["storm"]["answers"]
+    unexpected = {k: v for k, v in answers.items() if k not in ("202 accepted", "202 duplicate")}
+    checks = {
+        "every_delivery_answered_202": not unexpected and sum(answers.values()) == args.deliveries,
+        "storm_in_time": figures["storm"]["seconds"] <= args.seconds * 1.1,
+        "every_change_merged": figures["merged"] >= args.strategies,
+        "no_errors": not figures["errors"],
+        "rss_back": figures["rss_growth"] is not None
+        and figures["rss_growth"] <= TARGETS["rss_growth"],
+    }
+    figures = {**figures, "targets": TARGETS, "pass": checks}
+    storm_figures = figures["storm"]
+    lines = [
+        f"{args.strategies} strategies; ready {figures['start_to_ready_s']} s after start",
+        f"storm: {storm_figures['sent']} deliveries in {storm_figures['seconds']} s,"
+        f" answers {answers}, p50 {storm_figures['p50_ms']} ms, p99 {storm_figures['p99_ms']} ms",
+        f"every change merged {figures['all_merged_s']} s after the storm began"
+        f" ({figures['merged']}/{args.strategies}); errors {len(figures['errors'])}",
+        f"RSS {figures['rss_before_mb']} MB before, {figures['rss_after_mb']} MB after"
+        f" ({figures['rss_growth']:+.1%})",
+        f"load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs",
+        "  ".join(f"{k} {'ok' if v else 'MISSED'}" for k, v in checks.items()),
+    ]
+    common.report(figures, lines)
+    return 0 if all(checks.values()) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

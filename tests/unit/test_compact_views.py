@@ -1,0 +1,66 @@
+"""Views share pydantic's field-name sets, and their models behave exactly as before."""
+
+from __future__ import annotations
+
+import copy
+from datetime import UTC, datetime
+
+from pydantic import BaseModel, ConfigDict
+
+from promoter.daemon.compact import FieldSets, SharedFields
+from promoter.engine import CommitState, EnvironmentSnapshot, Snapshot
+from promoter.models import CommitStatus, Phase
+
+NOW = datetime(2026, 1, 1, tzinfo=UTC)
+
+
+def snapshot(sha: str) -> Snapshot:
+    status = CommitStatus(key="health", phase=Phase.SUCCESS)
+    env = EnvironmentSnapshot(
+        branch="env/dev",
+        proposed_branch="env/dev-next",
+        auto_merge=True,
+        active=CommitState(hydrated_sha=sha, tree_sha="t" * 40, statuses=(status,)),
+    )
+    return Snapshot(
+        strategy="app", repository="repo", dry_branch="main", environments=(env,), now=NOW
+    )
+
+
+def test_models_built_alike_share_one_set_of_names_after_compacting() -> None:
+    one, two = snapshot("a" * 40), snapshot("b" * 40)
+    sets = FieldSets()
+    sets.compact(one, None, two)  # a failed reconcile's view may have no snapshot
+    first, second = one.environments[0], two.environments[0]
+    assert type(first.model_fields_set) is SharedFields
+    assert first.model_fields_set is second.model_fields_set
+    assert first.active is not None and second.active is not None
+    assert first.active.model_fields_set is second.active.model_fields_set
+    assert first.active.statuses[0].model_fields_set is second.active.statuses[0].model_fields_set
+
+
+def test_a_compacted_model_copies_updates_compares_and_dumps_as_before() -> None:
+    fresh = snapshot("a" * 40)
+    compacted = fresh.model_copy(deep=True)
+    FieldSets().compact(compacted)
+    env = compacted.environments[0]
+    updated = env.model_copy(update={"error": "boom"})
+    assert updated.error == "boom" and env.error is None
+    assert "error" in updated.model_fields_set and "error" not in env.model_fields_set
+    assert type(updated.model_fields_set) is set
+    assert compacted == fresh
+    assert compacted.model_dump(exclude_unset=True) == fresh.model_dump(exclude_unset=True)
+    assert copy.deepcopy(compacted) == fresh
+
+
+class Loose(BaseModel):
+    model_config = ConfigDict(frozen=False)
+    name: str = ""
+
+
+def test_a_model_that_is_not_frozen_keeps_its_own_set() -> None:
+    one, two = Loose(name="a"), Loose(name="b")
+    FieldSets().compact(one, two)
+    assert one.model_fields_set is not two.model_fields_set
+    one.name = "c"
+    assert two.model_fields_set == {"name"}

@@ -1,0 +1,38 @@
+"""The delivery log's journal on its own: a rotation that fails leaves it writable."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from webhooks.delivery_journal import ADDED, Journal, encode, replay
+
+
+def test_a_rotation_the_file_system_refuses_leaves_the_journal_appending(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    journal = Journal(tmp_path / "deliveries.journal")
+    journal.append(encode([(ADDED, 1.0, "first")]))
+
+    def refused(src: object, dst: object) -> None:
+        raise PermissionError("read-only file system")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(os, "replace", refused)
+        with pytest.raises(PermissionError):
+            journal.rotate()
+    journal.append(encode([(ADDED, 2.0, "second")]))  # not "Bad file descriptor"
+    journal.close()
+    assert [entry[2] for entry in replay(tmp_path / "deliveries.journal")] == ["first", "second"]
+
+
+def test_a_rotation_moves_what_was_written_aside_and_starts_an_empty_file(tmp_path: Path) -> None:
+    journal = Journal(tmp_path / "deliveries.journal")
+    journal.append(encode([(ADDED, 1.0, "first")]))
+    journal.rotate()
+    journal.append(encode([(ADDED, 2.0, "second")]))
+    journal.close()
+    assert [e[2] for e in replay(journal.rotated)] == ["first"]
+    assert [e[2] for e in replay(journal.path)] == ["second"]
