@@ -18,6 +18,7 @@ from promoter.daemon.merges import (
     Merger,
     Unconfirmed,
     UnconfirmedMerges,
+    count_settled,
     deferral,
 )
 from promoter.engine import MergePullRequest, Snapshot
@@ -212,3 +213,42 @@ def test_a_promotion_merged_is_counted_under_its_strategy_and_environment_and_a_
     assert isinstance(setting.merge(purpose), Merged)
 
     assert sample("promoter_promotions_total", labels) == before + counted
+
+
+@pytest.mark.parametrize(("purpose", "counted"), [("promotion", 1), ("revert", 0)])
+def test_a_merge_whose_answer_was_lost_is_counted_once_found_done_and_a_revert_is_not(
+    setting: Setting, purpose: Literal["promotion", "revert"], counted: int
+) -> None:
+    setting.ci(Phase.SUCCESS)
+    setting.merger.plugin = AnswerLost(setting.plugin)
+    labels = {"strategy": "guestbook", "environment": DEV}
+    before = sample("promoter_promotions_total", labels)
+    with pytest.raises(ScmUnavailable):
+        setting.merge(purpose)
+    assert sample("promoter_promotions_total", labels) == before
+
+    setting.runtime.mirrors.invalidate(setting.repo.name)
+    mirror = setting.runtime.mirrors.fresh(setting.repo)
+    for _ in range(2):
+        count_settled(setting.snapshot(), mirror, setting.merger.unconfirmed)
+
+    assert sample("promoter_promotions_total", labels) == before + counted
+
+
+def test_a_lost_merge_is_found_done_by_its_head_in_history_when_another_dry_commit_runs(
+    setting: Setting,
+) -> None:
+    setting.ci(Phase.SUCCESS)
+    assert isinstance(setting.merge(), Merged)
+    older = Unconfirmed(setting.head, "0" * 40, "promotion", setting.number)
+    setting.merger.unconfirmed.remember("guestbook", DEV, older)
+
+    labels = {"strategy": "guestbook", "environment": DEV}
+    before = sample("promoter_promotions_total", labels)
+
+    setting.runtime.mirrors.invalidate(setting.repo.name)
+    mirror = setting.runtime.mirrors.fresh(setting.repo)
+    count_settled(setting.snapshot(), mirror, setting.merger.unconfirmed)
+
+    assert sample("promoter_promotions_total", labels) == before + 1
+    assert setting.merger.unconfirmed.settle(setting.snapshot(), mirror) == []
