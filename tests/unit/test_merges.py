@@ -252,3 +252,16 @@ def test_a_lost_merge_is_found_done_by_its_head_in_history_when_another_dry_comm
 
     assert sample("promoter_promotions_total", labels) == before + 1
     assert setting.merger.unconfirmed.settle(setting.snapshot(), mirror) == []
+
+
+def test_a_lost_merge_of_a_later_environment_is_found_when_an_earlier_one_has_none(
+    setting: Setting,
+) -> None:
+    snapshot = setting.snapshot()
+    later = snapshot.environments[1]
+    assert later.active is not None and later.active.dry_sha is not None
+    lost = Unconfirmed("0" * 40, later.active.dry_sha, "promotion", 7)
+    setting.merger.unconfirmed.remember("guestbook", later.branch, lost)
+
+    mirror = setting.runtime.mirrors.fresh(setting.repo)
+    assert setting.merger.unconfirmed.settle(snapshot, mirror) == [(later.branch, lost)]
