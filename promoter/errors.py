@@ -15,13 +15,15 @@ configuration (the resync skips it)::
     │   │   └── ScmQueueRequired a merge refused because the branch merges through a queue
     │   ├── ScmRateLimited      the SCM's rate limit is spent: after ``retry_after``, not before
     │   │   └── RateBudgetWait  our own budget for the credential says wait: as ScmRateLimited
-    │   └── ScmUnavailable      the SCM is down, timed out or answered 5xx: backoff
+    │   ├── ScmUnavailable      the SCM is down, timed out or answered 5xx: backoff
+    │   └── HoldLapsed          sharded: our shard's hold lapsed, nobody else holds it: backoff
     ├── PermanentError          retrying fails the same way: reported, the strategy parked
     │   ├── ConfigError         the configuration is invalid (every problem): refused at load
     │   ├── CommitNotFound      a SHA (prefix) names no commit, or several: the API answers 422
     │   ├── StatusNotRead       no environment reads that key on that commit: the API answers 409
     │   ├── MetadataMissing     a hydrated commit has no hydrator metadata: its environment blocked
     │   └── ScmAuthError        credentials refused (401), a permission missing (403): parked
+    ├── NotOwner                sharded: another replica holds the repository now: dropped
     └── ScmError                what an SCM plugin raises: every Scm* class above is one too
 
 Defined next to their use: ``OperationError`` (``promoter.daemon.operations``),
@@ -73,6 +75,17 @@ class GitError(TemporaryError):
 
 class MetadataMissing(PermanentError):
     """A hydrated commit carries neither a hydrator note nor a hydrator.metadata file."""
+
+
+class NotOwner(PromoterError):
+    """This replica no longer owns the repository (its shard Lease expired or moved to
+    another replica): nothing was written, and the work is dropped here, not retried;
+    the new owner reads everything afresh."""
+
+
+class HoldLapsed(TemporaryError):
+    """This replica's hold on the repository's shard lapsed (its Lease was not renewed in
+    time) and no other replica holds it: nothing was written; try again shortly."""
 
 
 class ScmError(PromoterError):

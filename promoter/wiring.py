@@ -135,13 +135,13 @@ class Daemon:
         )
         if self.notifier is not None:
             self.notifier.watch(self.runtime.reconciler.all_views)
-        api = Api(
+        self.api = Api(
             views=self.runtime,
             commands=self.runtime,
             access=AccessControl.from_config(config, review=review),
         )
         self.app: Starlette = build_app(
-            api,
+            self.api,
             extra_routes=self._webhook_routes(),
             start=self._start,
             stop=self._stop,

@@ -17,6 +17,12 @@ the moment its room is due), never polling; a longer wait raises ``Throttled`` w
 time to come back, so the work queue holds the strategy instead of a worker thread.
 Refused calls of one class get successive slots (when room is due for the first, the
 second, ... of them), so they do not all come back at once.
+
+Several processes spending one credential (Kubernetes mode with shards: a replica per
+process) each get a ``share`` of it: every limit above, and what the SCM reports left of
+the primary budget, counts ``share`` times, and the shares are re-split whenever the
+repositories move between replicas, so that together they stay within the credential's
+limits without asking each other before each call.
 """
 
 from __future__ import annotations
@@ -178,6 +184,8 @@ class CredentialBudget:
         self._content_minute = SlidingWindow(limits.content_per_minute, limits.minute * held)
         self._content_window = SlidingWindow(limits.content_per_window, limits.window * held)
         self._in_flight = 0
+        self._share = 1.0
+        self._concurrent = limits.concurrent
         self._slots: dict[Priority, list[float]] = {p: [] for p in Priority}
         """The times given to refused calls, by class, still to come."""
         self._cond = threading.Condition()
@@ -218,6 +226,22 @@ class CredentialBudget:
                     self.primary.learn(headers, now=now, wall=self._wall())
             self._cond.notify_all()
 
+    def share(self, fraction: float) -> None:
+        """Spend only ``fraction`` (0 < fraction <= 1) of the credential's limits: the rest
+        belongs to other processes using the same credential."""
+        limits = self.limits
+        with self._cond:
+            self._share = share = min(1.0, max(fraction, 1e-4))
+            self._concurrent = max(1, math.floor(limits.concurrent * share))
+            self._points.capacity = max(1.0, limits.points_per_minute * share)
+            self._content_minute.capacity = max(1.0, limits.content_per_minute * share)
+            self._content_window.capacity = max(1.0, limits.content_per_window * share)
+            self._cond.notify_all()
+
+    @property
+    def current_share(self) -> float:
+        return self._share
+
     def in_flight(self) -> int:
         with self._cond:
             return self._in_flight
@@ -229,7 +253,8 @@ class CredentialBudget:
         share = RESERVE[cost.priority]
         limits = self.limits
         found: list[_Short] = []
-        if self._in_flight >= limits.concurrent - math.floor(limits.concurrent * share):
+        concurrent = self._concurrent
+        if self._in_flight >= concurrent - math.floor(concurrent * share):
             found.append(_Short(limits.minute / 60.0, 0.0, "concurrency", on_release=True))
         if not self.primary.unlimited:
             found += self._primary_short(cost, now, share)
@@ -248,18 +273,16 @@ class CredentialBudget:
         return max(found, key=lambda s: (not s.on_release, s.wait))
 
     def _primary_short(self, cost: Cost, now: float, share: float) -> list[_Short]:
-        primary, limits = self.primary, self.limits
+        primary, limits, ours = self.primary, self.limits, self._share
         found = []
-        spacing = primary.window / primary.limit
-        if (
-            primary.available(now, in_flight=self._in_flight) - math.floor(primary.limit * share)
-            < 1
-        ):
+        spacing = primary.window / (primary.limit * ours)
+        left = primary.available(now, in_flight=0) * ours - self._in_flight
+        if left - math.floor(primary.limit * ours * share) < 1:
             wait = primary.until_reset(now) + limits.slack * limits.minute
             found.append(_Short(wait, spacing, "primary"))
         self._bucket.retune(
-            rate=primary.rate(now, in_flight=self._in_flight),
-            capacity=max(1.0, limits.burst * primary.limit),
+            rate=primary.rate(now, in_flight=self._in_flight) * ours,
+            capacity=max(1.0, limits.burst * primary.limit * ours),
             now=now,
         )
         need = 0 if cost.revalidation else 1

@@ -59,7 +59,7 @@ def render(strategies: Iterable[dict[str, Any]]) -> str:
     commits; PROPOSED COMMIT is the hydrated commit the PR's statuses go on); under an
     environment with gates to pass, a line with each gate's verdict and when time alone
     will change it."""
-    header = (
+    header: tuple[str, ...] = (
         "STRATEGY",
         "ENVIRONMENT",
         "ACTIVE",
@@ -69,13 +69,20 @@ def render(strategies: Iterable[dict[str, Any]]) -> str:
         "STATE",
         "REASON",
     )
+    strategies = list(strategies)
+    sharded = any(s.get("owner") for s in strategies)
+    if sharded:  # Kubernetes mode, sharded: the replica that works on each strategy
+        header = (*header[:-2], "REPLICA", *header[-2:])
     rows: list[tuple[str, ...]] = []
     notes: dict[int, str] = {}
     shapes: list[str] = []
     for strategy in strategies:
+        replica = (str(strategy.get("owner") or "-"),) if sharded else ()
         shapes.extend(rollout_lines(strategy))
         if strategy.get("error"):
-            rows.append((strategy["name"], "-", "-", "-", "-", "-", "error", strategy["error"]))
+            rows.append(
+                (strategy["name"], "-", "-", "-", "-", "-", *replica, "error", strategy["error"])
+            )
         for env in strategy["environments"]:
             pr = env.get("pullRequest")
             healthy = env.get("lastHealthy")
@@ -98,6 +105,7 @@ def render(strategies: Iterable[dict[str, Any]]) -> str:
                     # the hydrated commit: where a person sets the statuses the PR waits for
                     _short((env.get("proposed") or {}).get("hydratedSha")),
                     f"#{pr['number']}" if pr else "-",
+                    *replica,
                     env.get("state", "unknown"),
                     reason.strip(),
                 )

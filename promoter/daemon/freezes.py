@@ -18,6 +18,7 @@ from datetime import datetime
 
 from promoter.config import Config, PromotionStrategy, Repository
 from promoter.config.freezes import FreezeWindow, GlobalFreezeWindow
+from promoter.daemon.scheduler import every_repository
 from promoter.engine import EnvLedger, Freeze, FreezePeriod
 from promoter.git import GitMirror
 from promoter.models import utcnow
@@ -104,11 +105,15 @@ class Freezes:
         ledger: GitLedger,
         mirror: Callable[[Repository], GitMirror],
         clock: Callable[[], datetime] = utcnow,
+        owns: Callable[[str], bool] = every_repository,
     ) -> None:
+        """``owns`` (Kubernetes mode, sharded): the repositories this replica writes in; a
+        freeze of everything is written in those, each other replica writing its own."""
         self.config = config
         self.ledger = ledger
         self.mirror = mirror
         self.clock = clock
+        self.owns = owns
 
     def _targets(
         self, strategy: str | None, environment: str | None
@@ -119,8 +124,10 @@ class Freezes:
         if strategy is None:
             if environment is not None:
                 raise LookupError("name a strategy to freeze one of its environments")
-            names = [s.name for s in self.config.promotion_strategies]
-            return list(self.config.repositories), names
+            repos = [r for r in self.config.repositories if self.owns(r.name)]
+            served = {r.name for r in repos}
+            names = [s.name for s in self.config.promotion_strategies if s.repository in served]
+            return repos, names
         found = self.config.strategy(strategy)
         if found is None:
             raise LookupError(f"no strategy named {strategy!r}")

@@ -9,6 +9,7 @@
   resync); any other add (a webhook, a person) still runs the key at once.
 - ``park`` sets a key aside after a permanent error: plain adds (the resync) drop it
   until an add with ``unpark=True`` (a webhook, a moved ref, a configuration change).
+- ``hurry`` moves ready keys to the front, ahead of a backlog.
 Thread-safe; ``add`` never blocks on work, so the event loop may call it.
 """
 
@@ -72,6 +73,15 @@ class WorkQueue:
                 if soft and self._firm.get(key, 0.0) > now:
                     continue
                 self._add_locked(key)
+
+    def hurry(self, keys: Iterable[str]) -> None:
+        """Move these keys, when they are ready, to the front: work a webhook brought goes
+        before a backlog of background reads (Kubernetes mode: a shard just taken over)."""
+        with self._cond:
+            for key in keys:
+                if key in self._queued:
+                    self._ready.remove(key)
+                    self._ready.appendleft(key)
 
     def unpark(self, keys: Iterable[str]) -> None:
         """Let these keys run again when next added (a change: a moved ref)."""
@@ -222,6 +232,11 @@ class WorkQueue:
         """How many keys wait to run: ready now, or delayed (a retry, a requeue)."""
         with self._cond:
             return len(self._ready) + len(self._due)  # the heap keeps superseded entries
+
+    def ready(self) -> list[str]:
+        """The keys ready to run now, in order (for handing them to another replica)."""
+        with self._cond:
+            return list(self._ready)
 
     def idle(self) -> bool:
         """Nothing ready, nothing processing (delayed keys may still be waiting)."""

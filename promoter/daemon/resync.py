@@ -32,11 +32,12 @@ from __future__ import annotations
 import logging
 import time
 import zlib
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from promoter.config import Config, Repository
 from promoter.daemon.queue import WorkQueue
+from promoter.daemon.scheduler import every_repository
 from promoter.daemon.settled import Seen, SettledIndex, notes_tips
 from promoter.git import GitMirror
 from promoter.git.pool import MirrorPool
@@ -77,6 +78,8 @@ class Resync:
     """What the last resync did."""
     heard_at: dict[str, float] = field(default_factory=dict)
     """When something was last heard about each repository (monotonic seconds)."""
+    owns: Callable[[str], bool] = every_repository
+    """The repositories to check (Kubernetes mode: those this replica holds now)."""
 
     def turn_of(self, name: str) -> int:
         """The resync (modulo ``rounds``) that sweeps strategy ``name``: by a hash of its
@@ -99,7 +102,7 @@ class Resync:
             by_repo.setdefault(strategy.repository, []).append(strategy.name)
         for repo in self.config.repositories:
             names = by_repo.get(repo.name)
-            if names:
+            if names and self.owns(repo.name):
                 self._repository(repo, names, turn=turn, started=started, counts=counts)
         interval = self.config.daemon.resync_interval
         self.queue.add_spread(counts.spread, interval, soft=True)

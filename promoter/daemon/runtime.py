@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Callable, Iterable
+from contextlib import AbstractContextManager
 from dataclasses import replace
 from datetime import datetime
 from typing import Any
@@ -27,7 +28,7 @@ from promoter.daemon.queue import WorkQueue
 from promoter.daemon.reconciler import Reconciler, StrategyView
 from promoter.daemon.resync import Resync
 from promoter.daemon.review_reads import ReviewReads
-from promoter.daemon.scheduler import Scheduler, strategies_of
+from promoter.daemon.scheduler import Scheduler, every_repository, strategies_of
 from promoter.daemon.settled import SettledIndex
 from promoter.daemon.workers import Workers
 from promoter.errors import CommitNotFound
@@ -58,17 +59,24 @@ class Runtime:
         plugins: dict[str, ScmPlugin],
         observers: Iterable[Observer] = (),
         clock: Callable[[], datetime] = utcnow,
+        owns: Callable[[str], bool] = every_repository,
+        push_guard: Callable[[str], AbstractContextManager[None]] | None = None,
     ) -> None:
+        """``owns`` (Kubernetes mode, sharded): whether this replica works on a repository
+        now; the timers leave the others alone. ``push_guard``: see ``MirrorPool``."""
         self.config = config
         self.state_dir = config.state_path()
         self.state_dir.mkdir(parents=True, exist_ok=True)
         self.plugins = plugins
-        self.mirrors = MirrorPool(root=self.state_dir, credentials=self._credentials)
+        self.owns = owns
+        self.mirrors = MirrorPool(
+            root=self.state_dir, credentials=self._credentials, push_guard=push_guard
+        )
         self.status_cache = StatusCache(ttl=config.daemon.status_cache_ttl)
         self.sha_index = ShaIndex()
         self.pr_cache = PullRequestCache(max_age=config.daemon.resync_interval)
         self.ledger = GitLedger()
-        self.audit = AuditTrail(self.state_dir / "audit", mirror_of=self._mirror_of)
+        self.audit = AuditTrail(self.state_dir / "audit", mirror_of=self._mirror_of, owns=owns)
         self.queue = WorkQueue(max_delay=config.daemon.max_backoff)
         self.settled = SettledIndex(self.status_cache, self.pr_cache)
         d = config.daemon
@@ -92,7 +100,7 @@ class Runtime:
             settled=self.settled,
         )
         self.operations = Operations(self.reconciler)
-        self.freezes = Freezes(config, self.ledger, self.mirrors.fresh, clock)
+        self.freezes = Freezes(config, self.ledger, self.mirrors.fresh, clock, owns=owns)
         self.workers = Workers(self.queue, self.reconciler.reconcile, count=config.daemon.workers)
         self.resync = Resync(
             config,
@@ -101,9 +109,10 @@ class Runtime:
             self.settled,
             self.ledger,
             rounds=max(1, math.ceil(d.settled_recheck / max(d.resync_interval, 1.0))),
+            owns=owns,
         )
         self.scheduler = Scheduler(
-            config, self.queue, self.mirrors, plan=self.resync, index=self.settled
+            config, self.queue, self.mirrors, plan=self.resync, index=self.settled, owns=owns
         )
         self.started = False
         self._closers: list[Any] = []
@@ -190,6 +199,11 @@ class Runtime:
         if view is None or reason is None:
             return view
         return replace(view, error=f"{PARKED}: {reason}")
+
+    def owner(self, name: str) -> str | None:
+        """The replica that works on strategy ``name`` (Kubernetes mode, sharded); None
+        when this process works on every strategy."""
+        return None
 
     def has_repository(self, name: str) -> bool:
         return any(r.name == name for r in self.config.repositories)

@@ -31,6 +31,11 @@ def poll_interval(config: Config, repo: Repository) -> float | None:
     return None
 
 
+def every_repository(name: str) -> bool:
+    """A standalone daemon works on every repository."""
+    return True
+
+
 def strategies_of(config: Config, repo_name: str) -> list[str]:
     return [s.name for s in config.promotion_strategies if s.repository == repo_name]
 
@@ -44,8 +49,11 @@ class Scheduler:
         *,
         plan: Callable[[], object],
         index: SettledIndex,
+        owns: Callable[[str], bool] = every_repository,
     ) -> None:
+        """``owns``: the repositories to poll (Kubernetes mode: those this replica holds)."""
         self.config = config
+        self.owns = owns
         self._plan = plan
         self._index = index
         self.queue = queue
@@ -65,6 +73,8 @@ class Scheduler:
         """Refresh the mirror; wake its strategies when a ref moved, or when the repository
         became unreachable or reachable again, so that each strategy shows it (its
         reconcile fails on the same mirror, with the reason) rather than only /readyz."""
+        if not self.owns(repo.name):
+            return
         try:
             moved = self.mirrors.poll(repo)
         except Exception as exc:

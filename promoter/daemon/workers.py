@@ -8,6 +8,8 @@ the cap; other temporary errors back off exponentially (capped), among them
 permanent error (``PermanentError``: bad credentials, a missing permission) parks the
 strategy: it is not retried until a webhook, a moved ref or a configuration change wakes
 it (``WorkQueue.park``). An unexpected crash backs off too, so that nothing is lost.
+``NotOwner`` (Kubernetes mode: the repository's shard moved to another replica) drops the
+key: it is not ours to retry.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from promoter.activity import ACTIVITY
 from promoter.daemon.outcome import Outcome
 from promoter.daemon.queue import ShutDown, WorkQueue
 from promoter.errors import (
+    NotOwner,
     PermanentError,
     RateBudgetWait,
     ScmConflict,
@@ -82,6 +85,10 @@ class Workers:
         try:
             with ACTIVITY.working(key):
                 outcome = self._reconcile(key)
+        except NotOwner as exc:
+            log.info("not ours any more: dropped", extra={"strategy": key, "error": str(exc)})
+            self.queue.forget(key)
+            return
         except ScmRateLimited as exc:
             extra = {"strategy": key, "retry_after": exc.retry_after}
             if isinstance(exc, RateBudgetWait):  # our own pacing, not a refusal

@@ -22,6 +22,7 @@ from __future__ import annotations
 import shutil
 import time
 from collections.abc import Callable, Iterable, Mapping
+from contextlib import AbstractContextManager, nullcontext
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TypeVar
@@ -69,9 +70,19 @@ class GitMirror(BareRepository):
     """A bare mirror of ``url`` under ``root``; see the module docstring for the rules."""
 
     def __init__(
-        self, *, name: str, url: str, root: Path, env: Env | None = None, timeout: float = 120.0
+        self,
+        *,
+        name: str,
+        url: str,
+        root: Path,
+        env: Env | None = None,
+        timeout: float = 120.0,
+        push_guard: Callable[[], AbstractContextManager[None]] = nullcontext,
     ) -> None:
+        """``push_guard``: every push runs inside it (Kubernetes mode: the shard fence,
+        which raises before anything is pushed when this replica may not write here)."""
         super().__init__(name=name, url=url, root=root, env=env, timeout=timeout)
+        self._push_guard = push_guard
         self._committer: str | None = None
         self._read_tree = TreeCache(self._data)
         self._tree_of: dict[str, str] = {}
@@ -309,7 +320,8 @@ class GitMirror(BareRepository):
     def _push(self, refspecs: list[str], leases: Mapping[str, str | None]) -> None:
         args = ["push", "--atomic", "--porcelain"]
         args += [f"--force-with-lease={ref}:{old or ''}" for ref, old in leases.items()]
-        status, out, err = self._run([*args, "origin", *refspecs], network=True, ok=(0, 1))
+        with self._push_guard():
+            status, out, err = self._run([*args, "origin", *refspecs], network=True, ok=(0, 1))
         if status == 0:
             return
         refused = [" ".join(ln.split("\t")[1:]) for ln in out.splitlines() if ln[:1] == "!"]

@@ -12,6 +12,7 @@ import functools
 import threading
 import time
 from collections.abc import Callable, Mapping
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -41,9 +42,13 @@ class MirrorPool:
         credentials: Callable[[Repository], Mapping[str, str]],
         max_age: float = MAX_AGE,
         clock: Callable[[], float] = time.monotonic,
+        push_guard: Callable[[str], AbstractContextManager[None]] | None = None,
     ) -> None:
+        """``push_guard``: given a repository's name, the context its pushes run in
+        (``GitMirror``'s ``push_guard``)."""
         self.root = root.absolute()
         self._credentials = credentials
+        self._push_guard = push_guard
         self.max_age = max_age
         self._clock = clock
         self._mirrors: dict[str, GitMirror] = {}
@@ -59,6 +64,11 @@ class MirrorPool:
                     url=repo.url,
                     root=self.root,
                     env=functools.partial(self._credentials, repo),
+                    push_guard=(
+                        functools.partial(self._push_guard, repo.name)
+                        if self._push_guard is not None
+                        else nullcontext
+                    ),
                 )
                 self._mirrors[repo.name] = mirror
                 self._fresh[repo.name] = _Freshness()

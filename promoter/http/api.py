@@ -139,7 +139,7 @@ class Api:
         return JSONResponse(
             {
                 "strategies": [
-                    strategy_summary(s, self.views.view(s.name))
+                    strategy_summary(s, self.views.view(s.name), owner=self.views.owner(s.name))
                     for s in self.views.strategies()
                     if self.readable(who, s.name)
                 ]
@@ -154,7 +154,9 @@ class Api:
         strategy = self.views.strategy(name)
         if strategy is None:
             return problem(404, f"no strategy named {name!r}")
-        return JSONResponse(strategy_json(strategy, self.views.view(name)))
+        return JSONResponse(
+            strategy_json(strategy, self.views.view(name), owner=self.views.owner(name))
+        )
 
     async def status_page(self, request: Request) -> Response:
         """The page the promoter's checks on a PR link to."""

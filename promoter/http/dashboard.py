@@ -111,11 +111,13 @@ class Dashboard:
         commits = self._commits(history_, view)
         links = links_for(*self.views.scm_web(strategy.repository))
         allowed = self._allowed(who, name)
+        owner = self.views.owner(name)
+        replica = f"replica <code>{escape(owner)}</code> · " if owner is not None else ""
         parts = [
             h.who(who),
             f"<h1>{escape(name)}</h1>",
             f'<p class="muted">repository <code>{escape(strategy.repository)}</code> · dry '
-            f"branch <code>{escape(strategy.dry_branch)}</code> · reconciled "
+            f"branch <code>{escape(strategy.dry_branch)}</code> · {replica}reconciled "
             f"{when(detail.get('reconciledAt'), now) or 'not yet'} · "
             f'<a href="/api/v1/strategies/{escape(name)}">JSON</a> · '
             f'<a href="/audit?strategy={escape(quote(name))}">audit</a></p>',

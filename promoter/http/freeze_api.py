@@ -19,12 +19,12 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from promoter.errors import GitError
+from promoter.errors import GitError, HoldLapsed, NotOwner
 from promoter.http.attempt import Attempt, Attempts
 from promoter.http.body import BodyTooLarge, read_body
 from promoter.http.identity import Identity
 from promoter.http.ports import Commands, Views
-from promoter.http.problems import invalid, problem, too_large
+from promoter.http.problems import invalid, moved, problem, too_large
 from promoter.http.roles import OPERATION_ROLES, Scope
 
 MAX_REASON = 200
@@ -140,6 +140,8 @@ class FreezeApi:
             return attempt.finish(problem(404, str(exc).strip("'\"")))
         except GitError as exc:
             return attempt.finish(problem(502, f"the freeze could not be written: {exc}"))
+        except (NotOwner, HoldLapsed) as exc:
+            return attempt.finish(moved(exc))
         self.commands.enqueue(list(result.strategies))
         return attempt.finish(JSONResponse(asdict(result)))
 

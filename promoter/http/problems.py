@@ -8,7 +8,7 @@ from typing import Any
 from pydantic import ValidationError
 from starlette.responses import JSONResponse
 
-from promoter.errors import ScmError, ScmRateLimited, ScmUnavailable
+from promoter.errors import HoldLapsed, NotOwner, ScmError, ScmRateLimited, ScmUnavailable
 from promoter.http.body import MAX_BODY
 from promoter.redaction import scrub
 
@@ -31,6 +31,14 @@ def scm_problem(what: str, exc: ScmError) -> JSONResponse:
         headers["Retry-After"] = str(max(1, math.ceil(exc.delay or 1)))
     response = problem(status, f"{what}: {exc}")
     response.headers.update(headers)
+    return response
+
+
+def moved(exc: NotOwner | HoldLapsed) -> JSONResponse:
+    """Kubernetes mode, sharded: the repository moved to another replica meanwhile (or
+    this replica's hold on it lapsed for a moment)."""
+    response = problem(503, f"{exc}; try again")
+    response.headers["Retry-After"] = "1"
     return response
 
 

@@ -122,11 +122,15 @@ def _freeze(period: FreezePeriod) -> dict[str, Any]:
     }
 
 
-def strategy_json(strategy: PromotionStrategy, view: StrategyView | None) -> dict[str, Any]:
-    """One strategy's detail: each environment's SHAs, statuses, PR and gate verdicts."""
+def strategy_json(
+    strategy: PromotionStrategy, view: StrategyView | None, *, owner: str | None = None
+) -> dict[str, Any]:
+    """One strategy's detail: each environment's SHAs, statuses, PR and gate verdicts;
+    ``owner``: the replica that works on it (Kubernetes mode, sharded)."""
     out: dict[str, Any] = {
         "name": strategy.name,
         "repository": strategy.repository,
+        **({"owner": owner} if owner is not None else {}),
         "dryBranch": strategy.dry_branch,
         "reconciledAt": view.reconciled_at.isoformat() if view and view.reconciled_at else None,
         "error": view.error if view else None,
@@ -153,11 +157,14 @@ def strategy_json(strategy: PromotionStrategy, view: StrategyView | None) -> dic
     return out
 
 
-def strategy_summary(strategy: PromotionStrategy, view: StrategyView | None) -> dict[str, Any]:
-    detail = strategy_json(strategy, view)
+def strategy_summary(
+    strategy: PromotionStrategy, view: StrategyView | None, *, owner: str | None = None
+) -> dict[str, Any]:
+    detail = strategy_json(strategy, view, owner=owner)
     return {
         "name": detail["name"],
         "repository": detail["repository"],
+        **({"owner": owner} if owner is not None else {}),
         "error": detail["error"],
         "waiting": detail["waiting"],
         "environments": [

@@ -24,12 +24,19 @@ from starlette.responses import JSONResponse, Response
 
 from promoter.daemon.operation_results import OperationResult
 from promoter.daemon.operations import OperationError
-from promoter.errors import CommitNotFound, GitError, ScmError, StatusNotRead
+from promoter.errors import (
+    CommitNotFound,
+    GitError,
+    HoldLapsed,
+    NotOwner,
+    ScmError,
+    StatusNotRead,
+)
 from promoter.http.attempt import Attempt, Attempts
 from promoter.http.body import BodyTooLarge, read_body
 from promoter.http.identity import Identity
 from promoter.http.ports import Commands, Views
-from promoter.http.problems import invalid, problem, scm_problem, too_large
+from promoter.http.problems import invalid, moved, problem, scm_problem, too_large
 from promoter.http.roles import OPERATION_ROLES, Scope
 from promoter.models import CommitStatus, Phase
 
@@ -183,6 +190,8 @@ class WriteRoutes:
             return attempt.finish(problem(exc.status, str(exc)))
         except ScmError as exc:
             return attempt.finish(scm_problem(f"{operation} failed", exc))
+        except (NotOwner, HoldLapsed) as exc:
+            return attempt.finish(moved(exc))
         except GitError as exc:
             return attempt.finish(problem(502, f"{operation} failed: {exc}"))
         except Exception as exc:
@@ -241,6 +250,8 @@ class WriteRoutes:
             return attempt.finish(problem(404, f"no repository named {name!r}"))
         except ScmError as exc:
             return attempt.finish(scm_problem("the SCM refused the status", exc))
+        except (NotOwner, HoldLapsed) as exc:
+            return attempt.finish(moved(exc))
         except Exception as exc:
             attempt.finish(problem(500, f"set-status failed: {type(exc).__name__}"))
             raise

@@ -33,8 +33,11 @@ PERMISSIONS = frozenset(
         ("", "events", "create"),
         ("", "secrets", "get"),
         ("coordination.k8s.io", "leases", "get"),
+        ("coordination.k8s.io", "leases", "list"),
+        ("coordination.k8s.io", "leases", "watch"),
         ("coordination.k8s.io", "leases", "create"),
         ("coordination.k8s.io", "leases", "update"),
+        ("coordination.k8s.io", "leases", "delete"),
         ("authentication.k8s.io", "tokenreviews", "create"),  # access.kubernetes.tokenReview
     }
 )
@@ -249,3 +252,63 @@ class Kube:
             lease,
         )
         return replaced
+
+    def list_leases(self, namespace: str, selector: str) -> Obj:
+        """The Leases of ``namespace`` whose labels match ``selector`` (``key=value,...``),
+        as the API server sends them (a LeaseList: JSON, camelCase)."""
+        response = self._call(
+            "list leases",
+            self.coordination.list_namespaced_lease,
+            namespace,
+            label_selector=selector,
+            _preload_content=False,
+        )
+        return json.loads(response.data)  # type: ignore[no-any-return]
+
+    def open_lease_watch(
+        self, namespace: str, selector: str, resource_version: str, timeout: int
+    ) -> Any:
+        """An open watch of those Leases from ``resource_version`` (read it with ``events``)."""
+        return self._call(
+            "watch leases",
+            self.coordination.list_namespaced_lease,
+            namespace,
+            label_selector=selector,
+            watch=True,
+            resource_version=resource_version,
+            allow_watch_bookmarks=True,
+            timeout_seconds=timeout,
+            _preload_content=False,
+            _request_timeout=(10, timeout + 10),
+        )
+
+    def write_lease(self, namespace: str, body: Obj, *, create: bool) -> Obj:
+        """Create a Lease, or replace one with the resourceVersion ``body`` names (KubeError
+        409 when someone wrote first); the Lease as written (JSON)."""
+        name = body["metadata"]["name"]
+        if create:
+            response = self._call(
+                "create lease",
+                self.coordination.create_namespaced_lease,
+                namespace,
+                body,
+                _preload_content=False,
+            )
+        else:
+            response = self._call(
+                "replace lease",
+                self.coordination.replace_namespaced_lease,
+                name,
+                namespace,
+                body,
+                _preload_content=False,
+            )
+        return json.loads(response.data)  # type: ignore[no-any-return]
+
+    def delete_lease(self, namespace: str, name: str) -> None:
+        """Delete a Lease; one already gone is not an error."""
+        try:
+            self._call("delete lease", self.coordination.delete_namespaced_lease, name, namespace)
+        except KubeError as exc:
+            if exc.status != 404:
+                raise

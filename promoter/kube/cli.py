@@ -3,12 +3,19 @@
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import socket
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from promoter.config import Config
 from promoter.errors import ConfigError
+
+if TYPE_CHECKING:
+    from promoter.kube.shards import ShardSettings
+
+log = logging.getLogger("promoter.kube.cli")
 
 NAMESPACE_FILE = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
 
@@ -50,6 +57,29 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
         help="how often the Lease is renewed or tried",
     )
     group.add_argument("--identity", help="this replica's name in the Lease (default: POD_NAME)")
+    group.add_argument(
+        "--shards",
+        type=int,
+        default=0,
+        metavar="N",
+        help="shard the repositories into N shards over every live replica (0: one leader)",
+    )
+    group.add_argument(
+        "--shard-group",
+        default="promoter",
+        help="the prefix and label of the member and shard Leases",
+    )
+    group.add_argument(
+        "--advertise-address",
+        metavar="URL",
+        help="where other replicas reach this one (default: http://$POD_IP:PORT)",
+    )
+    group.add_argument(
+        "--peer-token-env",
+        default="PROMOTER_PEER_TOKEN",
+        metavar="NAME",
+        help="the variable holding the secret replicas sign forwarded work with",
+    )
 
 
 def crds_arguments(parser: argparse.ArgumentParser) -> None:
@@ -71,6 +101,30 @@ def _own_namespace() -> str:
         return NAMESPACE_FILE.read_text(encoding="utf-8").strip() or "default"
     except OSError:
         return "default"
+
+
+def shard_settings(args: argparse.Namespace, base: Config) -> ShardSettings | None:
+    """What ``--shards`` and its companions ask for; None for one leader."""
+    from promoter.kube.shards import ShardSettings
+
+    if not args.shards:
+        return None
+    address = args.advertise_address or (
+        f"http://{os.environ.get('POD_IP') or socket.gethostname()}:{base.daemon.port}"
+    )
+    owner = None
+    if os.environ.get("POD_UID") and os.environ.get("POD_NAME"):
+        pod = {"name": os.environ["POD_NAME"], "uid": os.environ["POD_UID"]}
+        owner = {"apiVersion": "v1", "kind": "Pod", **pod}
+    token = os.environ.get(args.peer_token_env) or None
+    if token is None:
+        log.warning(
+            "no peer token: forwarded work goes through the API server",
+            extra={"variable": args.peer_token_env},
+        )
+    return ShardSettings(
+        count=args.shards, group=args.shard_group, address=address, peer_token=token, owner=owner
+    )
 
 
 def serve(args: argparse.Namespace, base: Config) -> int:
@@ -99,7 +153,8 @@ def serve(args: argparse.Namespace, base: Config) -> int:
         retry_period=args.retry_period,
     )
     kube = Kube(api_client(kubeconfig=args.kubeconfig))
-    controller = Controller(kube, base, KubeSettings(namespace, lease, identity))
+    settings = KubeSettings(namespace, lease, identity, shards=shard_settings(args, base))
+    controller = Controller(kube, base, settings)
     uvicorn.run(
         ReplicaApp(controller),
         host=base.daemon.host,

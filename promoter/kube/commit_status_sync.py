@@ -1,7 +1,9 @@
-"""Keeps CommitStatus objects in step with the gates and, on the leader, with the SCM.
+"""Keeps CommitStatus objects in step with the gates and, on their owner, with the SCM.
 
-A changed object updates the index the gates read and wakes the strategies tracking
-its commit; the leader then publishes it on the SCM once per generation and phase, and
+A changed object updates the index the gates read (on every replica) and wakes the
+strategies tracking its commit; the replica that works on its repository (``mine``:
+the leader, or the holder of the repository's shard; for an object that names no valid
+repository, the leader) then publishes it on the SCM once per generation and phase, and
 writes ``status.mirroredPhase`` with ``Ready=True``, or ``Ready=False`` with why it
 cannot: an invalid spec, a GitRepository that is missing or invalid, or the SCM's own
 words when it refused or did not answer (a SHA it does not know answers 422). A refused
@@ -21,6 +23,7 @@ from typing import Any
 
 from promoter.config import Config
 from promoter.daemon.gate_calls import GateCalls, words_of
+from promoter.errors import HoldLapsed, NotOwner
 from promoter.kube.cluster_runtime import ClusterRuntime
 from promoter.kube.commit_statuses import CommitStatusIndex, needs_mirror, parse
 from promoter.kube.config_source import split_name
@@ -56,15 +59,16 @@ class CommitStatusSync:
         index: CommitStatusIndex,
         writer: StatusWriter,
         runtime: Callable[[], ClusterRuntime],
-        leading: Callable[[], bool],
+        mine: Callable[[str | None], bool],
         objects: Callable[[], dict[Ident, Obj]],
         wake: Callable[[], None],
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
+        """``mine(repository)``: whether this replica writes for it (None: for none)."""
         self.index = index
         self.writer = writer
         self.runtime = runtime
-        self.leading = leading
+        self.mine = mine
         self.objects = objects
         self.wake = wake
         self.clock = clock
@@ -83,8 +87,9 @@ class CommitStatusSync:
             with self._lock:
                 self._retries.pop(ident, None)
                 self._generations.pop(ident, None)
-            if self.leading():  # a gate went away: read the strategies again
-                runtime.queue.add_many(s.name for s in runtime.config.promotion_strategies)
+            runtime.queue.add_many(  # a gate went away: read the strategies again
+                s.name for s in runtime.config.promotion_strategies if self.mine(s.repository)
+            )
             return
         generation = obj.get("metadata", {}).get("generation")
         with self._lock:
@@ -97,8 +102,8 @@ class CommitStatusSync:
             self._mark({ident})  # the leader writes Ready=False
             return
         self.index.put(obj, (repo, sha, status))
-        if not self.leading():
-            return  # the leader saw the same event
+        if not self.mine(repo):
+            return  # its owner saw the same event
         runtime.status_cache.put(repo, sha, status)
         tracking = set(runtime.sha_index.strategies_for(sha))
         if tracking:
@@ -133,8 +138,10 @@ class CommitStatusSync:
         self.wake()
 
     def mirror_pending(self) -> None:
-        """On the leader: publish what changed on the SCM and write the objects' status.
-        An object waiting for its retry stays pending without a call."""
+        """Publish what changed on the SCM and write the objects' status, for the objects
+        this replica writes for (the others are its owner's; ``mark_all`` brings them
+        back when this replica takes over). An object waiting for its retry stays
+        pending without a call."""
         with self._lock:
             pending, self._pending = self._pending, set()
             retries = dict(self._retries)
@@ -142,18 +149,26 @@ class CommitStatusSync:
         now = self.clock()
         for ident in sorted(pending):
             obj = objects.get(ident)
-            if obj is None:
+            if obj is None or not self.mine(self._repository(obj)):
                 continue
             retry = retries.get(ident)
             if retry is not None and retry.due > now:
                 with self._lock:
                     self._pending.add(ident)
                 continue
-            if not self.leading():
-                with self._lock:
-                    self._pending |= pending
-                return
             self._mirror(ident, obj)
+
+    def _repository(self, obj: Obj) -> str | None:
+        """The configured repository ``obj`` names, None when it names none."""
+        try:
+            repo_name, _, _ = parse(obj)
+        except ValueError:
+            return None
+        try:
+            self.runtime().config.repository(repo_name)
+        except KeyError:
+            return None
+        return repo_name
 
     def _mirror(self, ident: Ident, obj: Obj) -> None:
         try:
@@ -176,6 +191,10 @@ class CommitStatusSync:
                     lambda: plugin.set_commit_status(repo=repo, sha=sha, status=status),
                     timeout=MIRROR_TIMEOUT,
                 )
+            except (NotOwner, HoldLapsed):
+                with self._lock:  # the next owner, or this replica once its hold is back
+                    self._pending.add(ident)
+                return
             except Exception as exc:
                 self._refused(ident, obj, words_of(exc), runtime.config.daemon.max_backoff)
                 return

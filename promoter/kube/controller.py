@@ -1,9 +1,13 @@
-"""Kubernetes mode wired together: watches -> Config -> Runtime, led by a Lease.
+"""Kubernetes mode wired together: watches -> Config -> Runtime, led by a Lease or sharded.
 
 One thread applies changes in order: a changed spec rebuilds the Config and swaps in a
-new Runtime; gaining the Lease starts the Runtime (workers, timers, a full resync);
-losing it stops the Runtime (the SCM plugins were fenced already, at the renew
-deadline). Status is written by the leader only, and only when it changed.
+new Runtime. With one leader, gaining the Lease starts the Runtime (workers, timers, a
+full resync) and losing it stops the Runtime (the SCM plugins were fenced already, at
+the renew deadline). Sharded (``KubeSettings.shards``), every replica runs its Runtime
+on the repositories whose shard Leases it holds (``promoter.kube.sharding``); a shard
+gained is read afresh at once. The leader still writes what belongs to no repository
+(the Ready status of providers and invalid objects). Status is written by whoever works
+on the object, and only when it changed.
 """
 
 from __future__ import annotations
@@ -16,9 +20,10 @@ from typing import Any
 
 from promoter.config import Config, ScmProvider
 from promoter.daemon import StrategyView
+from promoter.errors import HoldLapsed, NotOwner
 from promoter.kube.api import Kube
 from promoter.kube.cluster_runtime import ClusterRuntime
-from promoter.kube.cluster_scm import ClusterScm
+from promoter.kube.cluster_scm import ClusterScm, Guard, leader_guard
 from promoter.kube.commit_status_sync import CommitStatusSync
 from promoter.kube.commit_statuses import CommitStatusIndex
 from promoter.kube.config_source import (
@@ -34,6 +39,8 @@ from promoter.kube.events import EventRecorder
 from promoter.kube.leader import LeaderElector, LeaseSettings
 from promoter.kube.refresh import RefreshForwarder
 from promoter.kube.resources import REFRESH_ANNOTATION
+from promoter.kube.sharding import Sharding
+from promoter.kube.shards import ShardSettings
 from promoter.kube.status import ready_status, strategy_status
 from promoter.kube.status_writer import StatusWriter
 from promoter.kube.token_review import TokenReviewer
@@ -62,6 +69,8 @@ class KubeSettings:
     identity: str
     watch_timeout: int = 60
     plugin_factory: Callable[[ScmProvider, str], ScmPlugin] | None = field(default=None)
+    shards: ShardSettings | None = None
+    """Shard the repositories over the live replicas; None: one leader does all the work."""
 
 
 def _generation(obj: Obj | None) -> Any:
@@ -91,6 +100,20 @@ class Controller:
             on_started=self._signal,
             on_stopped=self._signal,
         )
+        self.sharding: Sharding | None = None
+        if settings.shards is not None:
+            self.sharding = Sharding(
+                kube,
+                settings.lease,
+                settings.shards,
+                settings.identity,
+                config=lambda: self.assembled.config,
+                fallback=self.forwarder.forward,
+                moved=self._signal,
+                ready=lambda: self.runtime.started,
+                prepare=self._warm_up,
+            )
+        self._led = False
         self.watchers = {
             plural: Watcher(
                 kube,
@@ -108,7 +131,7 @@ class Controller:
             index=self.index,
             writer=self.writer,
             runtime=lambda: self.runtime,
-            leading=self.leading,
+            mine=self._mine_repository,
             objects=self.watchers["commitstatuses"].snapshot,
             wake=self._signal,
         )
@@ -124,23 +147,50 @@ class Controller:
         self.forwarder.start()
         self._thread.start()
         self.elector.start()
+        if self.sharding is not None:
+            self.sharding.start()
 
     def stop(self, *, release: bool = True) -> None:
-        """Stop everything; ``release=False`` leaves the Lease to expire (a crash, in tests)."""
+        """Stop everything; ``release=False`` leaves the Leases to expire (a crash, in tests).
+
+        The reconciles in flight finish first (their writes still fenced by the Leases,
+        renewed meanwhile); then the shard Leases are handed over at once."""
+        if self._stop.is_set():
+            return
+        if self.sharding is not None and not release:
+            self.sharding.stop(release=False)  # as a kill: the Leases stop first
         self.elector.stop(release=release)
         self._stop.set()
         self._wake.set()
         self._thread.join(timeout=90)
+        self.runtime.close()
+        if self.sharding is not None and release:
+            self.sharding.stop(release=True)
+            self.forwarder.forward(self.runtime.queue.ready())  # to the next owners
         for watcher in self.watchers.values():
             watcher.stop()
         self.forwarder.stop()
-        self.runtime.close()
 
     def synced(self) -> bool:
         return all(w.synced.is_set() for w in self.watchers.values())
 
     def leading(self) -> bool:
         return self.elector.is_leader()
+
+    def _works(self) -> bool:
+        """Whether this replica's Runtime runs: sharded always, else while it leads."""
+        return self.sharding is not None or self.leading()
+
+    def _mine(self, key: str) -> bool:
+        """Whether this replica works on strategy ``key`` now."""
+        return self.sharding.mine(key) if self.sharding is not None else self.leading()
+
+    def _mine_repository(self, repository: str | None) -> bool:
+        """Whether this replica writes for ``repository`` (None: for no repository, which
+        the leader does)."""
+        if self.sharding is None or repository is None:
+            return self.leading()
+        return self.sharding.fence.claims(repository)
 
     def _signal(self) -> None:
         self._wake.set()
@@ -165,6 +215,9 @@ class Controller:
         if self._config_dirty:
             self._config_dirty = False
             self._rebuild()
+        if self.sharding is not None:
+            self._step_sharded(leading)
+            return
         if leading and not self.runtime.started:
             self.writer.forget()
             self.commit_statuses.mark_all()
@@ -176,6 +229,28 @@ class Controller:
             old.close()
         if leading:
             self.commit_statuses.mirror_pending()
+
+    def _step_sharded(self, leading: bool) -> None:
+        assert self.sharding is not None
+        if not self.runtime.started:
+            self.writer.forget()
+            self.runtime.start()
+            self._share_budgets()
+        if leading and not self._led:
+            self._write_ready_statuses()
+        self._led = leading
+        annotated = self.watchers["promotionstrategies"].objects
+        if self.sharding.step(self.runtime, annotated=annotated, forward=self.forwarder.forward):
+            self.commit_statuses.mark_all()
+        self.commit_statuses.mirror_pending()
+
+    def _warm_up(self, shards: set[str]) -> None:
+        if self.sharding is not None:
+            self.sharding.warm_up(self.runtime, shards)
+
+    def _share_budgets(self) -> None:
+        assert self.sharding is not None
+        self.sharding.share_budgets(self.runtime.plugins)
 
     def _rebuild(self) -> None:
         objects: dict[ObjKey, Obj] = {}
@@ -198,13 +273,15 @@ class Controller:
             )
             old, self.runtime = self.runtime, self._runtime(assembled.config)
             old.close()
-            if self.leading():
+            if self._works():
                 self.runtime.start()
+                if self.sharding is not None:
+                    self._share_budgets()
             self.commit_statuses.config_changed(before.config, assembled.config)
         if self.leading():
             self._write_ready_statuses()
-            if not changed:
-                self.runtime.queue.add_many(self._unobserved())
+        if self._works() and not changed:
+            self.runtime.queue.add_many(k for k in self._unobserved() if self._mine(k))
 
     def _unobserved(self) -> list[str]:
         """Valid strategies whose status is behind their spec (an edit that left the Config
@@ -222,22 +299,28 @@ class Controller:
         factory = self.settings.plugin_factory or (
             lambda provider, state: build_plugin(provider, state_dir=state)
         )
+        sharding = self.sharding
+        guard: Guard = leader_guard(self.leading) if sharding is None else sharding.fence.writing
         plugins: dict[str, ScmPlugin] = {
-            p.name: ClusterScm(
-                factory(p, str(self.state_dir)), is_leader=self.leading, statuses=self.index
-            )
+            p.name: ClusterScm(factory(p, str(self.state_dir)), guard=guard, statuses=self.index)
             for p in config.scm_providers
         }
-        runtime = ClusterRuntime(
-            config,
-            plugins=plugins,
-            observers=[self.events],
-            leading=self.leading,
-            forward=self.forwarder.forward,
-            reconciled=self._reconciled,
-        )
+        if sharding is not None:
+            runtime = sharding.runtime(
+                config, plugins=plugins, observers=[self.events], reconciled=self._reconciled
+            )
+        else:
+            runtime = ClusterRuntime(
+                config,
+                plugins=plugins,
+                observers=[self.events],
+                mine=self._mine,
+                forward=lambda keys, wake: self.forwarder.forward(keys),
+                reconciled=self._reconciled,
+            )
         reviewer = TokenReviewer(self.kube, audiences=config.access.kubernetes.audiences)
-        runtime.app = Daemon(config, runtime=runtime, review=reviewer).app
+        daemon = Daemon(config, runtime=runtime, review=reviewer)
+        runtime.app, runtime.api = daemon.app, daemon.api
         return runtime
 
     # --- watch events --------------------------------------------------------------------
@@ -254,21 +337,33 @@ class Controller:
             elif plural == "promotionstrategies" and _refreshed(obj) != _refreshed(before):
                 meta = obj["metadata"]
                 key = config_name(meta["namespace"], meta["name"])
-                if self.leading() and self.runtime.config.strategy(key) is not None:
+                if self._mine(key) and self.runtime.config.strategy(key) is not None:
                     self.runtime.enqueue([key])
 
         return changed
 
-    # --- writes (leader only) ------------------------------------------------------------
+    # --- writes (by whoever works on the object) -----------------------------------------
 
     def _strategy_object(self, key: str) -> Obj | None:
         return self.watchers["promotionstrategies"].cache.get(split_name(key))
 
     def _reconciled(self, key: str, view: StrategyView | None) -> None:
         obj = self._strategy_object(key)
-        if obj is None or view is None or not self.leading():
+        if obj is None or view is None:
             return
-        self.writer.write("promotionstrategies", obj, strategy_status(obj, view, None))
+        status = strategy_status(obj, view, None)
+        if self.sharding is None:
+            if self.leading():
+                self.writer.write("promotionstrategies", obj, status)
+            return
+        strategy = self.runtime.config.strategy(key)
+        if strategy is None:
+            return
+        try:
+            with self.sharding.fence.writing(strategy.repository):
+                self.writer.write("promotionstrategies", obj, status)
+        except (NotOwner, HoldLapsed):
+            return
 
     def _write_ready_statuses(self) -> None:
         problems = self.assembled.problems

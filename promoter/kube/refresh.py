@@ -1,18 +1,23 @@
-"""Hands webhooks to the leader: a replica that does not lead annotates the strategy.
+"""Hands webhooks to the leader (or, sharded, to an owner that could not be reached over
+HTTP): the replica annotates the strategy.
 
 The annotation ``promoter.argoproj.io/refreshedAt`` (a timestamp) changes the object,
 the leader's watch sees it and reconciles. Patches run on a thread of their own, never
-in a request, and keys arriving together are written once.
+in a request, and keys arriving together are written once. A replica taking a shard
+over reads the strategies annotated lately first (``recently_refreshed``): their owner
+may have been dead when the webhook came.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
-from datetime import UTC, datetime
+from collections.abc import Iterable
+from datetime import UTC, datetime, timedelta
+from typing import Any
 
 from promoter.kube.api import Kube, KubeError
-from promoter.kube.config_source import split_name
+from promoter.kube.config_source import config_name, split_name
 from promoter.kube.resources import REFRESH_ANNOTATION
 
 log = logging.getLogger("promoter.kube.refresh")
@@ -59,3 +64,19 @@ class RefreshForwarder:
             log.info("refresh forwarded to the leader", extra={"strategy": key})
         except KubeError as exc:
             log.warning("refresh not forwarded", extra={"strategy": key, "error": str(exc)})
+
+
+def recently_refreshed(objects: Iterable[dict[str, Any]], *, within: float) -> set[str]:
+    """The strategies among ``objects`` annotated within the last ``within`` seconds."""
+    horizon = datetime.now(UTC) - timedelta(seconds=within)
+    found = set()
+    for obj in objects:
+        meta = obj.get("metadata", {})
+        stamp = (meta.get("annotations") or {}).get(REFRESH_ANNOTATION)
+        try:
+            when = datetime.fromisoformat(str(stamp).replace("Z", "+00:00"))
+        except ValueError:
+            continue
+        if when >= horizon:
+            found.add(config_name(meta["namespace"], meta["name"]))
+    return found

@@ -145,6 +145,23 @@ def ready_status(
     }
 
 
+def quiet(obj: Obj) -> bool:
+    """Whether a PromotionStrategy's status says it is at rest: its spec observed, Ready,
+    every environment up to date (a replica taking it over may read it later)."""
+    meta, status = obj.get("metadata", {}), obj.get("status") or {}
+    ready = any(
+        c.get("type") == "Ready" and c.get("status") == "True"
+        for c in status.get("conditions") or []
+    )
+    envs = status.get("environments") or []
+    return (
+        ready
+        and status.get("observedGeneration") == meta.get("generation")
+        and bool(envs)
+        and all(e.get("state") == "up-to-date" for e in envs)
+    )
+
+
 def same(old: Obj | None, new: Obj) -> bool:
     """True when writing ``new`` over ``old`` would change nothing."""
     return bool(_normal(old or {}) == _normal(new))

@@ -1,4 +1,4 @@
-"""List + watch of one custom resource into a local cache (an informer, in client-go's words).
+"""List + watch of one resource into a local cache (an informer, in client-go's words).
 
 The watch resumes from the last resourceVersion seen (events and bookmarks); when the
 API server answers ``410 Gone`` (history compacted) the watcher lists again and reports
@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
 
 from promoter.kube.api import Kube, KubeError, Obj
 
@@ -18,6 +18,17 @@ log = logging.getLogger("promoter.kube.watcher")
 
 OnChange = Callable[[str, Obj, Obj | None], None]
 """(event type ADDED/MODIFIED/DELETED, the object, the previous version or None)."""
+
+
+class Source(Protocol):
+    """Where a resource is listed and watched from: ``Kube`` for the custom resources,
+    ``promoter.kube.leases.LeaseSource`` for a group's Leases."""
+
+    def list(self, plural: str, namespace: str | None) -> Obj: ...
+
+    def open_watch(
+        self, plural: str, namespace: str | None, resource_version: str, timeout: int
+    ) -> Any: ...
 
 
 def _key(obj: Obj) -> tuple[str, str]:
@@ -34,7 +45,7 @@ class Watcher:
 
     def __init__(
         self,
-        kube: Kube,
+        kube: Source,
         plural: str,
         namespace: str | None,
         on_change: OnChange,

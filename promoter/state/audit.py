@@ -9,7 +9,10 @@ timer, at most once a second, and at shutdown). A write is journaled as ``starte
 before it runs: one a crash cut short is recorded ``interrupted`` at the next start.
 
 Entries naming no repository (a refresh of everything, an unknown strategy) stay in the
-journal only, the newest ``KEEP_UNSCOPED`` of them.
+journal only, the newest ``KEEP_UNSCOPED`` of them. So do, in Kubernetes mode with
+shards, entries about a repository whose shard another replica holds (``owns``): a
+refresh of another replica's strategy is audited where it was asked for, and only the
+holder may push the repository's notes.
 """
 
 from __future__ import annotations
@@ -39,10 +42,17 @@ class AuditTrail:
     """The journal plus the repositories' audit notes; ``mirror_of`` names a repository's
     mirror (None for a repository the configuration does not have)."""
 
-    def __init__(self, directory: Path, *, mirror_of: Callable[[str], GitMirror | None]) -> None:
+    def __init__(
+        self,
+        directory: Path,
+        *,
+        mirror_of: Callable[[str], GitMirror | None],
+        owns: Callable[[str], bool] = lambda repository: True,
+    ) -> None:
         self.directory = directory
         self.path = directory / "journal.jsonl"
         self.mirror_of = mirror_of
+        self.owns = owns
         self._lock = threading.Lock()
         self._pending: dict[str, list[AuditEntry]] = {}
         self._pushed: set[str] = set()
@@ -66,6 +76,8 @@ class AuditTrail:
         with self._lock:
             batches, self._pending = self._pending, {}
         for repository, entries in batches.items():
+            if not self.owns(repository):
+                continue  # another replica holds it: kept in the journal only
             mirror = self.mirror_of(repository)
             try:
                 if mirror is not None:
@@ -120,8 +132,9 @@ class AuditTrail:
             if not self.path.exists() or self.path.stat().st_size < COMPACT_AFTER:
                 return
             kept = [e for e in self._journal.values() if e.id not in self._pushed]
-            scoped = [e for e in kept if e.repository]
-            unscoped = [e for e in kept if not e.repository][-KEEP_UNSCOPED:]
+            scoped = [e for e in kept if e.repository and self.owns(e.repository)]
+            ours = {e.id for e in scoped}
+            unscoped = [e for e in kept if e.id not in ours][-KEEP_UNSCOPED:]
             self._journal = {e.id: e for e in sorted([*scoped, *unscoped], key=cursor)}
             self._pushed = set()
             temporary = self.path.with_suffix(".tmp")

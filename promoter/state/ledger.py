@@ -14,6 +14,10 @@ reconcile records again (with a later ``healthySince``: a longer soak, never sho
 ``update_many`` writes changes to several environments (a revert and the holds it
 implies) as one notes commit and one push: a crash leaves all of them or none.
 
+In Kubernetes mode with shards, a push runs inside the shard fence (``GitMirror``'s
+push guard): a replica that no longer holds the repository's shard pushes nothing, and
+the healthy records still pending for it are dropped (the next owner records them).
+
 A note that cannot be parsed is never read as an empty ledger: reading it raises
 ``LedgerUnreadable`` (the reader blocks that environment with the reason) and no
 write replaces it, so a hold is never lost to a damaged note; a person repairs or
@@ -39,7 +43,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from promoter.engine import EnvLedger
-from promoter.errors import GitError, PermanentError
+from promoter.errors import GitError, NotOwner, PermanentError
 from promoter.git import GitMirror, PushRejected
 from promoter.git.caches import remember
 
@@ -178,6 +182,13 @@ class GitLedger:
         for mirror in mirrors:
             try:
                 self.flush(mirror)
+            except NotOwner as exc:
+                # Another replica works on the repository now and records afresh.
+                with self._guard:
+                    self._pending.pop(mirror.name, None)
+                log.info(
+                    "ledger changes dropped", extra={"repository": mirror.name, "error": str(exc)}
+                )
             except Exception as exc:
                 log.warning(
                     "ledger flush failed", extra={"repository": mirror.name, "error": str(exc)}

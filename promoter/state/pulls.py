@@ -79,6 +79,14 @@ class PullRequestCache:
             self._entries.pop(key, None)
             self._settled.discard(key)
 
+    def forget_repository(self, repo: str) -> None:
+        """Drop what is cached about ``repo`` (Kubernetes mode, sharded: its shard was
+        just taken over, and another replica changed its PRs meanwhile)."""
+        with self._lock:
+            for key in [k for k in self._entries if k[0] == repo]:
+                del self._entries[key]
+                self._settled.discard(key)
+
     def clear(self) -> None:
         with self._lock:
             self._entries.clear()

@@ -112,6 +112,13 @@ class StatusCache:
         with self._lock:
             self._entries.pop((repo, sha), None)
 
+    def forget_repository(self, repo: str) -> None:
+        """Read every SHA of ``repo`` from the SCM next time (another replica may have
+        worked on it meanwhile)."""
+        with self._lock:
+            for key in [k for k in self._entries if k[0] == repo]:
+                del self._entries[key]
+
     def clear(self) -> None:
         with self._lock:
             self._entries.clear()

@@ -212,5 +212,10 @@ class GitHubScm:
         transport.check(repo.url, allow_insecure=self._allow_insecure, what="the repository URL")
         return git_environment(repo=repo, token=lambda: self._credentials.token(repo=repo))
 
+    def set_budget_share(self, share: float) -> None:
+        """Spend only ``share`` of the credential's limits (other replicas use the rest)."""
+        if self.calls.budget is not None:
+            self.calls.budget.share(share)
+
     def close(self) -> None:
         self._client.close()

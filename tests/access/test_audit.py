@@ -241,3 +241,32 @@ def test_a_long_journal_keeps_only_what_the_notes_do_not_hold(
     assert kept == ["unscoped 2", "unscoped 3", "unscoped 4"]
     again = trail(tmp_path / "audit", mirror).entries(AuditQuery(), ["gitops"])
     assert len(again.entries) == 7 and len(remote_note(gitops)["entries"]) == 4  # type: ignore[index]
+
+
+def test_entries_about_a_repository_another_replica_holds_stay_in_the_journal_only(
+    gitops: GitOpsRepo, mirror: GitMirror, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(audit, "COMPACT_AFTER", 1)
+    monkeypatch.setattr(audit, "KEEP_UNSCOPED", 2)
+    held = {"gitops": False}
+    asked: list[str] = []
+
+    def mirror_of(name: str) -> GitMirror | None:
+        asked.append(name)
+        return mirror
+
+    trail_ = AuditTrail(tmp_path / "audit", mirror_of=mirror_of, owns=lambda r: held[r])
+    for n in range(3):
+        trail_.record(entry(action="refresh", reason=f"theirs {n}"))
+    trail_.flush_all()
+    assert asked == [] and remote_note(gitops) is None  # no push, no fetch, no warning
+    lines = (tmp_path / "audit" / "journal.jsonl").read_text().splitlines()
+    kept = [json.loads(line)["entry"]["detail"]["reason"] for line in lines]
+    assert kept == ["theirs 1", "theirs 2"]
+    shown = trail_.entries(AuditQuery(), [])
+    assert [e.detail["reason"] for e in shown.entries] == ["theirs 2", "theirs 1"]
+
+    held["gitops"] = True  # the shard came back: what is written now is pushed
+    trail_.record(entry(reason="ours"))
+    trail_.flush_all()
+    assert [e["detail"]["reason"] for e in remote_note(gitops)["entries"]] == ["ours"]  # type: ignore[index]

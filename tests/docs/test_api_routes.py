@@ -15,6 +15,8 @@ from promoter.http.writes import OPERATIONS
 from promoter.wiring import Daemon
 
 ROOT = Path(__file__).resolve().parents[2]
+SHARDED = {"GET /api/v1/shards"}
+"""Served by each replica in Kubernetes mode with shards (``promoter.kube.shard_api``)."""
 
 
 def served(tmp_path: Path) -> set[str]:
@@ -44,7 +46,7 @@ def documented() -> set[str]:
 def test_every_route_the_daemon_serves_is_in_the_api_reference_and_nothing_else(
     tmp_path: Path,
 ) -> None:
-    routes = served(tmp_path)
+    routes = served(tmp_path) | SHARDED
     assert "POST /api/v1/strategies/{name}/approve-change" in routes
     assert "POST /webhooks/forgejo" in routes
     docs = documented()

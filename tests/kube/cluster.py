@@ -13,8 +13,10 @@ from typing import Any
 from promoter.config import Config, ScmProvider
 from promoter.http.loopback import ThreadServer, free_port
 from promoter.kube.api import Kube, loopback_client
+from promoter.kube.app import ReplicaApp
 from promoter.kube.controller import Controller, KubeSettings
 from promoter.kube.leader import LeaseSettings
+from promoter.kube.shards import ShardSettings
 from scm_plugins.local import LocalScm
 from scm_plugins.protocol import ScmPlugin
 from tests.kube.fake_api import FakeKube
@@ -22,6 +24,7 @@ from tests.kube.fake_api import FakeKube
 GROUP = "promoter.argoproj.io"
 NS = "team"
 FAST_LEASE = {"lease_duration": 1.0, "renew_deadline": 0.6, "retry_period": 0.1}
+PEER_TOKEN = "peer-secret-for-tests"
 
 
 @dataclass
@@ -32,6 +35,8 @@ class Cluster:
     url: str
     root: Path
     replicas: list[Controller] = field(default_factory=list)
+    servers: dict[str, ThreadServer] = field(default_factory=dict)
+    addresses: dict[str, str] = field(default_factory=dict)
 
     def kube(self) -> Kube:
         return Kube(loopback_client(self.url))
@@ -66,11 +71,39 @@ class Cluster:
         obj = self.fake.get(plural, NS, name) or {}
         return dict(obj.get("status") or {})
 
+    def sharded(
+        self,
+        name: str,
+        *,
+        count: int = 16,
+        base: Config | None = None,
+        scm: Callable[[ScmPlugin], ScmPlugin] = lambda plugin: plugin,
+        **lease: float,
+    ) -> Controller:
+        """A sharded replica served over HTTP on 127.0.0.1 (started by its app's lifespan);
+        ``scm`` wraps its SCM plugin (to pause it in a test)."""
+        port = free_port()
+        address = f"http://127.0.0.1:{port}"
+        shards = ShardSettings(count=count, address=address, peer_token=PEER_TOKEN)
+        controller = self.replica(name, base=base, shards=shards, scm=scm, **lease)
+        self.servers[name] = ThreadServer(ReplicaApp(controller), port, name=f"replica-{name}")
+        self.servers[name].start()
+        self.addresses[name] = address
+        return controller
+
+    def crash(self, controller: Controller) -> None:
+        """Stop a replica as a kill would: its Leases are left to expire, its port closes."""
+        controller.stop(release=False)
+        server = self.servers.pop(controller.settings.identity, None)
+        if server is not None:
+            server.stop(timeout=10)
+
     def replica(
         self,
         name: str,
         *,
         base: Config | None = None,
+        shards: ShardSettings | None = None,
         scm: Callable[[ScmPlugin], ScmPlugin] = lambda plugin: plugin,
         **lease: float,
     ) -> Controller:
@@ -96,6 +129,7 @@ class Cluster:
             identity=name,
             watch_timeout=5,
             plugin_factory=local,
+            shards=shards,
         )
         controller = Controller(self.kube(), base.model_copy(update={"daemon": daemon}), settings)
         self.replicas.append(controller)
@@ -113,6 +147,8 @@ def fake_cluster(root: Path) -> Iterator[Cluster]:
     finally:
         for replica in cluster.replicas:
             replica.stop()
+        for replica_server in cluster.servers.values():
+            replica_server.stop(timeout=10)
         fake.expire()  # ends open watches so that the server stops at once
         server.stop(timeout=10)
 

@@ -1,15 +1,19 @@
-"""A small stateful Kubernetes API server for the tests, served over real HTTP.
+"""A small stateful Kubernetes API server for the tests and benchmarks, served over real HTTP.
 
 It keeps objects per resource with a global resourceVersion, bumps ``generation``
 on spec changes, honours the ``status`` subresource, optimistic concurrency on PUT,
-JSON and merge patches, and list + watch (resourceVersion, bookmarks, timeouts).
-``hold()`` keeps events from open watches; ``expire()`` compacts the history so that
-a watch resumed from before it gets ``410 Gone``, as a real API server's does.
+JSON and merge patches, label selectors (``key=value``) on lists, and list + watch
+(resourceVersion, bookmarks, timeouts). ``hold()`` keeps events from open watches;
+``expire()`` compacts the history so that a watch resumed from before it gets ``410
+Gone``, as a real API server's does. The history is kept per resource and searched by
+resourceVersion, so thousands of objects and several replicas watching them stay cheap.
+``fake_api_server`` serves it from a process of its own (the benchmarks).
 """
 
 from __future__ import annotations
 
 import asyncio
+import bisect
 import copy
 import json
 import threading
@@ -37,6 +41,8 @@ KINDS = {
     "secrets": "Secret",
 }
 WITH_STATUS = {"promotionstrategies", "gitrepositories", "scmproviders", "commitstatuses"}
+MAX_EVENTS = 50_000
+"""Events kept per resource (a benchmark renews Leases for many minutes)."""
 
 
 def _status(code: int, reason: str, message: str) -> Obj:
@@ -48,6 +54,13 @@ def _status(code: int, reason: str, message: str) -> Obj:
         "reason": reason,
         "message": message,
     }
+
+
+def _selects(selector: str | None, obj: Obj) -> bool:
+    """Whether ``obj``'s labels match a ``key=value,...`` selector (None: everything)."""
+    labels = obj.get("metadata", {}).get("labels") or {}
+    wanted = (part.split("=", 1) for part in (selector or "").split(",") if "=" in part)
+    return all(labels.get(k) == v for k, v in wanted)
 
 
 def merge_patch(target: Any, patch: Any) -> Any:
@@ -90,7 +103,10 @@ class FakeKube:
         self.lock = threading.Lock()
         self.rv = 0
         self.objects: dict[tuple[Resource, str, str], Obj] = {}
-        self.history: list[tuple[int, Resource, Obj]] = []
+        self.history: dict[Resource, tuple[list[int], list[Obj]]] = {}
+        """Per resource: the resourceVersions of its events, and the events."""
+        self.trimmed: dict[Resource, int] = {}
+        """Per resource: events up to this resourceVersion were compacted away."""
         self.compacted = 0
         self.held = False
         self.epoch = 0  # bumped to end every open watch
@@ -137,7 +153,23 @@ class FakeKube:
     def _bump(self, resource: Resource, kind: str, obj: Obj) -> None:
         self.rv += 1
         obj["metadata"]["resourceVersion"] = str(self.rv)
-        self.history.append((self.rv, resource, {"type": kind, "object": copy.deepcopy(obj)}))
+        rvs, events = self.history.setdefault(resource, ([], []))
+        rvs.append(self.rv)
+        events.append({"type": kind, "object": copy.deepcopy(obj)})
+        if len(rvs) > MAX_EVENTS:  # compact the oldest half, as etcd compacts its history
+            half = len(rvs) // 2
+            self.trimmed[resource] = rvs[half - 1]
+            del rvs[:half], events[:half]
+
+    def preload(self, objects: list[Obj]) -> None:
+        """Create objects at once (``group/version`` from each one's ``apiVersion``)."""
+        with self.lock:
+            for obj in objects:
+                api = obj.get("apiVersion", "v1")
+                group = api.rsplit("/", 1)[0] if "/" in api else ""
+                plural = next(p for p, kind in KINDS.items() if kind == obj["kind"])
+                namespace = obj["metadata"].get("namespace", "")
+                self._create((group, plural), namespace, copy.deepcopy(obj))
 
     def _create(self, resource: Resource, namespace: str, body: Obj) -> tuple[int, Obj]:
         meta = body.setdefault("metadata", {})
@@ -188,6 +220,8 @@ class FakeKube:
 
     async def handle(self, request: Request) -> Response:
         self.requests += 1
+        if request.url.path == "/debug/counts":  # the benchmarks' view of the load
+            return self._counts()
         if self.broken:
             return JSONResponse(_status(500, "InternalError", "broken"), status_code=500)
         parts = request.url.path.strip("/").split("/")
@@ -214,15 +248,24 @@ class FakeKube:
                 return JSONResponse(out, status_code=code)
             if request.query_params.get("watch") in ("true", "1", "True"):
                 return self._watch(request, resource, namespace)
-            return self._list(resource, namespace)
+            return self._list(resource, namespace, request.query_params.get("labelSelector"))
         return await self._one(request, resource, namespace, name, sub)
 
-    def _list(self, resource: Resource, namespace: str) -> Response:
+    def _counts(self) -> Response:
+        with self.lock:
+            writes: Counter[str] = Counter()
+            for (plural, _, sub), n in self.writes.items():
+                writes[f"{plural}/status" if sub == "status" else plural] += n
+            return JSONResponse(
+                {"requests": self.requests, "watches": self.watches, "writes": dict(writes)}
+            )
+
+    def _list(self, resource: Resource, namespace: str, selector: str | None = None) -> Response:
         with self.lock:
             items = [
                 copy.deepcopy(o)
                 for (res, ns, _), o in sorted(self.objects.items())
-                if res == resource and (not namespace or ns == namespace)
+                if res == resource and (not namespace or ns == namespace) and _selects(selector, o)
             ]
             rv = self.rv
         kind = KINDS[resource[1]]
@@ -280,6 +323,7 @@ class FakeKube:
         since = request.query_params.get("resourceVersion") or ""
         timeout = float(request.query_params.get("timeoutSeconds") or 300)
         bookmarks = request.query_params.get("allowWatchBookmarks") in ("true", "True", "1")
+        selector = request.query_params.get("labelSelector")
 
         async def events() -> AsyncIterator[bytes]:
             with self.lock:
@@ -290,9 +334,11 @@ class FakeKube:
                     initial = [
                         {"type": "ADDED", "object": copy.deepcopy(o)}
                         for (res, ns, _), o in sorted(self.objects.items())
-                        if res == resource and (not namespace or ns == namespace)
+                        if res == resource
+                        and (not namespace or ns == namespace)
+                        and _selects(selector, o)
                     ]
-                elif int(since) < self.compacted:
+                elif int(since) < max(self.compacted, self.trimmed.get(resource, 0)):
                     gone = _status(
                         410, "Expired", f"too old resource version: {since} ({self.compacted})"
                     )
@@ -309,11 +355,13 @@ class FakeKube:
                 pending: list[Obj] = []
                 with self.lock:
                     if not self.held:
-                        for rv, res, event in self.history:
-                            if rv > cursor and res == resource:
-                                ns = event["object"]["metadata"].get("namespace", "")
-                                if not namespace or ns == namespace:
-                                    pending.append(event)
+                        rvs, events = self.history.get(resource, ([], []))
+                        for event in events[bisect.bisect_right(rvs, cursor) :]:
+                            ns = event["object"]["metadata"].get("namespace", "")
+                            if (not namespace or ns == namespace) and _selects(
+                                selector, event["object"]
+                            ):
+                                pending.append(event)
                         cursor = self.rv
                 for event in pending:
                     yield (json.dumps(event) + "\n").encode()

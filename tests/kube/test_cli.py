@@ -49,3 +49,35 @@ def test_kubernetes_mode_without_a_cluster_or_kubeconfig_says_so(
     args = ["serve", "--kubernetes", "--kubeconfig", str(missing), "--state-dir", str(tmp_path)]
     assert main([*args, "--plain-logs"]) == 2
     assert f"no usable kubeconfig ({missing})" in capsys.readouterr().err
+
+
+def test_shards_take_the_pods_address_uid_and_the_peer_secret_from_its_environment(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import argparse
+
+    from promoter.config import Config
+    from promoter.kube.cli import add_serve_arguments, shard_settings
+
+    parser = argparse.ArgumentParser()
+    add_serve_arguments(parser)
+    monkeypatch.setenv("POD_IP", "10.0.3.7")
+    monkeypatch.setenv("POD_NAME", "promoter-7d9c-x2")
+    monkeypatch.setenv("POD_UID", "5e0c0d1e")
+    monkeypatch.setenv("PROMOTER_PEER_TOKEN", "s3cret")
+    base = Config.model_validate({"daemon": {"port": 9090}})
+    assert shard_settings(parser.parse_args(["--kubernetes"]), base) is None
+    settings = shard_settings(parser.parse_args(["--kubernetes", "--shards", "32"]), base)
+    assert settings is not None
+    assert (settings.count, settings.address, settings.peer_token) == (
+        32,
+        "http://10.0.3.7:9090",
+        "s3cret",
+    )
+    assert settings.owner == {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "name": "promoter-7d9c-x2",
+        "uid": "5e0c0d1e",
+    }
+    assert "s3cret" not in repr(settings)

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from promoter.config import ScmProvider
-from promoter.kube.cluster_scm import ClusterScm
+from promoter.kube.cluster_scm import ClusterScm, leader_guard
 from promoter.kube.commit_statuses import CommitStatusIndex
 from scm_plugins.forgejo.plugin import ForgejoScm
 from scm_plugins.github import GitHubScm
@@ -30,7 +30,7 @@ def test_a_cluster_replica_folds_what_its_plugin_folds_now(tmp_path: Path) -> No
     """An out-of-process plugin learns its folded keys at its handshake, which may come
     after the replica wrapped it (a plugin that started only on its second try)."""
     inner = LocalScm(provider=ScmProvider(name="local", local={}), state_dir=str(tmp_path))
-    cluster = ClusterScm(inner, is_leader=lambda: True, statuses=CommitStatusIndex())
+    cluster = ClusterScm(inner, guard=leader_guard(lambda: True), statuses=CommitStatusIndex())
     assert cluster.folded_gate_keys == frozenset()
     inner.folded_gate_keys = frozenset({"gitlab-ci"})
     assert cluster.folded_gate_keys == {"gitlab-ci"}

@@ -209,3 +209,12 @@ def test_a_soft_spread_leaves_a_firm_retry_alone() -> None:
     assert [q.get(0), q.get(0)] == ["b", None]
     clock.now += 55.0
     assert q.get(0) == "a"
+
+
+def test_a_hurried_key_goes_before_the_backlog_and_a_key_not_ready_is_left_alone() -> None:
+    q = WorkQueue()
+    q.add_many(["r1", "r2", "r3", "webhook"])
+    q.add_after("later", 60.0)
+    q.hurry(["webhook", "later", "unknown"])
+    assert q.ready() == ["webhook", "r1", "r2", "r3"]
+    assert [q.get(0) for _ in range(5)] == ["webhook", "r1", "r2", "r3", None]

@@ -1,0 +1,301 @@
+"""The HTTP side of a sharded replica: any replica answers for all of them.
+
+* ``POST /internal/v1/keys``: keys another replica forwarded (``peers``): a replica's
+  call, signed with the replicas' secret, never a browser's (one carrying ``Origin`` or
+  ``Sec-Fetch-*`` is refused, and its body must be declared JSON).
+* ``GET /api/v1/shards``: the members, the assignment and who holds each shard (for a
+  caller who may read some strategy).
+* ``GET /api/v1/strategies``: every strategy the caller may read, each reported by the
+  replica that works on it (asked with ``?scope=local``, all at once, in a call signed
+  as a replica's); those whose owner did not answer are listed with their owner and no
+  state.
+* ``POST /api/v1/freeze`` and ``/unfreeze``: by the replicas whose repositories the
+  freeze covers (``shard_freeze``).
+* ``GET /api/v1/strategies/{name}``, ``/dashboard/{name}``, ``/strategies/{name}``, a
+  strategy's audit (``/api/v1/audit?strategy=``, ``/audit?strategy=``), and
+  the writes (``POST .../statuses``, ``POST /api/v1/strategies/{name}/{operation}``) are
+  passed to the owner when it is another replica (``shard_pass``), so that they act
+  where the work is done, after the owner's own checks of the caller.
+
+What this module answers goes through the same browser guard as the daemon's own
+routes (the Host check and the security headers). Everything else falls through to
+the replica's own app.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any
+
+import httpx
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.types import Receive, Scope, Send
+
+from promoter.http import Api
+from promoter.http.guard import BrowserGuard, json_only
+from promoter.http.views import strategy_summary
+from promoter.kube.assignment import loads
+from promoter.kube.leases import shard_lease
+from promoter.kube.peers import KEYS, SIGNATURE, sign, verify
+from promoter.kube.peers import PATH as KEYS_PATH
+from promoter.kube.shard_freeze import PATHS as FREEZES
+from promoter.kube.shard_freeze import body_of, everywhere, named_strategy
+from promoter.kube.shard_pass import PASSED, pass_on, receive_passed, unavailable
+
+if TYPE_CHECKING:
+    from promoter.kube.controller import Controller
+
+STRATEGY = re.compile(r"^/(?:api/v1/strategies|dashboard|strategies)/([^/]+)(?:/[a-z-]+)?$")
+STATUSES = re.compile(r"^/api/v1/repositories/([^/]+)/commits/[^/]+/statuses$")
+AUDIT = ("/api/v1/audit", "/audit")
+"""Passed to the owner when they ask for one strategy's audit (``?strategy=``)."""
+LOCAL = "/api/v1/strategies?scope=local"
+BROWSER = ("origin", "sec-fetch-site", "sec-fetch-mode", "sec-fetch-dest")
+"""Headers a browser sends with a fetch (and a form), which a replica never does."""
+
+Answer = Callable[[Request], Awaitable[Response]]
+
+
+class ShardRoutes:
+    def __init__(self, controller: Controller) -> None:
+        self.controller = controller
+        assert controller.sharding is not None
+        self.sharding = controller.sharding
+        self._client = httpx.AsyncClient(timeout=5.0)
+
+    @property
+    def token(self) -> str | None:
+        return self.sharding.settings.peer_token
+
+    def _api(self) -> Api:
+        api = self.controller.runtime.api
+        assert api is not None
+        return api
+
+    async def handle(self, scope: Scope, receive: Receive, send: Send) -> bool:
+        """Answer the request when it is one of ours; False to let the app answer it."""
+        if any(k == PASSED.encode() for k, _ in scope["headers"]):
+            app = self.controller.runtime.app
+            assert app is not None
+            await receive_passed(scope, receive, send, app=app, token=self.token)
+            return True
+        if scope["method"] == "POST" and scope["path"] in FREEZES:
+            await self._freeze(scope, receive, send)
+            return True
+        answer = self._route(Request(scope))
+        if answer is None:
+            return False
+
+        async def respond(scope: Scope, receive: Receive, send: Send) -> None:
+            response = await answer(Request(scope, receive))
+            await response(scope, receive, send)
+
+        await BrowserGuard(respond, hosts=self._api().access.hosts)(scope, receive, send)
+        return True
+
+    async def _freeze(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """A freeze or its lifting, by the replicas whose repositories it covers."""
+        app = self.controller.runtime.app
+        assert app is not None
+        body, again = await body_of(scope, receive)
+        strategy = named_strategy(body or b"")
+        runtime = self.controller.runtime
+        if body is None or (strategy is not None and runtime.config.strategy(strategy) is None):
+            await app(scope, again, send)  # the API refuses it
+            return
+        answer: Answer
+        if strategy is None:
+            members = self.sharding.coordinator.table.members
+            others = [a for m, a in sorted(members.items()) if m != self.sharding.identity and a]
+
+            async def answer(request: Request) -> Response:
+                return await everywhere(scope, body, app=app, others=others, pass_on=self._pass_to)
+        elif runtime.mine(strategy):
+            await app(scope, again, send)
+            return
+        else:
+            located = self.sharding.locate(strategy)
+            if located is None or not located[1] or located[0] == self.sharding.identity:
+                answer = self._changing
+            else:
+                address = located[1]
+
+                async def answer(request: Request) -> Response:
+                    return await self._pass_to(request, address)
+
+        async def respond(scope: Scope, receive: Receive, send: Send) -> None:
+            response = await answer(Request(scope, receive))
+            await response(scope, receive, send)
+
+        await BrowserGuard(respond, hosts=self._api().access.hosts)(scope, again, send)
+
+    async def _pass_to(self, request: Request, address: str) -> Response:
+        identity = self.sharding.identity
+        return await pass_on(self._client, request, address, identity=identity, token=self.token)
+
+    def _route(self, request: Request) -> Answer | None:
+        path, method = request.url.path, request.method
+        if path == KEYS_PATH and method == "POST":
+            return self._keys
+        if path == "/api/v1/shards" and method == "GET":
+            return self._shards
+        if path == "/api/v1/strategies" and method == "GET":
+            return self._strategies
+        return self._owner_elsewhere(request)
+
+    # --- forwarded keys -------------------------------------------------------------------
+
+    async def _keys(self, request: Request) -> Response:
+        if any(h in request.headers for h in BROWSER):
+            return JSONResponse({"error": "a call between replicas; no browser's"}, status_code=403)
+        body = await request.body()
+        if not verify(self.token, request.headers.get(SIGNATURE, ""), body, what=KEYS):
+            return JSONResponse({"error": "not signed by a replica"}, status_code=403)
+        if not json_only(request):
+            return JSONResponse({"error": "the body must be JSON"}, status_code=415)
+        try:
+            data = json.loads(body)
+            keys = [str(k) for k in data["keys"]]
+            wake = bool(data.get("wake"))
+        except (ValueError, KeyError, TypeError):
+            return JSONResponse({"error": "body must be {keys: [...]}"}, status_code=400)
+        rest = self.controller.runtime.receive(keys, wake=wake)
+        if rest:
+            self.controller.forwarder.forward(rest)
+        return JSONResponse({"accepted": len(keys) - len(rest)}, status_code=202)
+
+    async def _shards(self, request: Request) -> Response:
+        who = await self._api().reader(request)
+        if isinstance(who, Response):
+            return who
+        return JSONResponse(self.table())
+
+    # --- the shards -------------------------------------------------------------------------
+
+    def table(self) -> dict[str, Any]:
+        coordinator = self.sharding.coordinator
+        table = coordinator.table
+        weights = table.work.weights
+        per_member = loads(table.assigned, weights)
+        held: dict[str, float] = {}
+        for shard, holder in table.holders.items():
+            if holder:
+                held[holder] = held.get(holder, 0.0) + weights.get(shard, 0.0)
+        total = sum(weights.values())
+        average = total / len(table.members) if table.members else 0.0
+        return {
+            "identity": self.sharding.identity,
+            "shardCount": self.sharding.settings.count,
+            "balance": round(max(per_member.values()) / average, 3) if average else None,
+            "members": [
+                {
+                    "identity": member,
+                    "address": address,
+                    "self": member == self.sharding.identity,
+                    "assignedStrategies": int(per_member.get(member, 0)),
+                    "heldStrategies": int(held.get(member, 0)),
+                    "heldShards": sum(1 for h in table.holders.values() if h == member),
+                }
+                for member, address in sorted(table.members.items())
+            ],
+            "shards": [
+                {
+                    "name": shard,
+                    "lease": shard_lease(self.sharding.settings.group, shard),
+                    "holder": table.holders.get(shard) or None,
+                    "assigned": table.assigned.get(shard),
+                    "strategies": int(weights.get(shard, 0)),
+                    "repositories": sorted(table.work.repositories.get(shard, [])),
+                }
+                for shard in sorted(weights)
+            ],
+        }
+
+    # --- strategies, wherever they are worked on --------------------------------------------
+
+    def _local(self) -> list[dict[str, Any]]:
+        runtime = self.controller.runtime
+        me = self.sharding.identity
+        return [
+            strategy_summary(s, runtime.view(s.name), owner=me)
+            for s in runtime.strategies()
+            if runtime.mine(s.name)
+        ]
+
+    async def _strategies(self, request: Request) -> Response:
+        local = request.query_params.get("scope") == "local"
+        signature = request.headers.get(SIGNATURE, "")
+        readable: Callable[[str], bool]
+        if local and verify(self.token, signature, b"", what=f"GET {LOCAL}"):
+            readable = lambda name: True  # noqa: E731  the entry replica filters
+        else:
+            api = self._api()
+            who = await api.reader(request)
+            if isinstance(who, Response):
+                return who
+            readable = lambda name: api.readable(who, name)  # noqa: E731
+        mine = [s for s in await run_in_threadpool(self._local) if readable(s["name"])]
+        if local:
+            return JSONResponse({"strategies": mine})
+        members = self.sharding.coordinator.table.members
+        others = [a for m, a in sorted(members.items()) if m != self.sharding.identity and a]
+        answers = await asyncio.gather(*(self._ask(a) for a in others))
+        found = {s["name"]: s for s in mine}
+        for answer in answers:
+            found.update({s["name"]: s for s in answer})
+        runtime = self.controller.runtime
+        listed = [
+            found.get(s.name) or strategy_summary(s, None, owner=self.sharding.owner(s.name))
+            for s in runtime.strategies()
+            if readable(s.name)
+        ]
+        return JSONResponse({"strategies": listed})
+
+    async def _ask(self, address: str) -> list[dict[str, Any]]:
+        headers = {SIGNATURE: sign(self.token, b"", what=f"GET {LOCAL}")} if self.token else {}
+        try:
+            answer = await self._client.get(address.rstrip("/") + LOCAL, headers=headers)
+            strategies: list[dict[str, Any]] = answer.json()["strategies"]
+        except (httpx.HTTPError, ValueError, KeyError, TypeError):
+            return []
+        return strategies
+
+    def _owner_elsewhere(self, request: Request) -> Answer | None:
+        """How to answer a request about another replica's strategy or repository (by
+        that replica); None when it is this replica's, or about no strategy."""
+        runtime = self.controller.runtime
+        path = request.url.path
+        name = request.query_params.get("strategy") if path in AUDIT else None
+        if (match := STRATEGY.match(path)) and runtime.config.strategy(match[1]) is not None:
+            if runtime.mine(match[1]):
+                return None
+            located = self.sharding.locate(match[1])
+        elif name is not None and runtime.config.strategy(name) is not None:
+            if runtime.mine(name):
+                return None
+            located = self.sharding.locate(name)
+        elif (match := STATUSES.match(path)) and request.method == "POST":
+            if self.sharding.fence.owns(match[1]) or not runtime.has_repository(match[1]):
+                return None
+            located = self.sharding.locate_repository(match[1])
+        else:
+            return None
+        if located is None or not located[1] or located[0] == self.sharding.identity:
+            return self._changing
+        address = located[1]
+
+        async def passed(request: Request) -> Response:
+            return await self._pass_to(request, address)
+
+        return passed
+
+    async def _changing(self, request: Request) -> Response:
+        return unavailable("the replica that works on it is changing")
+
+    async def close(self) -> None:
+        await self._client.aclose()

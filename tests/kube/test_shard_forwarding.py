@@ -1,0 +1,179 @@
+"""Webhooks and API calls may reach any sharded replica: the keys go to the owner over
+signed HTTP (or, when it does not answer, through the strategy's annotation), and the
+API of any replica shows every strategy with the replica that works on it."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from promoter.cli.client import ApiClient
+from promoter.cli.status_table import render
+from promoter.kube.controller import Controller
+from promoter.kube.peers import PATH, SIGNATURE, sign
+from promoter.kube.resources import REFRESH_ANNOTATION
+from tests.kube.cluster import NS, PEER_TOKEN, Cluster, fake_cluster, wait_until
+from tests.kube.shard_helpers import fleet, holders, owner_of, promoted, settled
+
+JSON = {"content-type": "application/json"}
+
+
+def two_replicas(cluster: Cluster, root: Path) -> tuple[Controller, Controller, str]:
+    """a and b over four repositories, settled, every strategy read; one strategy of a's."""
+    repos = fleet(cluster, root, 4)
+    a, b = cluster.sharded("a"), cluster.sharded("b")
+    wait_until(lambda: settled(cluster, [a, b]), what="a and b to settle")
+    for name, repo in repos.items():
+        wait_until(lambda: promoted(cluster, name, repo.tip("main")), what=f"{name} read")  # noqa: B023
+
+    def read_by_owner(name: str) -> bool:
+        owner = owner_of([a, b], name)
+        return owner is not None and owner.runtime.view(f"{NS}.{name}") is not None
+
+    wait_until(lambda: all(map(read_by_owner, repos)), what="every strategy read by its owner")
+    theirs = next((n for n in repos if owner_of([a, b], n) is a), None)
+    assert theirs is not None, "a holds no repository"
+    return a, b, theirs
+
+
+def annotation(cluster: Cluster, strategy: str) -> Any:
+    obj = cluster.fake.get("promotionstrategies", NS, strategy) or {}
+    return (obj["metadata"].get("annotations") or {}).get(REFRESH_ANNOTATION)
+
+
+def received(replica: Controller) -> list[tuple[float, list[str]]]:
+    """Record when forwarded keys reach ``replica``."""
+    seen: list[tuple[float, list[str]]] = []
+    runtime = replica.runtime
+    original = runtime.receive
+
+    def receive(keys: Any, *, wake: bool) -> list[str]:
+        keys = list(keys)
+        seen.append((time.perf_counter(), keys))
+        return original(keys, wake=wake)
+
+    runtime.receive = receive  # type: ignore[method-assign]
+    return seen
+
+
+def test_a_refresh_sent_to_another_replica_reaches_the_owner_over_signed_http(
+    tmp_path: Path,
+) -> None:
+    with fake_cluster(tmp_path) as cluster:
+        a, b, strategy = two_replicas(cluster, tmp_path)
+        seen = received(a)
+        before = annotation(cluster, strategy)
+        sent = time.perf_counter()
+        answer = httpx.post(
+            cluster.addresses["b"] + "/api/v1/refresh", json={"strategy": f"{NS}.{strategy}"}
+        )
+        assert answer.status_code == 202, answer.text
+        wait_until(lambda: seen, what="the keys at the owner")
+        at, keys = seen[0]
+        print(f"forwarded to the owner in {(at - sent) * 1000:.1f} ms")
+        assert keys == [f"{NS}.{strategy}"]
+        assert at - sent < 0.5
+        assert b.sharding is not None
+        wait_until(lambda: b.sharding.peers.sent == 1, what="b to count the delivery")
+        assert annotation(cluster, strategy) == before, "the refresh went by the annotation"
+
+
+def test_forwarded_keys_without_a_good_signature_or_from_a_browser_are_refused(
+    tmp_path: Path,
+) -> None:
+    with fake_cluster(tmp_path) as cluster:
+        a, _, strategy = two_replicas(cluster, tmp_path)
+        seen = received(a)
+        url = cluster.addresses["a"] + PATH
+        body = json.dumps({"keys": [f"{NS}.{strategy}"]}).encode()
+        good = sign(PEER_TOKEN, body)
+        forged = {
+            "none": {},
+            "wrong secret": {SIGNATURE: sign("not-the-secret", body)},
+            "an hour old": {SIGNATURE: sign(PEER_TOKEN, body, time.time() - 3600)},
+            "another body": {SIGNATURE: sign(PEER_TOKEN, b'{"keys": []}')},
+            "another call": {SIGNATURE: sign(PEER_TOKEN, body, what="GET /api/v1/shards")},
+            "garbage": {SIGNATURE: "t=abc,v1=zz"},
+            "a browser's, signed": {SIGNATURE: good, "origin": cluster.addresses["a"]},
+            "a page's fetch, signed": {SIGNATURE: good, "sec-fetch-site": "same-origin"},
+        }
+        for why, headers in forged.items():
+            answer = httpx.post(url, content=body, headers={**JSON, **headers})
+            assert answer.status_code == 403, why
+        plain = {SIGNATURE: good, "content-type": "text/plain"}
+        assert httpx.post(url, content=body, headers=plain).status_code == 415
+        garbled = b"[not json"
+        signed = {**JSON, SIGNATURE: sign(PEER_TOKEN, garbled)}
+        assert httpx.post(url, content=garbled, headers=signed).status_code == 400
+        assert seen == []
+        answer = httpx.post(url, content=body, headers={**JSON, SIGNATURE: good})
+        assert answer.status_code == 202
+        assert len(seen) == 1
+
+
+def test_keys_for_an_owner_that_does_not_answer_go_through_the_annotation(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with fake_cluster(tmp_path) as cluster:
+        _, b, strategy = two_replicas(cluster, tmp_path)
+        assert b.sharding is not None
+        unreachable = ("a", "http://127.0.0.1:9")  # nothing listens there
+        monkeypatch.setattr(b.sharding.coordinator, "holder_of", lambda shard: unreachable)
+        before = annotation(cluster, strategy)
+        b.runtime.enqueue([f"{NS}.{strategy}"])
+        wait_until(lambda: annotation(cluster, strategy) != before, what="the annotation")
+        assert b.sharding.peers.sent == 0
+
+
+def test_any_replica_lists_every_strategy_with_its_owner_and_passes_writes_to_it(
+    tmp_path: Path,
+) -> None:
+    with fake_cluster(tmp_path) as cluster:
+        a, b, strategy = two_replicas(cluster, tmp_path)
+        summaries = httpx.get(cluster.addresses["b"] + "/api/v1/strategies").json()["strategies"]
+        assert {s["owner"] for s in summaries} == {"a", "b"}
+        assert {e["state"] for s in summaries for e in s["environments"]} == {"up-to-date"}
+        client = ApiClient(cluster.addresses["b"])
+        listed = {s["name"]: s for s in client.strategies()}
+        assert len(listed) == 4
+        for name, summary in listed.items():
+            owner = owner_of([a, b], name.removeprefix(f"{NS}."))
+            assert owner is not None and summary["owner"] == owner.settings.identity
+            assert all(e["state"] == "up-to-date" for e in summary["environments"]), str(summary)
+        assert "REPLICA" in render(client.strategies()).splitlines()[0]
+        page = httpx.get(f"{cluster.addresses['b']}/dashboard/{NS}.{strategy}").text
+        assert "replica <code>a</code>" in page
+        detail = client.strategy(f"{NS}.{strategy}")
+        assert detail["owner"] == "a" and detail["environments"][0]["state"] == "up-to-date"
+
+        shards = httpx.get(cluster.addresses["b"] + "/api/v1/shards").json()
+        assert {m["identity"] for m in shards["members"]} == {"a", "b"}
+        assert {s["name"]: s["holder"] for s in shards["shards"]} == {
+            shard: holder for shard, holder in holders(cluster).items() if holder
+        }
+
+        repo = f"{NS}.repo-{strategy.removeprefix('app-')}"
+        view = a.runtime.view(f"{NS}.{strategy}")
+        assert view is not None and view.snapshot is not None
+        sha = view.snapshot.environments[0].active.hydrated_sha
+        posted = client.set_status(repo, sha, key="ci", phase="success", force=True)
+        assert posted["enqueued"] == [f"{NS}.{strategy}"]
+        statuses = a.runtime.status_cache.get(repo, sha) or []
+        assert [s.key for s in statuses] == ["ci"]
+        client.close()
+
+
+def test_a_key_that_is_not_ours_any_more_when_its_turn_comes_goes_to_its_owner(
+    tmp_path: Path,
+) -> None:
+    with fake_cluster(tmp_path) as cluster:
+        a, b, strategy = two_replicas(cluster, tmp_path)
+        seen = received(a)
+        b.runtime.queue.add(f"{NS}.{strategy}")  # queued on b as if before its shard moved
+        wait_until(lambda: seen, what="the key at its owner")
+        assert seen[0][1] == [f"{NS}.{strategy}"]

@@ -1,0 +1,113 @@
+"""Sharded replicas on the Kubernetes API stand-in: the repositories are shared out over
+the live replicas, each promotes only its own, and shards move on join, leave and death
+without a change merged twice or lost."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from promoter.kube.controller import Controller
+from tests.kube.cluster import NS, fake_cluster, wait_until
+from tests.kube.shard_helpers import all_promoted, fleet, holders, merges, owner_of, settled
+
+TIMED = {"lease_duration": 2.0, "renew_deadline": 1.2, "retry_period": 0.2}
+"""For the tests that time a join or a takeover: long enough that a loaded machine's
+scheduling delays stay small beside it."""
+LEASE = TIMED["lease_duration"]
+RETRY = TIMED["retry_period"]
+SLACK = 1.0
+"""Scheduling delays of a machine shared by several test runs."""
+
+
+def released(*replicas: Controller) -> int:
+    return sum(r.sharding.coordinator.transitions["released"] for r in replicas if r.sharding)
+
+
+def test_three_replicas_share_the_repositories_and_each_promotes_its_own(tmp_path: Path) -> None:
+    with fake_cluster(tmp_path) as cluster:
+        repos = fleet(cluster, tmp_path, 6)
+        replicas = [cluster.sharded(name) for name in ("a", "b", "c")]
+        wait_until(lambda: settled(cluster, replicas), what="the shards to settle")
+        first = {name: repo.tip("main") for name, repo in repos.items()}
+        wait_until(lambda: all_promoted(cluster, first), what="every strategy read")
+        changes = {name: repo.change("2.0.0", f"Bump {name}", None) for name, repo in repos.items()}
+        wait_until(lambda: all_promoted(cluster, changes), what="every change promoted")
+        for repo in repos.values():
+            assert merges(repo) == {"environment/dev": 1, "environment/staging": 1}
+        owners = {getattr(owner_of(replicas, name), "settings", None) for name in repos}
+        assert None not in owners
+        assert len(owners) >= 2, "every repository went to one replica"
+        leases = holders(cluster)
+        assert set(leases.values()) <= {"a", "b", "c"}
+        for replica in replicas:
+            assert replica.sharding is not None
+            assert replica.sharding.coordinator.held() == {
+                shard for shard, holder in leases.items() if holder == replica.settings.identity
+            }
+            assert f"{NS}.app-0" in {s.name for s in replica.runtime.strategies()}
+        shares = [r.sharding.budget_shares()[f"{NS}.local"] for r in replicas if r.sharding]
+        assert abs(sum(shares) - 1.0) < 1e-9, "the credential's budget is not split in whole"
+
+
+def test_a_replica_that_joins_takes_its_share_within_a_lease_and_one_that_stops_hands_over_at_once(
+    tmp_path: Path,
+) -> None:
+    with fake_cluster(tmp_path) as cluster:
+        repos = fleet(cluster, tmp_path, 6)
+        a, b = cluster.sharded("a", **TIMED), cluster.sharded("b", **TIMED)
+        wait_until(lambda: settled(cluster, [a, b]), what="a and b to settle")
+        before = a.sharding.coordinator.table.assigned if a.sharding else {}
+        released_before = released(a, b)
+        c = cluster.sharded("c", **TIMED)
+        wait_until(c.synced, what="c to list everything")
+        joined = time.monotonic()
+        wait_until(lambda: settled(cluster, [a, b, c]), timeout=LEASE * 5, what="c's share")
+        took = time.monotonic() - joined
+        print(f"a joining replica held its share {took:.2f}s after it had listed (lease {LEASE}s)")
+        assert took <= LEASE
+        assert c.sharding is not None
+        after = c.sharding.coordinator.table.assigned
+        changed = {s for s in after if before.get(s) != after[s]}
+        assert c.sharding.coordinator.held() == {s for s, m in after.items() if m == "c"}
+        moved = released(a, b) - released_before
+        assert moved == len(changed), "a shard moved that the assignment did not move"
+        assert not any(r.sharding.coordinator.transitions["lost"] for r in (a, b, c) if r.sharding)
+
+        change = {"app-0": repos["app-0"].change("2.0.0", "Bump", None)}
+        stopped = time.monotonic()
+        c.stop()  # SIGTERM: in-flight reconciles end, then every Lease is handed over
+        wait_until(lambda: settled(cluster, [a, b]), timeout=LEASE * 5, what="c's shards back")
+        handed = time.monotonic() - stopped
+        print(f"a stopping replica's shards were held again after {handed:.2f}s")
+        assert handed < LEASE / 2
+        a.runtime.enqueue(["team.app-0"])
+        wait_until(lambda: all_promoted(cluster, change), what="the change after the hand-over")
+        assert merges(repos["app-0"]) == {"environment/dev": 1, "environment/staging": 1}
+
+
+def test_a_killed_replicas_repositories_are_taken_over_within_the_lease_and_promote_again(
+    tmp_path: Path,
+) -> None:
+    with fake_cluster(tmp_path) as cluster:
+        repos = fleet(cluster, tmp_path, 6)
+        replicas = [cluster.sharded(name, **TIMED) for name in ("a", "b", "c")]
+        wait_until(lambda: settled(cluster, replicas), what="the shards to settle")
+        b = replicas[1]
+        assert b.sharding is not None
+        orphaned = b.sharding.coordinator.held()
+        theirs = [n for n in repos if owner_of(replicas, n) is b]
+        assert orphaned and theirs
+        killed = time.monotonic()
+        cluster.crash(b)
+        survivors = [replicas[0], replicas[2]]
+        wait_until(lambda: settled(cluster, survivors), timeout=LEASE * 5, what="the takeover")
+        took = time.monotonic() - killed
+        print(f"a killed replica's shards were held again after {took:.2f}s (lease {LEASE}s)")
+        assert took <= LEASE + RETRY + SLACK
+        changes = {n: repos[n].change("2.0.0", f"Bump {n}", None) for n in theirs}
+        for replica in survivors:
+            replica.runtime.enqueue([f"{NS}.{n}" for n in theirs])
+        wait_until(lambda: all_promoted(cluster, changes), what="their changes promoted")
+        for name in theirs:
+            assert merges(repos[name]) == {"environment/dev": 1, "environment/staging": 1}
