@@ -229,8 +229,8 @@ class DeliveryLog:
             return True
         if delivery_id in self._writing:
             return True
-        if self._complete:
-            return False
+        if self._complete or delivery_id in self._deletes:
+            return False  # forgotten, not yet deleted from SQLite: not known any more
         return self._store.contains(delivery_id)
 
     def _prune(self, now: float) -> None:

@@ -29,7 +29,9 @@ round trips; until the push has landed and the local ref shows it, reads apply t
 changes in flight as they apply pending ones. A push rejected because the notes ref
 moved is retried on top of a fresh fetch, re-applying the changes to what the other
 writer stored, so concurrent writers (another flush, another instance) never lose
-each other's records.
+each other's records. A push that fails otherwise (a remote down, a hook refusing)
+undoes its local notes commit and keeps its changes pending, older first, for the
+next flush.
 """
 
 from __future__ import annotations
@@ -46,6 +48,8 @@ from promoter.git import GitMirror, PushRejected
 from promoter.git.caches import remember
 
 LEDGER_REF = "refs/notes/promoter.ledger"
+NO_REF = "0" * 40
+"""As the new value of a ref: delete it."""
 ATTEMPTS = 4
 PARSED = 1 << 17
 """Ledger notes kept parsed (every environment's, at 10,000 strategies x 4 environments)."""
@@ -226,6 +230,12 @@ class GitLedger:
                 with mirror.lock:
                     mirror.fetch()
                 continue
+            except BaseException:
+                # Not pushed: undo the local commit (unless a writer built on it), so that
+                # reads and the next flush apply the changes, kept pending, only once.
+                with mirror.lock:
+                    mirror.set_ref(LEDGER_REF, before or NO_REF, expected=tip)
+                raise
             with mirror.lock:
                 mirror.set_ref(LEDGER_REF, tip, expected=before)
                 with self._guard:

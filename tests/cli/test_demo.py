@@ -33,22 +33,22 @@ def test_the_scripted_demo_leaves_no_sandbox_behind(tmp_path: Path) -> None:
 
 
 def test_ctrl_c_stops_the_demo_and_removes_its_sandbox(tmp_path: Path) -> None:
-    proc = subprocess.Popen(
+    with subprocess.Popen(  # leaving the block closes its pipes
         DEMO, env=demo_env(tmp_path), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-    )
-    try:
-        assert proc.stdout is not None
-        deadline = time.monotonic() + 120
-        for line in proc.stdout:
-            if "keeps running" in line or time.monotonic() > deadline:
-                break
-        assert sandboxes(tmp_path) != []  # the sandbox exists while the demo runs
-        proc.send_signal(signal.SIGINT)
-        assert proc.wait(timeout=60) in (0, 130)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+    ) as proc:
+        try:
+            assert proc.stdout is not None
+            deadline = time.monotonic() + 120
+            for line in proc.stdout:
+                if "keeps running" in line or time.monotonic() > deadline:
+                    break
+            assert sandboxes(tmp_path) != []  # the sandbox exists while the demo runs
+            proc.send_signal(signal.SIGINT)
+            assert proc.wait(timeout=60) in (0, 130)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
     assert sandboxes(tmp_path) == []
 
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -118,8 +117,12 @@ def test_a_failing_environment_is_reverted_by_pr_to_its_last_healthy_tree(
     assert "health failed" in revert_pr.body
     prod = wait_for(lambda: (e := h.env(PROD))["holds"] and e, what="prod holds the bad SHA")
     assert [hold["drySha"] for hold in prod["holds"]] == [bad]
-    time.sleep(0.5)
-    assert h.active(PROD) == good
+    decided = wait_for(
+        lambda: h.runtime.queue.idle() and (e := h.env(PROD))["state"] == "blocked" and e,
+        what="prod decided on the hold",
+    )
+    assert f"{bad[:7]} is held in {PROD}" in decided["reason"]
+    assert decided["active"]["drySha"] == good
     metrics = h.client.get("/metrics").text
     assert 'promoter_reverts_total{environment="environment/staging"' in metrics
 

@@ -200,3 +200,20 @@ def test_every_kind_of_ledger_action_changes_the_ledger_of_its_own_environment_o
         assert list(told.changes) == [names[1]], action.kind
         assert told.changes[names[1]](BUSY) != BUSY, action.kind
         assert told.durable is not isinstance(action, RecordHealthy)
+
+
+def test_a_pin_set_and_lifted_is_told_as_a_warning_with_its_reason_and_dry_commit() -> None:
+    def told(action: PinEnvironment) -> tuple[str, str, str, str, str]:
+        changes = ledger_changes(action, branches=branches(1), now=NOW)
+        return changes.level, changes.message, changes.event, changes.text, changes.sha
+
+    pin = PinEnvironment(environment=0, dry_sha=dry(4), reason="audit week", since=NOW)
+    unpin = PinEnvironment(environment=0, dry_sha=None, reason="audit over")
+    assert told(pin) == ("warning", "pin set", "pinned", "audit week", dry(4))
+    assert told(unpin) == ("warning", "pin lifted", "unpinned", "audit over", "")
+
+
+def test_lifting_a_pin_at_a_given_time_lifts_it() -> None:
+    unpin = PinEnvironment(environment=0, dry_sha=None, since=NOW)
+    [change] = ledger_changes(unpin, branches=branches(1), now=NOW).changes.values()
+    assert change(BUSY).pin is None

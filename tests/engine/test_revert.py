@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
-from hypothesis import given
+import pytest
+from hypothesis import Phase as Search
+from hypothesis import find, given, settings
 from hypothesis import strategies as st
 
 from promoter.engine import decide
@@ -101,6 +104,22 @@ def test_a_failure_that_lasts_past_the_settle_time_opens_a_revert_to_the_last_he
     assert revert.auto_merge
     assert "health failed" in revert.reason
     assert decide(snapshot).environments[1].state is EnvState.REVERTING
+
+
+def test_a_revert_restores_the_newest_healthy_ancestor_not_an_older_one() -> None:
+    snapshot = failing(staging(healthy=healthy("environment/staging", 2, 3, 4)), 1, ago=SETTLE + 1)
+    [revert] = kinds(snapshot, OpenRevert)
+    assert revert.restore.dry_sha == dry(4)
+    assert decide(snapshot).environments[1].reason == (
+        f"health failed on {dry(5)[:7]}; reverting to {dry(4)[:7]}"
+    )
+
+
+def test_a_revert_skips_the_failing_commit_and_records_that_are_not_its_ancestors() -> None:
+    records = healthy("environment/staging", 3, 7, 5)  # 7: a later change, since reverted
+    snapshot = failing(staging(healthy=records), 1, ago=SETTLE + 1)
+    [revert] = kinds(snapshot, OpenRevert)
+    assert revert.restore.dry_sha == dry(3)
 
 
 def test_no_revert_before_the_settle_time_but_a_wake_up_when_it_ends() -> None:
@@ -215,7 +234,36 @@ def test_a_manual_revert_names_a_healthy_commit_or_says_why_not() -> None:
     snapshot = staging()
     action = manual_revert(snapshot, 1, to=dry(3)[:8], auto_merge=False)
     assert isinstance(action, OpenRevert) and action.restore.dry_sha == dry(3)
-    assert "no" in str(manual_revert(snapshot, 1, to=dry(4), auto_merge=False))
+    assert manual_revert(snapshot, 1, to=dry(4), auto_merge=False) == (
+        f"the ledger of environment/staging holds no {dry(4)} as healthy commit"
+    )
+
+
+def test_a_manual_revert_without_a_target_restores_the_newest_older_healthy_commit() -> None:
+    snapshot = build(
+        Env("dev", active=5, proposed=5),
+        Env("staging", active=5, proposed=5),
+        Env("prod", active=5, proposed=5),
+    )
+    snapshot = edit(snapshot, 1, ledger=EnvLedger(healthy=healthy("environment/staging", 2, 3)))
+    action = manual_revert(snapshot, 1, to=None, auto_merge=True)
+    assert isinstance(action, OpenRevert)
+    assert (action.restore.dry_sha, action.bad_dry_sha) == (dry(3), dry(5))
+    assert action.hold_in == (1, 2)  # staging and every environment after it
+    assert (action.trigger, action.auto_merge) == ("manual", True)
+    assert action.reason == f"a person asked to revert environment/staging to {dry(3)[:7]}"
+
+
+def test_a_manual_revert_says_why_it_cannot_be_done() -> None:
+    snapshot = staging(healthy=healthy("environment/staging", 5))
+    assert manual_revert(snapshot, 1, to=None, auto_merge=False) == (
+        "the ledger of environment/staging holds no an older healthy commit"
+    )
+    assert manual_revert(snapshot, 1, to=dry(5)[:7], auto_merge=False) == (
+        f"environment/staging already runs {dry(5)[:7]}"
+    )
+    unreadable = edit(staging(), 1, error="the SCM answered 502")
+    assert manual_revert(unreadable, 1, to=None, auto_merge=False) == "the SCM answered 502"
 
 
 # --- properties --------------------------------------------------------------------------
@@ -272,21 +320,56 @@ def test_a_revert_happens_only_on_a_settled_fresh_failure_and_restores_a_healthy
         assert env.ledger.paused is None
 
 
-@given(revert_scenarios())
-def test_a_revert_is_never_reverted_automatically(snapshot: Snapshot) -> None:
+def runs_a_restore(snapshot: Snapshot) -> bool:
+    """Staging runs the commit that a revert restored."""
     env = snapshot.environments[1]
     assert env.active is not None
-    if any(r.restored_dry_sha == env.active.dry_sha for r in env.ledger.reverts):
-        assert kinds(snapshot, OpenRevert) == []
+    return any(r.restored_dry_sha == env.active.dry_sha for r in env.ledger.reverts)
+
+
+@given(revert_scenarios().filter(runs_a_restore))
+def test_a_revert_is_never_reverted_automatically(snapshot: Snapshot) -> None:
+    assert kinds(snapshot, OpenRevert) == []
+
+
+def promoted(snapshot: Snapshot) -> set[str]:
+    """The dry SHAs merged into staging as promotions."""
+    merges = kinds(snapshot, MergePullRequest)
+    return {m.dry_sha for m in merges if m.environment == 1 and m.purpose == "promotion"}
 
 
 @given(revert_scenarios())
 def test_a_held_dry_sha_is_never_promoted(snapshot: Snapshot) -> None:
+    held = {h.dry_sha for h in snapshot.environments[1].ledger.holds}
+    assert promoted(snapshot).isdisjoint(held)
+
+
+def holds_its_proposal(snapshot: Snapshot) -> bool:
     env = snapshot.environments[1]
-    held = {h.dry_sha for h in env.ledger.holds}
-    for merge in kinds(snapshot, MergePullRequest):
-        if merge.environment == 1 and merge.purpose == "promotion":
-            assert merge.dry_sha not in held
+    assert env.proposed is not None
+    return any(h.dry_sha == env.proposed.dry_sha for h in env.ledger.holds)
+
+
+CASES: dict[str, Callable[[Snapshot], bool]] = {
+    "a revert opened": lambda s: bool(kinds(s, OpenRevert)),
+    "a promotion merged": lambda s: bool(promoted(s)),
+    "a promotion merged besides a hold": lambda s: (
+        bool(promoted(s)) and bool(s.environments[1].ledger.holds)
+    ),
+    "a held proposal that would merge otherwise": lambda s: (
+        holds_its_proposal(s)
+        and bool(promoted(edit(s, 1, ledger=s.environments[1].ledger.without_holds())))
+    ),
+    "a hold released": lambda s: bool(kinds(s, ReleaseHold)),
+}
+"""What the properties here speak of: each must be drawn, or they hold vacuously."""
+FIND = settings(max_examples=2000, phases=[Search.explicit, Search.reuse, Search.generate])
+"""The first example found will do: no shrinking."""
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_the_scenarios_drawn_hold_every_case_the_properties_speak_of(case: str) -> None:
+    assert CASES[case](find(revert_scenarios(), CASES[case], settings=FIND))
 
 
 @given(revert_scenarios())

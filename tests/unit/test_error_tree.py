@@ -40,17 +40,28 @@ def test_the_drawing_names_every_class_of_the_module_once() -> None:
 
 def test_each_class_is_drawn_under_a_class_it_derives_from() -> None:
     classes = defined()
-    for name, above in drawing():
-        if above:
-            assert issubclass(classes[name], classes[above[-1]]), (name, above[-1])
-        else:
-            assert classes[name] is errors.PromoterError
+    tree = drawing()
+    assert [name for name, above in tree if not above] == ["PromoterError"]
+    wrong = [
+        (name, above[-1])
+        for name, above in tree
+        if above and not issubclass(classes[name], classes[above[-1]])
+    ]
+    assert wrong == []
 
 
 def test_each_scm_error_is_drawn_under_the_retry_it_gets() -> None:
     classes = defined()
-    for name, above in drawing():
-        cls = classes[name]
-        if issubclass(cls, errors.ScmError) and cls is not errors.ScmError:
-            temporary = issubclass(cls, errors.TemporaryError)
-            assert ("TemporaryError" if temporary else "PermanentError") in above, name
+    scm = [
+        (name, above)
+        for name, above in drawing()
+        if issubclass(classes[name], errors.ScmError) and classes[name] is not errors.ScmError
+    ]
+    assert len(scm) > 3
+    retry = {True: "TemporaryError", False: "PermanentError"}
+    misplaced = [
+        name
+        for name, above in scm
+        if retry[issubclass(classes[name], errors.TemporaryError)] not in above
+    ]
+    assert misplaced == []

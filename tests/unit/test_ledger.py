@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from promoter.engine import EnvLedger, HealthyRecord, Hold
+from promoter.errors import GitError
 from promoter.git import GitMirror
 from promoter.state.ledger import GitLedger
 from tests.support import GitOpsRepo
@@ -33,6 +34,64 @@ def fresh_reader(gitops: GitOpsRepo, root: Path) -> tuple[GitMirror, GitLedger]:
     mirror = GitMirror(name="gitops", url=str(gitops.path), root=root)
     mirror.refresh()
     return mirror, GitLedger()
+
+
+def refuse_ledger_pushes(gitops: GitOpsRepo) -> Path:
+    """The remote's pre-receive hook declines every push (a protected ref, a full disk)."""
+    hook = gitops.path / "hooks" / "pre-receive"
+    hook.write_text("#!/bin/sh\necho 'notes are protected' >&2\nexit 1\n")
+    hook.chmod(0o755)
+    return hook
+
+
+def test_a_failed_push_keeps_the_pending_changes_until_a_later_flush_lands_them(
+    tmp_path: Path,
+) -> None:
+    gitops = GitOpsRepo.create(tmp_path)
+    mirror, ledger = fresh_reader(gitops, tmp_path / "a")
+    hook = refuse_ledger_pushes(gitops)
+    ledger.update(mirror, "s", "dev", lambda led: led.with_healthy(record("1" * 40)), durable=False)
+    with pytest.raises(GitError, match="notes are protected"):
+        ledger.update(mirror, "s", "staging", lambda led: led.with_hold(hold("2" * 40)))
+    ledger.flush_all()  # refused again: logged, and kept
+    assert ledger.read(mirror, "s", "dev").healthy == (record("1" * 40),)
+    assert [h.dry_sha for h in ledger.read(mirror, "s", "staging").holds] == ["2" * 40]
+    hook.unlink()
+    ledger.flush_all()
+    other, other_ledger = fresh_reader(gitops, tmp_path / "b")
+    assert other_ledger.read(other, "s", "dev").healthy == (record("1" * 40),)
+    assert [h.dry_sha for h in other_ledger.read(other, "s", "staging").holds] == ["2" * 40]
+    assert ledger.read(mirror, "s", "dev").healthy == (record("1" * 40),)  # applied once
+
+
+def test_changes_made_while_a_push_fails_land_after_the_failed_ones_in_order(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    gitops = GitOpsRepo.create(tmp_path)
+    mirror, ledger = fresh_reader(gitops, tmp_path / "a")
+    hook = refuse_ledger_pushes(gitops)
+    ledger.update(mirror, "s", "dev", lambda led: led.with_healthy(record("1" * 40)), durable=False)
+    pushing, release = threading.Event(), threading.Event()
+    real_push = GitMirror.push_commit
+
+    def slow_network(self: GitMirror, ref: str, sha: str, *, lease: str | None) -> None:
+        pushing.set()
+        assert release.wait(10)
+        real_push(self, ref, sha, lease=lease)
+
+    monkeypatch.setattr(GitMirror, "push_commit", slow_network)
+    flusher = threading.Thread(target=ledger.flush_all)
+    flusher.start()
+    assert pushing.wait(10)
+    ledger.update(mirror, "s", "dev", lambda led: led.with_healthy(record("3" * 40)), durable=False)
+    release.set()
+    flusher.join(10)
+    assert not flusher.is_alive()
+    monkeypatch.setattr(GitMirror, "push_commit", real_push)
+    hook.unlink()
+    ledger.flush_all()
+    other, other_ledger = fresh_reader(gitops, tmp_path / "b")
+    assert other_ledger.read(other, "s", "dev").healthy == (record("1" * 40), record("3" * 40))
 
 
 def test_healthy_records_are_read_at_once_and_pushed_by_the_next_flush(tmp_path: Path) -> None:

@@ -8,6 +8,7 @@ import sqlite3
 import threading
 from pathlib import Path
 
+from tests.support import wait_for
 from webhooks.deliveries import DeliveryLog
 from webhooks.delivery_journal import ADDED, FORGOTTEN, encode
 from webhooks.durable import Durable
@@ -155,4 +156,117 @@ def test_a_journal_cut_by_a_crash_is_replayed_up_to_its_last_whole_line(tmp_path
     assert log.record("github:a") is True  # forgotten again in the journal
     assert log.record("github:b\nc") is False  # a newline in an id is escaped
     assert log.record("github:d") is True  # its line was cut
+    log.close()
+
+
+def test_an_id_evicted_from_memory_while_its_batch_is_written_is_still_a_duplicate(
+    tmp_path: Path,
+) -> None:
+    log = DeliveryLog(tmp_path / "d.sqlite3", memory_limit=2, flush_every=60)
+    writing, release = threading.Event(), threading.Event()
+    write = log._store.write
+
+    def slow_disk(rows: dict[str, float], deletes: list[str]) -> None:
+        writing.set()
+        assert release.wait(10)
+        write(rows, deletes)
+
+    log._store.write = slow_disk  # type: ignore[method-assign]
+    assert log.record("github:a") is True
+    flusher = threading.Thread(target=log.flush)
+    flusher.start()
+    assert writing.wait(10)  # github:a is taken by the batch, not yet in SQLite
+    assert log.record("github:b") is True
+    assert log.record("github:c") is True  # github:a leaves memory (the limit is 2)
+    assert log.record("github:a") is False
+    release.set()
+    flusher.join(10)
+    assert log.record("github:a") is False  # and in SQLite once the batch is committed
+    log.close()
+
+
+def stored(path: Path) -> int:
+    """How many ids the SQLite file holds, read by another connection."""
+    db = sqlite3.connect(path)
+    try:
+        return int(db.execute("SELECT count(*) FROM deliveries").fetchone()[0])
+    finally:
+        db.close()
+
+
+def test_a_full_batch_wakes_the_writer_at_once(tmp_path: Path) -> None:
+    log = DeliveryLog(tmp_path / "d.sqlite3", batch=2, flush_every=60)
+    log.record("github:a")
+    log.record("github:b")
+    wait_for(lambda: stored(tmp_path / "d.sqlite3") == 2, what="the batch written")
+    log.close()
+
+
+def test_the_first_id_recorded_once_the_flush_is_due_wakes_the_writer(tmp_path: Path) -> None:
+    now = [1000.0]
+    log = DeliveryLog(tmp_path / "d.sqlite3", batch=1000, flush_every=60, clock=lambda: now[0])
+    now[0] += 60  # exactly when the flush is due
+    log.record("github:a")
+    wait_for(lambda: stored(tmp_path / "d.sqlite3") == 1, what="the id written")
+    log.close()
+
+
+def test_no_disk_is_read_on_the_recording_thread_while_every_id_fits_in_memory(
+    tmp_path: Path,
+) -> None:
+    log = DeliveryLog(tmp_path / "d.sqlite3", memory_limit=3)
+    reads: list[str] = []
+    log._store.contains = lambda delivery_id: bool(reads.append(delivery_id))  # type: ignore[method-assign]
+    for name in ("a", "b", "c", "d"):
+        assert log.record(f"github:{name}") is True
+    assert reads == []  # three ids in memory, then the fourth one missed there: none read
+    assert log.record("github:e") is True  # past the limit: a miss is looked up
+    assert reads == ["github:e"]
+    log.close()
+
+
+def test_forgetting_an_id_no_longer_in_memory_drops_it_from_sqlite_too(tmp_path: Path) -> None:
+    log = DeliveryLog(tmp_path / "d.sqlite3", memory_limit=1)
+    log.record("github:a")
+    log.record("github:b")  # github:a leaves memory
+    log.flush()
+    log.forget("github:a")
+    log.forget("github:never-seen")
+    assert log.record("github:a") is True
+    log.forget("github:a")
+    log.close()
+    again = DeliveryLog(tmp_path / "d.sqlite3")
+    assert again.record("github:a") is True  # the forgetting reached SQLite
+    assert again.record("github:b") is False
+    again.close()
+
+
+def test_an_id_forgotten_while_its_batch_is_written_is_new_again(tmp_path: Path) -> None:
+    log = DeliveryLog(tmp_path / "d.sqlite3", flush_every=60)
+    writing, release = threading.Event(), threading.Event()
+    write = log._store.write
+
+    def slow_disk(rows: dict[str, float], deletes: list[str]) -> None:
+        writing.set()
+        assert release.wait(10)
+        write(rows, deletes)
+
+    log._store.write = slow_disk  # type: ignore[method-assign]
+    log.record("github:a")
+    flusher = threading.Thread(target=log.flush)
+    flusher.start()
+    assert writing.wait(10)
+    log.forget("github:a")  # its processing failed: the redelivery must be processed
+    assert log.record("github:a") is True
+    release.set()
+    flusher.join(10)
+    log.close()
+
+
+def test_pruning_is_due_exactly_one_period_after_the_last(tmp_path: Path) -> None:
+    now = [1000.0]
+    log = DeliveryLog(tmp_path / "d.sqlite3", retention=10, prune_every=60, clock=lambda: now[0])
+    log.record("github:old")
+    now[0] += 60
+    assert len(log) == 0
     log.close()

@@ -70,6 +70,18 @@ def test_a_payload_missing_what_its_event_needs_is_400(hooks: Hooks) -> None:
     assert hooks.github("status", status).status_code == 400
 
 
+def test_a_400_says_why_in_compact_json_and_is_counted_as_invalid(hooks: Hooks) -> None:
+    labels = {"provider": "github", "event": "status", "result": "invalid"}
+    before = sample("promoter_webhook_requests_total", labels)
+
+    answer = hooks.github("status", b"{", content_type="application/json")
+
+    reason = answer.json()["reason"]
+    assert reason
+    assert answer.content == b'{"result":"invalid","reason":' + json.dumps(reason).encode() + b"}"
+    assert sample("promoter_webhook_requests_total", labels) == before + 1
+
+
 @pytest.mark.parametrize(
     "signature",
     [None, "", "sha256=", "sha256=00", "sha1=abc", "sha256=" + "0" * 64, b"sha256=\xe9\xe9"],

@@ -1,0 +1,1 @@
+"""``make mutate``'s report: the mutation score of each guarding module and its survivors."""
