@@ -21,7 +21,9 @@ from scm_plugins.protocol import (
     review_reader,
 )
 
-REPO = Repository(name="gitops", url="https://example.invalid/acme/gitops.git", scm_provider="github")
+REPO = Repository(
+    name="gitops", url="https://example.invalid/acme/gitops.git", scm_provider="github"
+)
 
 
 class Featured:
