@@ -3,6 +3,8 @@ real signed commits in a temporary repository."""
 
 from __future__ import annotations
 
+import subprocess
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -11,7 +13,21 @@ from promoter.cli.sandbox import commit_files, init_bare
 from promoter.errors import GitError
 from promoter.git.signatures import SignatureVerifier
 
-from .keys import pgp_key, signed_commit, ssh_key
+from .keys import PgpKey, pgp_key, signed_commit, ssh_key
+
+
+@pytest.fixture
+def pgp(tmp_path: Path) -> Iterator[Callable[[str], PgpKey]]:
+    """OpenPGP keys of people; the gpg-agent each key's home started is stopped after."""
+    made: list[PgpKey] = []
+
+    def make(email: str) -> PgpKey:
+        made.append(pgp_key(tmp_path, email))
+        return made[-1]
+
+    yield make
+    for key in made:
+        subprocess.run(["gpgconf", "--homedir", str(key.home), "--kill", "gpg-agent"], check=False)
 
 
 @pytest.fixture
@@ -41,9 +57,9 @@ def test_ssh_commits_are_good_only_when_signed_by_an_allowed_signer(
 
 
 def test_openpgp_commits_are_good_only_when_their_key_is_in_the_keyring(
-    repo: Path, tmp_path: Path
+    repo: Path, tmp_path: Path, pgp: Callable[[str], PgpKey]
 ) -> None:
-    ada, eve = pgp_key(tmp_path, "ada@example.com"), pgp_key(tmp_path, "eve@evil.test")
+    ada, eve = pgp("ada@example.com"), pgp("eve@evil.test")
     good = signed_commit(repo, "main", {"a": "2\n"}, "by ada", ada)
     foreign = signed_commit(repo, "main", {"a": "3\n"}, "by eve", eve)
     found = SignatureVerifier(tmp_path / "v").verify(
