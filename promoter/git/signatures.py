@@ -4,7 +4,8 @@ signers from a keyring imported into a private ``GNUPGHOME``.
 ``git log --format=%G?...`` verifies each commit as ``git verify-commit`` does (the same
 code in git), in one process for all the commits asked about. A verdict depends only on the
 commit and the signers given, so it is kept per (commit, signers). The signers' files live
-in a directory of their own per signers' digest, made once.
+in a directory of their own per signers' digest, made once, under a private temporary
+directory made when a gate first needs it and removed with the verifier (or at exit).
 
 Concurrency: verdicts and signers' directories are guarded by one lock; git runs outside it.
 """
@@ -12,8 +13,10 @@ Concurrency: verdicts and signers' directories are guarded by one lock; git runs
 from __future__ import annotations
 
 import hashlib
+import shutil
 import tempfile
 import threading
+import weakref
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -67,7 +70,8 @@ class SignatureVerifier:
     """Verifies commits of a bare repository against configured signers."""
 
     def __init__(self, root: Path | None = None) -> None:
-        self._root = Path(root or tempfile.mkdtemp(prefix="promoter-signers-"))
+        self._given = root
+        self._made: Path | None = None
         self._known: dict[tuple[str, str], Signature] = {}
         self._homes: dict[str, tuple[Path, Path]] = {}
         self._lock = threading.Lock()
@@ -94,7 +98,7 @@ class SignatureVerifier:
             made = self._homes.get(digest)
             if made is not None:
                 return made
-            where = self._root / digest[:16]
+            where = self._root() / digest[:16]
             home = where / "gnupg"
             home.mkdir(parents=True, exist_ok=True, mode=0o700)
             signers = where / "allowed_signers"
@@ -103,6 +107,15 @@ class SignatureVerifier:
                 _import(home, keyring)
             self._homes[digest] = (signers, home)
             return signers, home
+
+    def _root(self) -> Path:
+        """Under ``_lock``: where the signers' directories go, made on first use."""
+        if self._given is not None:
+            return self._given
+        if self._made is None:
+            self._made = Path(tempfile.mkdtemp(prefix="promoter-signers-"))
+            weakref.finalize(self, shutil.rmtree, self._made, ignore_errors=True)
+        return self._made
 
     @staticmethod
     def _run(git_dir: Path, shas: list[str], signers: Path, home: Path) -> list[Signature]:

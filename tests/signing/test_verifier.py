@@ -101,3 +101,27 @@ def test_a_keyring_gpg_cannot_read_is_an_error_not_an_empty_keyring(
             allowed_signers="",
             keyring="-----BEGIN PGP PUBLIC KEY BLOCK-----\ngarbage",
         )
+
+
+def test_the_signers_directory_is_made_only_when_needed_and_removed_with_the_verifier(
+    repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A daemon without a signature gate leaves nothing in the temporary directory; one with
+    it leaves nothing behind once the verifier is gone."""
+    import gc
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
+    (tmp_path / "tmp").mkdir()
+    made = lambda: sorted((tmp_path / "tmp").iterdir())  # noqa: E731
+    idle = SignatureVerifier()
+    assert made() == []
+    alice = ssh_key(tmp_path, "alice@example.com")
+    good = signed_commit(repo, "main", {"a": "2\n"}, "by alice", alice)
+    verifier = SignatureVerifier()
+    found = verifier.verify(repo, [good], allowed_signers=alice.allowed(), keyring="")
+    assert [s.verdict for s in found] == ["good"]
+    assert [p.name[:17] for p in made()] == ["promoter-signers-"]
+    del verifier, idle
+    gc.collect()
+    assert made() == []
