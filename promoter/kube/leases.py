@@ -118,6 +118,12 @@ class Observed:
         """We wrote this Lease ourselves (its next listing is a change we made)."""
         self._seen[seen.name] = ((seen.holder, seen.renewed, seen.version), now)
 
+    def next_lapse(self, now: float, duration: float) -> float | None:
+        """Seconds until the next held Lease reaches ``duration`` without a change (its
+        holder presumed gone), or None when none is on its way there."""
+        ahead = [at + duration - now for (holder, _, _), at in self._seen.values() if holder]
+        return min((wait for wait in ahead if wait > 0), default=None)
+
     def age(self, name: str, now: float) -> float:
         """Seconds since the Lease last changed (infinite when never seen)."""
         known = self._seen.get(name)

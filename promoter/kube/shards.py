@@ -21,7 +21,8 @@ A round writes up to ``WRITERS`` Leases at once.
 So a hand-over takes a few watch events (tens of milliseconds), not rounds. A member
 is live while its member Lease changes within ``lease_duration``; a dead replica's
 member and shard Leases stop changing together, so its shards are taken over
-``lease_duration`` (plus at most one ``retry_period``) after its last renewal. Replicas
+``lease_duration`` after its last renewal was seen (the loop wakes when a Lease is due
+to lapse, not at the next ``retry_period``). Replicas
 may disagree on the member set for a moment; the Leases decide, never the assignment.
 """
 
@@ -57,6 +58,9 @@ from promoter.kube.shard_metrics import record_round, record_transition
 from promoter.kube.watcher import Watcher
 
 log = logging.getLogger("promoter.kube.shards")
+
+LAPSE_MARGIN = 0.01
+"""Seconds past a Lease's lapse before the round that takes it over (clock reads round)."""
 
 WRITERS = 8
 """Lease writes a round makes at once: renewing 64 shards one after the other would take
@@ -212,8 +216,17 @@ class ShardCoordinator:
                     self._round()
                 except Exception:  # never let the loop die: the next round tries again
                     log.exception("shard round failed")
-            self._wake.wait(self.lease.retry_period)
+            self._wake.wait(self._pause())
             self._wake.clear()
+
+    def _pause(self) -> float:
+        """Until the next round: ``retry_period``, or less when a Lease lapses sooner (a
+        dead replica's shards are taken over at the lease's end, not up to a retry
+        later)."""
+        lapse = self.observed.next_lapse(self.clock(), self.lease.lease_duration)
+        if lapse is None:
+            return self.lease.retry_period
+        return min(self.lease.retry_period, lapse + LAPSE_MARGIN)
 
     # --- one round -------------------------------------------------------------------------
 
