@@ -1,18 +1,19 @@
 """Work handed from one replica to the owner of its repository, over HTTP, signed.
 
 A webhook or an API refresh may reach any replica. The keys it wakes that belong to a
-shard held elsewhere are posted to the holder's address (the one its member Lease
-names) at ``/internal/v1/keys``, on a thread of its own, never in the request; keys for
-one owner arriving together go in one call. The call is signed with the replicas'
-shared secret (HMAC-SHA256 over a timestamp, the method and path and the body; the
-receiver accepts a minute either way, and a replay only wakes strategies again); it is a
-replica's call, never a browser's (``promoter.kube.shard_api`` refuses one that carries
-a browser's headers or is not JSON). The other calls between replicas (a strategy
-list, a request passed to the owner) are signed the same way. When the owner is not
-known (its shard is changing hands), does not answer, or no secret is set, the keys
-take the slower road through the API server (``RefreshForwarder``'s annotation), and
-the next owner reads every strategy of a shard it takes over afresh anyway: nothing
-is lost when the owner changes mid-flight.
+shard held elsewhere are posted to the holder's address (the one its member Lease names)
+at ``/internal/v1/keys``, on a thread of its own, never in the request; keys for one
+owner arriving together go in one call, and the calls to different owners go at once (an
+owner slow to answer, busy taking shards over, delays only its own keys). The call is
+signed with the replicas' shared secret (HMAC-SHA256 over a timestamp, the method and
+path and the body; the receiver accepts a minute either way, and a replay only wakes
+strategies again); it is a replica's call, never a browser's
+(``promoter.kube.shard_api`` refuses one that carries a browser's headers or is not
+JSON). The other calls between replicas (a strategy list, a request passed to the owner)
+are signed the same way. When the owner is not known (its shard is changing hands), does
+not answer, or no secret is set, the keys take the slower road through the API server
+(``RefreshForwarder``'s annotation), and the next owner reads every strategy of a shard
+it takes over afresh anyway: nothing is lost when the owner changes mid-flight.
 """
 
 from __future__ import annotations
@@ -23,10 +24,13 @@ import json
 import logging
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 
 import httpx
-from prometheus_client import Counter, Histogram
+from prometheus_client import Counter as MetricCounter
+from prometheus_client import Histogram
 
 from promoter.metrics import REGISTRY
 
@@ -37,8 +41,10 @@ KEYS = f"POST {PATH}"
 """What a forwarding of keys signs besides its body."""
 SIGNATURE = "x-promoter-peer-signature"
 SKEW = 60.0
+OWNERS_AT_ONCE = 8
+"""Owners posted to at the same time (one call each): a replica's peers, at most."""
 
-FORWARDED = Counter(
+FORWARDED = MetricCounter(
     "promoter_forwarded_keys_total",
     "Strategy keys handed to the replica that owns them, by the road they took",
     ["replica", "via"],
@@ -107,6 +113,9 @@ class PeerForwarder:
         self._wake = threading.Event()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="peer-forwarder", daemon=True)
+        self._busy: Counter[str] = Counter()
+        """Calls in flight, by owner address."""
+        self._posts = ThreadPoolExecutor(OWNERS_AT_ONCE, thread_name_prefix="peer-post")
 
     def start(self) -> None:
         self._thread.start()
@@ -115,6 +124,7 @@ class PeerForwarder:
         self._stop.set()
         self._wake.set()
         self._thread.join(timeout=10)
+        self._posts.shutdown(wait=True)
         self._client.close()
 
     def forward(self, keys: list[str], *, wake: bool = False) -> None:
@@ -141,9 +151,26 @@ class PeerForwarder:
             self._wake.wait()
             self._wake.clear()
             with self._lock:
-                batches, self._pending = self._pending, {}
+                batches = self._ready()
             for (address, wake), (keys, since) in batches.items():
-                self._post(address, sorted(keys), wake, since)
+                self._posts.submit(self._deliver, address, sorted(keys), wake, since)
+
+    def _ready(self) -> dict[tuple[str, bool], tuple[set[str], float]]:
+        """Under ``_lock``: the batches to post now, those of owners not answering a call
+        already (theirs wait, and grow, until it ends)."""
+        ready = {k: v for k, v in self._pending.items() if not self._busy[k[0]]}
+        for key in ready:
+            del self._pending[key]
+            self._busy[key[0]] += 1
+        return ready
+
+    def _deliver(self, address: str, keys: list[str], wake: bool, since: float) -> None:
+        try:
+            self._post(address, keys, wake, since)
+        finally:
+            with self._lock:
+                self._busy[address] -= 1
+            self._wake.set()
 
     def _post(self, address: str, keys: list[str], wake: bool, since: float) -> None:
         assert self.token is not None
@@ -156,7 +183,8 @@ class PeerForwarder:
             log.info("owner did not answer", extra={"address": address, "error": str(exc)})
             delivered = False
         if delivered:
-            self.sent += len(keys)
+            with self._lock:
+                self.sent += len(keys)
             FORWARDED.labels(self.identity, "peer").inc(len(keys))
             FORWARD_SECONDS.labels(self.identity).observe(time.monotonic() - since)
             log.debug("keys forwarded", extra={"address": address, "keys": len(keys)})
