@@ -43,7 +43,9 @@ $(MUTATE): pyproject.toml | $(STAMP)
 
 mutate: $(MUTATE)
 	rm -rf mutants
-	$(BIN)/mutmut run --max-children $$(nproc)
+	PATH="$(abspath $(BIN)):$$PATH" HYPOTHESIS_PROFILE=mutation \
+		$(BIN)/mutmut run --max-children $$(nproc)
+	$(BIN)/python -m tests.mutation.wider
 	$(BIN)/python -m tests.mutation
 
 bench: $(STAMP)
