@@ -85,7 +85,7 @@ def main() -> int:
         codes = json.loads(meta.read_text())["exit_code_by_key"] if meta.exists() else {}
         counts: Counter[str] = Counter()
         for name, code in sorted(codes.items()):
-            if code in KILLED or wider.get(name, 0) not in (0, 5):
+            if code in KILLED or wider.get(name, 0) not in SURVIVED:
                 counts["killed"] += 1
                 continue
             if code is None:  # not run yet (an interrupted run)
