@@ -42,12 +42,14 @@ $(MUTATE): pyproject.toml | $(STAMP)
 	touch $(MUTATE)
 
 mutate: $(MUTATE)
-	rm -rf mutants
-	$(BIN)/mutmut run --max-children $$(nproc)
+	rm -rf mutants .mutmut-wider
+	PATH="$(abspath $(BIN)):$$PATH" HYPOTHESIS_PROFILE=mutation \
+		$(BIN)/mutmut run --max-children $$(nproc)
+	$(BIN)/python -m tests.mutation.wider
 	$(BIN)/python -m tests.mutation
 
 bench: $(STAMP)
 	$(BIN)/python bench/webhook_throughput.py
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .import_linter_cache mutants .coverage
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .import_linter_cache mutants .mutmut-wider .coverage

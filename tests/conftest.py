@@ -18,6 +18,7 @@ settings.register_profile(
     "default", deadline=None, suppress_health_check=[HealthCheck.too_slow], max_examples=200
 )
 settings.register_profile("ci", parent=settings.get_profile("default"), max_examples=200)
+settings.register_profile("mutation", parent=settings.get_profile("default"), max_examples=10)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
 
 

@@ -83,14 +83,14 @@ class Receiver:
         provider: Provider,
         *,
         dispatcher: Dispatcher,
-        deliveries: DeliveryLog | None,
+        deliveries: DeliveryLog,
         max_body: int,
     ) -> None:
         self.provider = provider
         self.max_body = max_body
         self._dispatcher = dispatcher
         self._deliveries = deliveries
-        self._durable = Durable(deliveries) if deliveries is not None else None
+        self._durable = Durable(deliveries)
         self._duration = WEBHOOK_DURATION.labels(provider.name)
         self._counters: dict[tuple[str, str], Counter] = {}
 
@@ -185,7 +185,7 @@ class Receiver:
         if applied.result == "ping":
             log.info("webhook ping", extra=self._fields(label, headers))
             return "accepted", 200, label, _PONG
-        if delivery is not None and self._durable is not None:
+        if delivery is not None:
             await self._stored(label, headers)
         if log.isEnabledFor(logging.DEBUG):
             fields = self._fields(label, headers, reason=applied.reason)
@@ -201,7 +201,6 @@ class Receiver:
 
         A log that cannot write lets the delivery through, as when it cannot be read.
         """
-        assert self._durable is not None
         if not await self._durable.stored():
             log.warning("webhook delivery log unavailable", extra=self._fields(label, headers))
 
@@ -213,8 +212,6 @@ class Receiver:
 
     def _first(self, delivery: str) -> bool:
         """True unless the delivery was already handled; a broken log lets deliveries through."""
-        if self._deliveries is None:
-            return True
         try:
             return self._deliveries.record(f"{self.provider.name}:{delivery}")
         except sqlite3.Error:
@@ -222,8 +219,6 @@ class Receiver:
             return True
 
     def _forget(self, delivery: str) -> None:
-        if self._deliveries is None:
-            return
         try:
             self._deliveries.forget(f"{self.provider.name}:{delivery}")
         except sqlite3.Error:

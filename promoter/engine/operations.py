@@ -84,7 +84,7 @@ def hold(
     dry_sha: str | None,
     reason: str,
     now: datetime,
-    by: str = "a person",
+    by: str,
 ) -> list[Action] | Refusal:
     """Hold a dry commit (default: the proposed one) here and in every later environment;
     the hold's reason names who set it (``by``)."""
@@ -109,7 +109,7 @@ def release(
     *,
     dry_sha: str | None,
     now: datetime,
-    by: str = "a person",
+    by: str,
     revert_holds: bool = True,
 ) -> list[Action] | Refusal:
     """Lift holds (one dry commit, or all of this environment's) here and later; resume here.
@@ -151,7 +151,7 @@ def release(
 
 
 def revert(
-    snapshot: Snapshot, index: int, *, to: str | None, auto_merge: bool, by: str = "a person"
+    snapshot: Snapshot, index: int, *, to: str | None, auto_merge: bool, by: str
 ) -> list[Action] | Refusal:
     """Revert an environment to its last healthy commit, or to ``to``; the revert's reason
     (its PR's words) names who asked (``by``)."""
@@ -160,7 +160,7 @@ def revert(
 
 
 def promote(
-    snapshot: Snapshot, index: int, *, reason: str, now: datetime, by: str = "a person"
+    snapshot: Snapshot, index: int, *, reason: str, now: datetime, by: str
 ) -> list[Action] | Refusal:
     """Break glass: merge the proposed commit past every gate but never-backwards.
 

@@ -87,10 +87,10 @@ def test_a_revert_still_opens_in_a_frozen_environment() -> None:
 
 
 def test_break_glass_is_refused_while_frozen() -> None:
-    refused = promote(frozen(MANUAL), 0, reason="hotfix", now=NOW)
+    refused = promote(frozen(MANUAL), 0, reason="hotfix", now=NOW, by="ada")
     assert not isinstance(refused, list)
     assert "unfreeze it first" in refused.reason
-    assert isinstance(promote(frozen(), 0, reason="hotfix", now=NOW), list)
+    assert isinstance(promote(frozen(), 0, reason="hotfix", now=NOW, by="ada"), list)
 
 
 def test_only_the_environments_a_freeze_covers_are_held() -> None:

@@ -127,6 +127,12 @@ def test_a_revert_is_recorded_at_the_time_it_is_given_and_told_with_its_pull_req
         opened.action.bad_dry_sha,
         True,
     )
+    assert (told.level, told.message, told.text) == ("warning", "revert opened", "health failed")
+    assert told.fields == {
+        "pr": 42,
+        "restore": opened.action.restore.dry_sha,
+        "reason": "health failed",
+    }
 
 
 @given(ledgers, SHAS)

@@ -82,3 +82,26 @@ def test_a_token_bucket_refund_never_overfills_and_a_late_charge_is_a_debt() -> 
     assert bucket.wait(1, 0.0) == 1.0  # it held its capacity, 2, not 7
     bucket.take(1, 0.0)
     assert bucket.wait(1, 0.0) == 2.0  # a debt of 1, paid back before the next token
+
+
+# --- the edges: exactly full, exactly at the span, more than the capacity --------------------
+
+
+def test_a_sliding_window_entry_stops_counting_exactly_span_seconds_after_it() -> None:
+    window = SlidingWindow(capacity=2, span=60)
+    window.spend(2, now=0.0)
+    assert window.wait(1, now=59.0) == 1.0
+    assert window.wait(1, now=60.0) == 0.0
+    assert window.wait(2, now=60.0) == 0.0  # no reserve asked: the whole capacity
+
+
+def test_a_token_bucket_at_its_edges() -> None:
+    bucket = TokenBucket(rate=1.0, capacity=10.0, now=0.0)
+    bucket.take(10, now=0.0)
+    assert bucket.wait(10, now=0.0) == 10.0  # exactly the capacity: it will fit
+    assert bucket.wait(8, now=0.0, reserve=4) == math.inf  # with the reserve: never
+    assert bucket.wait(11, now=0.0) == math.inf
+    still = TokenBucket(rate=0.0, capacity=5.0, now=0.0)
+    assert still.wait(5, now=0.0) == 0.0  # exactly what it holds
+    still.take(1, now=0.0)
+    assert still.wait(5, now=1.0) == math.inf  # short, and nothing refills it

@@ -36,3 +36,17 @@ def test_a_rotation_moves_what_was_written_aside_and_starts_an_empty_file(tmp_pa
     journal.close()
     assert [e[2] for e in replay(journal.rotated)] == ["first"]
     assert [e[2] for e in replay(journal.path)] == ["second"]
+
+
+def test_short_writes_are_carried_on_until_every_byte_is_in_the_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A full disk or a signal may write part of a buffer: the rest follows, in order."""
+    journal = Journal(tmp_path / "deliveries.journal")
+    data = encode([(ADDED, 1700000000.0 + i, f"github:d-{i}") for i in range(20)])
+    real = os.write
+    monkeypatch.setattr(os, "write", lambda fd, chunk: real(fd, bytes(chunk)[:7]))
+    journal.append(data)
+    monkeypatch.undo()
+    journal.close()
+    assert (tmp_path / "deliveries.journal").read_bytes() == data

@@ -69,3 +69,23 @@ def test_a_verifier_is_true_when_it_has_a_secret_and_false_without() -> None:
         False,
         False,
     ]
+
+
+def test_every_configured_gitlab_token_is_accepted_during_a_rotation() -> None:
+    tokens = GitLabToken(["old-token", "new-token"])
+    assert tokens.verify("old-token") and tokens.verify("new-token")
+    assert not tokens.verify("other-token")
+
+
+def test_a_malformed_signing_secret_is_refused_at_start_up_and_says_how_to_write_it() -> None:
+    from promoter.errors import ConfigError
+    from webhooks.verify import decode_signing_secret
+
+    assert decode_signing_secret("whsec_c2VjcmV0") == b"secret"
+    for malformed in ("whsec_c2Vj*cmV0", "whsec_c2VjcmV0!", "whsec_not base64"):
+        with pytest.raises(ConfigError) as refused:
+            decode_signing_secret(malformed)
+        assert refused.value.problems == ["a GitLab webhook signing secret must be whsec_<base64>"]
+    with pytest.raises(ConfigError) as empty:
+        decode_signing_secret("whsec_")
+    assert empty.value.problems == ["a GitLab webhook signing secret must not be empty"]
