@@ -223,3 +223,86 @@ def test_lifting_a_pin_at_a_given_time_lifts_it() -> None:
     unpin = PinEnvironment(environment=0, dry_sha=None, since=NOW)
     [change] = ledger_changes(unpin, branches=branches(1), now=NOW).changes.values()
     assert change(BUSY).pin is None
+
+
+# --- how each kind of change is told: the log line, its level, the observers' event ---------
+
+SHA = "d" * 40
+TOLD = [
+    (
+        RecordHealthy(environment=1, dry_sha=SHA, hydrated_sha="h" * 40, since=NOW),
+        ("info", "environment healthy", "healthy", "healthy", SHA, False),
+    ),
+    (
+        ReleaseHold(environment=1, dry_sha=SHA, reason="released by ada"),
+        ("info", "hold released", "released", "released by ada", SHA, True),
+    ),
+    (
+        HoldDryCommit(environment=1, dry_sha=SHA, reason="held by ada: bad", since=NOW),
+        ("warning", "hold set", "held", "held by ada: bad", SHA, True),
+    ),
+    (
+        ResumeEnvironment(environment=1, at=NOW),
+        ("info", "environment resumed", "", "", "", True),
+    ),
+    (
+        ApproveChange(environment=1, dry_sha=SHA),
+        ("warning", "blocked change approved", "", "", SHA, True),
+    ),
+    (
+        Announce(environment=1, dry_sha=SHA, at=NOW),
+        ("info", "change announced", "announced", "upcoming change", SHA, True),
+    ),
+    (
+        PauseEnvironment(environment=1, reason="a revert failed"),
+        ("warning", "environment paused", "paused", "a revert failed", "", True),
+    ),
+    (
+        RecordOverride(environment=1, dry_sha=SHA, reason="hotfix", at=NOW),
+        ("info", "", "", "", SHA, True),
+    ),
+    (
+        PinEnvironment(environment=1, dry_sha=SHA, reason="audit", since=NOW),
+        ("warning", "pin set", "pinned", "audit", SHA, True),
+    ),
+    (
+        PinEnvironment(environment=1, dry_sha=None, reason="done"),
+        ("warning", "pin lifted", "unpinned", "done", "", True),
+    ),
+]
+
+
+def test_each_kind_of_change_is_told_at_its_level_with_its_message_event_and_commit() -> None:
+    names = ["environment/dev", "environment/staging", "environment/prod"]
+    for action, expected in TOLD:
+        told = ledger_changes(action, branches=names, now=NOW)
+        seen = (told.level, told.message, told.event, told.text, told.sha, told.durable)
+        assert seen == expected, action
+        assert told.environment == "environment/staging"
+        assert list(told.changes) == ["environment/staging"]
+
+
+def test_each_kind_of_change_writes_what_it_says() -> None:
+    names = ["environment/dev", "environment/staging"]
+
+    def written(action: object, ledger: EnvLedger | None = None) -> EnvLedger:
+        told = ledger_changes(action, branches=names, now=NOW)  # type: ignore[arg-type]
+        return told.changes["environment/staging"](ledger or EnvLedger())
+
+    paused = written(PauseEnvironment(environment=1, reason="a revert failed"))
+    assert paused.paused == "a revert failed"
+    resumed = written(ResumeEnvironment(environment=1, at=NOW), paused)
+    assert (resumed.paused, resumed.released_at) == (None, NOW)
+    assert written(ApproveChange(environment=1, dry_sha=SHA)).approved_changes == (SHA,)
+    [note] = written(Announce(environment=1, dry_sha=SHA, at=NOW)).announcements
+    assert (note.dry_sha, note.at) == (SHA, NOW)
+    [override] = written(
+        RecordOverride(environment=1, dry_sha=SHA, reason="hotfix", at=NOW)
+    ).overrides
+    assert (override.dry_sha, override.reason, override.at) == (SHA, "hotfix", NOW)
+    [healthy] = written(
+        RecordHealthy(environment=1, dry_sha=SHA, hydrated_sha="h" * 40, since=NOW)
+    ).healthy
+    assert (healthy.dry_sha, healthy.hydrated_sha, healthy.healthy_since) == (SHA, "h" * 40, NOW)
+    [hold] = written(HoldDryCommit(environment=1, dry_sha=SHA, reason="bad", since=NOW)).holds
+    assert (hold.dry_sha, hold.reason, hold.since, hold.source) == (SHA, "bad", NOW, "manual")
