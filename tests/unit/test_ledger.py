@@ -209,3 +209,35 @@ def test_a_durable_write_during_a_timer_flush_lands_with_it(
     other, other_ledger = fresh_reader(gitops, tmp_path / "b")
     assert other_ledger.read(other, "s", "dev").healthy == (record("1" * 40),)
     assert [h.dry_sha for h in other_ledger.read(other, "s", "prod").holds] == ["3" * 40]
+
+
+def test_the_mirror_keeps_the_key_objects_so_pruning_notes_there_keeps_the_ledger(
+    tmp_path: Path,
+) -> None:
+    """The notes hang on synthetic blobs (``key_object``), stored in the mirror with them:
+    ``git notes prune`` drops notes whose object is missing."""
+    from promoter.cli.sandbox import git
+    from promoter.state.ledger import LEDGER_REF
+
+    gitops = GitOpsRepo.create(tmp_path)
+    mirror, ledger = fresh_reader(gitops, tmp_path / "a")
+    ledger.update(mirror, "s", "dev", lambda led: led.with_hold(hold("2" * 40)))
+    assert git(gitops.path, "log", "-1", "--format=%s", LEDGER_REF) == "promoter ledger"
+    tip = git(mirror.path, "rev-parse", LEDGER_REF)
+    git(mirror.path, "notes", f"--ref={LEDGER_REF}", "prune")
+    assert git(mirror.path, "rev-parse", LEDGER_REF) == tip  # nothing to prune
+    same = GitMirror(name="gitops", url=str(gitops.path), root=tmp_path / "a")
+    assert [h.dry_sha for h in GitLedger().read(same, "s", "dev").holds] == ["2" * 40]
+
+
+def test_changes_that_change_nothing_write_and_push_nothing(tmp_path: Path) -> None:
+    from promoter.cli.sandbox import git
+    from promoter.state.ledger import LEDGER_REF
+
+    gitops = GitOpsRepo.create(tmp_path)
+    mirror, ledger = fresh_reader(gitops, tmp_path / "a")
+    ledger.update(mirror, "s", "dev", lambda led: led.with_hold(hold("2" * 40)))
+    before = git(gitops.path, "rev-parse", LEDGER_REF)
+    same = ledger.update_many(mirror, "s", {"dev": lambda led: led, "staging": lambda led: led})
+    assert [h.dry_sha for h in same["dev"].holds] == ["2" * 40]
+    assert git(gitops.path, "rev-parse", LEDGER_REF) == before
