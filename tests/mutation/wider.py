@@ -18,6 +18,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tomllib
@@ -66,7 +67,9 @@ def prepare(paths: list[str]) -> None:
     (COPY / "pyproject.toml").write_text(text)
 
 
-def main() -> int:
+def main(argv: list[str]) -> int:
+    """``--minutes N``: stop the wider run after N minutes (what ran by then counts)."""
+    minutes = float(argv[argv.index("--minutes") + 1]) if "--minutes" in argv else None
     config = tomllib.loads(Path("pyproject.toml").read_text())["tool"]
     modules: list[str] = config["mutmut"]["only_mutate"]
     paths: list[str] = config["promoter"]["mutation"]["wider"]
@@ -79,9 +82,18 @@ def main() -> int:
     mutmut = Path(sys.executable).with_name("mutmut")
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
     cpus = str(os.cpu_count() or 1)
-    subprocess.run([mutmut, "run", "--max-children", cpus, *left], cwd=COPY, env=env, check=True)
+    args = [mutmut, "run", "--max-children", cpus, *left]
+    run = subprocess.Popen(args, cwd=COPY, env=env, start_new_session=True)
+    try:
+        run.wait(timeout=minutes * 60 if minutes else None)
+    except subprocess.TimeoutExpired:
+        print(f"stopped after {minutes} minutes: the rest is counted as survived", flush=True)
+        os.killpg(run.pid, signal.SIGTERM)  # mutmut and the workers it forked
+        run.wait()
     found = survivors(modules, COPY)
     wider = {name: code for name in left if (code := found.get(name)) is not None}
+    if RESULTS.exists():  # an earlier, interrupted run's verdicts stand where this one has none
+        wider = {**json.loads(RESULTS.read_text()), **wider}
     RESULTS.write_text(json.dumps(wider, indent=1, sort_keys=True))
     killed = sum(1 for code in wider.values() if code not in SURVIVED)
     print(f"the wider tests killed {killed} of {len(left)} survivors", flush=True)
@@ -89,4 +101,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(sys.argv[1:]))
