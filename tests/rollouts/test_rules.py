@@ -170,3 +170,43 @@ def test_a_blocking_label_on_the_pr_stops_it_until_its_change_is_approved() -> N
     assert merged(
         blocked.model_copy(update={"environments": (snapshot.environments[0], let_through)})
     )
+
+
+def test_each_environment_of_a_tier_is_given_its_tier_settings_and_the_block_from_its_tier_on() -> (
+    None
+):
+    from promoter.engine.dag import shape_of
+
+    s = strategy(
+        tiers=[
+            {"name": "qa", "environments": ["e/a"]},
+            {"name": "canary", "environments": ["e/b"], "notice": {"lead": "2h"}},
+            {"name": "prod", "environments": ["e/c", "e/d"], "maxParallel": 1},
+        ],
+        blockedChanges={"fromTier": "canary", "label": "hold-back"},
+    )
+    shapes = shape_of(s)
+    rollouts = [rollout for _, rollout in shapes]
+    assert [r.tier for r in rollouts] == ["qa", "canary", "prod", "prod"]
+    assert [r.tier_members for r in rollouts] == [(0,), (1,), (2, 3), (2, 3)]
+    assert [r.max_parallel for r in rollouts] == [None, None, 1, 1]
+    assert [r.notice_lead for r in rollouts] == [None, 7200.0, None, None]
+    assert [r.block_trailer for r in rollouts] == [None] + ["Promote-Block"] * 3
+    assert [r.block_label for r in rollouts] == [None, "hold-back", "hold-back", "hold-back"]
+    assert all(groups is not None for groups, _ in shapes)  # tiers make it a graph
+
+
+def test_a_line_without_tiers_or_dependencies_has_no_graph_but_one_with_dependencies_has() -> None:
+    from promoter.engine.dag import shape_of
+
+    assert all(groups is None for groups, _ in shape_of(strategy()))
+    depends = strategy(
+        environments=[
+            {"branch": "e/a"},
+            {"branch": "e/b", "dependsOn": ["e/a"]},
+            {"branch": "e/c", "dependsOn": ["e/a"]},
+        ]
+    )
+    shapes = shape_of(depends)
+    assert all(groups is not None for groups, _ in shapes)
+    assert [g.indices for g in shapes[1][0] or ()] == [(0,)]
