@@ -87,10 +87,10 @@ def test_an_unverified_request_is_counted_under_other_never_under_its_own_event_
     hooks: Hooks,
 ) -> None:
     """A stranger's event names must not grow the metric's label set."""
-    labels = {"provider": "github", "event": "made-up-event", "result": "unauthorized"}
+    labels = {"provider": "github", "event": "made_up_event", "result": "unauthorized"}
     other = {**labels, "event": "other"}
     before = sample("promoter_webhook_requests_total", other)
-    assert hooks.github("made-up-event", b"{}", secret="wrong").status_code == 401
+    assert hooks.github("made_up_event", b"{}", secret="wrong").status_code == 401
     assert sample("promoter_webhook_requests_total", labels) == 0.0
     assert sample("promoter_webhook_requests_total", other) == before + 1
 
