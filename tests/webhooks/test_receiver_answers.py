@@ -13,7 +13,7 @@ import pytest
 
 from promoter.metrics import REGISTRY
 from tests.support_logs import daemon_logs
-from tests.webhooks.helpers import Hooks, Recorder, github_fixture
+from tests.webhooks.helpers import Hooks, Recorder, github_fixture, running_hooks
 from webhooks.receiver import INLINE_LIMIT
 
 PUSH = github_fixture("push/with-new-branch.payload.json")
@@ -96,8 +96,6 @@ def test_an_unverified_request_is_counted_under_other_never_under_its_own_event_
 
 
 def test_a_failure_inside_the_daemon_is_counted_as_an_error(tmp_path: Path) -> None:
-    from tests.webhooks.helpers import running_hooks
-
     labels = {"provider": "github", "event": "push", "result": "error"}
     before = sample("promoter_webhook_requests_total", labels)
     with running_hooks(tmp_path, enqueued=Recorder(failures=1)) as hooks:
@@ -135,11 +133,3 @@ def test_log_lines_about_a_delivery_name_provider_event_repository_keys_and_clie
         "d-forged",
     )
     assert refused["client"] == "testclient"
-
-
-@pytest.fixture
-def hooks(tmp_path: Path) -> Any:
-    from tests.webhooks.helpers import running_hooks
-
-    with running_hooks(tmp_path / "state") as running:
-        yield running
