@@ -26,7 +26,10 @@ from pathlib import Path
 
 RESULTS = Path("mutants/wider.json")
 COPY = Path(".mutmut-wider")
-COPIED = ("promoter", "scm_plugins", "webhooks", "tests", "docs", "examples", "pyproject.toml")
+COPIED = (
+    *("promoter", "scm_plugins", "webhooks", "tests", "docs", "examples"),
+    *("pyproject.toml", "Makefile"),
+)
 SURVIVED = {0, 5, 33}
 """mutmut's exit codes of a mutant nothing caught (33: no selected test calls it)."""
 SELECTION = re.compile(r"^pytest_add_cli_args_test_selection = \[.*?^\]", re.M | re.S)

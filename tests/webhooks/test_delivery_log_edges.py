@@ -1,0 +1,194 @@
+"""The delivery log at its edges: pruning once a period and keeping an id exactly one
+retention old, the writer thread's own timer and prune, the journal emptied once its
+batch is committed, and a batch whose commit fails while ids are forgotten meanwhile."""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from collections.abc import Callable
+from pathlib import Path
+
+from tests.support import wait_for
+from webhooks.deliveries import DeliveryLog
+from webhooks.delivery_journal import replay
+
+
+def stored(path: Path) -> set[str]:
+    """The ids the SQLite file holds, read by another connection."""
+    db = sqlite3.connect(path)
+    try:
+        return {str(row[0]) for row in db.execute("SELECT id FROM deliveries")}
+    finally:
+        db.close()
+
+
+def journaled(log: DeliveryLog) -> list[str]:
+    """The ids the journal's files still hold (what a restart would replay)."""
+    assert log._journal is not None
+    return [entry[2] for path in log._journal.files() for entry in replay(path)]
+
+
+class FailingDisk:
+    """The store's ``write``, whose first call holds until released, then fails."""
+
+    def __init__(self, write: Callable[[dict[str, float], list[str]], None]) -> None:
+        self.write = write
+        self.writing = threading.Event()
+        self.release = threading.Event()
+        self.calls = 0
+
+    def __call__(self, rows: dict[str, float], deletes: list[str]) -> None:
+        self.calls += 1
+        if self.calls > 1:
+            self.write(rows, deletes)
+            return
+        self.writing.set()
+        assert self.release.wait(10)
+        raise sqlite3.OperationalError("disk I/O error")
+
+
+def failing_flush(log: DeliveryLog) -> tuple[FailingDisk, threading.Thread, list[Exception]]:
+    """A ``flush`` on another thread, held inside its failing commit."""
+    disk = FailingDisk(log._store.write)
+    log._store.write = disk  # type: ignore[method-assign]
+    raised: list[Exception] = []
+
+    def flush() -> None:
+        try:
+            log.flush()
+        except Exception as exc:  # handed to the test
+            raised.append(exc)
+
+    flusher = threading.Thread(target=flush)
+    flusher.start()
+    assert disk.writing.wait(10)
+    return disk, flusher, raised
+
+
+def test_pruning_waits_for_its_period_an_expired_id_stays_until_then(tmp_path: Path) -> None:
+    now = [1000.0]
+    log = DeliveryLog(tmp_path / "d.sqlite3", retention=10, prune_every=60, clock=lambda: now[0])
+    try:
+        log.record("github:old")
+        now[0] = 1020.0  # expired, but the last prune (at start) was 20 s ago
+        assert len(log) == 1
+        assert log.record("github:old") is False
+        now[0] = 1060.0
+        assert len(log) == 0
+    finally:
+        log.close()
+
+
+def test_an_id_exactly_one_retention_old_is_still_a_duplicate_after_a_prune(
+    tmp_path: Path,
+) -> None:
+    now = [1000.0]
+    log = DeliveryLog(tmp_path / "d.sqlite3", retention=100, prune_every=1, clock=lambda: now[0])
+    try:
+        log.record("github:a")
+        now[0] = 1100.0
+        assert len(log) == 1  # pruned now: received at the cutoff, kept
+        assert log.record("github:a") is False
+    finally:
+        log.close()
+
+
+def test_the_writer_writes_ids_recorded_within_a_period_once_the_period_ends(
+    tmp_path: Path,
+) -> None:
+    """No record wakes it (the flush is not due by the log's clock): its own timer does."""
+    log = DeliveryLog(tmp_path / "d.sqlite3", flush_every=0.05, batch=1000, clock=lambda: 1e9)
+    try:
+        log.record("github:a")
+        wait_for(
+            lambda: stored(tmp_path / "d.sqlite3") == {"github:a"}, timeout=5, what="the id written"
+        )
+    finally:
+        log.close()
+
+
+def test_the_writer_prunes_when_the_prune_is_due_exactly(tmp_path: Path) -> None:
+    now = [1000.0]
+    log = DeliveryLog(
+        tmp_path / "d.sqlite3",
+        retention=10,
+        prune_every=60,
+        batch=1,
+        flush_every=60,
+        clock=lambda: now[0],
+    )
+    try:
+        log.record("github:old")
+        wait_for(
+            lambda: stored(tmp_path / "d.sqlite3") == {"github:old"},
+            timeout=5,
+            what="the first batch",
+        )
+        now[0] = 1060.0  # one period after the prune at start
+        log.record("github:new")  # a full batch: wakes the writer, which prunes
+        wait_for(
+            lambda: stored(tmp_path / "d.sqlite3") == {"github:new"},
+            timeout=5,
+            what="the old id pruned",
+        )
+    finally:
+        log.close()
+
+
+def test_a_committed_batch_leaves_nothing_of_it_in_the_journal(tmp_path: Path) -> None:
+    log = DeliveryLog(tmp_path / "d.sqlite3", flush_every=60)
+    try:
+        log.record("github:a")
+        log.persist()
+        assert journaled(log) == ["github:a"]
+        log.flush()
+        assert journaled(log) == []
+        log.record("github:b")
+        log.persist()
+        assert journaled(log) == ["github:b"]
+        log.flush()
+        assert journaled(log) == []
+        assert stored(tmp_path / "d.sqlite3") == {"github:a", "github:b"}
+    finally:
+        log.close()
+
+
+def test_an_id_forgotten_while_its_batch_fails_is_dropped_and_the_rest_retried(
+    tmp_path: Path,
+) -> None:
+    log = DeliveryLog(tmp_path / "d.sqlite3", flush_every=60)
+    try:
+        log.record("github:a")
+        log.record("github:b")
+        disk, flusher, raised = failing_flush(log)
+        log.forget("github:a")  # its processing failed meanwhile
+        disk.release.set()
+        flusher.join(10)
+        assert [type(exc) for exc in raised] == [sqlite3.OperationalError]
+        log.flush()
+        assert stored(tmp_path / "d.sqlite3") == {"github:b"}
+    finally:
+        log.close()
+    again = DeliveryLog(tmp_path / "d.sqlite3")
+    try:
+        assert [again.record("github:a"), again.record("github:b")] == [True, False]
+    finally:
+        again.close()
+
+
+def test_a_forget_made_while_a_batch_fails_still_reaches_sqlite(tmp_path: Path) -> None:
+    log = DeliveryLog(tmp_path / "d.sqlite3", flush_every=60)
+    try:
+        log.record("github:old")
+        log.flush()
+        log.record("github:new")
+        disk, flusher, raised = failing_flush(log)
+        log.forget("github:old")  # waits for the next batch
+        disk.release.set()
+        flusher.join(10)
+        assert [type(exc) for exc in raised] == [sqlite3.OperationalError]
+        log.flush()
+        assert stored(tmp_path / "d.sqlite3") == {"github:new"}
+    finally:
+        log.close()
