@@ -136,7 +136,7 @@ def manual_revert(
             (r for r in reversed(env.ledger.healthy) if r.dry_sha.startswith(to.lower())), None
         )
     if restore is None:
-        wanted = f"{to} as" if to else "an older"
+        wanted = f"{to} as a" if to else "older"
         return f"the ledger of {env.branch} holds no {wanted} healthy commit"
     if restore.dry_sha == env.active.dry_sha:
         return f"{env.branch} already runs {short(restore.dry_sha)}"

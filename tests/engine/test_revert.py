@@ -235,7 +235,7 @@ def test_a_manual_revert_names_a_healthy_commit_or_says_why_not() -> None:
     action = manual_revert(snapshot, 1, to=dry(3)[:8], auto_merge=False)
     assert isinstance(action, OpenRevert) and action.restore.dry_sha == dry(3)
     assert manual_revert(snapshot, 1, to=dry(4), auto_merge=False) == (
-        f"the ledger of environment/staging holds no {dry(4)} as healthy commit"
+        f"the ledger of environment/staging holds no {dry(4)} as a healthy commit"
     )
 
 
@@ -257,7 +257,7 @@ def test_a_manual_revert_without_a_target_restores_the_newest_older_healthy_comm
 def test_a_manual_revert_says_why_it_cannot_be_done() -> None:
     snapshot = staging(healthy=healthy("environment/staging", 5))
     assert manual_revert(snapshot, 1, to=None, auto_merge=False) == (
-        "the ledger of environment/staging holds no an older healthy commit"
+        "the ledger of environment/staging holds no older healthy commit"
     )
     assert manual_revert(snapshot, 1, to=dry(5)[:7], auto_merge=False) == (
         f"environment/staging already runs {dry(5)[:7]}"
