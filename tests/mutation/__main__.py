@@ -39,6 +39,19 @@ class Mutant:
     before: str
     after: str
 
+    @property
+    def key(self) -> tuple[str, str, str, str]:
+        """How docs/testing.md names it: module, function, its line before and after."""
+        return (self.module, self.function, self.before, self.after)
+
+
+def mutant_of(module: str, name: str) -> tuple[Mutant, str]:
+    """Mutant ``name`` of ``module`` (as ``mutants/`` holds it), and its diff."""
+    from mutmut.mutation.diff_apply import get_diff_for_mutant
+
+    diff = get_diff_for_mutant(name, path=module)
+    return Mutant(module, name, function_of(name), *changed_line(diff)), diff
+
 
 def function_of(name: str) -> str:
     """``mod.xǁClassǁmethod__mutmut_3`` -> ``Class.method``; ``mod.x_f__mutmut_1`` -> ``f``."""
@@ -69,8 +82,6 @@ def explained(doc: str) -> set[tuple[str, str, str, str]]:
 
 
 def main() -> int:
-    from mutmut.mutation.diff_apply import get_diff_for_mutant
-
     modules = tomllib.loads(Path("pyproject.toml").read_text())["tool"]["mutmut"]["only_mutate"]
     known = explained(DOC.read_text())
     wider = json.loads(WIDER.read_text()) if WIDER.exists() else {}
@@ -91,9 +102,8 @@ def main() -> int:
             if code is None:  # not run yet (an interrupted run)
                 counts["unchecked"] += 1
                 continue
-            diff = get_diff_for_mutant(name, path=module)
-            mutant = Mutant(module, name, function_of(name), *changed_line(diff))
-            if (module, mutant.function, mutant.before, mutant.after) in known:
+            mutant, diff = mutant_of(module, name)
+            if mutant.key in known:
                 counts["equivalent"] += 1
             else:
                 counts["left"] += 1

@@ -24,25 +24,42 @@ import sys
 import tomllib
 from pathlib import Path
 
+from tests.mutation.__main__ import DOC, SURVIVED, explained, mutant_of
+
 RESULTS = Path("mutants/wider.json")
 COPY = Path(".mutmut-wider")
 COPIED = (
     *("promoter", "scm_plugins", "webhooks", "tests", "docs", "examples"),
     *("pyproject.toml", "Makefile"),
 )
-SURVIVED = {0, 5, 33}
-"""mutmut's exit codes of a mutant nothing caught (33: no selected test calls it)."""
 SELECTION = re.compile(r"^pytest_add_cli_args_test_selection = \[.*?^\]", re.M | re.S)
 
 
 def survivors(modules: list[str], root: Path = Path(".")) -> dict[str, int]:
     """Every mutant of ``modules`` and its exit code, as the run in ``root`` left them."""
-    found: dict[str, int] = {}
+    return {name: code for _, name, code in results(modules, root)}
+
+
+def results(modules: list[str], root: Path = Path(".")) -> list[tuple[str, str, int]]:
+    """Every mutant of ``modules`` with its module and exit code, as ``root``'s run left it."""
+    found: list[tuple[str, str, int]] = []
     for module in modules:
         meta = root / "mutants" / f"{module}.meta"
         if meta.exists():
-            found.update(json.loads(meta.read_text())["exit_code_by_key"])
+            codes = json.loads(meta.read_text())["exit_code_by_key"]
+            found.extend((module, name, code) for name, code in codes.items())
     return found
+
+
+def unexplained(modules: list[str]) -> list[str]:
+    """The survivors of ``mutmut run`` that docs/testing.md does not list as equivalent:
+    a listed one cannot be killed, and would cost the wider suites for nothing."""
+    known = explained(DOC.read_text())
+    return sorted(
+        name
+        for module, name, code in results(modules)
+        if code in SURVIVED and mutant_of(module, name)[0].key not in known
+    )
 
 
 def widened(pyproject: str, paths: list[str]) -> str:
@@ -76,8 +93,12 @@ def main(argv: list[str]) -> int:
     config = tomllib.loads(Path("pyproject.toml").read_text())["tool"]
     modules: list[str] = config["mutmut"]["only_mutate"]
     paths: list[str] = config["promoter"]["mutation"]["wider"]
-    left = sorted(name for name, code in survivors(modules).items() if code in SURVIVED)
-    print(f"{len(left)} survivors to run against the wider tests that call them", flush=True)
+    left = unexplained(modules)
+    print(
+        f"{len(left)} survivors, not listed as equivalent, to run against the wider tests"
+        " that call them",
+        flush=True,
+    )
     if not left:
         RESULTS.write_text("{}")
         return 0
@@ -85,7 +106,7 @@ def main(argv: list[str]) -> int:
     mutmut = Path(sys.executable).with_name("mutmut")
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
     cpus = str(os.cpu_count() or 1)
-    args = [mutmut, "run", "--max-children", cpus, *left]
+    args: list[str | Path] = [mutmut, "run", "--max-children", cpus, *left]
     run = subprocess.Popen(args, cwd=COPY, env=env, start_new_session=True)
     try:
         run.wait(timeout=minutes * 60 if minutes else None)
