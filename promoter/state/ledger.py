@@ -36,6 +36,7 @@ next flush.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import logging
 import threading
@@ -53,6 +54,9 @@ NO_REF = "0" * 40
 ATTEMPTS = 4
 PARSED = 1 << 17
 """Ledger notes kept parsed (every environment's, at 10,000 strategies x 4 environments)."""
+AT_TIP = 512
+"""Per repository, the notes read at its ledger's current tip kept found (a reconcile
+reads the same few, its environments' and the freezes of every scope, many times)."""
 
 log = logging.getLogger("promoter.ledger")
 
@@ -63,6 +67,7 @@ class LedgerUnreadable(PermanentError):
     """A ledger note exists but cannot be parsed: fail closed, never overwrite it."""
 
 
+@functools.lru_cache(maxsize=4096)
 def key_object(strategy: str, environment: str) -> tuple[bytes, str]:
     """The synthetic blob a ledger note hangs on, and its SHA-1."""
     data = f"promoter.ledger {strategy} {environment}\n".encode()
@@ -88,12 +93,15 @@ class GitLedger:
         self._guard = threading.Lock()
         self._parsed: dict[str, EnvLedger] = {}
         """Notes already parsed, by their text (values are immutable)."""
+        self._at_tip: dict[str, tuple[str | None, dict[str, EnvLedger]]] = {}
+        """Per repository, its ledger ref's tip and the notes read at that tip, by key
+        (used under the mirror's lock)."""
 
     def read(self, mirror: GitMirror, strategy: str, environment: str) -> EnvLedger:
         _, sha = key_object(strategy, environment)
         with mirror.lock:
-            value = self._stored(mirror, sha)
             local = mirror.branch_sha(LEDGER_REF)
+            value = self._stored(mirror, sha, local)
             with self._guard:
                 batches = [*self._inflight.get(mirror.name, ()), self._pending.get(mirror.name)]
             changes = [
@@ -194,7 +202,18 @@ class GitLedger:
                     "ledger flush failed", extra={"repository": mirror.name, "error": str(exc)}
                 )
 
-    def _stored(self, mirror: GitMirror, sha: str) -> EnvLedger:
+    def _stored(self, mirror: GitMirror, sha: str, tip: str | None) -> EnvLedger:
+        """Under the mirror's lock: the note on ``sha`` as stored at ``tip``, the tip of
+        the ledger ref as the mirror read it."""
+        found = self._at_tip.get(mirror.name)
+        if found is None or found[0] != tip:
+            found = self._at_tip[mirror.name] = (tip, {})
+        value = found[1].get(sha)
+        if value is None:
+            value = remember(found[1], sha, self._parse(mirror, sha), AT_TIP)
+        return value
+
+    def _parse(self, mirror: GitMirror, sha: str) -> EnvLedger:
         text = mirror.read_note(LEDGER_REF, sha)
         if not text:
             return EnvLedger()
@@ -216,7 +235,7 @@ class GitLedger:
                 before = mirror.refs().get(LEDGER_REF)
                 notes: dict[str, str] = {}
                 for sha, (_, changes) in pending.changes.items():
-                    value = self._stored(mirror, sha)
+                    value = self._stored(mirror, sha, before)
                     for change in changes:
                         value = change(value)
                     notes[sha] = value.model_dump_json()

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import copy
 from datetime import UTC, datetime
+from typing import Annotated, Any, Literal
 
+import pytest
 from pydantic import BaseModel, ConfigDict
 
-from promoter.daemon.compact import FieldSets, SharedFields
+from promoter.daemon.compact import FieldSets, SharedFields, may_hold_models
 from promoter.engine import CommitState, EnvironmentSnapshot, Snapshot
 from promoter.models import CommitStatus, Phase
 
@@ -64,3 +66,74 @@ def test_a_model_that_is_not_frozen_keeps_its_own_set() -> None:
     assert one.model_fields_set is not two.model_fields_set
     one.name = "c"
     assert two.model_fields_set == {"name"}
+
+
+class Leaf(BaseModel):
+    model_config = ConfigDict(frozen=True)
+    name: str = ""
+
+
+class Branches(BaseModel):
+    model_config = ConfigDict(frozen=True)
+    one: Leaf | None = None
+    many: tuple[Leaf, ...] = ()
+    nested: tuple[tuple[Leaf, ...], ...] = ()
+    listed: list[Leaf] = []
+    anything: Any = None
+    names: tuple[str, ...] = ()
+
+
+@pytest.mark.parametrize(
+    ("annotation", "walked"),
+    [
+        (str, False),
+        (int, False),
+        (datetime, False),
+        (tuple[str, ...], False),
+        (Literal["a", "b"], False),
+        (dict[str, Leaf], False),
+        (str | None, False),
+        (Leaf, True),
+        (Leaf | None, True),
+        (tuple[Leaf, ...], True),
+        (tuple[str, Leaf], True),
+        (frozenset[Leaf], True),
+        (Annotated[Leaf, "doc"], True),
+        (tuple, True),
+        (Any, True),
+        (object, True),
+    ],
+)
+def test_the_walk_goes_down_the_fields_whose_type_can_hold_a_model(
+    annotation: Any, walked: bool
+) -> None:
+    assert may_hold_models(annotation) is walked
+
+
+def test_models_below_optional_tuple_nested_list_and_untyped_fields_are_all_shared() -> None:
+    def tree() -> Branches:
+        return Branches(
+            one=Leaf(name="a"),
+            many=(Leaf(name="b"),),
+            nested=((Leaf(name="c"),),),
+            listed=[Leaf(name="d")],
+            anything=(Leaf(name="e"),),
+            names=("x",),
+        )
+
+    first, second = tree(), tree()
+    FieldSets().compact(first, second)
+    leaves = [
+        (a, b)
+        for a, b in [
+            (first.one, second.one),
+            (first.many[0], second.many[0]),
+            (first.nested[0][0], second.nested[0][0]),
+            (first.listed[0], second.listed[0]),
+            (first.anything[0], second.anything[0]),
+        ]
+    ]
+    for a, b in leaves:
+        assert a is not None and b is not None
+        assert type(a.model_fields_set) is SharedFields
+        assert a.model_fields_set is b.model_fields_set

@@ -241,3 +241,19 @@ def test_changes_that_change_nothing_write_and_push_nothing(tmp_path: Path) -> N
     same = ledger.update_many(mirror, "s", {"dev": lambda led: led, "staging": lambda led: led})
     assert [h.dry_sha for h in same["dev"].holds] == ["2" * 40]
     assert git(gitops.path, "rev-parse", LEDGER_REF) == before
+
+
+def test_a_note_read_before_another_writer_moved_the_ledger_is_read_anew_after_a_fetch(
+    tmp_path: Path,
+) -> None:
+    gitops = GitOpsRepo.create(tmp_path)
+    mirror, ledger = fresh_reader(gitops, tmp_path / "a")
+    other, other_ledger = fresh_reader(gitops, tmp_path / "b")
+    assert ledger.read(mirror, "s", "dev") == EnvLedger()
+    other_ledger.update(other, "s", "dev", lambda led: led.with_hold(hold("2" * 40)))
+    assert ledger.read(mirror, "s", "dev") == EnvLedger()  # not fetched yet
+    mirror.refresh()
+    assert [h.dry_sha for h in ledger.read(mirror, "s", "dev").holds] == ["2" * 40]
+    ledger.update(mirror, "s", "dev", lambda led: led.with_healthy(record("1" * 40)))
+    found = ledger.read(mirror, "s", "dev")
+    assert found.last_healthy == record("1" * 40) and len(found.holds) == 1
