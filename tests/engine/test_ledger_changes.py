@@ -119,6 +119,17 @@ def test_a_revert_is_recorded_at_the_time_it_is_given_and_told_with_its_pull_req
         opened.branch,
         opened.commit,
     )
+    action = opened.action
+    assert (record.auto_merge, record.trigger, record.reason) == (
+        action.auto_merge,
+        action.trigger,
+        action.reason,
+    )
+    assert (record.bad_dry_sha, record.restored_dry_sha, record.restored_hydrated_sha) == (
+        action.bad_dry_sha,
+        action.restore.dry_sha,
+        action.restore.hydrated_sha,
+    )
     assert all(h.since == now for h in told.changes[names[-1]](EnvLedger()).holds)
     assert (told.environment, told.event, told.pr, told.sha, told.durable) == (
         here,

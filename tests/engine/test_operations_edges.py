@@ -216,3 +216,17 @@ def test_unpinning_a_pinned_environment_lifts_the_pin_of_that_environment() -> N
     pin = Pin(dry_sha=dry(2), reason="audit", since=NOW)
     snapshot = edit(snapshot, 1, ledger=EnvLedger(pin=pin))
     assert unpin(snapshot, 1) == [PinEnvironment(environment=1, dry_sha=None)]
+
+
+def test_a_merge_without_an_open_pull_request_is_refused_in_words() -> None:
+    nothing = build(Env("dev", active=2, proposed=3))
+    assert merge(nothing, 0, by="ada") == Refusal(
+        reason="environment/dev has no open pull request to merge"
+    )
+
+
+def test_a_break_glass_promotion_of_what_already_runs_is_refused_in_words() -> None:
+    running = build(Env("dev", active=3, proposed=3))
+    assert promote(running, 0, reason="hotfix", now=NOW, by="ada") == Refusal(
+        reason=f"environment/dev already runs {dry(3)[:7]}"
+    )

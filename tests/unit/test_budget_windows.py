@@ -105,3 +105,11 @@ def test_a_token_bucket_at_its_edges() -> None:
     assert still.wait(5, now=0.0) == 0.0  # exactly what it holds
     still.take(1, now=0.0)
     assert still.wait(5, now=1.0) == math.inf  # short, and nothing refills it
+
+
+def test_a_sliding_window_forgets_what_left_it_and_keeps_counting_the_rest() -> None:
+    window = SlidingWindow(capacity=10, span=10)
+    window.spend(1, now=0.0)
+    window.spend(5, now=5.0)
+    assert window.wait(5, now=10.5) == 0.0  # 5 of 10 left in it: 5 more fit
+    assert window.wait(6, now=10.5) == 4.5  # one more only once the 5 leave, at 15

@@ -16,7 +16,8 @@ import pytest
 from promoter.engine import EnvLedger, HealthyRecord, Hold
 from promoter.errors import GitError
 from promoter.git import GitMirror
-from promoter.state.ledger import GitLedger
+from promoter.state.ledger import LEDGER_REF, GitLedger, LedgerUnreadable, key_object
+from tests.gitrepo import git
 from tests.support import GitOpsRepo
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
@@ -257,3 +258,46 @@ def test_a_note_read_before_another_writer_moved_the_ledger_is_read_anew_after_a
     ledger.update(mirror, "s", "dev", lambda led: led.with_healthy(record("1" * 40)))
     found = ledger.read(mirror, "s", "dev")
     assert found.last_healthy == record("1" * 40) and len(found.holds) == 1
+
+
+def test_a_note_that_cannot_be_parsed_is_refused_with_its_key_and_what_to_do(
+    tmp_path: Path,
+) -> None:
+    gitops = GitOpsRepo.create(tmp_path)
+    data, sha = key_object("s", "dev")
+    assert git(gitops.path, "hash-object", "-w", "--stdin", stdin=data.decode()) == sha
+    git(gitops.path, "notes", f"--ref={LEDGER_REF}", "add", "-m", "{not json", sha)
+    mirror, ledger = fresh_reader(gitops, tmp_path / "a")
+    with pytest.raises(LedgerUnreadable) as raised:
+        ledger.read(mirror, "s", "dev")
+    assert str(raised.value) == (
+        f"the ledger note {sha[:12]} under {LEDGER_REF} cannot be parsed; it is kept"
+        " as it is: repair or remove it with git notes"
+    )
+    with pytest.raises(LedgerUnreadable):  # a refusal is not remembered as a value
+        ledger.read(mirror, "s", "dev")
+
+
+def test_one_note_read_again_at_the_same_tip_is_read_from_git_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    gitops = GitOpsRepo.create(tmp_path)
+    mirror, ledger = fresh_reader(gitops, tmp_path / "a")
+    ledger.update(mirror, "s", "dev", lambda led: led.with_hold(hold("2" * 40)))
+    reads: list[str] = []
+    real = mirror.read_note
+
+    def counted(ref: str, sha: str) -> str | None:
+        reads.append(sha)
+        return real(ref, sha)
+
+    monkeypatch.setattr(mirror, "read_note", counted)
+    for _ in range(3):
+        assert len(ledger.read(mirror, "s", "dev").holds) == 1
+        assert ledger.read(mirror, "*", "*") == EnvLedger()
+    assert sorted(reads) == sorted([key_object("s", "dev")[1], key_object("*", "*")[1]])
+    ledger.update(mirror, "s", "dev", lambda led: led.with_healthy(record("1" * 40)))
+    reads.clear()
+    assert ledger.read(mirror, "s", "dev").last_healthy == record("1" * 40)
+    assert ledger.read(mirror, "s", "dev").last_healthy == record("1" * 40)
+    assert len(reads) == 1  # the tip moved: read anew, once

@@ -1,14 +1,23 @@
 """Each SCM call is counted under the outcome it had (success, the kind of SCM error, or
-an error no translation knows), and the remaining-budget gauge reads only the header that
-states it."""
+an error no translation knows, or held back by the credential's budget), and the
+remaining-budget gauge reads only the header that states it."""
 
 from __future__ import annotations
 
 import pytest
 
-from promoter.errors import ScmConflict, ScmError, ScmNotFound, ScmRateLimited, ScmUnavailable
+from promoter.errors import (
+    RateBudgetWait,
+    ScmConflict,
+    ScmError,
+    ScmNotFound,
+    ScmRateLimited,
+    ScmUnavailable,
+)
 from promoter.metrics import sample
+from scm_plugins.budget import Cost, Priority
 from scm_plugins.calls import ScmCalls
+from tests.unit.test_credential_budget import SMALL, budget
 from tests.unit.test_scm_calls_receipt import gauge
 
 
@@ -67,3 +76,21 @@ def test_the_gauge_reads_the_remaining_header_among_others_before_it() -> None:
     with calls.call("op") as receipt:
         receipt.answered(200, {"Content-Length": "17", "X-RateLimit-Remaining": "4321"})
     assert gauge("outcome-gauge") == 4321.0
+
+
+def test_a_call_the_budget_holds_back_is_counted_throttled_under_its_provider_and_operation() -> (
+    None
+):
+    b, _ = budget()
+    calls = ScmCalls("throttle-test", lambda exc: None, budget=b)
+    held = [b.admit(Cost(Priority.MERGE)) for _ in range(SMALL.concurrent)]
+    labels = {"provider": "throttle-test", "operation": "merge_pull_request"}
+    with (
+        pytest.raises(RateBudgetWait) as waited,
+        calls.call("merge_pull_request", Cost(Priority.MERGE)),
+    ):
+        pass
+    assert "room in the credential's concurrency limit" in str(waited.value)
+    assert sample("promoter_scm_calls_total", {**labels, "outcome": "throttled"}) == 1
+    for ticket in held:
+        ticket.answered(200, {})

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import stat
 from pathlib import Path
 
 import pytest
@@ -50,3 +51,36 @@ def test_short_writes_are_carried_on_until_every_byte_is_in_the_file(
     monkeypatch.undo()
     journal.close()
     assert (tmp_path / "deliveries.journal").read_bytes() == data
+
+
+def test_a_line_garbled_from_its_first_byte_is_skipped_and_the_rest_replayed(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "deliveries.journal"
+    good = encode([(ADDED, 1.5, "github:a"), (ADDED, 2.5, "github:b")])
+    first, second = good.splitlines(keepends=True)
+    path.write_bytes(first + b"\xff\xfe1.0 github:x\n" + second)
+    assert list(replay(path)) == [(ADDED, 1.5, "github:a"), (ADDED, 2.5, "github:b")]
+
+
+def test_the_journal_is_readable_by_its_owner_only(tmp_path: Path) -> None:
+    journal = Journal(tmp_path / "deliveries.journal")
+    try:
+        journal.append(encode([(ADDED, 1.0, "github:a")]))
+        assert stat.S_IMODE(os.stat(journal.path).st_mode) == 0o600
+    finally:
+        journal.close()
+
+
+def test_a_rotated_file_a_crash_left_is_found_by_its_name_and_replayed_first(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "deliveries.journal"
+    (tmp_path / "deliveries.journal.1").write_bytes(encode([(ADDED, 1.0, "github:old")]))
+    journal = Journal(path)
+    try:
+        journal.append(encode([(ADDED, 2.0, "github:new")]))
+        entries = [entry for file in journal.files() for entry in replay(file)]
+    finally:
+        journal.close()
+    assert entries == [(ADDED, 1.0, "github:old"), (ADDED, 2.0, "github:new")]

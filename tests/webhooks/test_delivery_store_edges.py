@@ -1,9 +1,13 @@
 """The delivery log's SQLite file where the state directory does not exist yet: the store
-creates every missing directory above it, and works there."""
+creates every missing directory above it, and works there; a write that fails half-way
+leaves nothing of it, and the next write works."""
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 from webhooks.delivery_store import DeliveryStore
 
@@ -33,3 +37,19 @@ def test_a_store_in_an_existing_directory_opens_it_again(tmp_path: Path) -> None
         assert second.contains("github:a")
     finally:
         second.close()
+
+
+def test_a_write_that_fails_half_way_leaves_nothing_and_the_next_one_works(
+    tmp_path: Path,
+) -> None:
+    store = DeliveryStore(tmp_path / "deliveries.sqlite3")
+    try:
+        store.write({"github:a": 1.0}, [])
+        unwritable: dict[str, Any] = {"github:b": object()}
+        with pytest.raises(TypeError):
+            store.write(unwritable, ["github:a"])
+        assert store.contains("github:a") and not store.contains("github:b")
+        store.write({"github:c": 3.0}, ["github:a"])
+        assert store.newest(10) == [("github:c", 3.0)]
+    finally:
+        store.close()

@@ -5,6 +5,7 @@ requests, and the fields of its structured log lines."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 from typing import Any
@@ -133,3 +134,33 @@ def test_log_lines_about_a_delivery_name_provider_event_repository_keys_and_clie
         "d-forged",
     )
     assert refused["client"] == "testclient"
+
+
+def test_a_client_gone_before_its_body_is_logged_invalid_saying_so(hooks: Hooks) -> None:
+    scope = {
+        "type": "http",
+        "method": "POST",
+        "path": "/webhooks/github",
+        "raw_path": b"/webhooks/github",
+        "query_string": b"",
+        "headers": [(b"x-github-event", b"push"), (b"content-length", b"100")],
+        "client": ("192.0.2.7", 4711),
+        "server": ("testserver", 80),
+        "scheme": "http",
+        "http_version": "1.1",
+        "root_path": "",
+        "asgi": {"version": "3.0"},
+    }
+    sent: list[dict[str, Any]] = []
+
+    async def receive() -> dict[str, Any]:
+        return {"type": "http.disconnect"}
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+
+    with daemon_logs() as out:
+        asyncio.run(hooks.client.app(scope, receive, send))
+    invalid = [line for line in lines(out) if line["msg"] == "webhook invalid"]
+    assert [line["reason"] for line in invalid] == ["client went away"]
+    assert not hooks.enqueued.keys

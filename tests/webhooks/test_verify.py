@@ -89,3 +89,14 @@ def test_a_malformed_signing_secret_is_refused_at_start_up_and_says_how_to_write
     with pytest.raises(ConfigError) as empty:
         decode_signing_secret("whsec_")
     assert empty.value.problems == ["a GitLab webhook signing secret must not be empty"]
+
+
+def test_an_empty_secret_is_refused_at_start_up_naming_which() -> None:
+    from promoter.errors import ConfigError
+
+    with pytest.raises(ConfigError) as github:
+        GitHubSignature(["s", " "])
+    assert github.value.problems == ["a GitHub webhook secret must not be empty or only whitespace"]
+    with pytest.raises(ConfigError) as gitlab:
+        GitLabToken([""])
+    assert gitlab.value.problems == ["a GitLab webhook token must not be empty or only whitespace"]
