@@ -45,7 +45,7 @@ mutate: $(MUTATE)
 	rm -rf mutants .mutmut-wider
 	PATH="$(abspath $(BIN)):$$PATH" HYPOTHESIS_PROFILE=mutation \
 		$(BIN)/mutmut run --max-children $$(nproc)
-	$(BIN)/python -m tests.mutation.wider
+	-$(BIN)/python -m tests.mutation.wider  # its failure shows in the report below
 	$(BIN)/python -m tests.mutation
 
 bench: $(STAMP)

@@ -11,6 +11,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 DEMO = (sys.executable, "-m", "promoter.cli", "demo")
 
@@ -33,9 +35,14 @@ def test_the_scripted_demo_leaves_no_sandbox_behind(tmp_path: Path) -> None:
 
 
 def test_ctrl_c_stops_the_demo_and_removes_its_sandbox(tmp_path: Path) -> None:
-    with subprocess.Popen(  # leaving the block closes its pipes
-        DEMO, env=demo_env(tmp_path), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-    ) as proc:
+    # stderr goes to a file and stdout is read to its end after Ctrl-C: a pipe nobody
+    # reads fills up and would hold the demo in a write, not stopping, on a slow machine.
+    with (
+        (tmp_path / "stderr.txt").open("w") as stderr,
+        subprocess.Popen(
+            DEMO, env=demo_env(tmp_path), stdout=subprocess.PIPE, stderr=stderr, text=True
+        ) as proc,
+    ):
         try:
             assert proc.stdout is not None
             deadline = time.monotonic() + 120
@@ -44,7 +51,12 @@ def test_ctrl_c_stops_the_demo_and_removes_its_sandbox(tmp_path: Path) -> None:
                     break
             assert sandboxes(tmp_path) != []  # the sandbox exists while the demo runs
             proc.send_signal(signal.SIGINT)
-            assert proc.wait(timeout=60) in (0, 130)
+            try:
+                proc.communicate(timeout=60)
+            except subprocess.TimeoutExpired:
+                said = (tmp_path / "stderr.txt").read_text()[-4000:]
+                pytest.fail(f"the demo was still running 60 s after Ctrl-C; it said:\n{said}")
+            assert proc.returncode in (0, 130)
         finally:
             if proc.poll() is None:
                 proc.kill()

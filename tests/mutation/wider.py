@@ -109,11 +109,18 @@ def main(argv: list[str]) -> int:
     args: list[str | Path] = [mutmut, "run", "--max-children", cpus, *left]
     run = subprocess.Popen(args, cwd=COPY, env=env, start_new_session=True)
     try:
-        run.wait(timeout=minutes * 60 if minutes else None)
+        status = run.wait(timeout=minutes * 60 if minutes else None)
     except subprocess.TimeoutExpired:
         print(f"stopped after {minutes} minutes: the rest is counted as survived", flush=True)
         os.killpg(run.pid, signal.SIGTERM)  # mutmut and the workers it forked
         run.wait()
+        status = 0
+    if status != 0:
+        print(
+            f"mutmut could not run the wider suites (exit {status}; a test failing unmutated"
+            f" in {COPY}/mutants stops it): the survivors stay survivors",
+            flush=True,
+        )
     found = survivors(modules, COPY)
     wider = {name: code for name in left if (code := found.get(name)) is not None}
     if RESULTS.exists():  # an earlier, interrupted run's verdicts stand where this one has none
@@ -121,7 +128,7 @@ def main(argv: list[str]) -> int:
     RESULTS.write_text(json.dumps(wider, indent=1, sort_keys=True))
     killed = sum(1 for code in wider.values() if code not in SURVIVED)
     print(f"the wider tests killed {killed} of {len(left)} survivors", flush=True)
-    return 0
+    return 1 if status != 0 else 0
 
 
 if __name__ == "__main__":
