@@ -37,12 +37,18 @@ def test_the_scripted_demo_leaves_no_sandbox_behind(tmp_path: Path) -> None:
 def test_ctrl_c_stops_the_demo_and_removes_its_sandbox(tmp_path: Path) -> None:
     # stderr goes to a file and stdout is read to its end after Ctrl-C: a pipe nobody
     # reads fills up and would hold the demo in a write, not stopping, on a slow machine.
-    with (
-        (tmp_path / "stderr.txt").open("w") as stderr,
-        subprocess.Popen(
+    # A suite started in the background of a shell without job control ignores SIGINT,
+    # and a child inherits an ignored signal; a handled one is reset to the default in
+    # the child: the demo gets SIGINT as from a terminal, however the suite was started.
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        stderr = (tmp_path / "stderr.txt").open("w")
+        proc = subprocess.Popen(
             DEMO, env=demo_env(tmp_path), stdout=subprocess.PIPE, stderr=stderr, text=True
-        ) as proc,
-    ):
+        )
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    with stderr, proc:
         try:
             assert proc.stdout is not None
             deadline = time.monotonic() + 120
