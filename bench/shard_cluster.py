@@ -14,6 +14,7 @@ import random
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -91,6 +92,7 @@ class Cluster:
         self.logs.mkdir()
         self.replicas: dict[str, Replica] = {}
         self.timeline: list[tuple[float, str, str]] = []
+        self.cpu_samples: list[dict[str, Any]] = []
         """(epoch seconds, started | stopped | killed, replica)"""
         self.store = LocalStore(self.scm / "local-scm.sqlite3")
         self.http = httpx.Client(timeout=10)
@@ -217,14 +219,27 @@ class Cluster:
 
         wait_for(count, timeout=timeout, what="every strategy reconciled", poll=2.0)
 
-    def _cpu(self) -> dict[str, float]:
-        """CPU seconds each replica has used so far."""
+    def _cpu(self, *, children: bool = False) -> dict[str, float]:
+        """CPU seconds each replica has used so far (with ``children``: and the git
+        processes it ran and waited for)."""
         tick = os.sysconf("SC_CLK_TCK")
         found = {}
-        for name, replica in self.replicas.items():
-            fields = Path(f"/proc/{replica.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
-            found[name] = (int(fields[11]) + int(fields[12])) / tick
+        for name, replica in list(self.replicas.items()):
+            try:
+                stat = Path(f"/proc/{replica.proc.pid}/stat").read_text()
+            except OSError:  # it has just exited
+                continue
+            fields = [int(f) for f in stat.rsplit(")", 1)[1].split()[11:15]]
+            found[name] = sum(fields if children else fields[:2]) / tick
         return found
+
+    def sample_cpu(self, stop: threading.Event, every: float = 1.0) -> list[dict[str, Any]]:
+        """CPU seconds of each replica (its git children included), every ``every``
+        seconds until ``stop``: where a rolling restart's CPU goes."""
+        samples = []
+        while not stop.wait(every):
+            samples.append({"at": time.time(), "cpu": self._cpu(children=True)})
+        return samples
 
     def api_load(self, seconds: float = 10.0) -> dict[str, Any]:
         first = self.http.get(self.api + "/debug/counts").json()

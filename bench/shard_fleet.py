@@ -74,6 +74,8 @@ class Change:
     made: float
     opened: float | None = None
     gated: float | None = None
+    accepted: float | None = None
+    """When a replica accepted the ``ci`` status (after any 503 retries)."""
     merged: float | None = None
 
     def story(self) -> dict[str, Any]:
@@ -84,6 +86,7 @@ class Change:
             "made": round(self.made, 3),
             "opened": round(self.opened, 3) if self.opened else None,
             "gated": round(self.gated, 3) if self.gated else None,
+            "accepted": round(self.accepted, 3) if self.accepted else None,
             "merged": round(self.merged, 3) if self.merged else None,
         }
 

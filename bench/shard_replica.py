@@ -33,6 +33,7 @@ from promoter.kube.app import ReplicaApp  # noqa: E402
 from promoter.kube.controller import Controller, KubeSettings  # noqa: E402
 from promoter.kube.leader import LeaseSettings  # noqa: E402
 from promoter.kube.shards import ShardSettings  # noqa: E402
+from promoter.logs import setup as setup_logs  # noqa: E402
 from scm_plugins.local import LocalScm  # noqa: E402
 from scm_plugins.protocol import ScmPlugin  # noqa: E402
 
@@ -88,7 +89,11 @@ def main() -> None:
     p.add_argument("--renew-deadline", type=float, default=3.0)
     p.add_argument("--retry-period", type=float, default=1.0)
     args = p.parse_args()
-    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s %(message)s")
+    level = os.environ.get("BENCH_LOG_LEVEL")
+    if level:  # the replica's own structured logs, to see where time went
+        setup_logs(level.lower(), json_lines=True, stream=sys.stdout)
+    else:
+        logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s %(message)s")
     base = Config.model_validate(
         {
             "daemon": {

@@ -45,6 +45,7 @@ import signal
 import statistics
 import sys
 import tempfile
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -94,6 +95,7 @@ class Stream:
             path = f"/api/v1/repositories/{change.repo}/commits/{change.sha}/statuses"
             try:
                 self.cluster.post_any(path, {"key": "ci", "phase": "success"})
+                change.accepted = time.time()
             except TimeoutError as exc:  # counted as lost, and said why
                 print(f"change {i}: {exc}", file=sys.stderr, flush=True)
                 self.done.append(change)
@@ -172,7 +174,9 @@ def scale_down(cluster: Cluster, to: int) -> list[float]:
 def rolling_restart(
     cluster: Cluster, stream: Stream, strategies: list[int], rate: float
 ) -> dict[str, Any]:
-    with ThreadPoolExecutor(max_workers=1) as runner:
+    stop = threading.Event()
+    with ThreadPoolExecutor(max_workers=2) as runner:
+        sampled = runner.submit(cluster.sample_cpu, stop)
         changes = runner.submit(stream.run, strategies, rate)
         time.sleep(min(5.0, len(strategies) / rate / 4))
         restarted = []
@@ -184,6 +188,8 @@ def rolling_restart(
             cluster.wait_settled()
             restarted.append(round(time.monotonic() - started, 2))
         finished = changes.result()
+        stop.set()
+        cluster.cpu_samples = sampled.result()
     return {"replaced_s": restarted, **latencies(finished)}
 
 
@@ -321,6 +327,8 @@ def run(args: argparse.Namespace, root: Path) -> int:
         audit = audit_figures(cluster, fleet, stream.done, since)
         store.stop()
         (root / "timeline.json").write_text(json.dumps(cluster.timeline))
+        (root / "cpu.json").write_text(json.dumps(cluster.cpu_samples))
+        (root / "changes.json").write_text(json.dumps([c.story() for c in stream.done]))
     budget = budget_split({k: float(v) for k, v in held.items()}, args.hour)
     figures = {
         "bench": "shards",

@@ -9,7 +9,9 @@
   resync); any other add (a webhook, a person) still runs the key at once.
 - ``park`` sets a key aside after a permanent error: plain adds (the resync) drop it
   until an add with ``unpark=True`` (a webhook, a moved ref, a configuration change).
-- ``hurry`` moves ready keys to the front, ahead of a backlog.
+- ``hurry`` moves ready keys to the front, ahead of a backlog; a key hurried while
+  it is being processed goes to the front when it is queued again, and ``urgent``
+  lists the hurried keys still waiting (what a replica handing work over passes on).
 Thread-safe; ``add`` never blocks on work, so the event loop may call it.
 """
 
@@ -42,6 +44,8 @@ class WorkQueue:
         self._queued: set[str] = set()
         self._processing: set[str] = set()
         self._dirty: set[str] = set()
+        self._urgent: set[str] = set()
+        """Keys hurried and not yet handed out (a webhook's, a person's)."""
         self._delayed: list[tuple[float, int, str]] = []
         self._due: dict[str, float] = {}
         self._failures: dict[str, int] = {}
@@ -82,6 +86,9 @@ class WorkQueue:
                 if key in self._queued:
                     self._ready.remove(key)
                     self._ready.appendleft(key)
+                    self._urgent.add(key)
+                elif key in self._dirty:  # queued again when its worker is done: first
+                    self._urgent.add(key)
 
     def unpark(self, keys: Iterable[str]) -> None:
         """Let these keys run again when next added (a change: a moved ref)."""
@@ -191,6 +198,7 @@ class WorkQueue:
                 if self._ready:
                     key = self._ready.popleft()
                     self._queued.discard(key)
+                    self._urgent.discard(key)
                     self._firm.pop(key, None)
                     self._processing.add(key)
                     QUEUE_DEPTH.set(len(self._ready))
@@ -207,6 +215,11 @@ class WorkQueue:
             if key in self._dirty:
                 self._dirty.discard(key)
                 self._add_locked(key)
+                if key in self._urgent and key in self._queued:
+                    self._ready.remove(key)
+                    self._ready.appendleft(key)
+            if key not in self._queued and key not in self._due:
+                self._urgent.discard(key)  # dropped (parked, shut down): nothing waits
 
     # --- retries ---------------------------------------------------------------------
 
@@ -237,6 +250,14 @@ class WorkQueue:
         """The keys ready to run now, in order (for handing them to another replica)."""
         with self._cond:
             return list(self._ready)
+
+    def urgent(self) -> list[str]:
+        """The hurried keys waiting to run, in order (for handing them to another
+        replica): the others are background reads the next owner makes anyway."""
+        with self._cond:
+            return [key for key in self._ready if key in self._urgent] + sorted(
+                key for key in self._urgent if key not in self._queued
+            )
 
     def idle(self) -> bool:
         """Nothing ready, nothing processing (delayed keys may still be waiting)."""

@@ -55,9 +55,22 @@ class KubeError(PromoterError):
         self.status = status
 
 
+CONNECTIONS = 32
+"""Connections kept open to the API server: the watches hold one each (five), the
+shard Lease writers up to eight at once, the workers their status writes; the client's
+default (five per CPU) is ten on a small node, and every connection past it is closed
+after its call and opened again for the next (a TLS handshake each, in a cluster)."""
+
+
+def _configuration() -> k8s.Configuration:
+    configuration = k8s.Configuration()
+    configuration.connection_pool_maxsize = CONNECTIONS
+    return configuration
+
+
 def api_client(*, kubeconfig: str | None = None, context: str | None = None) -> k8s.ApiClient:
     """In-cluster credentials when running in a pod, else the kubeconfig file."""
-    configuration = k8s.Configuration()
+    configuration = _configuration()
     try:
         k8s_config.load_incluster_config(  # type: ignore[no-untyped-call]
             client_configuration=configuration
@@ -76,7 +89,7 @@ def api_client(*, kubeconfig: str | None = None, context: str | None = None) -> 
 
 def loopback_client(url: str) -> k8s.ApiClient:
     """A client for an API server at ``url`` without credentials (tests, ``kubectl proxy``)."""
-    configuration = k8s.Configuration()
+    configuration = _configuration()
     configuration.host = url
     return k8s.ApiClient(configuration)
 

@@ -165,8 +165,11 @@ class Controller:
         self._thread.join(timeout=90)
         self.runtime.close()
         if self.sharding is not None and release:
+            # what webhooks and people queued goes first to the next owners (annotated
+            # before the Leases are released, their take-over reads it first); the rest
+            # they read anyway
+            self.forwarder.forward(self.runtime.queue.urgent())
             self.sharding.stop(release=True)
-            self.forwarder.forward(self.runtime.queue.ready())  # to the next owners
         for watcher in self.watchers.values():
             watcher.stop()
         self.forwarder.stop()

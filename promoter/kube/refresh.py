@@ -27,7 +27,8 @@ class RefreshForwarder:
     def __init__(self, kube: Kube) -> None:
         self.kube = kube
         self.forwarded = 0
-        self._pending: set[str] = set()
+        self._pending: dict[str, None] = {}
+        """Keys to annotate, in the order they were given (the most urgent first)."""
         self._lock = threading.Lock()
         self._wake = threading.Event()
         self._stop = threading.Event()
@@ -37,23 +38,28 @@ class RefreshForwarder:
         self._thread.start()
 
     def stop(self) -> None:
+        """Stop once every key given so far is annotated (at most 10 s)."""
         self._stop.set()
         self._wake.set()
         self._thread.join(timeout=10)
 
     def forward(self, keys: list[str]) -> None:
         with self._lock:
-            self._pending.update(keys)
+            self._pending.update(dict.fromkeys(keys))
         self._wake.set()
 
     def _run(self) -> None:
-        while not self._stop.is_set():
+        while True:
             self._wake.wait()
             self._wake.clear()
             with self._lock:
-                keys, self._pending = sorted(self._pending), set()
+                keys, self._pending = list(self._pending), {}
             for key in keys:
                 self._annotate(key)
+            if self._stop.is_set():
+                with self._lock:
+                    if not self._pending:
+                        return
 
     def _annotate(self, key: str) -> None:
         namespace, name = split_name(key)

@@ -177,8 +177,8 @@ class Sharding:
         return repositories(gained), repositories(regained - gained), changed
 
     def take_handed_over(self, keys: list[str]) -> list[str]:
-        """Of ``keys`` (queued here), those of the shards being handed over since the
-        last call: their next owner should run them first."""
+        """Of ``keys`` (queued here by webhooks and people), those of the shards being
+        handed over since the last call: their next owner should run them first."""
         with self._lock:
             revoked, self._revoked = self._revoked, set()
         if not revoked:
@@ -276,11 +276,12 @@ class Sharding:
         annotated: Callable[[], list[Obj]],
         forward: Callable[[list[str]], None],
     ) -> bool:
-        """On the controller's thread, after shards moved: hand the queued work of the
-        shards being handed over to their next owner (``forward``: the annotation), take
+        """On the controller's thread, after shards moved: hand the work webhooks and
+        people queued for the shards being handed over to their next owner (``forward``:
+        the annotation; the rest is read anyway by the next owner's take-over), take
         the gained ones over (given the strategy objects: those ``annotated`` lately
         first, those at rest last), re-split the budgets. True when shards were gained."""
-        handed = self.take_handed_over(runtime.queue.ready())
+        handed = self.take_handed_over(runtime.queue.urgent())
         if handed:
             forward(handed)
         gained, regained, moved = self.take_moved()

@@ -218,3 +218,46 @@ def test_a_hurried_key_goes_before_the_backlog_and_a_key_not_ready_is_left_alone
     q.hurry(["webhook", "later", "unknown"])
     assert q.ready() == ["webhook", "r1", "r2", "r3"]
     assert [q.get(0) for _ in range(5)] == ["webhook", "r1", "r2", "r3", None]
+
+
+def test_a_key_hurried_while_a_worker_has_it_runs_before_the_backlog_when_queued_again() -> None:
+    q = WorkQueue()
+    q.add("webhook")
+    assert q.get(0) == "webhook"  # a worker reconciles it
+    q.add_many(["r1", "r2", "r3"])  # the resync's backlog meanwhile
+    q.add("webhook")  # a status for it arrives
+    q.hurry(["webhook"])
+    q.add("plain")  # added while processing too, but not hurried
+    assert q.get(0) == "r1"
+    q.add("r1")
+    q.done("webhook")
+    q.done("r1")
+    assert q.ready() == ["webhook", "r2", "r3", "plain", "r1"]
+
+
+def test_urgent_lists_the_hurried_keys_waiting_in_order_until_each_is_handed_out() -> None:
+    q = WorkQueue()
+    q.add_many(["r1", "a", "r2", "b"])
+    q.hurry(["a"])
+    q.hurry(["b"])
+    assert q.urgent() == ["b", "a"]
+    assert q.get(0) == "b"
+    assert q.urgent() == ["a"]
+    q.add("b")  # added again while processing, not hurried: background
+    q.done("b")
+    assert q.urgent() == ["a"]
+    assert q.get(0) == "a"
+    assert q.urgent() == []
+
+
+def test_a_hurried_key_that_is_dropped_when_its_worker_ends_is_not_urgent_any_more() -> None:
+    q = WorkQueue()
+    q.add("k")
+    assert q.get(0) == "k"
+    q.add("k")
+    q.hurry(["k"])
+    assert q.urgent() == ["k"]  # the worker has it; it will run again
+    q.park("k", "permanent error")
+    q.done("k")
+    assert q.urgent() == []
+    assert q.ready() == []

@@ -1,0 +1,99 @@
+"""What a replica passes on when it hands shards over: the work webhooks and people
+queued (read first by the next owner), in their order, and all of it before it stops;
+not its background reads, which the next owner's take-over makes anyway."""
+
+from __future__ import annotations
+
+import threading
+from types import SimpleNamespace
+from typing import Any, cast
+
+from promoter.config import Config
+from promoter.daemon.queue import WorkQueue
+from promoter.kube.api import CONNECTIONS, Kube, loopback_client
+from promoter.kube.cluster_runtime import ClusterRuntime
+from promoter.kube.leader import LeaseSettings
+from promoter.kube.refresh import RefreshForwarder
+from promoter.kube.sharding import Sharding
+from promoter.kube.shards import ShardSettings
+
+
+class SlowKube:
+    """Records annotations; the first one waits until ``release`` is set."""
+
+    def __init__(self) -> None:
+        self.annotated: list[str] = []
+        self.release = threading.Event()
+        self.started = threading.Event()
+
+    def annotate(self, plural: str, namespace: str, name: str, annotations: dict[str, str]) -> Any:
+        self.started.set()
+        self.release.wait(5)
+        self.annotated.append(f"{namespace}.{name}")
+        return {}
+
+
+def test_the_forwarder_keeps_the_order_it_is_given_and_annotates_everything_before_it_stops() -> (
+    None
+):
+    kube = SlowKube()
+    forwarder = RefreshForwarder(cast(Kube, kube))
+    forwarder.start()
+    forwarder.forward(["team.zeta", "team.alpha"])
+    assert kube.started.wait(5)
+    forwarder.forward(["team.mid", "team.alpha"])  # given while the first batch is written
+    stopping = threading.Thread(target=forwarder.stop)
+    stopping.start()
+    kube.release.set()
+    stopping.join(10)
+    assert kube.annotated == ["team.zeta", "team.alpha", "team.mid", "team.alpha"]
+
+
+def config(strategies: dict[str, str]) -> Config:
+    """Strategy -> its repository, on the local SCM."""
+    repos = sorted(set(strategies.values()))
+    return Config.model_validate(
+        {
+            "scmProviders": [{"name": "local", "local": {}}],
+            "repositories": [
+                {"name": r, "url": f"/srv/{r}.git", "scmProvider": "local"} for r in repos
+            ],
+            "promotionStrategies": [
+                {"name": s, "repository": r, "environments": [{"branch": "environment/dev"}]}
+                for s, r in strategies.items()
+            ],
+        }
+    )
+
+
+def test_a_shard_handed_over_passes_on_its_webhooks_work_not_its_background_reads() -> None:
+    cfg = config({"web": "r1", "resync": "r1", "other": "r2", "elsewhere": "r3"})
+    lease = LeaseSettings(namespace="ns", lease_duration=5, renew_deadline=3, retry_period=1)
+    sharding = Sharding(
+        Kube(loopback_client("http://127.0.0.1:9")),
+        lease,
+        ShardSettings(count=64),
+        "me",
+        config=lambda: cfg,
+        fallback=lambda keys: None,
+        moved=lambda: None,
+    )
+    assert sharding.shard_of("r1") != sharding.shard_of("r3")
+    queue = WorkQueue()
+    queue.add_many(["resync", "elsewhere", "web"])  # the resync's reads, then a webhook's
+    queue.hurry(["web", "elsewhere"])
+    runtime = SimpleNamespace(queue=queue, config=cfg)
+    sharding._on_revoke(sharding.shard_of("r1"))  # r1's shard is being handed over
+    forwarded: list[list[str]] = []
+    gained = sharding.step(
+        cast(ClusterRuntime, runtime), annotated=lambda: [], forward=forwarded.append
+    )
+    assert not gained
+    assert forwarded == [["web"]]  # not "resync" (read anyway), not r3's (still ours)
+    sharding.step(cast(ClusterRuntime, runtime), annotated=lambda: [], forward=forwarded.append)
+    assert forwarded == [["web"]]  # handed over once
+
+
+def test_the_api_client_keeps_a_connection_for_each_writer_and_watch() -> None:
+    client = loopback_client("http://127.0.0.1:9")
+    assert client.rest_client.pool_manager.connection_pool_kw["maxsize"] == CONNECTIONS >= 5 + 8 + 4
