@@ -169,6 +169,7 @@ class Controller:
             # before the Leases are released, their take-over reads it first); the rest
             # they read anyway
             self.forwarder.forward(self.runtime.queue.urgent())
+            self.forwarder.flush(timeout=self.settings.lease.renew_deadline)
             self.sharding.stop(release=True)
         for watcher in self.watchers.values():
             watcher.stop()

@@ -31,6 +31,9 @@ class RefreshForwarder:
         """Keys to annotate, in the order they were given (the most urgent first)."""
         self._lock = threading.Lock()
         self._wake = threading.Event()
+        self._written = threading.Event()
+        """Set while every key given has been annotated (or failed, and was logged)."""
+        self._written.set()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="refresh-forwarder", daemon=True)
 
@@ -44,9 +47,16 @@ class RefreshForwarder:
         self._thread.join(timeout=10)
 
     def forward(self, keys: list[str]) -> None:
+        if not keys:
+            return
         with self._lock:
             self._pending.update(dict.fromkeys(keys))
+            self._written.clear()
         self._wake.set()
+
+    def flush(self, timeout: float) -> bool:
+        """Wait until every key given so far is annotated; False after ``timeout``."""
+        return self._written.wait(timeout)
 
     def _run(self) -> None:
         while True:
@@ -56,9 +66,10 @@ class RefreshForwarder:
                 keys, self._pending = list(self._pending), {}
             for key in keys:
                 self._annotate(key)
-            if self._stop.is_set():
-                with self._lock:
-                    if not self._pending:
+            with self._lock:
+                if not self._pending:
+                    self._written.set()
+                    if self._stop.is_set():
                         return
 
     def _annotate(self, key: str) -> None:

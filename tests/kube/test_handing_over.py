@@ -49,6 +49,22 @@ def test_the_forwarder_keeps_the_order_it_is_given_and_annotates_everything_befo
     assert kube.annotated == ["team.zeta", "team.alpha", "team.mid", "team.alpha"]
 
 
+def test_flush_waits_until_every_key_given_is_annotated() -> None:
+    kube = SlowKube()
+    forwarder = RefreshForwarder(cast(Kube, kube))
+    forwarder.start()
+    try:
+        assert forwarder.flush(0)  # nothing given: nothing to wait for
+        forwarder.forward(["team.a"])
+        assert not forwarder.flush(0.1)  # the API server has not answered yet
+        kube.release.set()
+        assert forwarder.flush(5)
+        assert kube.annotated == ["team.a"]
+    finally:
+        kube.release.set()
+        forwarder.stop()
+
+
 def config(strategies: dict[str, str]) -> Config:
     """Strategy -> its repository, on the local SCM."""
     repos = sorted(set(strategies.values()))
