@@ -284,7 +284,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--retry", type=float, default=1.0)
     p.add_argument("--sample", type=float, default=10.0, help="seconds of API-server load")
     p.add_argument("--hour", type=float, default=60.0, help="the budget's hour, scaled (s)")
-    p.add_argument("--keep", action="store_true", help="keep the temporary directory")
+    p.add_argument(
+        "--keep",
+        action="store_true",
+        help="keep the temporary directory (logs, timeline.json, changes.json, cpu.json)",
+    )
     args = p.parse_args(argv)
     root = Path(tempfile.mkdtemp(prefix="bench-shards-"))
     try:
