@@ -5,8 +5,11 @@ not its background reads, which the next owner's take-over makes anyway."""
 from __future__ import annotations
 
 import threading
+from pathlib import Path
 from types import SimpleNamespace
 from typing import Any, cast
+
+import pytest
 
 from promoter.config import Config
 from promoter.daemon.queue import WorkQueue
@@ -14,8 +17,11 @@ from promoter.kube.api import CONNECTIONS, Kube, loopback_client
 from promoter.kube.cluster_runtime import ClusterRuntime
 from promoter.kube.leader import LeaseSettings
 from promoter.kube.refresh import RefreshForwarder
+from promoter.kube.resources import REFRESH_ANNOTATION
 from promoter.kube.sharding import Sharding
 from promoter.kube.shards import ShardSettings
+from tests.kube.cluster import NS, fake_cluster, wait_until
+from tests.kube.shard_helpers import fleet, settled
 
 
 class SlowKube:
@@ -113,3 +119,45 @@ def test_a_shard_handed_over_passes_on_its_webhooks_work_not_its_background_read
 def test_the_api_client_keeps_a_connection_for_each_writer_and_watch() -> None:
     client = loopback_client("http://127.0.0.1:9")
     assert client.rest_client.pool_manager.connection_pool_kw["maxsize"] == CONNECTIONS >= 5 + 8 + 4
+
+
+def test_a_stopping_replica_annotates_its_webhooks_work_before_it_releases_its_shards(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with fake_cluster(tmp_path) as cluster:
+        fleet(cluster, tmp_path, 4)
+        a, b = (
+            cluster.sharded(n, lease_duration=2.0, renew_deadline=1.2, retry_period=0.2)
+            for n in ("a", "b")
+        )
+        wait_until(lambda: settled(cluster, [a, b]), what="a and b to settle")
+        theirs = [
+            f"{NS}.app-{n}" for n in range(4) if b.sharding and b.sharding.mine(f"{NS}.app-{n}")
+        ]
+        assert theirs, "b holds no strategy"
+        writes: list[tuple[str, str, str]] = []  # (plural, name, what was written), in order
+        write = cluster.fake._write
+
+        def recorded(resource: Any, key: Any, new: Any, sub: str) -> Any:
+            done = write(resource, key, new, sub)
+            if resource[1] == "leases":
+                writes.append(
+                    ("leases", key[2], (done.get("spec") or {}).get("holderIdentity", ""))
+                )
+            elif REFRESH_ANNOTATION in (done["metadata"].get("annotations") or {}):
+                writes.append((resource[1], key[2], "annotated"))
+            return done
+
+        monkeypatch.setattr(cluster.fake, "_write", recorded)
+        # a status a webhook brought for theirs[0] waits in b's queue when SIGTERM comes
+        monkeypatch.setattr(b.runtime.queue, "urgent", lambda: [theirs[0]])
+        b.stop()
+        name = theirs[0].split(".", 1)[1]
+        annotated = [
+            i for i, w in enumerate(writes) if w == ("promotionstrategies", name, "annotated")
+        ]
+        released = [
+            i for i, w in enumerate(writes) if w[0] == "leases" and "shard" in w[1] and w[2] == ""
+        ]
+        assert annotated and released, writes
+        assert annotated[0] < min(released), writes
