@@ -54,20 +54,22 @@ class Activity:
 
     @contextmanager
     def calling(self, provider: str, operation: str) -> Iterator[None]:
-        """This thread waits on one SCM call for the duration of the block."""
-        with self._lock:
-            work = self._by_thread.get(threading.get_ident())
-            started = self.clock()
-            if work is not None:
-                work.current = (provider, operation, started)
+        """This thread waits on one SCM call for the duration of the block.
+
+        Only this thread writes its ``_Work`` (and ``waiting`` only reads it), so a call
+        takes no lock: every SCM call of every worker passes here.
+        """
+        work = self._by_thread.get(threading.get_ident())
+        started = self.clock()
+        if work is not None:
+            work.current = (provider, operation, started)
         try:
             yield
         finally:
             if work is not None:
-                with self._lock:
-                    work.current = None
-                    work.calls += 1
-                    work.in_calls += self.clock() - started
+                work.current = None
+                work.calls += 1
+                work.in_calls += self.clock() - started
 
     def waiting(self, key: str) -> str | None:
         """What a reconcile of ``key`` running for ``SLOW`` seconds or more waits on; None
@@ -80,10 +82,11 @@ class Activity:
             running = now - work.started
             if running < SLOW:
                 return None
+            current = work.current  # read once: the worker's thread sets it without a lock
             done = f"{work.calls} SCM call(s) took {work.in_calls:.1f} s"
-            if work.current is None:
+            if current is None:
                 return f"reconciling for {running:.0f} s; {done}"
-            provider, operation, since = work.current
+            provider, operation, since = current
             return (
                 f"reconciling for {running:.0f} s, waiting on a slow SCM call:"
                 f" {provider} {operation} for {now - since:.1f} s; before it, {done}"

@@ -118,11 +118,20 @@ def sample(name: str, labels: dict[str, str] | None = None) -> float:
     return value if value is not None else 0.0
 
 
+_HELD: set[tuple[str, str]] = set()
+"""The environments that have a ``promoter_holds`` series."""
+
+
 def held_gauge(strategy: str, environment: str, holds: int) -> None:
     """``promoter_holds`` of one environment; none is kept for an environment holding
-    nothing (at 10,000 strategies a sample each would cost 40,000 series)."""
+    nothing (at 10,000 strategies a sample each would cost 40,000 series, and looking for
+    one that is not there, every reconcile, a raised ``KeyError`` each)."""
+    key = (strategy, environment)
     if holds:
         HOLDS.labels(strategy, environment).set(holds)
+        _HELD.add(key)
         return
-    with contextlib.suppress(KeyError):
-        HOLDS.remove(strategy, environment)
+    if key in _HELD:
+        _HELD.discard(key)
+        with contextlib.suppress(KeyError):
+            HOLDS.remove(strategy, environment)

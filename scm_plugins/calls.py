@@ -22,6 +22,7 @@ import logging
 import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager, suppress
+from typing import Any
 
 from promoter.activity import ACTIVITY
 from promoter.errors import (
@@ -82,6 +83,22 @@ class ScmCalls:
         """Shared by every call of this instance: its credential's rate-limit pause."""
         self.budget = budget
         """Shared by every call of this instance that states its cost."""
+        self._counted: dict[tuple[str, str], Any] = {}
+        self._timed: dict[str, Any] = {}
+
+    def _count(self, operation: str, outcome: str) -> None:
+        """``promoter_scm_calls_total`` + 1; the labelled child is looked up once."""
+        child = self._counted.get((operation, outcome))
+        if child is None:
+            child = SCM_CALLS_TOTAL.labels(self.provider, operation, outcome)
+            self._counted[(operation, outcome)] = child
+        child.inc()
+
+    def _time(self, operation: str, took: float) -> None:
+        child = self._timed.get(operation)
+        if child is None:
+            child = self._timed[operation] = SCM_CALL_DURATION.labels(self.provider, operation)
+        child.observe(took)
 
     @contextmanager
     def call(
@@ -91,7 +108,7 @@ class ScmCalls:
         error: BaseException | None = None
         waiting = self.pause.remaining()
         if waiting > 0:
-            SCM_CALLS_TOTAL.labels(self.provider, operation, "paused").inc()
+            self._count(operation, "paused")
             raise ScmRateLimited(
                 f"{self.provider} calls wait {waiting:.1f} s more after a rate limit",
                 retry_after=waiting,
@@ -122,18 +139,19 @@ class ScmCalls:
                 ticket.close()
             outcome = _outcome(error)
             took = time.perf_counter() - started
-            SCM_CALLS_TOTAL.labels(self.provider, operation, outcome).inc()
-            SCM_CALL_DURATION.labels(self.provider, operation).observe(took)
-            log.debug(
-                "scm call",
-                extra={
-                    "provider": self.provider,
-                    "operation": operation,
-                    "outcome": outcome,
-                    "duration_ms": round(took * 1000, 2),
-                    **fields,
-                },
-            )
+            self._count(operation, outcome)
+            self._time(operation, took)
+            if log.isEnabledFor(logging.DEBUG):
+                log.debug(
+                    "scm call",
+                    extra={
+                        "provider": self.provider,
+                        "operation": operation,
+                        "outcome": outcome,
+                        "duration_ms": round(took * 1000, 2),
+                        **fields,
+                    },
+                )
 
     def _admit(
         self, operation: str, cost: Cost | None, fields: Mapping[str, object]
@@ -143,7 +161,7 @@ class ScmCalls:
         try:
             return self.budget.admit(cost)
         except Throttled as exc:
-            SCM_CALLS_TOTAL.labels(self.provider, operation, "throttled").inc()
+            self._count(operation, "throttled")
             log.debug(
                 "scm call throttled",
                 extra={

@@ -25,6 +25,7 @@ from promoter.git.runner import run_git
 from promoter.models import CommitStatus, PullRequest, PullRequestState, Review
 from scm_plugins.calls import ScmCalls
 from scm_plugins.local import merging
+from scm_plugins.local.refs import BranchTips
 from scm_plugins.local.store import LocalStore
 
 AUTHOR = "promoter"
@@ -69,6 +70,7 @@ class LocalScm:
         self._calls = ScmCalls("local", _translate)
         self._locks: dict[str, threading.Lock] = {}
         self._locks_guard = threading.Lock()
+        self._readers: dict[str, BranchTips] = {}
         self._env = {**os.environ, **identity_env(), **noninteractive_env()}
         local = provider.local
         self._merge_method: merging.MergeMethod = local.merge_method if local else "merge"
@@ -85,23 +87,20 @@ class LocalScm:
         return out.strip()
 
     def _tip(self, repo: Repository, branch: str) -> str | None:
-        try:
-            return self._git(
-                repo, "rev-parse", "--verify", "--quiet", f"refs/heads/{branch}^{{commit}}"
-            )
-        except subprocess.CalledProcessError:
-            return None
+        return self._tips(repo, branch).get(branch)
 
-    def _tips(self, repo: Repository, *branches: str) -> dict[str, tuple[str, str]]:
-        """``branch -> (tip, tree of the tip)`` for those of ``branches`` that exist: one git."""
-        refs = {f"refs/heads/{b}": b for b in branches}
-        out = self._git(repo, "for-each-ref", "--format=%(objectname) %(tree) %(refname)", *refs)
-        found = {}
-        for line in out.splitlines():
-            sha, tree, ref = line.split(" ", 2)
-            if ref in refs and tree:  # a pattern also matches refs below it: keep exact names
-                found[refs[ref]] = (sha, tree)
-        return found
+    def _tips(self, repo: Repository, *branches: str) -> dict[str, str]:
+        """``branch -> tip`` for those of ``branches`` that exist, read by the repository's
+        persistent ``cat-file`` (``BranchTips``)."""
+        path = repository_path(repo)
+        with self._locks_guard:
+            reader = self._readers.get(repo.name)
+            if reader is None or reader.path != path:
+                reader = self._readers[repo.name] = BranchTips(path, self._env)
+        try:
+            return reader.tips(branches)
+        except FileNotFoundError as exc:
+            raise ScmNotFound(f"repository {repo.name} not found at {path}") from exc
 
     def _is_ancestor(self, repo: Repository, ancestor: str, descendant: str) -> bool:
         try:
@@ -117,17 +116,13 @@ class LocalScm:
     # --- pull requests ---------------------------------------------------------------
 
     def _model(
-        self, repo: Repository, row: sqlite3.Row, tips: dict[str, tuple[str, str]] | None = None
+        self, repo: Repository, row: sqlite3.Row, tips: dict[str, str] | None = None
     ) -> PullRequest:
         """The PR of ``row``; an open one's head is its branch tip (from ``tips`` if read)."""
         state = PullRequestState(row["state"])
         head_sha = row["head_sha"] or ""
         if state is PullRequestState.OPEN:
-            tip = (
-                tips.get(row["head"], ("",))[0]
-                if tips is not None
-                else self._tip(repo, row["head"])
-            )
+            tip = tips.get(row["head"], "") if tips is not None else self._tip(repo, row["head"])
             head_sha = tip or head_sha
         return PullRequest(
             id=str(row["id"]),
@@ -153,7 +148,7 @@ class LocalScm:
                 return None
             tips = self._tips(repo, head, base)
             pr = self._model(repo, row, tips)
-            base_tip = tips.get(base, ("",))[0]
+            base_tip = tips.get(base, "")
             if pr.head_sha and base_tip and self._is_ancestor(repo, pr.head_sha, base_tip):
                 # Merged by hand (or by us before a crash): record it as merged.
                 self.store.update(repo.name, pr.number, state="merged", head_sha=pr.head_sha)
@@ -205,15 +200,15 @@ class LocalScm:
         ):
             row = self._open_row(repo, number)
             tips = self._tips(repo, row["head"], row["base"])
-            head_tip, _ = tips.get(row["head"], (None, ""))
-            if head_tip != expected_head_sha:
+            head_tip = tips.get(row["head"])
+            if head_tip is None or head_tip != expected_head_sha:
                 raise ScmConflict(
                     f"head of pull request {number} moved: expected "
                     f"{expected_head_sha[:7]}, found {(head_tip or 'nothing')[:7]}"
                 )
             if row["base"] not in tips:
                 raise ScmNotFound(f"base branch {row['base']} is gone")
-            base_tip = tips[row["base"]][0]
+            base_tip = tips[row["base"]]
             merge_sha = merging.merge(
                 merging.LocalGit(repository_path(repo), self._env),
                 method=self._merge_method,
@@ -284,4 +279,9 @@ class LocalScm:
         return {}
 
     def close(self) -> None:
+        with self._locks_guard:
+            readers = list(self._readers.values())
+            self._readers.clear()
+        for reader in readers:
+            reader.close()
         self.store.close()

@@ -1,0 +1,112 @@
+"""Branch tips of a local SCM repository, read through one persistent ``git cat-file``.
+
+Every pull request call of the local SCM needs the tips of its head and base branches.
+A ``git for-each-ref`` per call is a process of a few milliseconds (it reads every
+packed ref of the repository); ``git cat-file --batch-check`` answers ``<sha> <type>
+<size>`` for each name written to it, resolving the name against the refs as they are on
+disk at that moment (a loose ref is read again, packed refs when their file changed, a
+new pack when an object is not found), in a few microseconds. One such process per
+repository answers every read; it is started on first use and again if it died.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import subprocess
+import threading
+import weakref
+from collections.abc import Mapping
+from pathlib import Path
+
+from promoter.errors import GitError
+
+
+class BranchTips:
+    """``git cat-file --batch-check`` in the repository at ``path``, kept running."""
+
+    def __init__(self, path: Path, env: Mapping[str, str]) -> None:
+        self.path = path
+        self._env = dict(env)
+        self._lock = threading.Lock()
+        self._process: subprocess.Popen[bytes] | None = None
+        self._identity: tuple[int, int] | None = None
+        """The repository directory's (device, inode) when the process started: a
+        repository deleted and made again at the same path needs a new process."""
+
+    def tips(self, branches: tuple[str, ...]) -> dict[str, str]:
+        """``branch -> tip`` for those of ``branches`` that exist and name a commit.
+
+        ``OSError`` when the repository is not there (any more)."""
+        names = [f"refs/heads/{b}" for b in branches]
+        if any(not b or "\n" in b or " " in b for b in branches):
+            raise GitError(f"invalid branch name among {branches!r}")
+        request = ("\n".join(names) + "\n").encode()
+        with self._lock:
+            stat = os.stat(self.path)
+            if self._identity != (stat.st_dev, stat.st_ino):
+                self._stop()
+                self._identity = (stat.st_dev, stat.st_ino)
+            try:
+                answers = self._ask(request, len(names))
+            except (OSError, ValueError):
+                self._stop()  # it died (killed, or its repository went away): start again
+                try:
+                    answers = self._ask(request, len(names))
+                except (OSError, ValueError) as exc:
+                    self._stop()
+                    raise GitError(f"cannot read the branches of {self.path}: {exc}") from exc
+        found = {}
+        for branch, answer in zip(branches, answers, strict=True):
+            sha, _, rest = answer.partition(" ")
+            if rest.startswith("commit "):
+                found[branch] = sha
+        return found
+
+    def _ask(self, request: bytes, count: int) -> list[str]:
+        process = self._process
+        if process is None:
+            process = self._process = subprocess.Popen(
+                ["git", "cat-file", "--batch-check"],
+                cwd=self.path,
+                env=self._env,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.DEVNULL,
+            )
+            weakref.finalize(self, _end, process)  # a plugin dropped without close()
+        assert process.stdin is not None and process.stdout is not None
+        process.stdin.write(request)
+        process.stdin.flush()
+        answers = []
+        for _ in range(count):
+            line = process.stdout.readline()
+            if not line:
+                raise ValueError("git cat-file stopped answering")
+            answers.append(line.decode("utf-8", "replace").rstrip("\n"))
+        return answers
+
+    def _stop(self) -> None:
+        process, self._process = self._process, None
+        if process is not None:
+            _end(process)
+
+    def close(self) -> None:
+        """Stop the process (started again by the next read)."""
+        with self._lock:
+            self._stop()
+
+
+def _end(process: subprocess.Popen[bytes]) -> None:
+    """Stop ``cat-file``: end of its input, then wait for it (killed if it lingers)."""
+    if process.returncode is not None:
+        return
+    for stream in (process.stdin, process.stdout):
+        if stream is not None:
+            with contextlib.suppress(OSError):
+                stream.close()
+    try:
+        process.wait(timeout=5)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
