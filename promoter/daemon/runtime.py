@@ -18,7 +18,7 @@ from typing import Any
 
 from promoter.activity import ACTIVITY
 from promoter.config import Config, PromotionStrategy, Repository
-from promoter.daemon import status_targets
+from promoter.daemon import collector, status_targets
 from promoter.daemon.events import Observer
 from promoter.daemon.freezes import Freezes
 from promoter.daemon.gate_calls import GateCalls
@@ -314,6 +314,7 @@ class Runtime:
     def start(self) -> None:
         if self.started:
             return
+        collector.tune()
         self.workers.start()
         self.scheduler.every(LEDGER_FLUSH_INTERVAL, self.ledger.flush_all, "ledger-flush")
         self.scheduler.every(LEDGER_FLUSH_INTERVAL, self.audit.flush_all, "audit-flush")
