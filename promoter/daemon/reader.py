@@ -113,8 +113,10 @@ class SnapshotReader:
         )
 
     def read(self, strategy: PromotionStrategy, repo: Repository, mirror: GitMirror) -> Snapshot:
+        wide: dict[tuple[str, str], EnvLedger] = {}  # the freeze keys all environments read
         envs = [
-            self._environment(strategy, repo, mirror, shape) for shape in self.shapes.of(strategy)
+            self._environment(strategy, repo, mirror, shape, wide)
+            for shape in self.shapes.of(strategy)
         ]
         return Snapshot(
             strategy=strategy.name,
@@ -135,8 +137,10 @@ class SnapshotReader:
         repo: Repository,
         mirror: GitMirror,
         shape: EnvironmentShape,
+        wide: dict[tuple[str, str], EnvLedger],
     ) -> EnvironmentSnapshot:
-        """One environment's part of the snapshot: its branches, PR, ledger and reviews."""
+        """One environment's part of the snapshot: its branches, PR, ledger and reviews.
+        ``wide``: the ledgers read for every environment of the snapshot, kept by key."""
         env = shape.config
         proposed_branch = shape.proposed_branch
         active = self._commit(repo, mirror, env.branch, proposed_branch)
@@ -152,7 +156,7 @@ class SnapshotReader:
                 changelog = tuple(self._changelog(mirror, active.dry_sha, proposed.dry_sha))
         ledger, ledger_error = self._ledger(mirror, strategy.name, env.branch)
         error = error or ledger_error
-        freezes, freeze_error = self._freezes(strategy, mirror, env.branch, ledger)
+        freezes, freeze_error = self._freezes(strategy, mirror, env.branch, ledger, wide)
         error = error or freeze_error
         gates = shape.gates
         reviews, reviews_error = self._reviews(repo, gates, pull_request)
@@ -219,13 +223,23 @@ class SnapshotReader:
             return EnvLedger(), f"the ledger of {branch} cannot be read: {exc}"
 
     def _freezes(
-        self, strategy: PromotionStrategy, mirror: GitMirror, branch: str, ledger: EnvLedger
+        self,
+        strategy: PromotionStrategy,
+        mirror: GitMirror,
+        branch: str,
+        ledger: EnvLedger,
+        wide: dict[tuple[str, str], EnvLedger],
     ) -> tuple[tuple[FreezePeriod, ...], str | None]:
         """The freezes covering ``branch``: people's (ledger notes), and the configuration's
-        dates not over yet. A note that cannot be read blocks the environment (fail closed)."""
+        dates not over yet. A note that cannot be read blocks the environment (fail closed).
+        The strategy's and everything's notes are read once per snapshot (``wide``)."""
 
         def read(strategy_key: str, environment_key: str) -> EnvLedger:
-            return self.ledger.read(mirror, strategy_key, environment_key)
+            key = (strategy_key, environment_key)
+            found = wide.get(key)
+            if found is None:
+                found = wide[key] = self.ledger.read(mirror, strategy_key, environment_key)
+            return found
 
         now = self.clock()
         try:

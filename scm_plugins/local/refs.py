@@ -99,12 +99,12 @@ class BranchTips:
 
 def _end(process: subprocess.Popen[bytes]) -> None:
     """Stop ``cat-file``: end of its input, then wait for it (killed if it lingers)."""
-    if process.returncode is not None:
-        return
     for stream in (process.stdin, process.stdout):
         if stream is not None:
             with contextlib.suppress(OSError):
                 stream.close()
+    if process.returncode is not None:
+        return
     try:
         process.wait(timeout=5)
     except subprocess.TimeoutExpired:

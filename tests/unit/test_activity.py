@@ -49,3 +49,28 @@ def test_a_call_made_outside_a_reconcile_is_not_recorded() -> None:
         idle = "reconciling for 10 s; 0 SCM call(s) took 0.0 s"
         assert seen == [idle]  # the other thread's call is not this reconcile's
         assert activity.waiting("guestbook") == idle
+
+
+def test_an_scm_call_never_waits_for_a_reader_of_the_activity() -> None:
+    """Every SCM call of every worker passes through ``calling``: it takes no lock, so a
+    reader of the activity (the API, the dashboard) cannot hold a worker up."""
+    clock = Clock()
+    activity = Activity(clock=clock)
+    registered, go, called = threading.Event(), threading.Event(), threading.Event()
+
+    def reconcile() -> None:
+        with activity.working("guestbook"):
+            registered.set()
+            go.wait(timeout=5)
+            with activity.calling("forgejo", "find_pull_request"):
+                clock.now += SLOW
+                called.set()
+
+    worker = threading.Thread(target=reconcile)
+    worker.start()
+    assert registered.wait(timeout=5)
+    with activity._lock:  # a reader in the middle of ``waiting``
+        go.set()
+        assert called.wait(timeout=2.0)
+    worker.join()
+    assert activity.waiting("guestbook") is None
