@@ -19,6 +19,7 @@ from typing import Any
 from promoter.activity import ACTIVITY
 from promoter.config import Config, PromotionStrategy, Repository
 from promoter.daemon import collector, status_targets
+from promoter.daemon.compact import FieldSets
 from promoter.daemon.events import Observer
 from promoter.daemon.freezes import Freezes
 from promoter.daemon.gate_calls import GateCalls
@@ -75,7 +76,9 @@ class Runtime:
         self.status_cache = StatusCache(ttl=config.daemon.status_cache_ttl)
         self.sha_index = ShaIndex()
         self.pr_cache = PullRequestCache(max_age=config.daemon.resync_interval)
-        self.ledger = GitLedger()
+        self.field_sets = FieldSets()
+        """Shared by the views and the parsed ledger notes (``promoter.daemon.compact``)."""
+        self.ledger = GitLedger(compact=self.field_sets.compact)
         self.audit = AuditTrail(self.state_dir / "audit", mirror_of=self._mirror_of, owns=owns)
         self.queue = WorkQueue(max_delay=config.daemon.max_backoff)
         self.settled = SettledIndex(self.status_cache, self.pr_cache)
@@ -98,6 +101,7 @@ class Runtime:
             probes=self.probes,
             review_reads=ReviewReads(calls, max_backoff=d.max_backoff),
             settled=self.settled,
+            field_sets=self.field_sets,
         )
         self.operations = Operations(self.reconciler)
         self.freezes = Freezes(config, self.ledger, self.mirrors.fresh, clock, owns=owns)

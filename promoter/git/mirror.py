@@ -392,6 +392,12 @@ class GitMirror(BareRepository):
 
     def read_note(self, ref: str, sha: str) -> str | None:
         """The note on ``sha`` under ``ref`` (``refs/notes/x`` or ``x``), or None."""
+        found = self.note_object(ref, sha)
+        return None if found is None else found[1].decode()
+
+    def note_object(self, ref: str, sha: str) -> tuple[str, bytes] | None:
+        """The note on ``sha`` under ``ref`` as ``(its blob's SHA, its bytes)``, or None:
+        what is parsed from a note can be kept by its blob, which names its content."""
         with self._lock:
             notes = self._cached_refs().get(notes_ref(ref))
             if not notes:
@@ -401,7 +407,7 @@ class GitMirror(BareRepository):
             if blob is None:
                 return None
             data = self._note(root, blob)
-            return None if data is None else data.decode()
+            return None if data is None else (blob, data)
 
     def _note(self, root: str, blob: str) -> bytes | None:
         """The content of note ``blob`` of the notes tree ``root``, cached."""

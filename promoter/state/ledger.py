@@ -86,13 +86,16 @@ class _Pending:
 class GitLedger:
     """Reads and writes ledger notes through a repository's mirror."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, compact: Callable[[EnvLedger], object] | None = None) -> None:
+        self._compact = compact
+        """Called on each note parsed before it is kept: the runtime shares the models'
+        field-name sets with the views' (``promoter.daemon.compact``)."""
         self._pending: dict[str, _Pending] = {}
         self._inflight: dict[str, list[_Pending]] = {}
         """Per repository, the flushes whose push has not landed in the local ref yet."""
         self._guard = threading.Lock()
         self._parsed: dict[str, EnvLedger] = {}
-        """Notes already parsed, by their text (values are immutable)."""
+        """Notes already parsed, by their blob's SHA (values are immutable)."""
         self._at_tip: dict[str, tuple[str | None, dict[str, EnvLedger]]] = {}
         """Per repository, its ledger ref's tip and the notes read at that tip, by key
         (used under the mirror's lock)."""
@@ -214,20 +217,24 @@ class GitLedger:
         return value
 
     def _parse(self, mirror: GitMirror, sha: str) -> EnvLedger:
-        text = mirror.read_note(LEDGER_REF, sha)
-        if not text:
+        found = mirror.note_object(LEDGER_REF, sha)
+        if found is None or not found[1]:
             return EnvLedger()
-        parsed = self._parsed.get(text)
+        blob, data = found
+        parsed = self._parsed.get(blob)
         if parsed is not None:
             return parsed
         try:
-            return remember(self._parsed, text, EnvLedger.model_validate_json(text), PARSED)
+            parsed = EnvLedger.model_validate_json(data)
         except ValueError as exc:
             log.error("ledger note unreadable", extra={"key": sha, "ref": LEDGER_REF})
             raise LedgerUnreadable(
                 f"the ledger note {sha[:12]} under {LEDGER_REF} cannot be parsed; it is kept"
                 " as it is: repair or remove it with git notes"
             ) from exc
+        if self._compact is not None:
+            self._compact(parsed)
+        return remember(self._parsed, blob, parsed, PARSED)
 
     def _write(self, mirror: GitMirror, pending: _Pending) -> None:
         for _ in range(ATTEMPTS):

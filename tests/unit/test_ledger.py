@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from promoter.daemon.compact import FieldSets, SharedFields
 from promoter.engine import EnvLedger, HealthyRecord, Hold
 from promoter.errors import GitError
 from promoter.git import GitMirror
@@ -285,13 +286,13 @@ def test_one_note_read_again_at_the_same_tip_is_read_from_git_once(
     mirror, ledger = fresh_reader(gitops, tmp_path / "a")
     ledger.update(mirror, "s", "dev", lambda led: led.with_hold(hold("2" * 40)))
     reads: list[str] = []
-    real = mirror.read_note
+    real = mirror.note_object
 
-    def counted(ref: str, sha: str) -> str | None:
+    def counted(ref: str, sha: str) -> tuple[str, bytes] | None:
         reads.append(sha)
         return real(ref, sha)
 
-    monkeypatch.setattr(mirror, "read_note", counted)
+    monkeypatch.setattr(mirror, "note_object", counted)
     for _ in range(3):
         assert len(ledger.read(mirror, "s", "dev").holds) == 1
         assert ledger.read(mirror, "*", "*") == EnvLedger()
@@ -301,3 +302,25 @@ def test_one_note_read_again_at_the_same_tip_is_read_from_git_once(
     assert ledger.read(mirror, "s", "dev").last_healthy == record("1" * 40)
     assert ledger.read(mirror, "s", "dev").last_healthy == record("1" * 40)
     assert len(reads) == 1  # the tip moved: read anew, once
+
+
+def test_notes_read_back_are_kept_by_their_blob_and_share_the_views_field_sets(
+    tmp_path: Path,
+) -> None:
+    """A daemon reads every environment's note back after each ledger push: what it keeps
+    of them is one parsed value per distinct note, found by the note's blob (not its
+    text, which would be kept besides), with the models' field-name sets shared."""
+    gitops = GitOpsRepo.create(tmp_path)
+    writer, ledger = fresh_reader(gitops, tmp_path / "a")
+    for env in ("dev", "staging", "prod"):
+        ledger.update(writer, "s", env, lambda led: led.with_healthy(record("1" * 40)))
+    ledger.update(writer, "t", "dev", lambda led: led.with_healthy(record("1" * 40)))
+    mirror = GitMirror(name="gitops", url=str(gitops.path), root=tmp_path / "b")
+    mirror.refresh()
+    reader = GitLedger(compact=FieldSets().compact)
+    read = [reader.read(mirror, s, e) for s, e in (("s", "dev"), ("s", "prod"), ("t", "dev"))]
+    assert read[0] is read[1] is read[2]  # one note's content, parsed once
+    assert read[0].last_healthy == record("1" * 40)
+    assert type(read[0].__pydantic_fields_set__) is SharedFields
+    assert type(read[0].healthy[0].__pydantic_fields_set__) is SharedFields
+    assert all(len(key) == 40 and int(key, 16) >= 0 for key in reader._parsed)
