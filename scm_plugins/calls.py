@@ -22,7 +22,8 @@ import logging
 import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager, suppress
-from typing import Any
+
+from prometheus_client import Counter, Histogram
 
 from promoter.activity import ACTIVITY
 from promoter.errors import (
@@ -83,8 +84,8 @@ class ScmCalls:
         """Shared by every call of this instance: its credential's rate-limit pause."""
         self.budget = budget
         """Shared by every call of this instance that states its cost."""
-        self._counted: dict[tuple[str, str], Any] = {}
-        self._timed: dict[str, Any] = {}
+        self._counted: dict[tuple[str, str], Counter] = {}
+        self._timed: dict[str, Histogram] = {}
 
     def _count(self, operation: str, outcome: str) -> None:
         """``promoter_scm_calls_total`` + 1; the labelled child is looked up once."""
