@@ -13,12 +13,18 @@ from promoter.models import CommitStatus, Phase, PullRequestState
 from scm_plugins.local import LocalScm
 
 
-@pytest.fixture
-def repo(tmp_path: Path) -> Repository:
-    path = init_bare(tmp_path / "r.git")
+def promotion_repository(path: Path) -> Path:
+    """A bare repository with an environment branch and its ``-next`` branch one change ahead."""
+    init_bare(path)
     commit_files(path, "env", {"a.yaml": "1\n"}, "base")
     git(path, "branch", "env-next", "env")
     commit_files(path, "env-next", {"a.yaml": "2\n"}, "proposed")
+    return path
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Repository:
+    path = promotion_repository(tmp_path / "r.git")
     return Repository(name="r", url=str(path), scm_provider="local")
 
 

@@ -17,15 +17,12 @@ from promoter.config import LocalProvider, Repository, ScmProvider
 from promoter.errors import ScmNotFound
 from scm_plugins.local import LocalScm
 from scm_plugins.local.refs import BranchTips
+from tests.unit.test_local_scm import promotion_repository
 
 
 @pytest.fixture
 def path(tmp_path: Path) -> Path:
-    found = init_bare(tmp_path / "r.git")
-    commit_files(found, "env", {"a.yaml": "1\n"}, "base")
-    git(found, "branch", "env-next", "env")
-    commit_files(found, "env-next", {"a.yaml": "2\n"}, "proposed")
-    return found
+    return promotion_repository(tmp_path / "r.git")
 
 
 @pytest.fixture
