@@ -94,9 +94,11 @@ class LocalScm:
         persistent ``cat-file`` (``BranchTips``)."""
         path = repository_path(repo)
         with self._locks_guard:
-            reader = self._readers.get(repo.name)
+            reader = old = self._readers.get(repo.name)
             if reader is None or reader.path != path:
                 reader = self._readers[repo.name] = BranchTips(path, self._env)
+        if old is not None and old is not reader:  # the repository's URL changed (a reload)
+            old.close()
         try:
             return reader.tips(branches)
         except FileNotFoundError as exc:
