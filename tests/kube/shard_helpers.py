@@ -64,7 +64,9 @@ def holders(cluster: Cluster) -> dict[str, str]:
 
 
 def settled(cluster: Cluster, replicas: list[Controller]) -> bool:
-    """Every shard with work is held by the replica every live replica assigns it to."""
+    """Every shard with work is held by the replica every live replica assigns it to: its
+    Lease names that replica, and the replica counts it among those it holds (it does so
+    a moment after its Lease write has landed)."""
     tables = [r.sharding.coordinator.table for r in replicas if r.sharding is not None]
     if not tables or any(not t.work.weights for t in tables):
         return False
@@ -76,6 +78,11 @@ def settled(cluster: Cluster, replicas: list[Controller]) -> bool:
         and t.assigned == first.assigned
         and all(leases.get(s) == m for s, m in t.assigned.items())
         for t in tables
+    ) and all(
+        r.sharding.coordinator.held()
+        == {s for s, m in first.assigned.items() if m == r.settings.identity}
+        for r in replicas
+        if r.sharding is not None
     )
 
 
