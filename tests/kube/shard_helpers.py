@@ -63,10 +63,9 @@ def holders(cluster: Cluster) -> dict[str, str]:
     return found
 
 
-def settled(cluster: Cluster, replicas: list[Controller]) -> bool:
-    """Every shard with work is held by the replica every live replica assigns it to: its
-    Lease names that replica, and the replica counts it among those it holds (it does so
-    a moment after its Lease write has landed)."""
+def leased(cluster: Cluster, replicas: list[Controller]) -> bool:
+    """Every shard with work has its Lease held by the replica every live replica assigns
+    it to (the API server's view: what another replica sees)."""
     tables = [r.sharding.coordinator.table for r in replicas if r.sharding is not None]
     if not tables or any(not t.work.weights for t in tables):
         return False
@@ -78,9 +77,18 @@ def settled(cluster: Cluster, replicas: list[Controller]) -> bool:
         and t.assigned == first.assigned
         and all(leases.get(s) == m for s, m in t.assigned.items())
         for t in tables
-    ) and all(
+    )
+
+
+def settled(cluster: Cluster, replicas: list[Controller]) -> bool:
+    """``leased``, and each replica counts among the shards it holds those its Leases name
+    (it does so a moment after its Lease write has landed)."""
+    if not leased(cluster, replicas):
+        return False
+    assigned = next(r.sharding for r in replicas if r.sharding is not None).coordinator.table
+    return all(
         r.sharding.coordinator.held()
-        == {s for s, m in first.assigned.items() if m == r.settings.identity}
+        == {s for s, m in assigned.assigned.items() if m == r.settings.identity}
         for r in replicas
         if r.sharding is not None
     )

@@ -9,7 +9,15 @@ from pathlib import Path
 
 from promoter.kube.controller import Controller
 from tests.kube.cluster import NS, fake_cluster, wait_until
-from tests.kube.shard_helpers import all_promoted, fleet, holders, merges, owner_of, settled
+from tests.kube.shard_helpers import (
+    all_promoted,
+    fleet,
+    holders,
+    leased,
+    merges,
+    owner_of,
+    settled,
+)
 
 TIMED = {"lease_duration": 2.0, "renew_deadline": 1.2, "retry_period": 0.2}
 """For the tests that time a join or a takeover: long enough that a loaded machine's
@@ -62,8 +70,9 @@ def test_a_replica_that_joins_takes_its_share_within_a_lease_and_one_that_stops_
         c = cluster.sharded("c", **TIMED)
         wait_until(c.synced, what="c to list everything")
         joined = time.monotonic()
-        wait_until(lambda: settled(cluster, [a, b, c]), timeout=LEASE * 5, what="c's share")
+        wait_until(lambda: leased(cluster, [a, b, c]), timeout=LEASE * 5, what="c's share")
         took = time.monotonic() - joined
+        wait_until(lambda: settled(cluster, [a, b, c]), what="c to count its share")
         print(f"a joining replica held its share {took:.2f}s after it had listed (lease {LEASE}s)")
         assert took <= LEASE
         assert c.sharding is not None
@@ -77,10 +86,11 @@ def test_a_replica_that_joins_takes_its_share_within_a_lease_and_one_that_stops_
         change = {"app-0": repos["app-0"].change("2.0.0", "Bump", None)}
         stopped = time.monotonic()
         c.stop()  # SIGTERM: in-flight reconciles end, then every Lease is handed over
-        wait_until(lambda: settled(cluster, [a, b]), timeout=LEASE * 5, what="c's shards back")
+        wait_until(lambda: leased(cluster, [a, b]), timeout=LEASE * 5, what="c's shards back")
         handed = time.monotonic() - stopped
         print(f"a stopping replica's shards were held again after {handed:.2f}s")
         assert handed < LEASE / 2
+        wait_until(lambda: settled(cluster, [a, b]), what="a and b to count them")
         a.runtime.enqueue(["team.app-0"])
         wait_until(lambda: all_promoted(cluster, change), what="the change after the hand-over")
         assert merges(repos["app-0"]) == {"environment/dev": 1, "environment/staging": 1}
@@ -101,8 +111,9 @@ def test_a_killed_replicas_repositories_are_taken_over_within_the_lease_and_prom
         killed = time.monotonic()
         cluster.crash(b)
         survivors = [replicas[0], replicas[2]]
-        wait_until(lambda: settled(cluster, survivors), timeout=LEASE * 5, what="the takeover")
+        wait_until(lambda: leased(cluster, survivors), timeout=LEASE * 5, what="the takeover")
         took = time.monotonic() - killed
+        wait_until(lambda: settled(cluster, survivors), what="the survivors to count them")
         print(f"a killed replica's shards were held again after {took:.2f}s (lease {LEASE}s)")
         assert took <= LEASE + RETRY + SLACK
         changes = {n: repos[n].change("2.0.0", f"Bump {n}", None) for n in theirs}
