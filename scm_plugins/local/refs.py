@@ -35,12 +35,14 @@ class BranchTips:
         repository deleted and made again at the same path needs a new process."""
 
     def tips(self, branches: tuple[str, ...]) -> dict[str, str]:
-        """``branch -> tip`` for those of ``branches`` that exist and name a commit.
+        """``branch -> tip`` for those of ``branches`` that exist and name a commit (a name
+        git cannot hold, with a space or a newline, is one that does not exist).
 
         ``OSError`` when the repository is not there (any more)."""
+        branches = tuple(b for b in branches if b and "\n" not in b and " " not in b)
+        if not branches:  # names git cannot hold: no such branch
+            return {}
         names = [f"refs/heads/{b}" for b in branches]
-        if any(not b or "\n" in b or " " in b for b in branches):
-            raise GitError(f"invalid branch name among {branches!r}")
         request = ("\n".join(names) + "\n").encode()
         with self._lock:
             stat = os.stat(self.path)

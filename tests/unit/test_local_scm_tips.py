@@ -56,6 +56,7 @@ def test_a_missing_branch_or_one_that_names_no_commit_is_left_out(
     tree = git(path, "rev-parse", "env^{tree}").strip()
     (path / "refs" / "heads" / "a-tree").write_text(tree + "\n")  # git refuses to write it
     assert tips.tips(("nope", "a-tree", "env")) == {"env": tip(path, "env")}
+    assert tips.tips(("a b", "x\ny", "")) == {}  # names git cannot hold: none of them exists
 
 
 def test_a_killed_reader_is_started_again_by_the_next_read(path: Path, tips: BranchTips) -> None:
