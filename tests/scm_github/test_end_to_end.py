@@ -84,6 +84,8 @@ class GitHubCI:
 
     def __init__(self, client: TestClient, fake: FakeGitHub) -> None:
         self.client, self.fake = client, fake
+        self.announced: dict[str, int] = {}
+        """Commits a push webhook announced: the number of API calls made when it was in."""
         fake.on_push = self.pushed_by_merge
 
     def push(self, branch: str, before: str | None, after: str, full_name: str = FULL_NAME) -> None:
@@ -99,6 +101,7 @@ class GitHubCI:
             commits=[head],
         )
         self.deliver("push", payload, full_name)
+        self.announced.setdefault(after, len(self.fake.calls))
 
     def pushed_by_merge(self, full_name: str, branch: str, before: str | None, after: str) -> None:
         """A merge moved ``branch``: GitHub's webhook follows, from another thread."""
