@@ -78,7 +78,7 @@ def serve(args: argparse.Namespace) -> None:
         content_per_hour=unlimited,
     )
     genuine = Genuine(common.ROOT / "tests" / "fixtures")
-    with FakeGitHub(genuine, tokens=(TOKEN,), limits=limits) as fake:
+    with FakeGitHub(genuine, tokens=(TOKEN,), limits=limits, record=False) as fake:
         for r in range(fleet.repos):
             fake.add_repository(f"{scale.GITHUB_OWNER}/gitops-{r}", fleet.repo_path(r))
         for key, sha in fleet.active.items():
