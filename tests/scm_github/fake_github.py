@@ -119,10 +119,12 @@ class FakeGitHub(Routes):
 
     def __enter__(self) -> FakeGitHub:
         self._mock = responses.RequestsMock(assert_all_requests_are_fired=False)
-        if not self.record:
-            self._mock._calls = _Unrecorded()
         self._mock.start()
         self.install(self._mock)
+        if not self.record:  # responses logs each call twice: the mock's and the route's
+            self._mock._calls = _Unrecorded()
+            for route in self._mock.registered():
+                route._calls = _Unrecorded()
         return self
 
     def __exit__(self, *exc: object) -> None:
