@@ -16,7 +16,9 @@ this process plays GitHub's webhooks: over 32 keep-alive connections, paced even
 
 in a shuffled order. It waits until every change is merged (the child counts the
 promoter's merges on the fake), then for the daemon to fall idle, and compares the
-child's resident memory (``/proc``) before and after.
+child's resident memory (``/proc``) before and after. The fake keeps no record of the
+calls it answers (``record=False``): the child's memory is the daemon's and the fake's
+state, not a log of the benchmark's own.
 
     python bench/webhook_storm.py [--strategies 1000] [--deliveries 10000] [--seconds 10]
 
