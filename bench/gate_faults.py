@@ -196,7 +196,12 @@ def proposed(http: Any, strategy: str, branch: str, dry: str) -> str:
         ready = env.get("pullRequest") and (env.get("proposed") or {}).get("drySha") == dry
         return str(env["proposed"]["hydratedSha"]) if ready else None
 
-    return common.wait_for(found, timeout=WAIT, what=f"{strategy} {branch} PR")
+    try:
+        return common.wait_for(found, timeout=WAIT, what=f"{strategy} {branch} PR")
+    except TimeoutError as exc:  # say what the daemon shows instead
+        env = view(http, strategy, branch)
+        shown = {k: env.get(k) for k in ("state", "reason", "error", "pullRequest", "proposed")}
+        raise TimeoutError(f"{exc}; the daemon shows {json.dumps(shown)[:1500]}") from None
 
 
 def ci(http: Any, strategy: str, sha: str) -> None:
