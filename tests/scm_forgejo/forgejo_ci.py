@@ -17,6 +17,7 @@ from typing import Any
 import requests
 from starlette.testclient import TestClient
 
+from tests.announced import Announcements
 from tests.support import ENVIRONMENTS, GitOpsRepo
 from webhooks.forgejo import ForgejoSignature
 
@@ -73,8 +74,7 @@ class ForgejoCI:
     def __init__(self, client: TestClient, fake: FakeForgejo) -> None:
         self.client, self.fake = client, fake
         fake.on_push = self.pushed_by_merge
-        self.announced: dict[str, int] = {}
-        """Commits a push webhook announced: the number of API calls made when it was in."""
+        self.announced = Announcements(lambda: len(fake.calls))
 
     def push(self, branch: str, before: str | None, after: str) -> None:
         """Forgejo's ``push`` webhook for a push that brought ``after``."""
@@ -84,7 +84,7 @@ class ForgejoCI:
             ref=f"refs/heads/{branch}", before=before or "0" * 40, after=after, commits=[commit]
         )
         self.deliver("push", payload)
-        self.announced.setdefault(after, len(self.fake.calls))
+        self.announced.heard(after)
 
     def pushed_by_merge(self, full_name: str, branch: str, before: str, after: str) -> None:
         """A merge moved ``branch``: Forgejo's webhook follows, from another thread."""

@@ -81,16 +81,14 @@ def promote_all(ci: ForgejoCI, gitops: GitOpsRepo, *, manual: bool) -> None:
 
 def status_reads(ci: ForgejoCI, since: int) -> tuple[list[str], list[str]]:
     """The SHAs whose statuses were read since call ``since``: those read once a push had
-    announced them, and those read before (or while) their push webhook came in. A push
-    of several branches brings one webhook per branch, and the first one's reconcile may
-    read the other branches' new tips before theirs arrive: an SCM read is then right."""
-    after: list[str] = []
-    early: list[str] = []
-    for i, call in enumerate(ci.fake.calls[since:], since):
-        if call.method == "GET" and call.path.endswith("/statuses"):
-            sha = call.path.split("/")[-2]
-            (after if i >= ci.announced.get(sha, 0) else early).append(sha)
-    return after, early
+    announced them, and those read before (or while) their push webhook came in."""
+    reads = [
+        (i, call.path.split("/")[-2])
+        for i, call in enumerate(ci.fake.calls[since:], since)
+        if call.method == "GET" and call.path.endswith("/statuses")
+    ]
+    early = ci.announced.early(reads)
+    return [sha for i, sha in reads if i not in early], list(early.values())
 
 
 @pytest.mark.parametrize("robot", [False, True], indirect=True, ids=["auto", "person-merges"])

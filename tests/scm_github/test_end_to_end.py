@@ -24,6 +24,7 @@ from promoter.cli.sandbox import git
 from promoter.config.loader import parse_config
 from promoter.daemon import Runtime
 from promoter.wiring import Daemon
+from tests.announced import Announcements
 from tests.fixture_paths import GITHUB_WEBHOOKS
 from tests.support import ENVIRONMENTS, GitOpsRepo, wait_for
 from webhooks.verify import GitHubSignature
@@ -84,8 +85,7 @@ class GitHubCI:
 
     def __init__(self, client: TestClient, fake: FakeGitHub) -> None:
         self.client, self.fake = client, fake
-        self.announced: dict[str, int] = {}
-        """Commits a push webhook announced: the number of API calls made when it was in."""
+        self.announced = Announcements(lambda: len(fake.calls))
         fake.on_push = self.pushed_by_merge
 
     def push(self, branch: str, before: str | None, after: str, full_name: str = FULL_NAME) -> None:
@@ -101,7 +101,7 @@ class GitHubCI:
             commits=[head],
         )
         self.deliver("push", payload, full_name)
-        self.announced.setdefault(after, len(self.fake.calls))
+        self.announced.heard(after)
 
     def pushed_by_merge(self, full_name: str, branch: str, before: str | None, after: str) -> None:
         """A merge moved ``branch``: GitHub's webhook follows, from another thread."""

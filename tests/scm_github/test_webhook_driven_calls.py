@@ -86,18 +86,16 @@ def test_each_environment_costs_at_most_four_calls_and_no_new_commit_is_read(
 
     # A push of several branches brings one webhook per branch: the first one's reconcile
     # may read another branch's new tip before its webhook arrives (an SCM read is right).
-    early = [
-        c
+    early = robot.announced.early(
+        (i, c.path.split("/")[-2])
         for i, c in enumerate(fake.calls[mark:], mark)
-        if c.method == "GET"
-        and c.path.endswith(READS)
-        and i < robot.announced.get(c.path.split("/")[-2], 0)
-    ]
-    assert {c.path.split("/")[-2] for c in early} <= {gitops.tip(f"{b}-next") for b in ENVIRONMENTS}
+        if c.method == "GET" and c.path.endswith(READS)
+    )
+    assert set(early.values()) <= {gitops.tip(f"{b}-next") for b in ENVIRONMENTS}, early
     calls = [c for c in fake.calls[mark:] if c.authorization == f"token {TOKEN}"]
     ours = [c for c in calls if c.method != "POST" or "/check-runs" not in c.path]
     ours = [c for c in ours if not (c.method == "POST" and c.body.get("context") == "health")]
-    ours = [c for c in ours if not any(c is e for e in early)]
+    ours = [c for c in ours if not any(c is fake.calls[i] for i in early)]
     assert len(ours) <= BUDGET * len(ENVIRONMENTS), [(c.method, c.path) for c in ours]
     merges = {gitops.tip(b) for b in ENVIRONMENTS}
     reads = [c.path for c in ours if c.method == "GET" and c.path.endswith(READS)]

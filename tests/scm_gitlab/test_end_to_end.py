@@ -23,6 +23,7 @@ from promoter.cli.sandbox import git
 from promoter.config.loader import parse_config
 from promoter.daemon import Runtime
 from promoter.wiring import Daemon
+from tests.announced import Announcements
 from tests.fixture_paths import FIXTURES
 from tests.scm_gitlab.conftest import PROJECT, TOKEN, TOKEN_ENV, scm_calls
 from tests.scm_gitlab.fake_gitlab import FakeGitLab
@@ -104,8 +105,7 @@ class Harness:
         self._hook = hook
         self.status_posts = 0
         fake.on_push = self.pushed_by_merge
-        self.announced: dict[str, int] = {}
-        """Commits a Push Hook announced: the number of API requests made when it was in."""
+        self.announced = Announcements(lambda: len(fake.requests))
 
     def push(self, branch: str, before: str, after: str) -> None:
         """GitLab's Push Hook for ``branch`` moving from ``before`` to ``after``."""
@@ -127,7 +127,7 @@ class Harness:
             headers={"X-Gitlab-Event": "Push Hook", "X-Gitlab-Token": HOOK_TOKEN},
         )
         assert answer.status_code in (200, 202), answer.text
-        self.announced.setdefault(after, len(self.fake.requests))
+        self.announced.heard(after)
 
     def pushed_by_merge(self, project: Any, branch: str, before: str, after: str) -> None:
         """A merge moved ``branch``: GitLab's hook follows, from another thread."""
@@ -299,17 +299,15 @@ def test_with_push_hooks_each_environment_costs_at_most_four_calls(harness: Harn
 
 
 def early_reads(h: Harness, since: int) -> dict[str, str]:
-    """``path -> SHA`` of the status and pipeline reads since request ``since`` of a commit
-    made before (or while) its Push Hook came in."""
-    found = {}
-    for i, (method, path) in enumerate(h.fake.requests[since:], since):
-        if method != "GET":
-            continue
+    """``"index path" -> SHA`` of the status and pipeline reads since request ``since`` of
+    a commit made before (or while) its Push Hook came in."""
+    requests = h.fake.requests
+    reads = []
+    for i, (method, path) in enumerate(requests[since:], since):
         hit = re.search(r"/commits/([0-9a-f]{40})/statuses|/pipelines\?.*sha=([0-9a-f]{40})", path)
-        sha = hit and (hit.group(1) or hit.group(2))
-        if sha and i < h.announced.get(sha, 0):
-            found[f"{i} {path}"] = sha
-    return found
+        if method == "GET" and hit:
+            reads.append((i, hit.group(1) or hit.group(2)))
+    return {f"{i} {requests[i][1]}": sha for i, sha in h.announced.early(reads).items()}
 
 
 def _operations() -> dict[str, float]:
