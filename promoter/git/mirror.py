@@ -93,6 +93,8 @@ class GitMirror(BareRepository):
         self._commit_time: dict[str, datetime] = {}
         self._notes = BlobCache()
         self._prefetched: set[str] = set()
+        self._moved = False
+        """A fetch brought a change that no ``take_moved`` has reported yet."""
 
     # -- refs ---------------------------------------------------------------------------
 
@@ -150,14 +152,26 @@ class GitMirror(BareRepository):
         """
         with self._lock, self._notes_lock:
             GIT_FETCHES_TOTAL.labels(repository=self.name).inc()
-            if not self._cached_refs():
+            before = self._cached_refs()
+            if not before:
                 self._clone()
             else:
                 self._refs = None
                 args = ["fetch", "--prune", "--no-tags", "--no-write-fetch-head", "--quiet"]
                 self._run([*args, "origin", *_REFSPECS], network=True)
             self._refs = None
-            self._cached_refs()  # read now, so that an idle refresh is one ls-remote
+            # Read now, so that an idle refresh is one ls-remote. Branches only: a fetch
+            # also resets notes the promoter wrote and has not pushed yet, its own doing.
+            if _branches(self._cached_refs()) != _branches(before):
+                self._moved = True
+
+    def take_moved(self) -> bool:
+        """Whether any fetch (a refresh's, a reconcile's, a ledger or audit write's retry)
+        moved a branch since the last call: the poller asks, so that a change another
+        caller's fetch got first still wakes the repository's strategies."""
+        with self._lock:
+            moved, self._moved = self._moved, False
+            return moved
 
     def _clone(self) -> None:
         """Replace the (ref-less) mirror with a bare clone of every branch and notes ref."""
@@ -436,3 +450,7 @@ class GitMirror(BareRepository):
         if len(missing) > 1:
             for blob, data in self._objects(missing).items():
                 self._notes.put(blob, data)
+
+
+def _branches(refs: dict[str, str]) -> dict[str, str]:
+    return {ref: sha for ref, sha in refs.items() if ref.startswith("refs/heads/")}

@@ -111,7 +111,9 @@ class MirrorPool:
         return mirror
 
     def poll(self, repo: Repository) -> bool:
-        """Refresh now; True when anything moved in the remote since the last refresh."""
+        """Refresh now; True when anything moved in the remote since the last poll (a
+        fetch made meanwhile by a reconcile or a ledger write counts: it took the change
+        first, and the strategies still need waking)."""
         mirror = self.get(repo)
         state = self._fresh[repo.name]
         with state.lock:
@@ -124,4 +126,4 @@ class MirrorPool:
             state.refreshed = now
             if state.invalidated <= now:
                 state.invalidated = float("-inf")
-            return moved
+            return mirror.take_moved() or moved

@@ -1,0 +1,41 @@
+"""The poller sees a change even when another caller's fetch brought it in first.
+
+A reconcile's refresh, a ledger write retried on a fresh fetch, or an audit append's
+first fetch can bring a pushed branch into the mirror between two polls; the next
+``ls-remote`` then matches the mirror, and without a record of that fetch the poll would
+report nothing moved and no strategy would be woken until the next resync.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from promoter.config import Repository
+from promoter.git.pool import MirrorPool
+from tests.gitrepo import GitSandbox
+
+
+def test_a_change_another_fetch_took_first_is_still_reported_by_the_next_poll(
+    tmp_path: Path,
+) -> None:
+    remote = GitSandbox(tmp_path)
+    remote.commit_dry({"apps/guestbook/values.yaml": "image: guestbook:1\n"}, "Add guestbook")
+    repo = Repository(name="gitops", url=remote.url, scm_provider="local")
+    pool = MirrorPool(root=tmp_path / "state", credentials=lambda r: {})
+    assert pool.poll(repo) is True  # the first clone
+    assert pool.poll(repo) is False
+    new = remote.commit_dry({"apps/guestbook/values.yaml": "image: guestbook:2\n"}, "Bump")
+    pool.get(repo).fetch()  # as a ledger write's retry does, outside the poller
+    assert pool.get(repo).branch_sha("main") == new
+    assert pool.poll(repo) is True
+    assert pool.poll(repo) is False  # reported once
+
+
+def test_a_fetch_that_brought_nothing_reports_nothing(tmp_path: Path) -> None:
+    remote = GitSandbox(tmp_path)
+    remote.commit_dry({"apps/guestbook/values.yaml": "image: guestbook:1\n"}, "Add guestbook")
+    repo = Repository(name="gitops", url=remote.url, scm_provider="local")
+    pool = MirrorPool(root=tmp_path / "state", credentials=lambda r: {})
+    pool.poll(repo)
+    pool.get(repo).fetch()
+    assert pool.poll(repo) is False
