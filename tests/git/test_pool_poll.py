@@ -39,3 +39,19 @@ def test_a_fetch_that_brought_nothing_reports_nothing(tmp_path: Path) -> None:
     pool.poll(repo)
     pool.get(repo).fetch()
     assert pool.poll(repo) is False
+
+
+def test_a_note_written_and_not_pushed_yet_is_no_move_when_a_fetch_resets_it(
+    tmp_path: Path,
+) -> None:
+    """The promoter's own notes, written in the mirror and reset by a fetch before their
+    push: reporting that as a move would wake the strategies for their own writes."""
+    remote = GitSandbox(tmp_path)
+    remote.commit_dry({"apps/guestbook/values.yaml": "image: guestbook:1\n"}, "Add guestbook")
+    repo = Repository(name="gitops", url=remote.url, scm_provider="local")
+    pool = MirrorPool(root=tmp_path / "state", credentials=lambda r: {})
+    pool.poll(repo)
+    mirror = pool.get(repo)
+    mirror.write_note("refs/notes/promoter.ledger", remote.branch_sha("main") or "", "{}")
+    mirror.fetch()
+    assert pool.poll(repo) is False
