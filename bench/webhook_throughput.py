@@ -13,9 +13,10 @@ pure Python stack):
 * **bare**: a starlette route that reads the body and answers 202 (a floor, not a target).
 
 This process drives them with keep-alive connections posting signed genuine ``push``
-and ``status`` payloads, each with a delivery id of its own, at each connection count
-in turn, in rounds whose order turns. Prints one JSON line and a readable summary;
-exits 1 when a target is missed.
+and ``status`` payloads, each with a delivery id of its own (a UUID, as GitHub's are: the
+receiver's delivery log stores them in SQLite, where random keys cost more than a
+counter's), at each connection count in turn, in rounds whose order turns. Prints one
+JSON line and a readable summary; exits 1 when a target is missed.
 
     python bench/webhook_throughput.py [--duration 6] [--connections 1 --connections 8 ...]
 
@@ -29,7 +30,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import itertools
 import json
 import os
 import signal
@@ -39,6 +39,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -49,8 +50,6 @@ FIXTURES = ROOT / "tests" / "fixtures" / "github" / "webhooks" / "api.github.com
 SECRET = "bench-webhook-secret"
 SECRET_ENV = "PROMOTER_BENCH_WEBHOOK_SECRET"
 PAYLOADS = [("push", "push/with-new-branch.payload.json"), ("status", "status/payload.json")]
-_DELIVERY_IDS = itertools.count()
-"""Every request has a delivery id of its own: a repeated one would be answered as a duplicate."""
 TARGETS = {"min_ratio": 1.0, "max_cpu_ratio": 1.0, "min_rps": 2000.0, "max_p99_ms": 5.0}
 TARGET_CONNECTIONS = 8
 """The connection count the targets are checked at (the last one run when it is not run)."""
@@ -255,7 +254,7 @@ class _Client(asyncio.Protocol):
             return
         head, rest = self.templates[self.sent % len(self.templates)]
         self.sent += 1
-        self.transport.write(head + f"{os.getpid()}-{next(_DELIVERY_IDS)}".encode() + rest)
+        self.transport.write(head + str(uuid.uuid4()).encode() + rest)
 
     def data_received(self, data: bytes) -> None:
         self.buffer += data

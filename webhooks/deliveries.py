@@ -3,11 +3,17 @@
 A delivery id seen within the retention window is a duplicate (a redelivery or a
 retry) and is not processed again.
 
-Where ids live: in memory for the retention window (up to ``memory_limit``; past that,
-a miss in memory is looked up in SQLite, the one disk read on the caller's thread); in
-the journal (``webhooks.delivery_journal``) from ``persist`` until their batch is in
-SQLite; in SQLite (``webhooks.delivery_store``) after that, written by a thread of the
-log's own every ``flush_every`` seconds or ``batch`` ids, and on ``close``.
+Where ids live: in memory for the retention window (up to ``memory_limit``, newest
+kept); in the journal (``webhooks.delivery_journal``) from ``persist`` until their batch
+is in SQLite; in SQLite (``webhooks.delivery_store``) after that, written by a thread of
+the log's own every ``flush_every`` seconds or ``batch`` ids, and on ``close``. Once the
+window holds more ids than memory, the ones that left memory are also in a Bloom filter
+(``webhooks.id_filter``): a miss in memory is looked up in SQLite (the one disk read on
+the caller's thread) only when the filter says the id may be there, about one new id in
+a hundred. The writer thread builds a new filter from SQLite when the log starts with
+more ids than memory holds, and when the filter has taken more ids than it was sized
+for (it cannot forget the pruned ones); until the first one is built, every miss is
+looked up.
 
 Durability: the receiver records an id and, before answering, awaits one ``persist``
 for every request the event loop handled in the same turn (``webhooks.durable``): one
@@ -29,17 +35,21 @@ import logging
 import sqlite3
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Callable
 from pathlib import Path
 
 from webhooks.delivery_journal import ADDED, FORGOTTEN, Journal, encode, replay
 from webhooks.delivery_store import DeliveryStore
+from webhooks.id_filter import IdFilter
 
 log = logging.getLogger("promoter.webhooks")
 
 FILE_NAME = "webhook-deliveries.sqlite3"
 MIN_RETENTION = 86400.0
 """Deliveries are remembered at least this long (seconds), whatever the configuration says."""
+SCAN_PAGE = 2000
+"""Ids read from SQLite at a time while a filter is built (the lookups wait for one page)."""
 
 
 class DeliveryLog:
@@ -51,8 +61,8 @@ class DeliveryLog:
         *,
         retention: float = 2 * MIN_RETENTION,
         prune_every: float = 60.0,
-        flush_every: float = 0.5,
-        batch: int = 256,
+        flush_every: float = 2.0,
+        batch: int = 4096,
         memory_limit: int = 100_000,
         clock: Callable[[], float] = time.time,
     ) -> None:
@@ -80,8 +90,9 @@ class DeliveryLog:
         )
         self._recover()
         self._closed = False
-        self._seen: dict[str, float] = {}
-        """Ids of the window by time received, oldest first."""
+        self._seen: OrderedDict[str, float] = OrderedDict()
+        """Ids of the window by time received, oldest first (an ``OrderedDict``: taking the
+        oldest out of a plain dict walks over every slot emptied before, growing cost)."""
         now = clock()
         self._next_flush = now + flush_every
         self._next_prune = now
@@ -90,11 +101,18 @@ class DeliveryLog:
         self._complete = len(rows) <= memory_limit
         """Whether every id of the window is in memory (else misses are looked up in SQLite)."""
         self._seen.update(reversed(rows[:memory_limit]))
+        self._filter: IdFilter | None = None
+        """Every id of the window that is in SQLite and not in memory (and some that left
+        both); None while ``_complete`` or until the writer has built the first one."""
+        self._filter_due = not self._complete
+        """The writer is to build a new filter from SQLite."""
         self._wake = threading.Event()
         self._writer = threading.Thread(
             target=self._write_behind, name="promoter-delivery-log", daemon=True
         )
         self._writer.start()
+        if self._filter_due:
+            self._wake.set()
 
     def record(self, delivery_id: str) -> bool:
         """Record a delivery; False when it was already recorded (a duplicate)."""
@@ -106,8 +124,7 @@ class DeliveryLog:
             self._pending[delivery_id] = now
             self._unjournaled.append((ADDED, now, delivery_id))
             if len(self._seen) > self._memory_limit:
-                del self._seen[next(iter(self._seen))]
-                self._complete = False
+                self._leave_memory(self._seen.popitem(last=False)[0])
             if len(self._pending) >= self._batch or now >= self._next_flush:
                 self._next_flush = now + self._flush_every
                 self._wake.set()
@@ -166,6 +183,8 @@ class DeliveryLog:
                 return
             try:
                 self._write_batch()
+                if self._filter_due:
+                    self._build_filter()
                 now = self._clock()
                 if now >= self._next_prune:
                     self._prune(now)
@@ -204,6 +223,38 @@ class DeliveryLog:
             if journal is not None:
                 journal.drop()
 
+    def _build_filter(self) -> None:
+        """A new filter of every id in SQLite and every pending one, swapped in when whole.
+
+        Under the batch lock nothing moves into SQLite while it is read: an id that is not
+        in SQLite when the scan starts is still pending when the filter is swapped in. The
+        ids are added page by page, outside ``_lock``: recording goes on meanwhile.
+        """
+        with self._batch_lock:
+            stored = self._store.count()
+            built = IdFilter(2 * max(stored + len(self._pending), self._memory_limit))
+            page = self._store.ids("", SCAN_PAGE)
+            while page and not self._closed:
+                built.update(page)
+                page = self._store.ids(page[-1], SCAN_PAGE)
+            if self._closed:
+                return
+            with self._lock:
+                built.update(self._pending)
+                self._filter, self._filter_due = built, False
+            log.debug("webhook delivery filter built", extra={"ids": built.count})
+
+    def _leave_memory(self, delivery_id: str) -> None:
+        """Under ``_lock``: an id taken out of memory (the oldest); the filter keeps it."""
+        if self._complete:  # the first to leave: every other id of the window is in memory
+            self._complete = False
+            self._filter = IdFilter(2 * self._memory_limit)
+        if self._filter is not None:
+            self._filter.add(delivery_id)
+            if self._filter.full and not self._filter_due:
+                self._filter_due = True
+                self._wake.set()
+
     def _unjournal(self) -> None:
         """Under ``_lock`` (appends are ordered as the entries were made): append the
         entries not in the journal yet."""
@@ -231,6 +282,8 @@ class DeliveryLog:
             return True
         if self._complete or delivery_id in self._deletes:
             return False  # forgotten, not yet deleted from SQLite: not known any more
+        if self._filter is not None and delivery_id not in self._filter:
+            return False
         return self._store.contains(delivery_id)
 
     def _prune(self, now: float) -> None:

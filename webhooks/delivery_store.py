@@ -1,8 +1,11 @@
 """The delivery log's SQLite file: delivery ids and when they arrived, in WAL mode.
 
-Concurrency: one connection guarded by a lock, safe to use from any thread. Ids are
-written in batches by the log's writer thread (``synchronous=NORMAL``: a commit
-survives the crash of the process; the journal keeps what is not committed yet).
+Concurrency: safe to use from any thread. Ids are written in batches by the log's writer
+thread on one connection (``synchronous=NORMAL``: a commit survives the crash of the
+process; the journal keeps what is not committed yet); ``contains``, the lookup a
+webhook may make on the event loop, has a connection of its own, which reads the last
+commit while a batch is being written instead of waiting for it (a batch of random ids
+into a large file takes tens of milliseconds).
 """
 
 from __future__ import annotations
@@ -43,6 +46,13 @@ class DeliveryStore:
         self._db.execute("PRAGMA synchronous=NORMAL")
         self._db.execute("PRAGMA busy_timeout=2000")
         self._db.executescript(_SCHEMA)
+        self._read_lock = self._lock
+        """Guards ``_reader``."""
+        self._reader = self._db
+        if str(path) != ":memory:":  # another connection to ":memory:" is another database
+            self._read_lock = threading.Lock()
+            self._reader = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None)
+            self._reader.execute("PRAGMA busy_timeout=2000")
 
     def newest(self, limit: int) -> list[tuple[str, float]]:
         """Up to ``limit`` ids with their time received, newest first."""
@@ -54,27 +64,39 @@ class DeliveryStore:
         return [(str(i), float(at)) for i, at in rows]
 
     def contains(self, delivery_id: str) -> bool:
-        with self._lock:
-            row = self._db.execute("SELECT 1 FROM deliveries WHERE id = ?", (delivery_id,))
+        """Whether the id is committed (a batch being written is not waited for)."""
+        with self._read_lock:
+            row = self._reader.execute("SELECT 1 FROM deliveries WHERE id = ?", (delivery_id,))
             return row.fetchone() is not None
+
+    def ids(self, after: str, limit: int) -> list[str]:
+        """Up to ``limit`` stored ids greater than ``after``, in order: a scan, page by page,
+        that holds the connection for one page at a time."""
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT id FROM deliveries WHERE id > ? ORDER BY id LIMIT ?", (after, limit)
+            ).fetchall()
+        return [str(row[0]) for row in rows]
 
     def count(self) -> int:
         with self._lock:
             return int(self._db.execute("SELECT count(*) FROM deliveries").fetchone()[0])
 
     def write(self, rows: dict[str, float], deletes: list[str]) -> None:
-        """Add ``rows`` and drop ``deletes`` in one transaction (nothing when both are empty)."""
+        """Drop ``deletes``, then add ``rows``, in one transaction (nothing when both are
+        empty). In that order: an id forgotten and then recorded again is in both, and stays
+        (one recorded and then forgotten is only in ``deletes``)."""
         if not rows and not deletes:
             return
         with self._lock:
             self._db.execute("BEGIN")
             try:
-                if rows:
-                    self._db.execute(_INSERT_BATCH, (json.dumps(list(rows.items())),))
                 if deletes:
                     self._db.executemany(
                         "DELETE FROM deliveries WHERE id = ?", [(d,) for d in deletes]
                     )
+                if rows:
+                    self._db.execute(_INSERT_BATCH, (json.dumps(list(rows.items())),))
                 self._db.execute("COMMIT")
             except BaseException:
                 self._db.execute("ROLLBACK")
@@ -105,5 +127,7 @@ class DeliveryStore:
             return max(cursor.rowcount, 0)
 
     def close(self) -> None:
+        with self._read_lock:
+            self._reader.close()
         with self._lock:
             self._db.close()

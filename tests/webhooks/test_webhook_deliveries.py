@@ -215,13 +215,115 @@ def test_no_disk_is_read_on_the_recording_thread_while_every_id_fits_in_memory(
     tmp_path: Path,
 ) -> None:
     log = DeliveryLog(tmp_path / "d.sqlite3", memory_limit=3)
-    reads: list[str] = []
-    log._store.contains = lambda delivery_id: bool(reads.append(delivery_id))  # type: ignore[method-assign]
+    reads = spy_on_lookups(log)
     for name in ("a", "b", "c", "d"):
         assert log.record(f"github:{name}") is True
     assert reads == []  # three ids in memory, then the fourth one missed there: none read
-    assert log.record("github:e") is True  # past the limit: a miss is looked up
-    assert reads == ["github:e"]
+    log.close()
+
+
+def spy_on_lookups(log: DeliveryLog) -> list[str]:
+    """The ids the log looks up in SQLite from now on (the lookups still answer)."""
+    reads: list[str] = []
+    contains = log._store.contains
+
+    def spied(delivery_id: str) -> bool:
+        reads.append(delivery_id)
+        return contains(delivery_id)
+
+    log._store.contains = spied  # type: ignore[method-assign]
+    return reads
+
+
+def test_past_the_memory_limit_a_new_id_is_not_looked_up_and_an_old_one_is(
+    tmp_path: Path,
+) -> None:
+    log = DeliveryLog(tmp_path / "d.sqlite3", memory_limit=100, flush_every=60)
+    reads = spy_on_lookups(log)
+    for n in range(300):  # 200 ids leave memory
+        assert log.record(f"github:{n}") is True
+    log.flush()
+    assert reads == []  # each of the 300 was new: the filter said so, not SQLite
+    assert all(log.record(f"github:{n}") is False for n in range(200))  # old: still known
+    assert reads == [f"github:{n}" for n in range(200)]
+    new = [f"gitlab:{n}" for n in range(1000)]
+    reads.clear()
+    assert all(log.record(delivery_id) for delivery_id in new)
+    assert len(reads) <= 30  # the filter's false positives: about 1 %
+    log.close()
+
+
+def test_a_restart_past_the_memory_limit_builds_the_filter_and_reads_only_when_it_must(
+    tmp_path: Path,
+) -> None:
+    first = DeliveryLog(tmp_path / "d.sqlite3")
+    for n in range(500):
+        first.record(f"github:{n}")
+    first.close()
+    second = DeliveryLog(tmp_path / "d.sqlite3", memory_limit=50)
+    wait_for(lambda: second._filter is not None, what="the filter built from SQLite")
+    reads = spy_on_lookups(second)
+    assert all(second.record(f"gitlab:{n}") for n in range(200))
+    assert len(reads) <= 10
+    assert [n for n in range(450) if second.record(f"github:{n}")] == []  # only on disk
+    second.close()
+
+
+def test_ids_recorded_while_the_filter_is_built_are_in_it(tmp_path: Path) -> None:
+    first = DeliveryLog(tmp_path / "d.sqlite3")
+    for n in range(20):
+        first.record(f"github:old-{n}")
+    first.close()
+    second = DeliveryLog(tmp_path / "d.sqlite3", memory_limit=5, flush_every=60)
+    scanning, resume = threading.Event(), threading.Event()
+    ids = second._store.ids
+
+    def slow_scan(after: str, limit: int) -> list[str]:
+        scanning.set()
+        assert resume.wait(10)
+        return ids(after, limit)
+
+    second._store.ids = slow_scan  # type: ignore[method-assign]
+    second._filter_due = True
+    second._wake.set()
+    assert scanning.wait(10)  # the writer holds the batch lock: these stay pending
+    for n in range(10):
+        assert second.record(f"github:new-{n}") is True  # the first five leave memory
+    resume.set()
+    wait_for(lambda: second._filter is not None and not second._filter_due, what="the filter")
+    second.flush()
+    assert [n for n in range(10) if second.record(f"github:new-{n}")] == []
+    assert [n for n in range(20) if second.record(f"github:old-{n}")] == []
+    second.close()
+
+
+def test_a_filter_that_took_more_ids_than_it_was_sized_for_is_built_again(
+    tmp_path: Path,
+) -> None:
+    now = [1000.0]
+    log = DeliveryLog(tmp_path / "d.sqlite3", memory_limit=2, retention=86400, clock=lambda: now[0])
+    first = None
+    for n in range(8):
+        log.record(f"github:{n}")
+        if n == 2:
+            first = log._filter
+    assert first is not None and first.capacity == 4
+    wait_for(lambda: log._filter is not first and not log._filter_due, what="a new filter")
+    assert [n for n in range(8) if log.record(f"github:{n}")] == []
+    log.close()
+
+
+def test_a_lookup_does_not_wait_for_a_batch_being_written(tmp_path: Path) -> None:
+    log = DeliveryLog(tmp_path / "d.sqlite3", memory_limit=1)
+    log.record("github:a")
+    log.record("github:b")  # github:a is only on disk now
+    log.flush()
+    found: list[bool] = []
+    with log._store._lock:  # as the writer holds it through a batch's commit
+        reader = threading.Thread(target=lambda: found.append(log._store.contains("github:a")))
+        reader.start()
+        reader.join(5)
+        assert found == [True]
     log.close()
 
 
@@ -270,3 +372,17 @@ def test_pruning_is_due_exactly_one_period_after_the_last(tmp_path: Path) -> Non
     now[0] += 60
     assert len(log) == 0
     log.close()
+
+
+def test_an_id_forgotten_and_recorded_again_in_one_batch_is_still_known_after_a_restart(
+    tmp_path: Path,
+) -> None:
+    log = DeliveryLog(tmp_path / "d.sqlite3", flush_every=60)
+    log.record("github:a")
+    log.flush()
+    log.forget("github:a")  # its dispatch failed: the redelivery is to be processed
+    assert log.record("github:a") is True  # the redelivery, in the same batch
+    log.close()
+    again = DeliveryLog(tmp_path / "d.sqlite3")
+    assert again.record("github:a") is False
+    again.close()
