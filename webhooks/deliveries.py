@@ -3,17 +3,17 @@
 A delivery id seen within the retention window is a duplicate (a redelivery or a
 retry) and is not processed again.
 
-Where ids live: in memory for the retention window (up to ``memory_limit``, newest
-kept); in the journal (``webhooks.delivery_journal``) from ``persist`` until their batch
-is in SQLite; in SQLite (``webhooks.delivery_store``) after that, written by a thread of
-the log's own every ``flush_every`` seconds or ``batch`` ids, and on ``close``. Once the
-window holds more ids than memory, the ones that left memory are also in a Bloom filter
+Where ids live: in memory, those recorded since the start (up to ``memory_limit``,
+newest kept); in the journal (``webhooks.delivery_journal``) from ``persist`` until
+their batch is in SQLite; in SQLite (``webhooks.delivery_store``, as 64-bit keys) after
+that, written by a thread of the log's own every ``flush_every`` seconds or ``batch``
+ids, and on ``close``. The keys of the window that are not in memory (all of them after
+a restart, and those of the ids that left memory) are also in a Bloom filter
 (``webhooks.id_filter``): a miss in memory is looked up in SQLite (the one disk read on
-the caller's thread) only when the filter says the id may be there, about one new id in
-a hundred. The writer thread builds a new filter from SQLite when the log starts with
-more ids than memory holds, and when the filter has taken more ids than it was sized
-for (it cannot forget the pruned ones); until the first one is built, every miss is
-looked up.
+the caller's thread) only when the filter says the key may be there, about one new id
+in a hundred. The writer thread builds a new filter from SQLite when the log starts
+with ids in SQLite, and when the filter has taken more keys than it was sized for (it
+cannot forget the pruned ones); until the first one is built, every miss is looked up.
 
 Durability: the receiver records an id and, before answering, awaits one ``persist``
 for every request the event loop handled in the same turn (``webhooks.durable``): one
@@ -40,7 +40,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from webhooks.delivery_journal import ADDED, FORGOTTEN, Journal, encode, replay
-from webhooks.delivery_store import DeliveryStore
+from webhooks.delivery_store import DeliveryStore, delivery_key
 from webhooks.id_filter import IdFilter
 
 log = logging.getLogger("promoter.webhooks")
@@ -48,8 +48,8 @@ log = logging.getLogger("promoter.webhooks")
 FILE_NAME = "webhook-deliveries.sqlite3"
 MIN_RETENTION = 86400.0
 """Deliveries are remembered at least this long (seconds), whatever the configuration says."""
-SCAN_PAGE = 2000
-"""Ids read from SQLite at a time while a filter is built (the lookups wait for one page)."""
+SCAN_PAGE = 4000
+"""Keys read from SQLite at a time while a filter is built."""
 
 
 class DeliveryLog:
@@ -97,13 +97,12 @@ class DeliveryLog:
         self._next_flush = now + flush_every
         self._next_prune = now
         self._prune(now)
-        rows = self._store.newest(memory_limit + 1)
-        self._complete = len(rows) <= memory_limit
-        """Whether every id of the window is in memory (else misses are looked up in SQLite)."""
-        self._seen.update(reversed(rows[:memory_limit]))
+        self._complete = self._store.count() == 0
+        """Whether every id of the window is in memory (else misses are looked up)."""
         self._filter: IdFilter | None = None
-        """Every id of the window that is in SQLite and not in memory (and some that left
-        both); None while ``_complete`` or until the writer has built the first one."""
+        """The key of every id of the window that is in SQLite and not in memory (and of
+        some that left both); None while ``_complete`` or until the writer has built the
+        first one."""
         self._filter_due = not self._complete
         """The writer is to build a new filter from SQLite."""
         self._wake = threading.Event()
@@ -233,14 +232,14 @@ class DeliveryLog:
         with self._batch_lock:
             stored = self._store.count()
             built = IdFilter(2 * max(stored + len(self._pending), self._memory_limit))
-            page = self._store.ids("", SCAN_PAGE)
+            page = self._store.keys(None, SCAN_PAGE)
             while page and not self._closed:
                 built.update(page)
-                page = self._store.ids(page[-1], SCAN_PAGE)
+                page = self._store.keys(page[-1], SCAN_PAGE)
             if self._closed:
                 return
             with self._lock:
-                built.update(self._pending)
+                built.update(delivery_key(delivery_id) for delivery_id in self._pending)
                 self._filter, self._filter_due = built, False
             log.debug("webhook delivery filter built", extra={"ids": built.count})
 
@@ -250,7 +249,7 @@ class DeliveryLog:
             self._complete = False
             self._filter = IdFilter(2 * self._memory_limit)
         if self._filter is not None:
-            self._filter.add(delivery_id)
+            self._filter.add(delivery_key(delivery_id))
             if self._filter.full and not self._filter_due:
                 self._filter_due = True
                 self._wake.set()
@@ -282,7 +281,7 @@ class DeliveryLog:
             return True
         if self._complete or delivery_id in self._deletes:
             return False  # forgotten, not yet deleted from SQLite: not known any more
-        if self._filter is not None and delivery_id not in self._filter:
+        if self._filter is not None and delivery_key(delivery_id) not in self._filter:
             return False
         return self._store.contains(delivery_id)
 

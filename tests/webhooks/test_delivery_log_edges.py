@@ -12,15 +12,20 @@ from pathlib import Path
 from tests.support import wait_for
 from webhooks.deliveries import DeliveryLog
 from webhooks.delivery_journal import replay
+from webhooks.delivery_store import delivery_key
 
 
-def stored(path: Path) -> set[str]:
-    """The ids the SQLite file holds, read by another connection."""
+def stored(path: Path) -> set[int]:
+    """The keys the SQLite file holds, read by another connection."""
     db = sqlite3.connect(path)
     try:
-        return {str(row[0]) for row in db.execute("SELECT id FROM deliveries")}
+        return {int(row[0]) for row in db.execute("SELECT key FROM delivery_keys")}
     finally:
         db.close()
+
+
+def keys(*ids: str) -> set[int]:
+    return {delivery_key(delivery_id) for delivery_id in ids}
 
 
 def journaled(log: DeliveryLog) -> list[str]:
@@ -102,7 +107,9 @@ def test_the_writer_writes_ids_recorded_within_a_period_once_the_period_ends(
     try:
         log.record("github:a")
         wait_for(
-            lambda: stored(tmp_path / "d.sqlite3") == {"github:a"}, timeout=5, what="the id written"
+            lambda: stored(tmp_path / "d.sqlite3") == keys("github:a"),
+            timeout=5,
+            what="the id written",
         )
     finally:
         log.close()
@@ -121,14 +128,14 @@ def test_the_writer_prunes_when_the_prune_is_due_exactly(tmp_path: Path) -> None
     try:
         log.record("github:old")
         wait_for(
-            lambda: stored(tmp_path / "d.sqlite3") == {"github:old"},
+            lambda: stored(tmp_path / "d.sqlite3") == keys("github:old"),
             timeout=5,
             what="the first batch",
         )
         now[0] = 1060.0  # one period after the prune at start
         log.record("github:new")  # a full batch: wakes the writer, which prunes
         wait_for(
-            lambda: stored(tmp_path / "d.sqlite3") == {"github:new"},
+            lambda: stored(tmp_path / "d.sqlite3") == keys("github:new"),
             timeout=5,
             what="the old id pruned",
         )
@@ -149,7 +156,7 @@ def test_a_committed_batch_leaves_nothing_of_it_in_the_journal(tmp_path: Path) -
         assert journaled(log) == ["github:b"]
         log.flush()
         assert journaled(log) == []
-        assert stored(tmp_path / "d.sqlite3") == {"github:a", "github:b"}
+        assert stored(tmp_path / "d.sqlite3") == keys("github:a", "github:b")
     finally:
         log.close()
 
@@ -167,7 +174,7 @@ def test_an_id_forgotten_while_its_batch_fails_is_dropped_and_the_rest_retried(
         flusher.join(10)
         assert [type(exc) for exc in raised] == [sqlite3.OperationalError]
         log.flush()
-        assert stored(tmp_path / "d.sqlite3") == {"github:b"}
+        assert stored(tmp_path / "d.sqlite3") == keys("github:b")
     finally:
         log.close()
     again = DeliveryLog(tmp_path / "d.sqlite3")
@@ -189,6 +196,6 @@ def test_a_forget_made_while_a_batch_fails_still_reaches_sqlite(tmp_path: Path) 
         flusher.join(10)
         assert [type(exc) for exc in raised] == [sqlite3.OperationalError]
         log.flush()
-        assert stored(tmp_path / "d.sqlite3") == {"github:new"}
+        assert stored(tmp_path / "d.sqlite3") == keys("github:new")
     finally:
         log.close()

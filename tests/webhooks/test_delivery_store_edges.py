@@ -19,7 +19,7 @@ def test_a_store_under_directories_that_do_not_exist_yet_creates_them_all(
     store = DeliveryStore(path)
     try:
         store.write({"github:a": 1.0}, [])
-        assert store.newest(10) == [("github:a", 1.0)]
+        assert store.contains("github:a") and store.count() == 1
     finally:
         store.close()
     assert path.is_file()
@@ -50,6 +50,7 @@ def test_a_write_that_fails_half_way_leaves_nothing_and_the_next_one_works(
             store.write(unwritable, ["github:a"])
         assert store.contains("github:a") and not store.contains("github:b")
         store.write({"github:c": 3.0}, ["github:a"])
-        assert store.newest(10) == [("github:c", 3.0)]
+        assert store.contains("github:c") and not store.contains("github:a")
+        assert store.count() == 1
     finally:
         store.close()

@@ -189,7 +189,7 @@ def stored(path: Path) -> int:
     """How many ids the SQLite file holds, read by another connection."""
     db = sqlite3.connect(path)
     try:
-        return int(db.execute("SELECT count(*) FROM deliveries").fetchone()[0])
+        return int(db.execute("SELECT count(*) FROM delivery_keys").fetchone()[0])
     finally:
         db.close()
 
@@ -276,14 +276,14 @@ def test_ids_recorded_while_the_filter_is_built_are_in_it(tmp_path: Path) -> Non
     first.close()
     second = DeliveryLog(tmp_path / "d.sqlite3", memory_limit=5, flush_every=60)
     scanning, resume = threading.Event(), threading.Event()
-    ids = second._store.ids
+    keys = second._store.keys
 
-    def slow_scan(after: str, limit: int) -> list[str]:
+    def slow_scan(after: int | None, limit: int) -> list[int]:
         scanning.set()
         assert resume.wait(10)
-        return ids(after, limit)
+        return keys(after, limit)
 
-    second._store.ids = slow_scan  # type: ignore[method-assign]
+    second._store.keys = slow_scan  # type: ignore[method-assign]
     second._filter_due = True
     second._wake.set()
     assert scanning.wait(10)  # the writer holds the batch lock: these stay pending
