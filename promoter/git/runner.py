@@ -7,7 +7,6 @@ environment, retry once when a killed git left a stale lock behind, and fail wit
 
 from __future__ import annotations
 
-import os
 import subprocess
 from collections.abc import Container, Iterable, Mapping, Sequence
 from pathlib import Path
@@ -15,7 +14,8 @@ from pathlib import Path
 from git.exc import GitCommandError
 
 from promoter.errors import GitError
-from promoter.git.credentials import noninteractive_env, redact
+from promoter.git.child_env import child_env
+from promoter.git.credentials import redact
 from promoter.git.stale_lock import clear_stale_lock
 
 REFUSED_CREDENTIALS = (
@@ -68,8 +68,7 @@ def run_git(
     Binary output (object contents) is read with ``encoding="latin-1"``, which maps
     every byte to one character and back.
     """
-    full_env = {**(os.environ if base_env is None else base_env), **noninteractive_env()}
-    full_env.update(env or {})
+    full_env = child_env(env, base_env)
     data = stdin.encode() if isinstance(stdin, str) else stdin
     hidden = [*secrets, *(env or {}).values()]
     for attempt in (1, 2):

@@ -1,0 +1,68 @@
+"""The environment of the git processes the promoter starts, built once and reused.
+
+Every git command runs with the process environment (or the caller's base), the
+variables that keep git from prompting, and the caller's own on top. Building that
+mapping anew cost about 33 µs of the daemon's CPU for every git process (a copy of
+``os.environ`` decodes each variable), a tenth of what starting the process costs it;
+the daemon starts tens of thousands in a cold start. The merged mapping is kept per
+(base, extra) pair, and every entry is dropped when the process environment changes
+(``os.environ`` is compared with the copy the entries were built from, a dictionary
+comparison that costs well under a microsecond).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Mapping
+
+from promoter.git.credentials import noninteractive_env
+
+MAX_ENTRIES = 256
+"""Distinct (base, extra) pairs kept; past that the oldest go (per-repository credentials
+and identities are the only variety)."""
+
+_Key = tuple[tuple[tuple[str, str], ...] | None, tuple[tuple[str, str], ...]]
+
+_lock = threading.Lock()
+_built: dict[_Key, dict[str, str]] = {}
+_environ: dict[bytes, bytes] | None = None
+"""The process environment the entries were built from (``os.environ``'s own bytes)."""
+
+
+def _process_environment() -> dict[bytes, bytes] | None:
+    """``os.environ``'s underlying bytes mapping, where the interpreter has one (CPython)."""
+    data = getattr(os.environ, "_data", None)
+    return data if isinstance(data, dict) else None
+
+
+def child_env(
+    env: Mapping[str, str] | None = None, base_env: Mapping[str, str] | None = None
+) -> dict[str, str]:
+    """``base_env`` (default: the process environment), the non-interactive variables,
+    then ``env``: the environment of a git process. The same object is returned for the
+    same inputs until the process environment changes: callers must not modify it."""
+    global _environ
+    current = _process_environment()
+    if current is None:  # no cheap way to tell a change: build every time
+        return _merge(env, base_env)
+    key: _Key = (
+        None if base_env is None else tuple(base_env.items()),
+        tuple(sorted(env.items())) if env else (),
+    )
+    with _lock:
+        if _environ != current:
+            _built.clear()
+            _environ = dict(current)
+        found = _built.get(key)
+        if found is None:
+            if len(_built) >= MAX_ENTRIES:
+                del _built[next(iter(_built))]
+            found = _built[key] = _merge(env, base_env)
+        return found
+
+
+def _merge(env: Mapping[str, str] | None, base_env: Mapping[str, str] | None) -> dict[str, str]:
+    merged = {**(os.environ if base_env is None else base_env), **noninteractive_env()}
+    merged.update(env or {})
+    return merged
