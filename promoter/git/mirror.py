@@ -160,15 +160,16 @@ class GitMirror(BareRepository):
                 args = ["fetch", "--prune", "--no-tags", "--no-write-fetch-head", "--quiet"]
                 self._run([*args, "origin", *_REFSPECS], network=True)
             self._refs = None
-            # Read now, so that an idle refresh is one ls-remote. Branches only: a fetch
-            # also resets notes the promoter wrote and has not pushed yet, its own doing.
-            if _branches(self._cached_refs()) != _branches(before):
+            # Read now, so that an idle refresh is one ls-remote. Branches and the
+            # hydrator's notes only: a fetch also resets the notes the promoter wrote and
+            # has not pushed yet (its ledger, lineage, audit), its own doing.
+            if _watched(self._cached_refs()) != _watched(before):
                 self._moved = True
 
     def take_moved(self) -> bool:
         """Whether any fetch (a refresh's, a reconcile's, a ledger or audit write's retry)
-        moved a branch since the last call: the poller asks, so that a change another
-        caller's fetch got first still wakes the repository's strategies."""
+        moved a branch or the hydrator's notes since the last call: the poller asks, so
+        that a change another caller's fetch got first still wakes the strategies."""
         with self._lock:
             moved, self._moved = self._moved, False
             return moved
@@ -452,5 +453,9 @@ class GitMirror(BareRepository):
                 self._notes.put(blob, data)
 
 
-def _branches(refs: dict[str, str]) -> dict[str, str]:
-    return {ref: sha for ref, sha in refs.items() if ref.startswith("refs/heads/")}
+def _watched(refs: dict[str, str]) -> dict[str, str]:
+    """The refs whose move is news to the strategies: the branches and the hydrator's
+    notes (a note-only hydrator writes a commit's metadata after the branch moved)."""
+    return {
+        ref: sha for ref, sha in refs.items() if ref.startswith("refs/heads/") or ref == NOTES_REF
+    }

@@ -11,6 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from promoter.config import Repository
+from promoter.git.metadata import NOTES_REF
 from promoter.git.pool import MirrorPool
 from tests.gitrepo import GitSandbox
 
@@ -54,4 +55,22 @@ def test_a_note_written_and_not_pushed_yet_is_no_move_when_a_fetch_resets_it(
     mirror = pool.get(repo)
     mirror.write_note("refs/notes/promoter.ledger", remote.branch_sha("main") or "", "{}")
     mirror.fetch()
+    assert pool.poll(repo) is False
+
+
+def test_a_hydrator_note_another_fetch_took_first_is_reported_by_the_next_poll(
+    tmp_path: Path,
+) -> None:
+    """A note-only hydrator moves the branches, then adds each commit's note: a fetch
+    between the two sees the branch without its metadata, and the note that follows,
+    when another caller's fetch brings it in, is what the strategy waits for."""
+    remote = GitSandbox(tmp_path)
+    sha = remote.commit_dry({"apps/guestbook/values.yaml": "image: guestbook:1\n"}, "Add")
+    repo = Repository(name="gitops", url=remote.url, scm_provider="local")
+    pool = MirrorPool(root=tmp_path / "state", credentials=lambda r: {})
+    assert pool.poll(repo) is True
+    remote.git("notes", f"--ref={NOTES_REF}", "add", "-f", "-m", '{"drySha": "x"}', sha)
+    pool.get(repo).fetch()  # a ledger write's retry, outside the poller
+    assert pool.get(repo).refs().get(NOTES_REF)
+    assert pool.poll(repo) is True
     assert pool.poll(repo) is False
