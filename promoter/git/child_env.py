@@ -1,13 +1,14 @@
-"""The environment of the git processes the promoter starts, built once and reused.
+"""The environment of the git processes the promoter starts, its base built once.
 
 Every git command runs with the process environment (or the caller's base), the
-variables that keep git from prompting, and the caller's own on top. Building that
-mapping anew cost about 33 µs of the daemon's CPU for every git process (a copy of
-``os.environ`` decodes each variable), a tenth of what starting the process costs it;
-the daemon starts tens of thousands in a cold start. The merged mapping is kept per
-(base, extra) pair, and every entry is dropped when the process environment changes
-(``os.environ`` is compared with the copy the entries were built from, a dictionary
-comparison that costs well under a microsecond).
+variables that keep git from prompting, and the caller's own on top. Building the base
+anew cost about 33 µs of the daemon's CPU for every git process (a copy of
+``os.environ`` decodes each variable), a tenth of what starting the process costs it.
+The base with the non-interactive variables is kept per base, and every entry is
+dropped when the process environment changes (``os.environ`` is compared with the copy
+the entries were built from, a dictionary comparison that costs well under a
+microsecond). The caller's own variables (credentials among them) are laid on a copy
+for each command and never kept.
 """
 
 from __future__ import annotations
@@ -18,11 +19,10 @@ from collections.abc import Mapping
 
 from promoter.git.credentials import noninteractive_env
 
-MAX_ENTRIES = 256
-"""Distinct (base, extra) pairs kept; past that the oldest go (per-repository credentials
-and identities are the only variety)."""
+MAX_ENTRIES = 64
+"""Distinct bases kept (the process environment, the local SCM's); past that the oldest go."""
 
-_Key = tuple[tuple[tuple[str, str], ...] | None, tuple[tuple[str, str], ...]]
+_Key = tuple[tuple[str, str], ...] | None
 
 _lock = threading.Lock()
 _built: dict[_Key, dict[str, str]] = {}
@@ -40,16 +40,19 @@ def child_env(
     env: Mapping[str, str] | None = None, base_env: Mapping[str, str] | None = None
 ) -> dict[str, str]:
     """``base_env`` (default: the process environment), the non-interactive variables,
-    then ``env``: the environment of a git process. The same object is returned for the
-    same inputs until the process environment changes: callers must not modify it."""
+    then ``env``: the environment of a git process. Without ``env`` the same object is
+    returned for the same base until the process environment changes: callers must not
+    modify it."""
+    base = _base(base_env)
+    return {**base, **env} if env else base
+
+
+def _base(base_env: Mapping[str, str] | None) -> dict[str, str]:
     global _environ
     current = _process_environment()
     if current is None:  # no cheap way to tell a change: build every time
-        return _merge(env, base_env)
-    key: _Key = (
-        None if base_env is None else tuple(base_env.items()),
-        tuple(sorted(env.items())) if env else (),
-    )
+        return _merge(base_env)
+    key: _Key = None if base_env is None else tuple(base_env.items())
     with _lock:
         if _environ != current:
             _built.clear()
@@ -58,11 +61,9 @@ def child_env(
         if found is None:
             if len(_built) >= MAX_ENTRIES:
                 del _built[next(iter(_built))]
-            found = _built[key] = _merge(env, base_env)
+            found = _built[key] = _merge(base_env)
         return found
 
 
-def _merge(env: Mapping[str, str] | None, base_env: Mapping[str, str] | None) -> dict[str, str]:
-    merged = {**(os.environ if base_env is None else base_env), **noninteractive_env()}
-    merged.update(env or {})
-    return merged
+def _merge(base_env: Mapping[str, str] | None) -> dict[str, str]:
+    return {**(os.environ if base_env is None else base_env), **noninteractive_env()}

@@ -1,5 +1,6 @@
-"""The git processes' environment: built once per (base, extra) pair, rebuilt when the
-process environment changes, and always what building it anew would give."""
+"""The git processes' environment: its base built once, rebuilt when the process
+environment changes, the caller's variables never kept, and always what building it anew
+would give."""
 
 from __future__ import annotations
 
@@ -19,10 +20,11 @@ def fresh(env: dict[str, str] | None = None, base: dict[str, str] | None = None)
     return {**(os.environ if base is None else base), **noninteractive_env(), **(env or {})}
 
 
-def test_the_environment_is_built_once_for_the_same_inputs_and_is_what_building_gives() -> None:
+def test_the_base_is_built_once_and_every_environment_is_what_building_gives() -> None:
+    assert child_env() is child_env()
     first = child_env({"GIT_ASKPASS": "/askpass"})
-    assert child_env({"GIT_ASKPASS": "/askpass"}) is first
     assert first == fresh({"GIT_ASKPASS": "/askpass"})
+    assert child_env({"GIT_ASKPASS": "/askpass"}) is not first  # a copy: never kept
     assert child_env({"GIT_ASKPASS": "/other"})["GIT_ASKPASS"] == "/other"
     assert child_env() == fresh()
     base = {"PATH": os.environ.get("PATH", ""), "GIT_AUTHOR_NAME": "Promoter"}
@@ -60,8 +62,9 @@ def test_a_changed_ssh_command_changes_the_non_interactive_default(
     assert child_env()["GIT_SSH_COMMAND"] == "ssh -i /key"
 
 
-def test_the_kept_environments_are_bounded() -> None:
+def test_the_kept_bases_are_bounded_and_the_caller_s_variables_not_kept() -> None:
     for n in range(MAX_ENTRIES + 20):
-        child_env({"PROMOTER_PROBE": str(n)})
+        child_env({"PROMOTER_SECRET": f"token-{n}"}, {"PROMOTER_PROBE": str(n)})
     assert len(module._built) <= MAX_ENTRIES
-    assert child_env({"PROMOTER_PROBE": "1"})["PROMOTER_PROBE"] == "1"
+    assert not any("PROMOTER_SECRET" in kept for kept in module._built.values())
+    assert child_env(None, {"PROMOTER_PROBE": "1"})["PROMOTER_PROBE"] == "1"
