@@ -3,7 +3,9 @@
 The repository is a local path (bare or not). A merge is a three-way merge, refused
 when it conflicts, made by the provider's ``mergeMethod`` (``scm_plugins.local.merging``)
 and moved onto the base branch with ``git update-ref NEW OLD`` (compare-and-swap), so a
-merge whose head or base moved meanwhile is refused, never half-done. Every call is
+merge whose head or base moved meanwhile is refused, never half-done. The merge is
+written on its PR before the base branch moves: a process killed in between has its PR
+recorded merged, with the head it merged, the next time the PR is read. Every call is
 counted through ``ScmCalls`` like a remote SCM's.
 """
 
@@ -149,10 +151,12 @@ class LocalScm:
             if row is None:
                 return None
             tips = self._tips(repo, head, base)
+            if self._settled(repo, row, tips.get(base, "")):
+                return None
             pr = self._model(repo, row, tips)
             base_tip = tips.get(base, "")
             if pr.head_sha and base_tip and self._is_ancestor(repo, pr.head_sha, base_tip):
-                # Merged by hand (or by us before a crash): record it as merged.
+                # Merged by hand: recorded merged, without the merge's SHA (not known).
                 self.store.update(repo.name, pr.number, state="merged", head_sha=pr.head_sha)
                 return None
             return pr
@@ -179,6 +183,8 @@ class LocalScm:
         row = self.store.get(repo.name, number)
         if row is None:
             raise ScmNotFound(f"pull request {number} not found in {repo.name}")
+        if self._settled(repo, row):
+            raise ScmConflict(f"pull request {number} is merged")
         if row["state"] != "open":
             raise ScmConflict(f"pull request {number} is {row['state']}")
         return row
@@ -219,16 +225,43 @@ class LocalScm:
                 message=message,
                 number=number,
             )
+            self.store.update(repo.name, number, merging_head=head_tip, merging_sha=merge_sha)
             try:
                 self._git(repo, "update-ref", f"refs/heads/{row['base']}", merge_sha, base_tip)
             except subprocess.CalledProcessError as exc:
+                self.store.update(repo.name, number, merging_head=None, merging_sha=None)
                 if "but expected" in (exc.stderr or ""):
                     raise ScmConflict(f"base branch {row['base']} moved during the merge") from exc
                 raise ScmUnavailable(f"cannot update {row['base']}: it is locked") from exc
-            self.store.update(
-                repo.name, number, state="merged", head_sha=head_tip, merge_sha=merge_sha
-            )
+            self._record_merge(repo, number, head_sha=head_tip, merge_sha=merge_sha)
             return merge_sha
+
+    def _record_merge(
+        self, repo: Repository, number: int, *, head_sha: str, merge_sha: str
+    ) -> None:
+        self.store.update(
+            repo.name,
+            number,
+            state="merged",
+            head_sha=head_sha,
+            merge_sha=merge_sha,
+            merging_head=None,
+            merging_sha=None,
+        )
+
+    def _settled(self, repo: Repository, row: sqlite3.Row, base_tip: str | None = None) -> bool:
+        """Whether open PR ``row`` turns out merged by a merge begun before the process
+        died, after its base branch moved and before the PR was recorded merged; it is
+        recorded now, with the head it merged, whatever its head branch holds since.
+        A merge that never reached the base branch is left to the next attempt."""
+        merge_sha, head_sha = row["merging_sha"], row["merging_head"]
+        if row["state"] != "open" or not merge_sha:
+            return False
+        tip = base_tip if base_tip is not None else self._tip(repo, row["base"])
+        if not tip or not self._is_ancestor(repo, merge_sha, tip):
+            return False
+        self._record_merge(repo, row["id"], head_sha=head_sha, merge_sha=merge_sha)
+        return True
 
     def close_pull_request(self, *, repo: Repository, number: int, comment: str) -> None:
         with self._calls.call("close_pull_request", repository=repo.name, pr=number):
@@ -263,7 +296,10 @@ class LocalScm:
 
     def pull_requests(self, *, repo: Repository) -> list[PullRequest]:
         """Every PR of the repository, oldest first (for status pages and tests)."""
-        return [self._model(repo, row) for row in self.store.all_prs(repo.name)]
+        rows = self.store.all_prs(repo.name)
+        if any(self._settled(repo, row) for row in rows):
+            rows = self.store.all_prs(repo.name)
+        return [self._model(repo, row) for row in rows]
 
     # --- statuses and credentials ----------------------------------------------------
 

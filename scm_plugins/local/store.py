@@ -1,7 +1,9 @@
 """SQLite storage of the local SCM: pull requests, their comments and commit statuses.
 
 One database file in the state dir, WAL mode, one connection per thread; an open
-pull request is unique per (repository, head, base) by a partial unique index.
+pull request is unique per (repository, head, base) by a partial unique index. A merge
+under way is written on its PR (``merging_head``, ``merging_sha``) before the base branch
+moves, so a process killed between the two leaves enough to record the merge afterwards.
 """
 
 from __future__ import annotations
@@ -22,7 +24,8 @@ CREATE TABLE IF NOT EXISTS pull_requests (
     repo TEXT NOT NULL, head TEXT NOT NULL, base TEXT NOT NULL,
     title TEXT NOT NULL, body TEXT NOT NULL, labels TEXT NOT NULL,
     state TEXT NOT NULL, head_sha TEXT, merge_sha TEXT,
-    created_at TEXT NOT NULL, updated_at TEXT NOT NULL
+    created_at TEXT NOT NULL, updated_at TEXT NOT NULL,
+    merging_head TEXT, merging_sha TEXT
 );
 CREATE UNIQUE INDEX IF NOT EXISTS one_open_pr
     ON pull_requests (repo, head, base) WHERE state = 'open';
@@ -41,8 +44,23 @@ CREATE TABLE IF NOT EXISTS statuses (
 """
 
 
+ADDED_COLUMNS = {"merging_head": "TEXT", "merging_sha": "TEXT"}
+"""Columns later than the first layout, added to a database file that lacks them."""
+
+
 def _now() -> str:
     return datetime.now(UTC).isoformat()
+
+
+def _add_missing_columns(db: sqlite3.Connection) -> None:
+    present = {row["name"] for row in db.execute("PRAGMA table_info(pull_requests)")}
+    for name, kind in ADDED_COLUMNS.items():
+        if name not in present:
+            try:
+                db.execute(f"ALTER TABLE pull_requests ADD COLUMN {name} {kind}")
+            except sqlite3.OperationalError as exc:  # another process added it first
+                if "duplicate column" not in str(exc):
+                    raise
 
 
 class LocalStore:
@@ -52,6 +70,7 @@ class LocalStore:
         self._local = threading.local()
         with self._db() as db:
             db.executescript(SCHEMA)
+            _add_missing_columns(db)
 
     def _db(self) -> sqlite3.Connection:
         db: sqlite3.Connection | None = getattr(self._local, "db", None)

@@ -210,12 +210,11 @@ def test_promotions_complete_in_order_while_the_daemon_is_killed_at_random_momen
             code = daemon.stop()
             prs = [PrRecord.of(pr) for pr in scm.pull_requests(repo=config.repository("gitops"))]
             scm.close()
-    print(
-        f"killed after {kills} seconds ({targeted} brought forward by an action);"
-        f" {len(prs)} PRs, {sum(not pr.merge_sha for pr in prs)} found merged after a crash"
-    )
+    print(f"killed after {kills} seconds ({targeted} brought forward by an action); {len(prs)} PRs")
     assert dry_order_problems(history, ENVIRONMENTS, "main") == []
     assert pull_request_problems(history, prs, ENVIRONMENTS) == []
+    # The local SCM records every merge it made with its SHA, one killed half-way included.
+    assert [pr.number for pr in prs if pr.state == "merged" and not pr.merge_sha] == []
     assert code in (0, -signal.SIGTERM), "the last daemon did not stop cleanly"
 
 

@@ -101,3 +101,93 @@ def test_statuses_are_stored_latest_per_key(scm: LocalScm, repo: Repository) -> 
     scm.set_commit_status(repo=repo, sha=sha, status=CommitStatus(key="lint", phase=Phase.FAILURE))
     got = {s.key: s.phase for s in scm.get_commit_statuses(repo=repo, sha=sha)}
     assert got == {"ci": Phase.SUCCESS, "lint": Phase.FAILURE}
+
+
+class Killed(BaseException):
+    """The process dies here (``SIGKILL`` runs no handler: nothing after it is written)."""
+
+
+def test_a_merge_killed_after_the_base_moved_is_recorded_merged_with_the_head_it_merged(
+    scm: LocalScm, repo: Repository, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Killed between moving the base branch and recording the PR merged, then a new
+    change on the head branch before the next life reads the PR: the PR is the merge
+    of the head it merged, not an open PR of the new head (whose merge would leave the
+    first merge no PR's)."""
+    path = Path(repo.url)
+    number = open_pr(scm, repo)
+    head = git(path, "rev-parse", "env-next")
+    update = scm.store.update
+
+    def die_on_merged(repo_name: str, pr: int, **values: object) -> None:
+        if values.get("state") == "merged":
+            raise Killed
+        update(repo_name, pr, **values)
+
+    monkeypatch.setattr(scm.store, "update", die_on_merged)
+    with pytest.raises(Killed):
+        scm.merge_pull_request(repo=repo, number=number, expected_head_sha=head, message="m")
+    merge = git(path, "rev-parse", "env")
+    assert git(path, "rev-list", "--parents", "-n1", merge).split()[2] == head
+    commit_files(path, "env-next", {"a.yaml": "3\n"}, "the next change")
+
+    reborn = LocalScm(provider=scm.provider, state_dir=str(tmp_path / "s"))
+    assert reborn.find_open_pull_request(repo=repo, head="env-next", base="env") is None
+    (pr,) = reborn.pull_requests(repo=repo)
+    assert (pr.state, pr.head_sha, pr.merge_sha) == (PullRequestState.MERGED, head, merge)
+    second = open_pr(reborn, repo)
+    assert second != number
+
+
+def test_a_merge_killed_before_the_base_moved_leaves_the_pull_request_open(
+    scm: LocalScm, repo: Repository, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = Path(repo.url)
+    number = open_pr(scm, repo)
+    head, base = git(path, "rev-parse", "env-next"), git(path, "rev-parse", "env")
+    real_git = scm._git
+
+    def die_on_update_ref(repository: Repository, *args: str) -> str:
+        if args[0] == "update-ref":
+            raise Killed
+        return real_git(repository, *args)
+
+    monkeypatch.setattr(scm, "_git", die_on_update_ref)
+    with pytest.raises(Killed):
+        scm.merge_pull_request(repo=repo, number=number, expected_head_sha=head, message="m")
+    assert git(path, "rev-parse", "env") == base
+
+    reborn = LocalScm(provider=scm.provider, state_dir=str(tmp_path / "s"))
+    found = reborn.find_open_pull_request(repo=repo, head="env-next", base="env")
+    assert found is not None and found.number == number
+    merge = reborn.merge_pull_request(repo=repo, number=number, expected_head_sha=head, message="m")
+    (pr,) = reborn.pull_requests(repo=repo)
+    assert (pr.state, pr.head_sha, pr.merge_sha) == (PullRequestState.MERGED, head, merge)
+
+
+def test_a_database_of_the_first_layout_gains_the_merge_columns(tmp_path: Path) -> None:
+    import sqlite3
+
+    db_path = tmp_path / "s" / "local-scm.sqlite3"
+    db_path.parent.mkdir()
+    with sqlite3.connect(db_path) as db:
+        db.execute(
+            "CREATE TABLE pull_requests (id INTEGER PRIMARY KEY AUTOINCREMENT, repo TEXT NOT NULL,"
+            " head TEXT NOT NULL, base TEXT NOT NULL, title TEXT NOT NULL, body TEXT NOT NULL,"
+            " labels TEXT NOT NULL, state TEXT NOT NULL, head_sha TEXT, merge_sha TEXT,"
+            " created_at TEXT NOT NULL, updated_at TEXT NOT NULL)"
+        )
+        db.execute(
+            "INSERT INTO pull_requests (repo, head, base, title, body, labels, state,"
+            " created_at, updated_at) VALUES ('r', 'env-next', 'env', 't', 'b', '[]', 'open',"
+            " 'x', 'x')"
+        )
+    repo = Repository(
+        name="r", url=str(promotion_repository(tmp_path / "r.git")), scm_provider="local"
+    )
+    scm = LocalScm(
+        provider=ScmProvider(name="local", local=LocalProvider()), state_dir=str(db_path.parent)
+    )
+    head = git(Path(repo.url), "rev-parse", "env-next")
+    scm.merge_pull_request(repo=repo, number=1, expected_head_sha=head, message="m")
+    assert scm.pull_requests(repo=repo)[0].state is PullRequestState.MERGED
