@@ -121,6 +121,7 @@ class Controller:
                 settings.namespace,
                 self._on_change(plural),
                 timeout=settings.watch_timeout,
+                on_synced=self._signal,
             )
             for plural in KINDS
         }

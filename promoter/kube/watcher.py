@@ -53,11 +53,15 @@ class Watcher:
         timeout: int = 60,
         initial_backoff: float = 0.2,
         max_backoff: float = 30.0,
+        on_synced: Callable[[], None] = lambda: None,
     ) -> None:
         self.kube = kube
         self.plural = plural
         self.namespace = namespace
         self.on_change = on_change
+        # called after each listing's events: whoever waits for every watcher to be
+        # synced learns it then (a listing may bring no event at all)
+        self.on_synced = on_synced
         self.timeout = timeout
         self.initial_backoff = initial_backoff
         self.max_backoff = max_backoff
@@ -135,6 +139,7 @@ class Watcher:
             elif _rv(before) != _rv(obj):
                 self.on_change("MODIFIED", obj, before)
         self.synced.set()
+        self.on_synced()
 
     def _watch_once(self) -> None:
         assert self.resource_version is not None

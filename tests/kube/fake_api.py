@@ -115,6 +115,7 @@ class FakeKube:
         self.statuses: dict[tuple[str, str], list[Any]] = {}  # every status written, in order
         self.refused_holders: set[str] = set()  # Lease writes naming them fail (a partition)
         self.broken = False  # every request fails with 500 while set
+        self.list_delays: dict[str, float] = {}  # plural -> seconds a list of it takes
         self.requests = 0
         self.app = Starlette(
             routes=[
@@ -248,6 +249,7 @@ class FakeKube:
                 return JSONResponse(out, status_code=code)
             if request.query_params.get("watch") in ("true", "1", "True"):
                 return self._watch(request, resource, namespace)
+            await asyncio.sleep(self.list_delays.get(plural, 0.0))
             return self._list(resource, namespace, request.query_params.get("labelSelector"))
         return await self._one(request, resource, namespace, name, sub)
 

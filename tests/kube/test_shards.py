@@ -96,6 +96,23 @@ def test_a_replica_that_joins_takes_its_share_within_a_lease_and_one_that_stops_
         assert merges(repos["app-0"]) == {"environment/dev": 1, "environment/staging": 1}
 
 
+def test_a_replica_starts_as_soon_as_the_last_of_its_lists_is_read(tmp_path: Path) -> None:
+    """The last list may bring no object (no CommitStatus yet), so no change event: the
+    controller still learns then that everything is listed, not at its next tick (1 s),
+    which a joining replica's share waited for."""
+    with fake_cluster(tmp_path) as cluster:
+        fleet(cluster, tmp_path, 2)
+        cluster.fake.list_delays["commitstatuses"] = 0.3  # listed last, after the election
+        replica = cluster.sharded("a", **TIMED)
+        commit_statuses = replica.watchers["commitstatuses"]
+        wait_until(commit_statuses.synced.is_set, what="the last list")
+        listed = time.monotonic()
+        wait_until(lambda: replica.runtime.started, what="the replica's runtime to start")
+        waited = time.monotonic() - listed
+        print(f"the runtime started {waited:.3f}s after the last list")
+        assert waited < 0.4
+
+
 def test_a_killed_replicas_repositories_are_taken_over_within_the_lease_and_promote_again(
     tmp_path: Path,
 ) -> None:
