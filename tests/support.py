@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -12,7 +13,7 @@ from promoter.config import Config
 from promoter.config.loader import parse_config
 
 T = TypeVar("T")
-__all__ = ["ENVIRONMENTS", "GitOpsRepo", "local_config", "wait_for"]
+__all__ = ["ENVIRONMENTS", "GitOpsRepo", "git_children", "local_config", "wait_for"]
 
 
 def wait_for(check: Callable[[], T | None], *, timeout: float = 20.0, what: str = "") -> T:
@@ -25,6 +26,24 @@ def wait_for(check: Callable[[], T | None], *, timeout: float = 20.0, what: str 
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out waiting for {what or check}")
         time.sleep(0.02)
+
+
+def git_children(cwd: Path) -> dict[int, str]:
+    """This process's live git children running in ``cwd``: pid -> command line (from
+    ``/proc``; a child that exited and was not waited for has no command line)."""
+    found: dict[int, str] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            parent = int(stat.read_text().rsplit(")", 1)[1].split()[1])
+            if parent != os.getpid():
+                continue
+            command = (stat.parent / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+            where = (stat.parent / "cwd").resolve()
+        except (OSError, ValueError, IndexError):
+            continue  # exited meanwhile
+        if command.startswith("git") and where == cwd.resolve():
+            found[int(stat.parent.name)] = command.strip()
+    return found
 
 
 def local_config(

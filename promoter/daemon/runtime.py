@@ -347,4 +347,5 @@ class Runtime:
             closer.close()
         for plugin in self.plugins.values():
             plugin.close()
+        self.mirrors.close()
         log.info("promoter stopped", extra={"clean": finished})

@@ -74,6 +74,15 @@ class MirrorPool:
                 self._fresh[repo.name] = _Freshness()
             return mirror
 
+    def close(self) -> None:
+        """Stop every mirror's persistent git processes (a mirror used again starts them
+        again). A runtime that stops, or that a configuration change replaces, calls it:
+        its mirrors' ``cat-file`` processes would otherwise run until they are collected."""
+        with self._guard:
+            mirrors = list(self._mirrors.values())
+        for mirror in mirrors:
+            mirror.close()
+
     def has_tip(self, name: str, branch: str, sha: str) -> bool:
         """Whether mirror ``name`` already has ``branch`` at ``sha`` (memory only, no git)."""
         with self._guard:

@@ -130,3 +130,4 @@ class ClusterRuntime(Runtime):
             closer.close()
         for plugin in self.plugins.values():
             plugin.close()
+        self.mirrors.close()

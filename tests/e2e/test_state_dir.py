@@ -11,7 +11,7 @@ import pytest
 from starlette.testclient import TestClient
 
 from promoter.wiring import Daemon
-from tests.support import ENVIRONMENTS, GitOpsRepo, local_config, wait_for
+from tests.support import ENVIRONMENTS, GitOpsRepo, git_children, local_config, wait_for
 
 from .test_local_promotion import env_view, wait_state
 
@@ -33,6 +33,17 @@ def test_a_relative_state_dir_is_resolved_at_start_and_its_mirrors_do_not_nest(
     assert (work / ".promoter" / "mirrors" / "gitops.git" / "HEAD").is_file()
     assert not (work / ".promoter" / "mirrors" / "mirrors").exists()
     assert list(elsewhere.iterdir()) == []
+
+
+def test_a_stopped_daemon_leaves_no_git_process_in_its_mirrors(
+    gitops: GitOpsRepo, tmp_path: Path
+) -> None:
+    daemon = Daemon(local_config(gitops.path, tmp_path / "state"))
+    mirror = tmp_path / "state" / "mirrors" / "gitops.git"
+    with TestClient(daemon.app) as client:
+        wait_state(client, ENVIRONMENTS[-1], "up-to-date")
+        assert git_children(mirror), "the mirror reads through a persistent git process"
+    assert git_children(mirror) == {}
 
 
 @pytest.mark.parametrize("where", ["/proc/promoter-state", "{tmp}/a-file/state"])

@@ -10,6 +10,7 @@ from typing import Any
 
 from promoter.cli.sandbox import GitOpsRepo, git
 from tests.kube.cluster import Cluster, fake_cluster, local_objects, wait_until
+from tests.support import git_children
 
 ENVS = ["environment/dev", "environment/staging"]
 KEY = "team.guestbook"
@@ -100,4 +101,33 @@ def test_an_edit_that_changes_nothing_still_moves_observed_generation(tmp_path: 
         wait_until(
             lambda: cluster.status("promotionstrategies", "guestbook")["observedGeneration"] == 2,
             what="observedGeneration 2",
+        )
+
+
+def test_a_runtime_replaced_by_a_configuration_change_stops_its_git_processes(
+    tmp_path: Path,
+) -> None:
+    """Every change to the cluster's objects builds a new runtime: the old one's mirrors'
+    persistent ``cat-file`` processes end with it, not when it is collected."""
+    repo = GitOpsRepo.create(tmp_path, ENVS)
+    with fake_cluster(tmp_path) as cluster:
+        replica = cluster.replica("a")
+        replica.start()
+        local_objects(cluster, repo.path)
+        first = git(repo.path, "rev-parse", "main")
+        wait_until(lambda: at(cluster, first), what="both environments at the first commit")
+        old = replica.runtime
+        mirror = old.mirrors.get(
+            old.config.repository(old.config.promotion_strategies[0].repository)
+        )
+        running = wait_until(lambda: git_children(mirror.path), what="the mirror's cat-file")
+        spec = cluster.fake.get("promotionstrategies", "team", "guestbook")
+        assert spec is not None
+        gated = {**spec["spec"], "proposedCommitStatuses": [{"key": "ci"}]}
+        cluster.patch_spec("promotionstrategies", "guestbook", gated)
+        wait_until(lambda: replica.runtime is not old, what="a new runtime")
+        wait_until(
+            lambda: not set(running) & set(git_children(mirror.path)),
+            timeout=5,
+            what=f"the old runtime's git processes {sorted(running.values())} to end",
         )
