@@ -82,13 +82,14 @@ def build_app(
         finally:
             await run_in_threadpool(stop)
 
-    dashboard = Dashboard(api)
+    stream = EventStream(api.views)
+    dashboard = Dashboard(api, stream)
     routes: list[BaseRoute] = [
         *extra_routes,  # webhooks first: the router tries routes in order
         Route("/", _index(dashboard)),
         Route("/dashboard/{name}", dashboard.strategy),
         Route("/audit", dashboard.audit),
-        Route("/events", _events(api, EventStream(api.views))),
+        Route("/events", _events(api, stream)),
         Mount("/static", StaticFiles(directory=STATIC), name="static"),
         *api.routes(),
     ]

@@ -28,6 +28,7 @@ from promoter.http.actions import Allowed, strategy_buttons
 from promoter.http.api import Api
 from promoter.http.audit_page import audit_page
 from promoter.http.dora_view import strategy_dora
+from promoter.http.events_stream import EventStream
 from promoter.http.identity import Identity
 from promoter.http.kinds import kind_of, proposes
 from promoter.http.links import links_for
@@ -63,9 +64,10 @@ def refused(answer: Response) -> HTMLResponse:
 
 
 class Dashboard:
-    def __init__(self, api: Api) -> None:
+    def __init__(self, api: Api, events: EventStream | None = None) -> None:
         self.api = api
         self.views = api.views
+        self.events = events or EventStream(api.views)
         self._diffs: dict[tuple[str, str], list[tuple[str, str]]] = {}
         self._rows: dict[str, tuple[PromotionStrategy, StrategyView | None, overview.Row]] = {}
 
@@ -84,12 +86,17 @@ class Dashboard:
             return refused(answer)
         return HTMLResponse(audit_page(answer, request.query_params))
 
+    def _event_id(self, who: Identity) -> str:
+        """The change stream's id now, for whom the page is made (before it is made)."""
+        return self.events.event_id(lambda name: self.api.readable(who, name))
+
     def _index(self, who: Identity, params: dict[str, str]) -> HTMLResponse:
+        event_id = self._event_id(who)
         readable = [s for s in self.views.strategies() if self.api.readable(who, s.name)]
         rows = (self._row(s) for s in readable)
         found = overview.overview(rows, params)
         body = h.who(who) + overview.render(found, params, len(readable))
-        return HTMLResponse(h.page("strategies", body))
+        return HTMLResponse(h.page("strategies", body, event_id=event_id))
 
     async def strategy(self, request: Request) -> Response:
         """One strategy (read in the thread pool: the dry history is a git call)."""
@@ -104,6 +111,7 @@ class Dashboard:
         if strategy is None:
             body = f"<h1>Not found</h1><p>No strategy named {escape(name)!r}.</p>"
             return HTMLResponse(h.page("not found", body), status_code=404)
+        event_id = self._event_id(who)
         view = self.views.view(name)
         detail = strategy_json(strategy, view)
         now = datetime.now(UTC)
@@ -163,7 +171,7 @@ class Dashboard:
             )
             + "</table>"
         )
-        return HTMLResponse(h.page(name, "\n".join(parts), strategy=name))
+        return HTMLResponse(h.page(name, "\n".join(parts), strategy=name, event_id=event_id))
 
     def _row(self, strategy: PromotionStrategy) -> overview.Row:
         """A strategy's overview row, made again only when its view or configuration is

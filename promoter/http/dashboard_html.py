@@ -15,11 +15,12 @@ from promoter.http.timeline import duration
 from promoter.models import DryCommit
 
 
-def page(title: str, body: str, *, strategy: str = "", auth: str = "") -> str:
+def page(title: str, body: str, *, strategy: str = "", auth: str = "", event_id: str = "") -> str:
     """A whole page: header with the API token field, a message region, ``<main>``.
 
     No inline script or style (the CSP allows neither); ``auth`` (``needed``) tells the
-    script the daemon wants a token before it shows the page."""
+    script the daemon wants a token before it shows the page; ``event_id`` is the change
+    stream's id as of the page's making, which the script's first stream starts from."""
     return "\n".join(
         [
             "<!doctype html>",
@@ -36,7 +37,8 @@ def page(title: str, body: str, *, strategy: str = "", auth: str = "") -> str:
             '<input id="token" type="password" autocomplete="off" size="18">',
             '<span id="live-state" aria-live="polite">static</span></form></header>',
             '<div id="message" role="alert" aria-live="assertive"></div>',
-            f'<main id="live" data-strategy="{escape(strategy)}" data-auth="{escape(auth)}">',
+            f'<main id="live" data-strategy="{escape(strategy)}" data-auth="{escape(auth)}"'
+            f' data-event-id="{escape(event_id)}">',
             body,
             "</main></body></html>",
         ]

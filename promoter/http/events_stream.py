@@ -6,6 +6,8 @@ differs (read in the thread pool; a view's digest is made again only when the vi
 replaced). Every stream ends after ``lifetime`` seconds (browsers reconnect by
 themselves), so a daemon shutting down never waits on an open tab; the event id is a
 digest of every view, and a reconnect whose ``Last-Event-ID`` differs is told at once.
+A page carries the id of the moment it was made (``event_id``), and its first stream
+starts from it: a change between the page and the stream is not missed.
 """
 
 from __future__ import annotations
@@ -79,6 +81,12 @@ class EventStream:
         self.interval = interval
         self.lifetime = lifetime
         self.seen: Seen = {}
+
+    def event_id(self, readable: Callable[[str], bool] = bool) -> str:
+        """The id the stream would give now, for a page to start its stream from: a
+        stream opened with it says at once what changed since (between the page's
+        rendering and the stream's start)."""
+        return _digest(fingerprints(self.views, readable, self.seen))
 
     async def endpoint(
         self, request: Request, *, readable: Callable[[str], bool] = bool

@@ -180,6 +180,9 @@
       const switcher = event.target.closest("button[data-freeze]");
       if (switcher) freeze(switcher);
     });
+    // The first stream starts from the page's own id: a change made between the
+    // page and the stream is told at once.
+    lastId = main().dataset.eventId || "";
     if (main().dataset.auth === "needed" && field.value.trim()) refresh();
     else listen();
   });
