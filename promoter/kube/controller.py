@@ -154,8 +154,12 @@ class Controller:
     def stop(self, *, release: bool = True) -> None:
         """Stop everything; ``release=False`` leaves the Leases to expire (a crash, in tests).
 
-        The reconciles in flight finish first (their writes still fenced by the Leases,
-        renewed meanwhile); then the shard Leases are handed over at once."""
+        Sharded, the shards are handed over while the runtime stops: what webhooks and
+        people queued is passed to the next owners first (annotated before any Lease is
+        released: their take-over reads it first), then no new write is let through and
+        each shard Lease is released as soon as the writes in flight for it end, not
+        once the whole runtime has stopped (its port is closed meanwhile: a request
+        for its repositories would find no owner to answer it)."""
         if self._stop.is_set():
             return
         if self.sharding is not None and not release:
@@ -164,14 +168,13 @@ class Controller:
         self._stop.set()
         self._wake.set()
         self._thread.join(timeout=90)
-        self.runtime.close()
         if self.sharding is not None and release:
-            # what webhooks and people queued goes first to the next owners (annotated
-            # before the Leases are released, their take-over reads it first); the rest
-            # they read anyway
             self.forwarder.forward(self.runtime.queue.urgent())
             self.forwarder.flush(timeout=self.settings.lease.renew_deadline)
-            self.sharding.stop(release=True)
+            self.sharding.coordinator.hand_over_all()
+        self.runtime.close()
+        if self.sharding is not None and release:
+            self.sharding.stop(release=True)  # what is left, and the member Lease
         for watcher in self.watchers.values():
             watcher.stop()
         self.forwarder.stop()

@@ -179,6 +179,12 @@ class ShardCoordinator:
         self.leases.start()
         self._thread.start()
 
+    def hand_over_all(self) -> None:
+        """Leave the group: from the next round on, every shard is handed over, each
+        released as soon as its writes in flight end (``stop`` releases what is left)."""
+        self._stopping = True
+        self._wake.set()
+
     def stop(self, *, release: bool = True) -> None:
         """Stop the loop; with ``release``, hand every shard over and leave the group at
         once (the writes in flight end first: call it after the workers stopped)."""

@@ -4,8 +4,11 @@ without a change merged twice or lost."""
 
 from __future__ import annotations
 
+import threading
 import time
 from pathlib import Path
+
+import pytest
 
 from promoter.kube.controller import Controller
 from tests.kube.cluster import NS, fake_cluster, wait_until
@@ -111,6 +114,36 @@ def test_a_replica_starts_as_soon_as_the_last_of_its_lists_is_read(tmp_path: Pat
         waited = time.monotonic() - listed
         print(f"the runtime started {waited:.3f}s after the last list")
         assert waited < 0.4
+
+
+def test_a_stopping_replica_hands_its_shards_over_before_its_runtime_has_stopped(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Its port closes at SIGTERM: until its Leases are released, a request for its
+    repositories finds no owner that answers. So the shards go as soon as their writes in
+    flight end, while the runtime stops (here a stop that takes 2 s: a long reconcile of
+    another shard, a resync finishing)."""
+    with fake_cluster(tmp_path) as cluster:
+        fleet(cluster, tmp_path, 6)
+        a, b, c = (cluster.sharded(name, **TIMED) for name in ("a", "b", "c"))
+        wait_until(lambda: settled(cluster, [a, b, c]), what="the shards to settle")
+        assert c.sharding is not None and c.sharding.coordinator.held()
+        runtime, close = c.runtime, c.runtime.close
+
+        def slow_close() -> None:
+            time.sleep(2.0)
+            close()
+
+        monkeypatch.setattr(runtime, "close", slow_close)
+        stopper = threading.Thread(target=c.stop)
+        stopped = time.monotonic()
+        stopper.start()
+        wait_until(lambda: leased(cluster, [a, b]), timeout=LEASE * 5, what="c's shards back")
+        handed = time.monotonic() - stopped
+        stopper.join(timeout=30)
+        print(f"a stopping replica's shards were held again after {handed:.2f}s")
+        assert handed < 1.0
+        assert not stopper.is_alive()
 
 
 def test_a_killed_replicas_repositories_are_taken_over_within_the_lease_and_promote_again(
