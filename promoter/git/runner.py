@@ -23,9 +23,11 @@ REFUSED_CREDENTIALS = (
     "could not read Password",
     "Authentication failed",
     "HTTP Basic: Access denied",
-    "403",
+    "The requested URL returned error: 403",
 )
-"""What git prints when a remote refuses the credentials it was given (or asked for some)."""
+"""What git prints when a remote refuses the credentials it was given (or asked for some);
+a 403 only in git's own words for it (http.c), never a bare "403", which a path, a SHA or
+a hook's message may hold."""
 
 GitResult = tuple[int, str, str]
 """``(exit status, stdout, stderr)``."""
