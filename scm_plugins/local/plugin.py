@@ -297,7 +297,7 @@ class LocalScm:
     def pull_requests(self, *, repo: Repository) -> list[PullRequest]:
         """Every PR of the repository, oldest first (for status pages and tests)."""
         rows = self.store.all_prs(repo.name)
-        if any(self._settled(repo, row) for row in rows):
+        if any([self._settled(repo, row) for row in rows]):  # every one, not the first
             rows = self.store.all_prs(repo.name)
         return [self._model(repo, row) for row in rows]
 

@@ -191,3 +191,34 @@ def test_a_database_of_the_first_layout_gains_the_merge_columns(tmp_path: Path) 
     head = git(Path(repo.url), "rev-parse", "env-next")
     scm.merge_pull_request(repo=repo, number=1, expected_head_sha=head, message="m")
     assert scm.pull_requests(repo=repo)[0].state is PullRequestState.MERGED
+
+
+def test_one_listing_records_every_merge_killed_half_way(
+    scm: LocalScm, repo: Repository, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = Path(repo.url)
+    git(path, "branch", "other", "env")
+    git(path, "branch", "other-next", "env-next")
+    numbers = [
+        scm.open_pull_request(repo=repo, head=f"{h}-next", base=h, title="t", body="b", labels=())
+        for h in ("env", "other")
+    ]
+    update = scm.store.update
+
+    def die_on_merged(repo_name: str, pr: int, **values: object) -> None:
+        if values.get("state") == "merged":
+            raise Killed
+        update(repo_name, pr, **values)
+
+    monkeypatch.setattr(scm.store, "update", die_on_merged)
+    for pr in numbers:
+        head = git(path, "rev-parse", pr.head_branch)
+        with pytest.raises(Killed):
+            scm.merge_pull_request(repo=repo, number=pr.number, expected_head_sha=head, message="m")
+
+    reborn = LocalScm(provider=scm.provider, state_dir=str(tmp_path / "s"))
+    states = [(pr.state, pr.merge_sha) for pr in reborn.pull_requests(repo=repo)]
+    assert states == [
+        (PullRequestState.MERGED, git(path, "rev-parse", "env")),
+        (PullRequestState.MERGED, git(path, "rev-parse", "other")),
+    ]
