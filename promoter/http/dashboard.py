@@ -86,17 +86,12 @@ class Dashboard:
             return refused(answer)
         return HTMLResponse(audit_page(answer, request.query_params))
 
-    def _event_id(self, who: Identity) -> str:
-        """The change stream's id now, for whom the page is made (before it is made)."""
-        return self.events.event_id(lambda name: self.api.readable(who, name))
-
     def _index(self, who: Identity, params: dict[str, str]) -> HTMLResponse:
-        event_id = self._event_id(who)
         readable = [s for s in self.views.strategies() if self.api.readable(who, s.name)]
         rows = (self._row(s) for s in readable)
         found = overview.overview(rows, params)
         body = h.who(who) + overview.render(found, params, len(readable))
-        return HTMLResponse(h.page("strategies", body, event_id=event_id))
+        return HTMLResponse(h.page("strategies", body))
 
     async def strategy(self, request: Request) -> Response:
         """One strategy (read in the thread pool: the dry history is a git call)."""
@@ -111,7 +106,7 @@ class Dashboard:
         if strategy is None:
             body = f"<h1>Not found</h1><p>No strategy named {escape(name)!r}.</p>"
             return HTMLResponse(h.page("not found", body), status_code=404)
-        event_id = self._event_id(who)
+        event_id = self.events.page_id(name)  # before the page is made
         view = self.views.view(name)
         detail = strategy_json(strategy, view)
         now = datetime.now(UTC)

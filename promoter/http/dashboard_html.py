@@ -19,8 +19,9 @@ def page(title: str, body: str, *, strategy: str = "", auth: str = "", event_id:
     """A whole page: header with the API token field, a message region, ``<main>``.
 
     No inline script or style (the CSP allows neither); ``auth`` (``needed``) tells the
-    script the daemon wants a token before it shows the page; ``event_id`` is the change
-    stream's id as of the page's making, which the script's first stream starts from."""
+    script the daemon wants a token before it shows the page; ``event_id`` (a strategy's
+    page) is the change stream's id as of the page's making, which the script's first
+    stream starts from."""
     return "\n".join(
         [
             "<!doctype html>",

@@ -6,8 +6,10 @@ differs (read in the thread pool; a view's digest is made again only when the vi
 replaced). Every stream ends after ``lifetime`` seconds (browsers reconnect by
 themselves), so a daemon shutting down never waits on an open tab; the event id is a
 digest of every view, and a reconnect whose ``Last-Event-ID`` differs is told at once.
-A page carries the id of the moment it was made (``event_id``), and its first stream
-starts from it: a change between the page and the stream is not missed.
+A strategy's page carries its own view's digest of the moment it was made (``page_id``)
+and its first stream starts from it: a change between the page and the stream is not
+missed. (The overview carries none: a digest of every view is a second of work at
+10,000 strategies, the first time; it is refreshed on the next change anywhere.)
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import StreamingResponse
 
+from promoter.config import PromotionStrategy
 from promoter.http.ports import Views
 from promoter.http.views import strategy_json
 
@@ -36,25 +39,28 @@ def fingerprints(
     last reconciled. With ``seen``, a digest is made again only when the view's parts are
     other objects than last time (a reconcile replaces them): with thousands of
     strategies, a tick compares identities instead of serialising every view."""
-    out: dict[str, str] = {}
-    for strategy in views.strategies():
-        if not readable(strategy.name):
-            continue
-        view = views.view(strategy.name)
-        parts: tuple[object, ...] = (strategy,)
-        if view is not None:
-            parts = (strategy, view.snapshot, view.decision, view.error, view.waiting)
-        kept = seen.get(strategy.name) if seen is not None else None
-        if kept is not None and _same(kept[0], parts):
-            out[strategy.name] = kept[1]
-            continue
-        detail = strategy_json(strategy, view)
-        detail.pop("reconciledAt", None)
-        text = json.dumps(detail, sort_keys=True, default=str)
-        out[strategy.name] = hashlib.sha256(text.encode()).hexdigest()[:16]
-        if seen is not None:
-            seen[strategy.name] = (parts, out[strategy.name])
-    return out
+    return {
+        strategy.name: _fingerprint(views, strategy, seen)
+        for strategy in views.strategies()
+        if readable(strategy.name)
+    }
+
+
+def _fingerprint(views: Views, strategy: PromotionStrategy, seen: Seen | None) -> str:
+    view = views.view(strategy.name)
+    parts: tuple[object, ...] = (strategy,)
+    if view is not None:
+        parts = (strategy, view.snapshot, view.decision, view.error, view.waiting)
+    kept = seen.get(strategy.name) if seen is not None else None
+    if kept is not None and _same(kept[0], parts):
+        return kept[1]
+    detail = strategy_json(strategy, view)
+    detail.pop("reconciledAt", None)
+    text = json.dumps(detail, sort_keys=True, default=str)
+    digest = hashlib.sha256(text.encode()).hexdigest()[:16]
+    if seen is not None:
+        seen[strategy.name] = (parts, digest)
+    return digest
 
 
 def _same(before: tuple[object, ...], now: tuple[object, ...]) -> bool:
@@ -62,6 +68,10 @@ def _same(before: tuple[object, ...], now: tuple[object, ...]) -> bool:
     return len(before) == len(now) and all(
         a is b or (isinstance(a, str) and a == b) for a, b in zip(before, now, strict=True)
     )
+
+
+PAGE = "page:"
+"""How a ``Last-Event-ID`` made by a strategy's page begins (``page_id``)."""
 
 
 def _digest(prints: dict[str, str]) -> str:
@@ -82,11 +92,14 @@ class EventStream:
         self.lifetime = lifetime
         self.seen: Seen = {}
 
-    def event_id(self, readable: Callable[[str], bool] = bool) -> str:
-        """The id the stream would give now, for a page to start its stream from: a
-        stream opened with it says at once what changed since (between the page's
-        rendering and the stream's start)."""
-        return _digest(fingerprints(self.views, readable, self.seen))
+    def page_id(self, name: str) -> str:
+        """An id for strategy ``name``'s page to start its stream from (``page:NAME:DIGEST``,
+        its own view's digest now, one view's worth of work): a stream opened with it
+        says at once when that view changed since (between the page's making and the
+        stream's start)."""
+        strategy = self.views.strategy(name)
+        digest = _fingerprint(self.views, strategy, self.seen) if strategy is not None else ""
+        return f"{PAGE}{name}:{digest}"
 
     async def endpoint(
         self, request: Request, *, readable: Callable[[str], bool] = bool
@@ -104,8 +117,13 @@ class EventStream:
     ) -> AsyncIterator[str]:
         seen = await run_in_threadpool(fingerprints, self.views, readable, self.seen)
         yield "retry: 500\n\n"
-        if last_id and last_id != _digest(seen):
-            yield _event(sorted(seen), _digest(seen))
+        if last_id.startswith(PAGE):
+            name, _, digest = last_id.removeprefix(PAGE).rpartition(":")
+            changed = [name] if name in seen and seen[name] != digest else []
+        else:
+            changed = sorted(seen) if last_id and last_id != _digest(seen) else []
+        if changed:
+            yield _event(changed, _digest(seen))
         else:
             yield f"id: {_digest(seen)}\n\n"
         deadline = time.monotonic() + self.lifetime
