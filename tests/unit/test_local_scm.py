@@ -107,6 +107,18 @@ class Killed(BaseException):
     """The process dies here (``SIGKILL`` runs no handler: nothing after it is written)."""
 
 
+def die_before_recording_merges(scm: LocalScm, monkeypatch: pytest.MonkeyPatch) -> None:
+    """From now on ``scm`` dies where it would record a PR merged (its branch moved)."""
+    update = scm.store.update
+
+    def die_on_merged(repo_name: str, pr: int, **values: object) -> None:
+        if values.get("state") == "merged":
+            raise Killed
+        update(repo_name, pr, **values)
+
+    monkeypatch.setattr(scm.store, "update", die_on_merged)
+
+
 def test_a_merge_killed_after_the_base_moved_is_recorded_merged_with_the_head_it_merged(
     scm: LocalScm, repo: Repository, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -117,14 +129,7 @@ def test_a_merge_killed_after_the_base_moved_is_recorded_merged_with_the_head_it
     path = Path(repo.url)
     number = open_pr(scm, repo)
     head = git(path, "rev-parse", "env-next")
-    update = scm.store.update
-
-    def die_on_merged(repo_name: str, pr: int, **values: object) -> None:
-        if values.get("state") == "merged":
-            raise Killed
-        update(repo_name, pr, **values)
-
-    monkeypatch.setattr(scm.store, "update", die_on_merged)
+    die_before_recording_merges(scm, monkeypatch)
     with pytest.raises(Killed):
         scm.merge_pull_request(repo=repo, number=number, expected_head_sha=head, message="m")
     merge = git(path, "rev-parse", "env")
@@ -203,14 +208,7 @@ def test_one_listing_records_every_merge_killed_half_way(
         scm.open_pull_request(repo=repo, head=f"{h}-next", base=h, title="t", body="b", labels=())
         for h in ("env", "other")
     ]
-    update = scm.store.update
-
-    def die_on_merged(repo_name: str, pr: int, **values: object) -> None:
-        if values.get("state") == "merged":
-            raise Killed
-        update(repo_name, pr, **values)
-
-    monkeypatch.setattr(scm.store, "update", die_on_merged)
+    die_before_recording_merges(scm, monkeypatch)
     for pr in numbers:
         head = git(path, "rev-parse", pr.head_branch)
         with pytest.raises(Killed):
