@@ -7,7 +7,7 @@ from typing import TypeVar
 
 from git.objects.fun import tree_entries_from_data
 
-from promoter.git.metadata import TreeEntries
+from promoter.git.metadata import TREE_MODE, TreeEntries
 
 K = TypeVar("K")
 V = TypeVar("V")
@@ -35,6 +35,8 @@ class TreeCache:
         self._read_object = read_object
         self._trees: dict[str, TreeEntries] = {}
         self._entries = 0
+        self._roots: dict[str, str] = {}
+        """The root tree each notes ref was last read at (``moved``)."""
 
     def __call__(self, tree: str) -> TreeEntries:
         cached = self._trees.get(tree)
@@ -48,6 +50,33 @@ class TreeCache:
             self._entries = len(entries)
         self._trees[tree] = entries
         return entries
+
+    def moved(self, ref: str, root: str) -> None:
+        """The notes ref ``ref`` is read at the tree ``root`` now: the trees that only its
+        earlier root held are let go. Every ledger write makes a new root and a new
+        fan-out tree; kept until the bound, the superseded ones were most of what a burst
+        of promotions left in memory (issue 33's storm). A tree let go by mistake (two refs
+        sharing one) is only read again."""
+        earlier = self._roots.get(ref)
+        self._roots[ref] = root
+        if earlier is not None and earlier != root and earlier in self._trees:
+            self._let_go(earlier, self(root))
+
+    def _let_go(self, tree: str, successor: TreeEntries | None) -> None:
+        """Drop ``tree`` and, depth first, its cached subtrees ``successor`` (the tree that
+        took its place, if any) does not hold as they are."""
+        entries = self._trees.pop(tree, None)
+        if entries is None:
+            return
+        self._entries -= len(entries)
+        for name, (mode, sha) in entries.items():
+            if mode != TREE_MODE:
+                continue
+            kept = successor.get(name) if successor is not None else None
+            if kept is not None and kept[1] == sha:
+                continue
+            after = self._trees.get(kept[1]) if kept is not None and kept[0] == TREE_MODE else None
+            self._let_go(sha, after)
 
 
 NOTE_BYTES = 64 << 20

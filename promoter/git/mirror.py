@@ -216,7 +216,7 @@ class GitMirror(BareRepository):
             return cached
 
     def _read_metadata(self, notes: str, sha: str) -> HydratorMetadata | MetadataMissing:
-        root = self.tree_sha(notes) if notes else None
+        root = self._notes_root(NOTES_REF, notes) if notes else None
         blob = find_note(root, sha, self._read_tree) if root else None
         note = self._note(root, blob) if root and blob else None
         return read_metadata(sha, note=note, file=self._file(sha))
@@ -381,7 +381,7 @@ class GitMirror(BareRepository):
             self._ready()  # a deleted mirror is cloned again (a fetch) before its tip is read
         with self._lock, self._notes_lock:
             tip = self._cached_refs().get(name)
-            root = self.tree_sha(tip) if tip else None
+            root = self._notes_root(name, tip) if tip else None
             if self._committer is None:  # "Name <email>", as git would commit now
                 ident = self._run(["var", "GIT_COMMITTER_IDENT"], commit=True)[1].strip()
                 self._committer = ident.rsplit(" ", 2)[0]
@@ -414,15 +414,23 @@ class GitMirror(BareRepository):
         """The note on ``sha`` under ``ref`` as ``(its blob's SHA, its bytes)``, or None:
         what is parsed from a note can be kept by its blob, which names its content."""
         with self._lock:
-            notes = self._cached_refs().get(notes_ref(ref))
+            name = notes_ref(ref)
+            notes = self._cached_refs().get(name)
             if not notes:
                 return None
-            root = self.tree_sha(notes)
+            root = self._notes_root(name, notes)
             blob = find_note(root, sha, self._read_tree)
             if blob is None:
                 return None
             data = self._note(root, blob)
             return None if data is None else (blob, data)
+
+    def _notes_root(self, ref: str, tip: str) -> str:
+        """The notes tree of ``ref`` at its commit ``tip``; the trees of its earlier tip
+        leave the cache."""
+        root = self.tree_sha(tip)
+        self._read_tree.moved(ref, root)
+        return root
 
     def _note(self, root: str, blob: str) -> bytes | None:
         """The content of note ``blob`` of the notes tree ``root``, cached."""

@@ -426,3 +426,38 @@ def test_a_local_notes_write_reads_again_only_the_ref_it_moved(
     assert mirror.branch_sha(ref) == tip
     assert mirror.branch_sha("main") == main
     assert remote.git("rev-parse", ref) == tip
+
+
+def test_the_trees_of_a_superseded_notes_tree_leave_the_cache_and_shared_ones_stay(
+    mirror: GitMirror, remote: GitSandbox
+) -> None:
+    """Each ledger write makes a new notes root and fan-out tree; the cache keeps the
+    trees of the tip it reads, not every earlier one (a burst of promotions left tens of
+    thousands of superseded entries behind)."""
+    ref = "refs/notes/fanned"
+    first_of: dict[str, str] = {}  # one commit per leading byte
+    for i in range(12):
+        sha = remote.commit_dry({f"f{i}.yaml": f"{i}\n"}, f"change {i}")
+        first_of.setdefault(sha[:2], sha)
+    shas = list(first_of.values())[:6]
+    lines = {}
+    for sha in shas:  # a notes tree with one fan-out tree per leading byte
+        blob = git(remote.path, "hash-object", "-w", "--stdin", stdin=f"first {sha}\n")
+        sub = git(remote.path, "mktree", stdin=f"100644 blob {blob}\t{sha[2:]}\n")
+        lines[sha[:2]] = f"040000 tree {sub}\t{sha[:2]}"
+    root = git(remote.path, "mktree", stdin="\n".join(sorted(lines.values())) + "\n")
+    git(remote.path, "update-ref", ref, git(remote.path, "commit-tree", root, "-m", "notes"))
+    mirror.refresh()
+    cache = mirror._read_tree
+    assert [mirror.read_note(ref, sha) for sha in shas] == [f"first {sha}\n" for sha in shas]
+    untouched = cache._trees[cache(root)[shas[1][:2]][1]]
+    for turn in range(8):
+        mirror.write_notes(ref, {shas[0]: f"turn {turn}\n"}, message=f"ledger {turn}")
+        assert mirror.read_note(ref, shas[0]) == f"turn {turn}\n"
+        assert mirror.read_note(ref, shas[1]) == f"first {shas[1]}\n"
+    tip_root = mirror.tree_sha(mirror.branch_sha(ref) or "")
+    reachable = git(mirror.path, "ls-tree", "-r", "-t", tip_root).splitlines()
+    held = {tip_root} | {line.split()[2] for line in reachable if line.split()[1] == "tree"}
+    assert set(cache._trees) == held
+    assert cache._entries == sum(len(cache._trees[t]) for t in held)
+    assert cache._trees[cache(tip_root)[shas[1][:2]][1]] is untouched  # not read again

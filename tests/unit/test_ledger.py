@@ -324,3 +324,5 @@ def test_notes_read_back_are_kept_by_their_blob_and_share_the_views_field_sets(
     assert type(read[0].__pydantic_fields_set__) is SharedFields
     assert type(read[0].healthy[0].__pydantic_fields_set__) is SharedFields
     assert all(len(key) == 40 and int(key, 16) >= 0 for key in reader._parsed)
+    mirror.close()
+    writer.close()
