@@ -28,10 +28,10 @@ from collections import Counter
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
-import httpx
 from prometheus_client import Counter as MetricCounter
 from prometheus_client import Histogram
 
+from promoter.kube.peer_connections import PeerConnections, PeerError
 from promoter.metrics import REGISTRY
 
 log = logging.getLogger("promoter.kube.peers")
@@ -106,7 +106,7 @@ class PeerForwarder:
         self.locate = locate
         self.fallback = fallback
         self.sent = 0
-        self._client = httpx.Client(timeout=timeout)
+        self._connections = PeerConnections(timeout)
         self._pending: dict[tuple[str, bool], tuple[set[str], float]] = {}
         """(address, wake) -> the keys for it, and when the first of them came."""
         self._lock = threading.Lock()
@@ -125,7 +125,7 @@ class PeerForwarder:
         self._wake.set()
         self._thread.join(timeout=10)
         self._posts.shutdown(wait=True)
-        self._client.close()
+        self._connections.close()
 
     def forward(self, keys: list[str], *, wake: bool = False) -> None:
         """Hand ``keys`` (not ours) to their owners, soon; ``wake``: only a status changed."""
@@ -177,9 +177,8 @@ class PeerForwarder:
         body = json.dumps({"keys": keys, "wake": wake, "from": self.identity}).encode()
         headers = {SIGNATURE: sign(self.token, body), "content-type": "application/json"}
         try:
-            answer = self._client.post(address.rstrip("/") + PATH, content=body, headers=headers)
-            delivered = answer.status_code == 202
-        except httpx.HTTPError as exc:
+            delivered = self._connections.post(address, PATH, body, headers) == 202
+        except PeerError as exc:
             log.info("owner did not answer", extra={"address": address, "error": str(exc)})
             delivered = False
         if delivered:
