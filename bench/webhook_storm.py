@@ -46,6 +46,7 @@ from typing import Any
 
 import common
 import resync_scale as scale
+from webhook_throughput import split_answer
 
 TARGETS = {"rss_growth": 0.05}
 REPOS = 10
@@ -247,16 +248,10 @@ class Connection(asyncio.Protocol):
 
     def data_received(self, data: bytes) -> None:
         self.buffer += data
-        end = self.buffer.find(b"\r\n\r\n")
-        if end < 0:
+        split = split_answer(self.buffer)
+        if split is None:
             return
-        length = 0
-        for line in self.buffer[:end].split(b"\r\n"):
-            if line[:15].lower() == b"content-length:":
-                length = int(line[15:])
-        if len(self.buffer) < end + 4 + length:
-            return
-        whole, self.buffer = self.buffer[: end + 4 + length], self.buffer[end + 4 + length :]
+        whole, self.buffer = split
         if self.answer is not None and not self.answer.done():
             self.answer.set_result(whole)
 

@@ -225,6 +225,21 @@ def _templates() -> list[tuple[bytes, bytes]]:
     return out
 
 
+def split_answer(buffer: bytes) -> tuple[bytes, bytes] | None:
+    """The first whole HTTP answer in ``buffer`` (by its Content-Length) and what follows
+    it, or None while it is not all there."""
+    end = buffer.find(b"\r\n\r\n")
+    if end < 0:
+        return None
+    length = 0
+    for line in buffer[:end].split(b"\r\n"):
+        if line[:15].lower() == b"content-length:":
+            length = int(line[15:])
+    if len(buffer) < end + 4 + length:
+        return None
+    return buffer[: end + 4 + length], buffer[end + 4 + length :]
+
+
 class _Client(asyncio.Protocol):
     """One keep-alive connection: sends a request, waits for the whole answer, sends the next.
 
@@ -258,17 +273,11 @@ class _Client(asyncio.Protocol):
 
     def data_received(self, data: bytes) -> None:
         self.buffer += data
-        end = self.buffer.find(b"\r\n\r\n")
-        if end < 0:
-            return
-        length = 0
-        for line in self.buffer[:end].split(b"\r\n"):
-            if line[:15].lower() == b"content-length:":
-                length = int(line[15:])
-        if len(self.buffer) < end + 4 + length:
+        split = split_answer(self.buffer)
+        if split is None:
             return
         done = time.perf_counter()
-        answer, self.buffer = self.buffer[: end + 4 + length], self.buffer[end + 4 + length :]
+        answer, self.buffer = split
         out = self.out
         out["sent"] += 1
         if self.started >= self.measure_from:
