@@ -37,8 +37,7 @@ class PeerConnections:
     def post(self, address: str, path: str, body: bytes, headers: dict[str, str]) -> int:
         """POST ``body`` to ``address`` + ``path``; the answer's status (its body is read
         and dropped). ``PeerError`` when the peer cannot be reached or is too slow."""
-        parts = urlsplit(address)
-        target = parts.path.rstrip("/") + path
+        target = _split(address)[2].rstrip("/") + path
         for attempt in (1, 2):
             connection, reused = self._connection(address)
             try:
@@ -69,12 +68,9 @@ class PeerConnections:
         found = mine.get(address)
         if found is not None:
             return found, True
-        parts = urlsplit(address)
-        secure = parts.scheme == "https"
-        kind = http.client.HTTPSConnection if secure else http.client.HTTPConnection
-        if not parts.hostname:
-            raise PeerError(f"not a peer's address: {address!r}")
-        connection = kind(parts.hostname, parts.port, timeout=self.timeout)
+        scheme, (host, port), _ = _split(address)
+        kind = http.client.HTTPSConnection if scheme == "https" else http.client.HTTPConnection
+        connection = kind(host, port, timeout=self.timeout)
         with self._lock:
             if self._closed:
                 raise PeerError("the forwarder is stopping")
@@ -90,3 +86,16 @@ class PeerConnections:
         with self._lock:
             if connection in self._all:
                 self._all.remove(connection)
+
+
+def _split(address: str) -> tuple[str, tuple[str, int | None], str]:
+    """``(scheme, (host, port), path)`` of a peer's address; ``PeerError`` for one that is
+    not a URL this can call (a Lease written by hand, a bad ``--advertise-address``)."""
+    try:
+        parts = urlsplit(address)
+        port = parts.port
+    except ValueError as exc:
+        raise PeerError(f"not a peer's address: {address!r} ({exc})") from exc
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise PeerError(f"not a peer's address: {address!r}")
+    return parts.scheme, (parts.hostname, port), parts.path

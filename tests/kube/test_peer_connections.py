@@ -177,3 +177,13 @@ def test_closing_ends_every_threads_connections_and_refuses_new_ones(peers: list
     assert all(connection.sock is None for connection in kept)
     with pytest.raises(PeerError):
         post(connections, peer)
+
+
+@pytest.mark.parametrize(
+    "address", ["http://127.0.0.1:notaport", "127.0.0.1:8080", "ftp://127.0.0.1", "http://[::1"]
+)
+def test_an_address_that_is_no_peers_url_is_an_error_not_a_crash(address: str) -> None:
+    connections = PeerConnections(timeout=1.0)
+    with pytest.raises(PeerError, match="not a peer's address"):
+        connections.post(address, "/internal/v1/keys", b"{}", {})
+    connections.close()
