@@ -262,6 +262,8 @@ class Connection(asyncio.Protocol):
     async def send(self, request: bytes) -> tuple[str, str]:
         """``(status, result)`` of the answer to ``request``."""
         assert self.transport is not None
+        if self.transport.is_closing():  # closed by the daemon while idle: no answer would come
+            raise ConnectionResetError("the daemon closed the connection")
         self.answer = asyncio.get_running_loop().create_future()
         self.transport.write(request)
         whole = await asyncio.wait_for(self.answer, 60)
