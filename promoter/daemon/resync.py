@@ -24,7 +24,9 @@ is healed
   settled commit or a settled environment's pull requests.
 
 A repository whose mirror was never refreshed (the first start) has all its strategies
-enqueued at once, and its mirror is cloned by their reconciles, in parallel.
+enqueued at once, and the mirrors of those repositories are cloned ahead of their
+reconciles, one at a time, in the order their strategies were queued
+(``MirrorPool.refresh_ahead``).
 """
 
 from __future__ import annotations
@@ -61,6 +63,8 @@ class ResyncCounts:
     swept: list[str] = field(default_factory=list)
     """Quiet strategies whose turn it is, spread over the next interval."""
     unreachable: list[str] = field(default_factory=list)
+    first: list[Repository] = field(default_factory=list)
+    """Repositories whose mirrors were never refreshed: cloned ahead of their reconciles."""
 
 
 @dataclass
@@ -104,6 +108,8 @@ class Resync:
             names = by_repo.get(repo.name)
             if names and self.owns(repo.name):
                 self._repository(repo, names, turn=turn, started=started, counts=counts)
+        if counts.first:
+            self.mirrors.refresh_ahead(counts.first)
         interval = self.config.daemon.resync_interval
         self.queue.add_spread(counts.spread, interval, soft=True)
         self.queue.add_spread(counts.swept, interval, start=1)
@@ -136,6 +142,7 @@ class Resync:
         if not self.mirrors.refreshed(repo.name):
             self.mirrors.invalidate(repo.name)
             self._enqueue(names, counts)
+            counts.first.append(repo)
             return
         try:
             moved = self.mirrors.poll(repo)

@@ -135,9 +135,15 @@ class GitMirror(BareRepository):
             return {ref: sha for sha, ref in pairs if ref.startswith(MIRRORED)}
 
     def refresh(self) -> bool:
-        """Fetch when the remote's refs differ from the mirror's; whether it fetched."""
+        """Fetch when the remote's refs differ from the mirror's; whether anything moved.
+
+        A mirror that holds no ref yet is cloned without asking the remote first: the
+        clone says what it holds (and of an empty remote, that it holds nothing)."""
         with self._lock:
             self.ensure()
+            if not self._cached_refs():
+                self.fetch()
+                return bool(self._cached_refs())
             if self.remote_refs() == self._cached_refs():
                 return False
             self.fetch()

@@ -4,20 +4,28 @@ A mirror is refreshed (``ls-remote``, then a fetch if anything moved) when it wa
 invalidated since its last refresh (a webhook, the ref poller or our own merge
 said something moved) or when its last refresh is older than ``max_age`` (a minute).
 Thread-safe: refreshes of one mirror are serialised by the mirror's own lock.
+
+A first start refreshes (clones) the mirrors *ahead* of the reconciles that read them,
+one at a time in a thread of its own (``refresh_ahead``): the reconciles take one core
+for the whole start, a clone's git processes the other, and no worker waits for a
+clone while the others wait for its mirror's lock.
 """
 
 from __future__ import annotations
 
 import functools
+import logging
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from promoter.config import Repository
 from promoter.git import GitMirror
+
+log = logging.getLogger("promoter.mirrors")
 
 MAX_AGE = 60.0
 """A mirror not refreshed for this long is refreshed before it is read. Only a safety
@@ -54,6 +62,8 @@ class MirrorPool:
         self._mirrors: dict[str, GitMirror] = {}
         self._fresh: dict[str, _Freshness] = {}
         self._guard = threading.Lock()
+        self._ahead: list[threading.Event] = []
+        """One event per ``refresh_ahead`` under way, set to stop it."""
 
     def get(self, repo: Repository) -> GitMirror:
         with self._guard:
@@ -80,8 +90,41 @@ class MirrorPool:
         its mirrors' ``cat-file`` processes would otherwise run until they are collected."""
         with self._guard:
             mirrors = list(self._mirrors.values())
+            for stop in self._ahead:
+                stop.set()
+            self._ahead.clear()
         for mirror in mirrors:
             mirror.close()
+
+    def refresh_ahead(self, repos: Sequence[Repository]) -> threading.Thread:
+        """Refresh ``repos`` in order, one at a time, in a thread of its own (returned,
+        started): a first start's reconciles, queued in the same order, find their
+        mirrors cloned. A failure is left to those reconciles, which refresh again and
+        say why. ``close`` stops it between two repositories."""
+        stop = threading.Event()
+        with self._guard:
+            self._ahead.append(stop)
+
+        def run() -> None:
+            try:
+                for repo in repos:
+                    if stop.is_set():
+                        return
+                    try:
+                        self.fresh(repo)
+                    except Exception as exc:
+                        log.info(
+                            "not refreshed ahead",
+                            extra={"repository": repo.name, "error": str(exc)},
+                        )
+            finally:
+                with self._guard:
+                    if stop in self._ahead:
+                        self._ahead.remove(stop)
+
+        thread = threading.Thread(target=run, name="refresh-ahead", daemon=True)
+        thread.start()
+        return thread
 
     def has_tip(self, name: str, branch: str, sha: str) -> bool:
         """Whether mirror ``name`` already has ``branch`` at ``sha`` (memory only, no git)."""

@@ -122,11 +122,21 @@ def test_a_relative_local_path_is_a_valid_url(
 
 def test_an_unreachable_remote_raises_a_git_error(tmp_path: Path) -> None:
     with GitMirror(name="gone", url=str(tmp_path / "nowhere.git"), root=tmp_path) as mirror:
-        with pytest.raises(GitError, match="ls-remote"):
+        # A mirror with no ref yet clones (git says "does not exist") without an ls-remote.
+        with pytest.raises(GitError, match=r"clone .*does not exist|does not appear to be a git"):
             mirror.refresh()
-        # A mirror with no ref yet clones (git says "does not exist"); later ones fetch.
         with pytest.raises(GitError, match=r"does not exist|does not appear to be a git"):
             mirror.fetch()
+
+
+def test_a_remote_gone_after_the_clone_fails_the_refreshs_ls_remote(
+    tmp_path: Path, remote: GitSandbox
+) -> None:
+    with GitMirror(name="moved", url=remote.url, root=tmp_path / "state") as mirror:
+        assert mirror.refresh() is True
+        remote.path.rename(tmp_path / "elsewhere.git")
+        with pytest.raises(GitError, match="ls-remote"):
+            mirror.refresh()
 
 
 @pytest.mark.parametrize(
@@ -175,7 +185,8 @@ def test_an_environment_callable_is_read_for_every_command_that_reaches_the_remo
         mirror.refresh()
         seen = len(calls)
         mirror.refresh()
-        assert seen >= 2 and len(calls) == seen + 1  # an idle refresh: one command
+        assert seen == 1  # the first refresh: the clone alone
+        assert len(calls) == seen + 1  # an idle refresh: one command
         main = remote.branch_sha("main") or ""
         mirror.tree_sha(main)
         mirror.log(None, main)
