@@ -61,8 +61,10 @@ CONNECTIONS = [1, 8, 32]
 
 def _receiver_app(state_dir: str) -> Any:
     """The receivers as the daemon mounts them (``promoter.http.app.build_app``): a POST to
-    a webhook path goes straight to its receiver."""
+    a webhook path goes straight to its receiver, in a process whose garbage collector is
+    set as the daemon's (``promoter.daemon.collector``)."""
     from promoter.config import Config
+    from promoter.daemon import collector
     from promoter.http.direct import DirectPostApp
     from promoter.state.statuses import StatusCache
     from promoter.state.tracking import ShaIndex
@@ -89,6 +91,7 @@ def _receiver_app(state_dir: str) -> Any:
             "webhooks": {"github": {"secrets": [{"fromEnv": SECRET_ENV}]}},
         }
     )
+    collector.tune()  # the process's collector, as the daemon sets it when it starts
     queued: set[str] = set()
     routes = build_routes(
         config=config,

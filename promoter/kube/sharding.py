@@ -251,13 +251,22 @@ class Sharding:
         ``TAKE_OVER_SPREAD`` each, and those ``at_rest`` (their status says every
         environment is up to date) over ``AT_REST_SPREAD``: the work webhooks bring
         meanwhile never waits behind a whole shard's reads, nor shares the CPU with
-        all of them at once."""
+        all of them at once. Their mirrors are refreshed ahead of those reads, the
+        repositories of the urgent ones first (``MirrorPool.refresh_ahead``): one this
+        replica never held is cloned there, not by a reconcile other workers wait for."""
         for repo in repositories:
             runtime.pr_cache.forget_repository(repo)
             runtime.status_cache.forget_repository(repo)
             runtime.mirrors.invalidate(repo)
-        keys = [s.name for s in runtime.config.promotion_strategies if s.repository in repositories]
+        strategies = [
+            s for s in runtime.config.promotion_strategies if s.repository in repositories
+        ]
+        keys = [s.name for s in strategies]
         first = [k for k in keys if k in urgent]
+        named = {s.repository for s in strategies if s.name in urgent}
+        known = {r.name: r for r in runtime.config.repositories if r.name in repositories}
+        ahead = sorted(known, key=lambda name: (name not in named, name))
+        runtime.mirrors.refresh_ahead([known[name] for name in ahead])
         active = [k for k in keys if k not in urgent and k not in at_rest]
         resting = [k for k in keys if k not in urgent and k in at_rest]
         for key in active + resting:

@@ -161,3 +161,47 @@ def test_a_stopping_replica_annotates_its_webhooks_work_before_it_releases_its_s
         ]
         assert annotated and released, writes
         assert annotated[0] < min(released), writes
+
+
+class RecordingMirrors:
+    def __init__(self) -> None:
+        self.invalidated: list[str] = []
+        self.ahead: list[list[str]] = []
+
+    def invalidate(self, name: str) -> None:
+        self.invalidated.append(name)
+
+    def refresh_ahead(self, repos: list[Any]) -> None:
+        self.ahead.append([r.name for r in repos])
+
+
+def test_a_take_over_refreshes_its_mirrors_ahead_the_urgent_strategies_repositories_first() -> None:
+    cfg = config({"a": "r1", "b": "r2", "web": "r3", "c": "r3", "kept": "r4"})
+    lease = LeaseSettings(namespace="ns", lease_duration=5, renew_deadline=3, retry_period=1)
+    sharding = Sharding(
+        Kube(loopback_client("http://127.0.0.1:9")),
+        lease,
+        ShardSettings(count=64),
+        "me",
+        config=lambda: cfg,
+        fallback=lambda keys: None,
+        moved=lambda: None,
+    )
+    mirrors = RecordingMirrors()
+    forgets = SimpleNamespace(forget_repository=lambda name: None)
+    enqueued: list[list[str]] = []
+    runtime = SimpleNamespace(
+        config=cfg,
+        queue=WorkQueue(),
+        mirrors=mirrors,
+        pr_cache=forgets,
+        status_cache=forgets,
+        settled=SimpleNamespace(unsettle=lambda key: None),
+        enqueue=enqueued.append,
+    )
+    sharding.take_over(
+        cast(ClusterRuntime, runtime), {"r1", "r2", "r3"}, urgent={"web"}, at_rest={"b"}
+    )
+    assert mirrors.ahead == [["r3", "r1", "r2"]]  # not r4: still another replica's
+    assert sorted(mirrors.invalidated) == ["r1", "r2", "r3"]
+    assert enqueued == [["web"]]
