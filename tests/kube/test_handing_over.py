@@ -88,10 +88,10 @@ def config(strategies: dict[str, str]) -> Config:
     )
 
 
-def test_a_shard_handed_over_passes_on_its_webhooks_work_not_its_background_reads() -> None:
-    cfg = config({"web": "r1", "resync": "r1", "other": "r2", "elsewhere": "r3"})
+def alone(cfg: Config) -> Sharding:
+    """A replica's sharding with no API server behind it (nothing is started)."""
     lease = LeaseSettings(namespace="ns", lease_duration=5, renew_deadline=3, retry_period=1)
-    sharding = Sharding(
+    return Sharding(
         Kube(loopback_client("http://127.0.0.1:9")),
         lease,
         ShardSettings(count=64),
@@ -100,6 +100,11 @@ def test_a_shard_handed_over_passes_on_its_webhooks_work_not_its_background_read
         fallback=lambda keys: None,
         moved=lambda: None,
     )
+
+
+def test_a_shard_handed_over_passes_on_its_webhooks_work_not_its_background_reads() -> None:
+    cfg = config({"web": "r1", "resync": "r1", "other": "r2", "elsewhere": "r3"})
+    sharding = alone(cfg)
     assert sharding.shard_of("r1") != sharding.shard_of("r3")
     queue = WorkQueue()
     queue.add_many(["resync", "elsewhere", "web"])  # the resync's reads, then a webhook's
@@ -177,16 +182,7 @@ class RecordingMirrors:
 
 def test_a_take_over_refreshes_its_mirrors_ahead_the_urgent_strategies_repositories_first() -> None:
     cfg = config({"a": "r1", "b": "r2", "web": "r3", "c": "r3", "kept": "r4"})
-    lease = LeaseSettings(namespace="ns", lease_duration=5, renew_deadline=3, retry_period=1)
-    sharding = Sharding(
-        Kube(loopback_client("http://127.0.0.1:9")),
-        lease,
-        ShardSettings(count=64),
-        "me",
-        config=lambda: cfg,
-        fallback=lambda keys: None,
-        moved=lambda: None,
-    )
+    sharding = alone(cfg)
     mirrors = RecordingMirrors()
     forgets = SimpleNamespace(forget_repository=lambda name: None)
     enqueued: list[list[str]] = []
