@@ -5,10 +5,10 @@ invalidated since its last refresh (a webhook, the ref poller or our own merge
 said something moved) or when its last refresh is older than ``max_age`` (a minute).
 Thread-safe: refreshes of one mirror are serialised by the mirror's own lock.
 
-A first start refreshes (clones) the mirrors *ahead* of the reconciles that read them,
-one at a time in a thread of its own (``refresh_ahead``): the reconciles take one core
-for the whole start, a clone's git processes the other, and no worker waits for a
-clone while the others wait for its mirror's lock.
+A first start, and a replica taking shards over, refresh (clone) the mirrors *ahead*
+of the reconciles that read them, one at a time in a thread of their own
+(``refresh_ahead``): the reconciles take one core, a clone's git processes the other,
+and no worker waits for a clone while the others wait for its mirror's lock.
 """
 
 from __future__ import annotations
