@@ -291,19 +291,26 @@ class Cluster:
 
     # --- acting through any replica ----------------------------------------------------
 
-    def post_any(self, path: str, body: dict[str, Any], timeout: float = 60.0) -> None:
-        """POST to a random live replica; again elsewhere while refused (503) or closed."""
+    def post_any(
+        self, path: str, body: dict[str, Any], timeout: float = 60.0
+    ) -> list[tuple[str, str, float]]:
+        """POST to a random live replica; again elsewhere while refused (503) or closed.
+        Each try, as ``(replica, its answer or error, seconds it took)``."""
         deadline = time.monotonic() + timeout
         last = "no answer"
+        tries: list[tuple[str, str, float]] = []
         while True:
             names = self.live()
             name = random.choice(names)
+            started = time.monotonic()
             try:
                 answer = self.http.post(self.replicas[name].address + path, json=body)
+                tries.append((name, str(answer.status_code), round(time.monotonic() - started, 3)))
                 if answer.status_code in (201, 202):
-                    return
+                    return tries
                 last = f"{answer.status_code} from {name}: {answer.text[:200]}"
             except (httpx.HTTPError, KeyError) as exc:
+                tries.append((name, type(exc).__name__, round(time.monotonic() - started, 3)))
                 last = f"{type(exc).__name__} from {name}"
             if time.monotonic() > deadline:
                 raise TimeoutError(f"POST {path} was never accepted; last: {last}")

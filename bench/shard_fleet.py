@@ -77,6 +77,8 @@ class Change:
     accepted: float | None = None
     """When a replica accepted the ``ci`` status (after any 503 retries)."""
     merged: float | None = None
+    tries: list[tuple[str, str, float]] = field(default_factory=list)
+    """The ``ci`` status's posts: (replica, its answer or error, seconds it took)."""
 
     def story(self) -> dict[str, Any]:
         """When each step happened (epoch seconds), for the slowest and the lost."""
@@ -88,6 +90,7 @@ class Change:
             "gated": round(self.gated, 3) if self.gated else None,
             "accepted": round(self.accepted, 3) if self.accepted else None,
             "merged": round(self.merged, 3) if self.merged else None,
+            "tries": [list(t) for t in self.tries],
         }
 
 

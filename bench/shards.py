@@ -94,7 +94,7 @@ class Stream:
             change.gated = time.time()
             path = f"/api/v1/repositories/{change.repo}/commits/{change.sha}/statuses"
             try:
-                self.cluster.post_any(path, {"key": "ci", "phase": "success"})
+                change.tries = self.cluster.post_any(path, {"key": "ci", "phase": "success"})
                 change.accepted = time.time()
             except TimeoutError as exc:  # counted as lost, and said why
                 print(f"change {i}: {exc}", file=sys.stderr, flush=True)

@@ -46,6 +46,8 @@ class WorkQueue:
         self._dirty: set[str] = set()
         self._urgent: set[str] = set()
         """Keys hurried and not yet handed out (a webhook's, a person's)."""
+        self._taken_urgent: set[str] = set()
+        """Keys handed out while hurried, until done."""
         self._delayed: list[tuple[float, int, str]] = []
         self._due: dict[str, float] = {}
         self._failures: dict[str, int] = {}
@@ -198,7 +200,9 @@ class WorkQueue:
                 if self._ready:
                     key = self._ready.popleft()
                     self._queued.discard(key)
-                    self._urgent.discard(key)
+                    if key in self._urgent:
+                        self._urgent.discard(key)
+                        self._taken_urgent.add(key)
                     self._firm.pop(key, None)
                     self._processing.add(key)
                     QUEUE_DEPTH.set(len(self._ready))
@@ -212,6 +216,7 @@ class WorkQueue:
         """The caller finished ``key``; if it was added meanwhile, it is queued again."""
         with self._cond:
             self._processing.discard(key)
+            self._taken_urgent.discard(key)
             if key in self._dirty:
                 self._dirty.discard(key)
                 self._add_locked(key)
@@ -250,6 +255,12 @@ class WorkQueue:
         """The keys ready to run now, in order (for handing them to another replica)."""
         with self._cond:
             return list(self._ready)
+
+    def hurried(self, key: str) -> bool:
+        """Whether ``key``, handed out and not done, was hurried when it was handed out
+        or since: a webhook's or a person's work, not a background read."""
+        with self._cond:
+            return key in self._taken_urgent or key in self._urgent
 
     def urgent(self) -> list[str]:
         """The hurried keys waiting to run, in order (for handing them to another

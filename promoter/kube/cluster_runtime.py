@@ -70,8 +70,11 @@ class ClusterRuntime(Runtime):
         return super().view(name)
 
     def _reconcile(self, key: str) -> Outcome:
-        """Reconcile ``key``; one that is not ours any more goes to its owner (whatever
-        brought it may still be waiting) and is dropped here."""
+        """Reconcile ``key``; one that is not ours any more is dropped here, and goes to
+        its owner when a webhook or a person brought it (they may still be waiting). A
+        background read (a resync's, a take-over's, a timer's) is not passed on: the
+        owner's take-over reads every strategy of the shard, and a key passed on is run
+        first there, ahead of the work webhooks bring it."""
         try:
             if not self._mine(key):
                 raise NotOwner(f"strategy {key} is worked on by another replica now")
@@ -80,7 +83,8 @@ class ClusterRuntime(Runtime):
             finally:
                 self._reconciled(key, self.reconciler.views.get(key))
         except NotOwner:
-            self._forward([key], False)
+            if self.queue.hurried(key):
+                self._forward([key], False)
             raise
 
     def _split(self, keys: Iterable[str]) -> tuple[list[str], list[str]]:

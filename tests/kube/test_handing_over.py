@@ -201,3 +201,34 @@ def test_a_take_over_refreshes_its_mirrors_ahead_the_urgent_strategies_repositor
     assert mirrors.ahead == [["r3", "r1", "r2"]]  # not r4: still another replica's
     assert sorted(mirrors.invalidated) == ["r1", "r2", "r3"]
     assert enqueued == [["web"]]
+
+
+def test_a_key_found_not_ours_is_passed_on_only_when_a_webhook_or_a_person_brought_it(
+    tmp_path: Path,
+) -> None:
+    """A background read (a resync's, a take-over's) of a strategy whose shard moved is
+    dropped: the owner's take-over reads it, and a key passed on runs first there."""
+    cfg = config({"web": "r1", "resync": "r1", "timer": "r1"})
+    cfg = cfg.model_copy(
+        update={"daemon": cfg.daemon.model_copy(update={"state_dir": str(tmp_path)})}
+    )
+    forwarded: list[list[str]] = []
+    runtime = ClusterRuntime(
+        cfg,
+        plugins={},
+        observers=[],
+        mine=lambda key: False,  # every shard moved away meanwhile
+        forward=lambda keys, wake: forwarded.append(keys),
+        reconciled=lambda key, view: None,
+    )
+    try:
+        runtime.queue.add_many(["resync", "web", "timer"])
+        runtime.queue.hurry(["web"])
+        for _ in range(3):
+            key = runtime.queue.get(0)
+            assert key is not None
+            runtime.workers.process(key)
+            runtime.queue.done(key)
+        assert forwarded == [["web"]]
+    finally:
+        runtime.close()

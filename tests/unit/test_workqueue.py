@@ -261,3 +261,23 @@ def test_a_hurried_key_that_is_dropped_when_its_worker_ends_is_not_urgent_any_mo
     q.done("k")
     assert q.urgent() == []
     assert q.ready() == []
+
+
+def test_a_key_handed_out_says_whether_it_was_hurried_until_it_is_done() -> None:
+    q = WorkQueue()
+    q.add_many(["background", "webhook", "later"])
+    q.hurry(["webhook"])
+    assert q.get(0) == "webhook"
+    assert q.hurried("webhook")
+    assert q.get(0) == "background"
+    assert not q.hurried("background")
+    q.add("background")  # a status for it arrives while a worker has it
+    q.hurry(["background"])
+    assert q.hurried("background")
+    q.done("webhook")
+    assert not q.hurried("webhook")
+    q.done("background")  # queued again, first: hurried until handed out and done
+    assert q.get(0) == "background"
+    assert q.hurried("background")
+    q.done("background")
+    assert not q.hurried("background")
