@@ -47,7 +47,7 @@ class ReplicaApp:
         body: dict[str, Any] = {"status": "ok"}
         code = 200
         if path == "/readyz":
-            ready = c.synced()
+            ready = c.ready()
             body = {
                 "ready": ready,
                 "leader": c.leading(),

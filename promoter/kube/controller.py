@@ -138,6 +138,8 @@ class Controller:
         )
         self._wake = threading.Event()
         self._stop = threading.Event()
+        self._configured = threading.Event()
+        """Set once the runtime's configuration was built from what was listed."""
         self._thread = threading.Thread(target=self._run, name="kube-controller", daemon=True)
 
     # --- lifecycle ---------------------------------------------------------------------
@@ -182,6 +184,12 @@ class Controller:
     def synced(self) -> bool:
         return all(w.synced.is_set() for w in self.watchers.values())
 
+    def ready(self) -> bool:
+        """Listed everything, and built the runtime's configuration from it: until then a
+        request about any strategy or repository would be answered as if it did not
+        exist (404), so the replica must not be sent any (``/readyz``)."""
+        return self.synced() and self._configured.is_set()
+
     def leading(self) -> bool:
         return self.elector.is_leader()
 
@@ -223,6 +231,7 @@ class Controller:
         if self._config_dirty:
             self._config_dirty = False
             self._rebuild()
+        self._configured.set()
         if self.sharding is not None:
             self._step_sharded(leading)
             return

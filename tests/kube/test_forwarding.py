@@ -109,7 +109,7 @@ def test_readyz_is_ready_on_every_replica_and_says_which_one_leads(tmp_path: Pat
         a.start()
         wait_until(a.leading, what="a to lead")
         b.start()
-        wait_until(b.synced, what="b to list everything")
+        wait_until(b.ready, what="b to list everything and build its configuration")
         answers: dict[str, Any] = {}
         for name, replica in (("a", a), ("b", b)):
             response = TestClient(ReplicaApp(replica)).get("/readyz")
@@ -119,3 +119,22 @@ def test_readyz_is_ready_on_every_replica_and_says_which_one_leads(tmp_path: Pat
                 response.headers["x-promoter-leader"],
             )
         assert answers == {"a": (True, "true"), "b": (False, "false")}
+
+
+def test_a_replica_that_listed_everything_is_not_ready_before_its_configuration_is_built(
+    tmp_path: Path,
+) -> None:
+    """Between its listing and its configuration a replica knows no strategy: a request
+    sent to it then was answered 404 (seen in a rolling restart); it is not ready yet."""
+    with fake_cluster(tmp_path) as cluster:
+        a = cluster.replica("a")
+        for watcher in a.watchers.values():
+            watcher.synced.set()  # listed; its controller has not run a step yet
+        client = TestClient(ReplicaApp(a))
+        response = client.get("/readyz")
+        assert response.status_code == 503
+        assert json.loads(response.text)["ready"] is False
+        a._step()  # builds the configuration from what was listed
+        assert a.ready()
+        assert client.get("/readyz").status_code == 200
+        a._stop.set()  # never started: nothing for the cluster to stop
