@@ -230,7 +230,11 @@ class Controller:
         leading = self.leading()
         if self._config_dirty:
             self._config_dirty = False
-            self._rebuild()
+            try:
+                self._rebuild()
+            except Exception:
+                self._config_dirty = True  # tried again on the next step, not ready before
+                raise
         self._configured.set()
         if self.sharding is not None:
             self._step_sharded(leading)
@@ -282,19 +286,22 @@ class Controller:
                 extra={"object": f"{key[0]}/{key[1]}/{key[2]}", "error": problem},
             )
         changed = assembled.config != self.assembled.config
-        before, self.assembled = self.assembled, assembled
+        before = self.assembled
         if changed:
             log.info(
                 "configuration changed",
                 extra={"strategies": len(assembled.config.promotion_strategies)},
             )
-            old, self.runtime = self.runtime, self._runtime(assembled.config)
+            runtime = self._runtime(assembled.config)  # if this fails, nothing was swapped
+            old, self.runtime, self.assembled = self.runtime, runtime, assembled
             old.close()
             if self._works():
                 self.runtime.start()
                 if self.sharding is not None:
                     self._share_budgets()
             self.commit_statuses.config_changed(before.config, assembled.config)
+        else:
+            self.assembled = assembled  # the same configuration; its problems may differ
         if self.leading():
             self._write_ready_statuses()
         if self._works() and not changed:

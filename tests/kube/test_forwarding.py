@@ -11,11 +11,11 @@ from typing import Any
 import pytest
 
 from promoter.cli.hydrate import hydrate
-from promoter.cli.sandbox import commit_files, init_bare
+from promoter.cli.sandbox import GitOpsRepo, commit_files, init_bare
 from promoter.config import Config
 from promoter.kube.app import ReplicaApp
 from promoter.kube.resources import REFRESH_ANNOTATION
-from tests.kube.cluster import NS, Cluster, fake_cluster, wait_until
+from tests.kube.cluster import NS, Cluster, fake_cluster, local_objects, wait_until
 from tests.webhooks.helpers import GITHUB_FIXTURES, TestClient
 from webhooks.verify import GitHubSignature
 
@@ -138,3 +138,29 @@ def test_a_replica_that_listed_everything_is_not_ready_before_its_configuration_
         assert a.ready()
         assert client.get("/readyz").status_code == 200
         a._stop.set()  # never started: nothing for the cluster to stop
+
+
+def test_a_configuration_whose_build_failed_is_built_again_and_not_ready_before(
+    tmp_path: Path,
+) -> None:
+    """Building the runtime for new objects can fail (a plugin that cannot be made yet):
+    the replica keeps its configuration, stays not ready and tries again on its next
+    step, where it once dropped the change until the next watch event and reported
+    ready with no strategy known."""
+    repo = GitOpsRepo.create(tmp_path, ["environment/dev", "environment/staging"])
+    made: list[int] = []
+
+    def flaky(plugin: Any) -> Any:
+        made.append(1)
+        if len(made) == 1:
+            raise RuntimeError("the provider's plugin cannot be built yet")
+        return plugin
+
+    with fake_cluster(tmp_path) as cluster:
+        local_objects(cluster, repo.path)
+        a = cluster.replica("a", scm=flaky)
+        a.start()
+        wait_until(a.ready, what="the replica ready")
+        assert len(made) >= 2  # the failed build was tried again
+        assert a.runtime.config.strategy("team.guestbook") is not None
+        assert a.assembled.config is a.runtime.config
