@@ -91,9 +91,11 @@ class Cluster:
         self.logs = root / "logs"
         self.logs.mkdir()
         self.replicas: dict[str, Replica] = {}
+        self.serving: set[str] = set()
+        """The replicas a Service would send requests to: ready, not stopping."""
         self.timeline: list[tuple[float, str, str]] = []
+        """(epoch seconds, started | ready | SIGTERM | stopped | SIGKILL, replica)"""
         self.cpu_samples: list[dict[str, Any]] = []
-        """(epoch seconds, started | stopped | killed, replica)"""
         self.store = LocalStore(self.scm / "local-scm.sqlite3")
         self.http = httpx.Client(timeout=10)
         self._n = 0
@@ -125,11 +127,15 @@ class Cluster:
         self.replicas[name] = Replica(name, port, proc)
         wait_for(lambda: _answers(f"http://127.0.0.1:{port}/healthz"), timeout=120, what=name)
         self.timeline.append((time.time(), "started", name))
+        wait_for(lambda: _answers(f"http://127.0.0.1:{port}/readyz"), timeout=120, what=name)
+        self.serving.add(name)  # a Service's endpoints: only once its readiness probe passes
+        self.timeline.append((time.time(), "ready", name))
         return name
 
     def stop(self, name: str) -> None:
         """SIGTERM, as Kubernetes ends a pod; wait for the process to exit."""
         replica = self.replicas.pop(name)
+        self.serving.discard(name)
         self.timeline.append((time.time(), "SIGTERM", name))
         replica.proc.send_signal(signal.SIGTERM)
         replica.proc.wait(120)
@@ -137,6 +143,7 @@ class Cluster:
 
     def kill(self, name: str) -> None:
         replica = self.replicas.pop(name)
+        self.serving.discard(name)
         self.timeline.append((time.time(), "SIGKILL", name))
         replica.proc.send_signal(signal.SIGKILL)
         replica.proc.wait(30)
@@ -294,13 +301,14 @@ class Cluster:
     def post_any(
         self, path: str, body: dict[str, Any], timeout: float = 60.0
     ) -> list[tuple[str, str, float]]:
-        """POST to a random live replica; again elsewhere while refused (503) or closed.
-        Each try, as ``(replica, its answer or error, seconds it took)``."""
+        """POST to a random ready replica, as through a Service; again elsewhere while
+        refused (503) or closed. Each try, as ``(replica, its answer or error, seconds
+        it took)``."""
         deadline = time.monotonic() + timeout
         last = "no answer"
         tries: list[tuple[str, str, float]] = []
         while True:
-            names = self.live()
+            names = sorted(self.serving) or self.live()
             name = random.choice(names)
             started = time.monotonic()
             try:

@@ -187,8 +187,13 @@ class Controller:
     def ready(self) -> bool:
         """Listed everything, and built the runtime's configuration from it: until then a
         request about any strategy or repository would be answered as if it did not
-        exist (404), so the replica must not be sent any (``/readyz``)."""
-        return self.synced() and self._configured.is_set()
+        exist (404), so the replica must not be sent any (``/readyz``). Sharded, it has
+        also joined (warmed up, its first round of the shard Leases done): until then
+        it knows no shard's holder, and would hold every request it cannot answer itself
+        until its warm-up ends."""
+        if not (self.synced() and self._configured.is_set()):
+            return False
+        return self.sharding is None or self.sharding.coordinator.rounds > 0
 
     def leading(self) -> bool:
         return self.elector.is_leader()

@@ -15,7 +15,9 @@
   strategy's audit (``/api/v1/audit?strategy=``, ``/audit?strategy=``), and
   the writes (``POST .../statuses``, ``POST /api/v1/strategies/{name}/{operation}``) are
   passed to the owner when it is another replica (``shard_pass``), so that they act
-  where the work is done, after the owner's own checks of the caller.
+  where the work is done, after the owner's own checks of the caller. One that comes
+  while the shard moves waits for its next owner (up to ``MOVE_WAIT``), then is
+  refused 503 with ``Retry-After``.
 
 What this module answers goes through the same browser guard as the daemon's own
 routes (the Host check and the security headers). Everything else falls through to
@@ -27,6 +29,7 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+import time
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
@@ -56,6 +59,10 @@ AUDIT = ("/api/v1/audit", "/audit")
 """Passed to the owner when they ask for one strategy's audit (``?strategy=``)."""
 LOCAL = "/api/v1/strategies?scope=local"
 BROWSER = ("origin", "sec-fetch-site", "sec-fetch-mode", "sec-fetch-dest")
+MOVE_WAIT = 5.0
+"""Seconds a request about a strategy whose shard is moving waits for its next owner."""
+MOVE_POLL = 0.02
+"""Seconds between two looks at the shard's holder while it moves."""
 """Headers a browser sends with a fetch (and a form), which a replica never does."""
 
 Answer = Callable[[Request], Awaitable[Response]]
@@ -87,7 +94,7 @@ class ShardRoutes:
         if scope["method"] == "POST" and scope["path"] in FREEZES:
             await self._freeze(scope, receive, send)
             return True
-        answer = self._route(Request(scope))
+        answer = await self._settled(lambda: self._route(Request(scope)))
         if answer is None:
             return False
 
@@ -115,18 +122,12 @@ class ShardRoutes:
 
             async def answer(request: Request) -> Response:
                 return await everywhere(scope, body, app=app, others=others, pass_on=self._pass_to)
-        elif runtime.mine(strategy):
-            await app(scope, again, send)
-            return
         else:
-            located = self.sharding.locate(strategy)
-            if located is None or not located[1] or located[0] == self.sharding.identity:
-                answer = self._changing
-            else:
-                address = located[1]
-
-                async def answer(request: Request) -> Response:
-                    return await self._pass_to(request, address)
+            found = await self._settled(lambda: self._strategy_route(strategy))
+            if found is None:
+                await app(scope, again, send)
+                return
+            answer = found
 
         async def respond(scope: Scope, receive: Receive, send: Send) -> None:
             response = await answer(Request(scope, receive))
@@ -272,19 +273,24 @@ class ShardRoutes:
         path = request.url.path
         name = request.query_params.get("strategy") if path in AUDIT else None
         if (match := STRATEGY.match(path)) and runtime.config.strategy(match[1]) is not None:
-            if runtime.mine(match[1]):
-                return None
-            located = self.sharding.locate(match[1])
-        elif name is not None and runtime.config.strategy(name) is not None:
-            if runtime.mine(name):
-                return None
-            located = self.sharding.locate(name)
-        elif (match := STATUSES.match(path)) and request.method == "POST":
+            return self._strategy_route(match[1])
+        if name is not None and runtime.config.strategy(name) is not None:
+            return self._strategy_route(name)
+        if (match := STATUSES.match(path)) and request.method == "POST":
             if self.sharding.fence.owns(match[1]) or not runtime.has_repository(match[1]):
                 return None
-            located = self.sharding.locate_repository(match[1])
-        else:
+            return self._to_owner(self.sharding.locate_repository(match[1]))
+        return None
+
+    def _strategy_route(self, strategy: str) -> Answer | None:
+        """None when this replica works on ``strategy``, else how its owner answers."""
+        if self.controller.runtime.mine(strategy):
             return None
+        return self._to_owner(self.sharding.locate(strategy))
+
+    def _to_owner(self, located: tuple[str, str] | None) -> Answer:
+        """Passed to the replica ``located`` (identity, address); ``_changing`` while
+        its shard has no holder that can answer (a move under way)."""
         if located is None or not located[1] or located[0] == self.sharding.identity:
             return self._changing
         address = located[1]
@@ -293,6 +299,20 @@ class ShardRoutes:
             return await self._pass_to(request, address)
 
         return passed
+
+    async def _settled(self, route: Callable[[], Answer | None]) -> Answer | None:
+        """``route()`` once the shard it names has a holder: a request that arrives while
+        its shard moves (the old owner finishing its writes, the next one taking the
+        Lease, tens of milliseconds to a few seconds) waits for the move to end, up to
+        ``MOVE_WAIT``, rather than being refused at once: a CI job's status post in a
+        rolling update is answered, not told to try again (few retry). Past the wait,
+        ``_changing`` (503, ``Retry-After``)."""
+        answer = route()
+        deadline = time.monotonic() + MOVE_WAIT
+        while answer == self._changing and time.monotonic() < deadline:
+            await asyncio.sleep(MOVE_POLL)
+            answer = route()
+        return answer
 
     async def _changing(self, request: Request) -> Response:
         return unavailable("the replica that works on it is changing")

@@ -4,10 +4,12 @@
 from __future__ import annotations
 
 import json
+import threading
 import uuid
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
 from promoter.cli.hydrate import hydrate
@@ -15,7 +17,9 @@ from promoter.cli.sandbox import GitOpsRepo, commit_files, init_bare
 from promoter.config import Config
 from promoter.kube.app import ReplicaApp
 from promoter.kube.resources import REFRESH_ANNOTATION
+from promoter.kube.sharding import Sharding
 from tests.kube.cluster import NS, Cluster, fake_cluster, local_objects, wait_until
+from tests.kube.shard_helpers import fleet
 from tests.webhooks.helpers import GITHUB_FIXTURES, TestClient
 from webhooks.verify import GitHubSignature
 
@@ -164,3 +168,32 @@ def test_a_configuration_whose_build_failed_is_built_again_and_not_ready_before(
         assert len(made) >= 2  # the failed build was tried again
         assert a.runtime.config.strategy("team.guestbook") is not None
         assert a.assembled.config is a.runtime.config
+
+
+def test_a_sharded_replica_is_not_ready_before_it_has_joined(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A new sharded replica warms up (clones the repositories of the shards it is about
+    to be given) before it joins; until it has, it knows no shard's holder and would
+    hold every request about another replica's strategy (seen in a rolling restart:
+    status posts held 2 s by a replica reported ready): it is not ready."""
+    warming, warmed = threading.Event(), threading.Event()
+    warm_up = Sharding.warm_up
+
+    def slow(self: Sharding, runtime: Any, shards: set[str]) -> None:
+        warming.set()
+        warmed.wait(10)
+        warm_up(self, runtime, shards)
+
+    monkeypatch.setattr(Sharding, "warm_up", slow)
+    with fake_cluster(tmp_path) as cluster:
+        fleet(cluster, tmp_path, 2)
+        a = cluster.sharded("a")
+        readyz = cluster.addresses["a"] + "/readyz"
+        wait_until(warming.is_set, what="a warming up")
+        assert a.synced() and a._configured.is_set()
+        assert not a.ready()
+        assert httpx.get(readyz).status_code == 503
+        warmed.set()
+        wait_until(a.ready, what="a joined")
+        assert httpx.get(readyz).status_code == 200

@@ -14,6 +14,7 @@ import pytest
 
 from promoter.cli.client import ApiClient
 from promoter.cli.status_table import render
+from promoter.kube import shard_api
 from promoter.kube.controller import Controller
 from promoter.kube.peers import PATH, SIGNATURE, sign
 from promoter.kube.resources import REFRESH_ANNOTATION
@@ -184,3 +185,44 @@ def test_a_webhooks_key_that_is_not_ours_any_more_when_its_turn_comes_goes_to_it
         b.runtime.queue.hurry([key])
         wait_until(lambda: seen, what="the key at its owner")
         assert seen[0][1] == [key]
+
+
+def test_a_status_posted_while_its_shard_moves_waits_for_the_next_owner(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A CI job's status post reaching a replica while the repository's shard has no
+    holder (the old owner finishing its writes, the next one taking the Lease) is held
+    until the move ends and then passed on, not refused at once; past ``MOVE_WAIT`` it
+    is refused 503 with ``Retry-After``."""
+    with fake_cluster(tmp_path) as cluster:
+        a, b, strategy = two_replicas(cluster, tmp_path)
+        repo = f"{NS}.repo-{strategy.removeprefix('app-')}"
+        view = a.runtime.view(f"{NS}.{strategy}")
+        assert view is not None and view.snapshot is not None
+        sha = view.snapshot.environments[0].active.hydrated_sha
+        url = f"{cluster.addresses['b']}/api/v1/repositories/{repo}/commits/{sha}/statuses"
+        body = {"key": "ci", "phase": "success", "force": True}
+        sharding = b.sharding
+        assert sharding is not None
+        locate = sharding.locate_repository
+        moved_at = time.monotonic() + 0.5
+
+        def moving(repository: str) -> tuple[str, str] | None:
+            return None if time.monotonic() < moved_at else locate(repository)
+
+        monkeypatch.setattr(sharding, "locate_repository", moving)
+        started = time.monotonic()
+        answer = httpx.post(url, json=body, headers=JSON, timeout=10)
+        assert answer.status_code == 201, answer.text
+        assert time.monotonic() - started >= 0.5
+        assert answer.json()["enqueued"] == [f"{NS}.{strategy}"]
+        assert [s.key for s in a.runtime.status_cache.get(repo, sha) or []] == ["ci"]
+
+        monkeypatch.setattr(shard_api, "MOVE_WAIT", 0.3)
+        monkeypatch.setattr(sharding, "locate_repository", lambda repository: None)
+        started = time.monotonic()
+        answer = httpx.post(url, json=body, headers=JSON, timeout=10)
+        assert answer.status_code == 503
+        assert answer.headers["retry-after"] == "1"
+        assert "changing" in answer.json()["error"]
+        assert 0.3 <= time.monotonic() - started < 3
