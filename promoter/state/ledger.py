@@ -54,9 +54,17 @@ NO_REF = "0" * 40
 ATTEMPTS = 4
 PARSED = 1 << 17
 """Ledger notes kept parsed (every environment's, at 10,000 strategies x 4 environments)."""
-AT_TIP = 512
-"""Per repository, the notes read at its ledger's current tip kept found (a reconcile
-reads the same few, its environments' and the freezes of every scope, many times)."""
+AT_TIP = PARSED
+"""Per repository, the notes read at its ledger's current tip, kept found until the tip
+moves (a reconcile reads its environments' and the freezes of every scope many times,
+and a pass over the repository's strategies reads every note): a bound below the
+notes a repository holds made such a pass read each note again (512 at 200 strategies
+x 4 environments a repository: five reads a strategy more, a third of a warm
+reconcile's time). The values are those of the parsed notes, shared."""
+
+NO_NOTE = EnvLedger()
+"""The ledger of a key with no note yet (frozen: one for all of them, kept at the tip
+for most freeze scopes of a fleet)."""
 
 log = logging.getLogger("promoter.ledger")
 
@@ -219,7 +227,7 @@ class GitLedger:
     def _parse(self, mirror: GitMirror, sha: str) -> EnvLedger:
         found = mirror.note_object(LEDGER_REF, sha)
         if found is None or not found[1]:
-            return EnvLedger()
+            return NO_NOTE
         blob, data = found
         parsed = self._parsed.get(blob)
         if parsed is not None:

@@ -304,6 +304,35 @@ def test_one_note_read_again_at_the_same_tip_is_read_from_git_once(
     assert len(reads) == 1  # the tip moved: read anew, once
 
 
+def test_a_pass_over_a_large_repositorys_notes_reads_each_from_git_once_per_tip(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A warm pass reconciles every strategy of a repository, each reading its
+    environments' notes and the freeze scopes': at 200 strategies x 4 environments a
+    bound of 512 notes kept at the tip made every pass read each of them from git again.
+    Notes that do not exist are one shared empty ledger, not one object each."""
+    gitops = GitOpsRepo.create(tmp_path)
+    mirror, ledger = fresh_reader(gitops, tmp_path / "a")
+    ledger.update(mirror, "s0", "dev", lambda led: led.with_hold(hold("2" * 40)))
+    keys = [(f"s{i}", env) for i in range(300) for env in ("dev", "prod", "*")]
+    reads: list[str] = []
+    real = mirror.note_object
+
+    def counted(ref: str, sha: str) -> tuple[str, bytes] | None:
+        reads.append(sha)
+        return real(ref, sha)
+
+    monkeypatch.setattr(mirror, "note_object", counted)
+    first = [ledger.read(mirror, s, e) for s, e in keys]
+    assert len(reads) == len(keys) == 900
+    assert len(first[0].holds) == 1
+    assert first[1] is first[2] is first[-1] == EnvLedger()  # no note: one shared value
+    reads.clear()
+    again = [ledger.read(mirror, s, e) for s, e in keys]
+    assert reads == []  # the tip did not move: nothing read from git again
+    assert again == first
+
+
 def test_notes_read_back_are_kept_by_their_blob_and_share_the_views_field_sets(
     tmp_path: Path,
 ) -> None:
