@@ -34,11 +34,17 @@ def scm_problem(what: str, exc: ScmError) -> JSONResponse:
     return response
 
 
+MOVED = "x-promoter-moved"
+"""On ``moved``'s answer: nothing was written, the replica that received the request
+may send it on to the repository's next owner."""
+
+
 def moved(exc: NotOwner | HoldLapsed) -> JSONResponse:
     """Kubernetes mode, sharded: the repository moved to another replica meanwhile (or
     this replica's hold on it lapsed for a moment)."""
     response = problem(503, f"{exc}; try again")
     response.headers["Retry-After"] = "1"
+    response.headers[MOVED] = "1"
     return response
 
 

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import re
 import time
 from collections.abc import Awaitable, Callable
@@ -37,10 +38,11 @@ import httpx
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
-from starlette.types import Receive, Scope, Send
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from promoter.http import Api
 from promoter.http.guard import BrowserGuard, json_only
+from promoter.http.problems import MOVED
 from promoter.http.views import strategy_summary
 from promoter.kube.assignment import loads
 from promoter.kube.leases import shard_lease
@@ -48,10 +50,12 @@ from promoter.kube.peers import KEYS, SIGNATURE, sign, verify
 from promoter.kube.peers import PATH as KEYS_PATH
 from promoter.kube.shard_freeze import PATHS as FREEZES
 from promoter.kube.shard_freeze import body_of, everywhere, named_strategy
-from promoter.kube.shard_pass import PASSED, pass_on, receive_passed, unavailable
+from promoter.kube.shard_pass import PASSED, pass_on, receive_passed, replay, unavailable
 
 if TYPE_CHECKING:
     from promoter.kube.controller import Controller
+
+log = logging.getLogger("promoter.kube.shard_api")
 
 STRATEGY = re.compile(r"^/(?:api/v1/strategies|dashboard|strategies)/([^/]+)(?:/[a-z-]+)?$")
 STATUSES = re.compile(r"^/api/v1/repositories/([^/]+)/commits/[^/]+/statuses$")
@@ -94,9 +98,13 @@ class ShardRoutes:
         if scope["method"] == "POST" and scope["path"] in FREEZES:
             await self._freeze(scope, receive, send)
             return True
-        answer = await self._settled(lambda: self._route(Request(scope)))
+        route = lambda: self._route(Request(scope))  # noqa: E731
+        answer = await self._settled(route)
         if answer is None:
-            return False
+            if not _movable(scope):
+                return False
+            await self._here_or_next(scope, receive, send, route)
+            return True
 
         async def respond(scope: Scope, receive: Receive, send: Send) -> None:
             response = await answer(Request(scope, receive))
@@ -300,7 +308,42 @@ class ShardRoutes:
 
         return passed
 
-    async def _settled(self, route: Callable[[], Answer | None]) -> Answer | None:
+    async def _here_or_next(
+        self, scope: Scope, receive: Receive, send: Send, route: Callable[[], Answer | None]
+    ) -> None:
+        """A write this replica answers itself; when its shard moves before the write
+        began (``moved``: nothing written), sent on to the next owner, within
+        ``MOVE_WAIT`` in all, instead of a 503 for the caller to retry."""
+        body, _ = await body_of(scope, receive)
+        hosts = self._api().access.hosts
+        if body is None:
+            too_large = JSONResponse({"error": "the body is too large"}, status_code=413)
+            await BrowserGuard(too_large, hosts=hosts)(scope, receive, send)
+            return
+        deadline = time.monotonic() + MOVE_WAIT
+        elsewhere: Answer | None = None
+        while elsewhere is None:
+            app = self.controller.runtime.app
+            assert app is not None
+            answer = await _captured(app, scope, body)
+            if not _says_moved(answer) or time.monotonic() >= deadline:
+                for message in answer:
+                    await send(message)
+                return
+            log.info("moved while answering: sent on", extra={"path": scope["path"]})
+            await asyncio.sleep(MOVE_POLL)
+            elsewhere = await self._settled(route, deadline=deadline)
+        passed = elsewhere
+
+        async def respond(scope: Scope, receive: Receive, send: Send) -> None:
+            response = await passed(Request(scope, receive))
+            await response(scope, receive, send)
+
+        await BrowserGuard(respond, hosts=hosts)(scope, replay(body), send)
+
+    async def _settled(
+        self, route: Callable[[], Answer | None], *, deadline: float | None = None
+    ) -> Answer | None:
         """``route()`` once the shard it names has a holder: a request that arrives while
         its shard moves (the old owner finishing its writes, the next one taking the
         Lease, tens of milliseconds to a few seconds) waits for the move to end, up to
@@ -308,7 +351,7 @@ class ShardRoutes:
         rolling update is answered, not told to try again (few retry). Past the wait,
         ``_changing`` (503, ``Retry-After``)."""
         answer = route()
-        deadline = time.monotonic() + MOVE_WAIT
+        deadline = deadline if deadline is not None else time.monotonic() + MOVE_WAIT
         while answer == self._changing and time.monotonic() < deadline:
             await asyncio.sleep(MOVE_POLL)
             answer = route()
@@ -319,3 +362,28 @@ class ShardRoutes:
 
     async def close(self) -> None:
         await self._client.aclose()
+
+
+def _movable(scope: Scope) -> bool:
+    """A write about one strategy or repository (a status, an operation): what the
+    fence can refuse once it began here, when the shard moves meanwhile."""
+    path = scope["path"]
+    return scope["method"] == "POST" and bool(STATUSES.match(path) or STRATEGY.match(path))
+
+
+async def _captured(app: ASGIApp, scope: Scope, body: bytes) -> list[Message]:
+    """``app``'s answer to the request (with ``body``), kept to be sent or dropped."""
+    messages: list[Message] = []
+
+    async def keep(message: Message) -> None:
+        messages.append(message)
+
+    await app(scope, replay(body), keep)
+    return messages
+
+
+def _says_moved(messages: list[Message]) -> bool:
+    start = next((m for m in messages if m["type"] == "http.response.start"), None)
+    if start is None or start["status"] != 503:
+        return False
+    return any(k.decode("latin-1").lower() == MOVED for k, _ in start.get("headers", []))

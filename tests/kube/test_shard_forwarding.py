@@ -14,6 +14,7 @@ import pytest
 
 from promoter.cli.client import ApiClient
 from promoter.cli.status_table import render
+from promoter.errors import NotOwner
 from promoter.kube import shard_api
 from promoter.kube.controller import Controller
 from promoter.kube.peers import PATH, SIGNATURE, sign
@@ -225,4 +226,46 @@ def test_a_status_posted_while_its_shard_moves_waits_for_the_next_owner(
         assert answer.status_code == 503
         assert answer.headers["retry-after"] == "1"
         assert "changing" in answer.json()["error"]
+        assert 0.3 <= time.monotonic() - started < 3
+
+
+def test_a_write_refused_here_because_its_shard_moved_meanwhile_is_answered_after_the_move(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The replica that works on a repository began a status post, and its fence refused
+    the write because the shard started moving (nothing written): the post is answered
+    once the shard has a holder again (here the same replica, its hold back), not
+    refused 503 for the caller to retry. Past ``MOVE_WAIT``, the 503 says so."""
+    with fake_cluster(tmp_path) as cluster:
+        a, _, strategy = two_replicas(cluster, tmp_path)
+        repo = f"{NS}.repo-{strategy.removeprefix('app-')}"
+        view = a.runtime.view(f"{NS}.{strategy}")
+        assert view is not None and view.snapshot is not None
+        sha = view.snapshot.environments[0].active.hydrated_sha
+        url = f"{cluster.addresses['a']}/api/v1/repositories/{repo}/commits/{sha}/statuses"
+        body = {"key": "ci", "phase": "success", "force": True}
+        post_status = a.runtime.post_status
+        refusals: list[int] = []
+
+        def moving_once(*args: Any, **kwargs: Any) -> Any:
+            if len(refusals) < 2:
+                refusals.append(1)
+                raise NotOwner(f"the shard of {repo} moved meanwhile")
+            return post_status(*args, **kwargs)
+
+        monkeypatch.setattr(a.runtime, "post_status", moving_once)
+        answer = httpx.post(url, json=body, headers=JSON, timeout=10)
+        assert answer.status_code == 201, answer.text
+        assert len(refusals) == 2 and answer.json()["enqueued"] == [f"{NS}.{strategy}"]
+        assert [s.key for s in a.runtime.status_cache.get(repo, sha) or []] == ["ci"]
+
+        def moved(*args: Any, **kwargs: Any) -> Any:
+            raise NotOwner(f"the shard of {repo} moved meanwhile")
+
+        monkeypatch.setattr(a.runtime, "post_status", moved)
+        monkeypatch.setattr(shard_api, "MOVE_WAIT", 0.3)
+        started = time.monotonic()
+        answer = httpx.post(url, json=body, headers=JSON, timeout=10)
+        assert answer.status_code == 503 and answer.headers["retry-after"] == "1"
+        assert "moved meanwhile" in answer.json()["error"]
         assert 0.3 <= time.monotonic() - started < 3
