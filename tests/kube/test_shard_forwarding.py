@@ -43,6 +43,19 @@ def two_replicas(cluster: Cluster, root: Path) -> tuple[Controller, Controller, 
     return a, b, theirs
 
 
+def statuses_of(
+    cluster: Cluster, owner: Controller, strategy: str, *, via: str
+) -> tuple[str, str, str]:
+    """The repository of ``strategy``, the commit its first environment runs, and the URL
+    to post a status on it through replica ``via``."""
+    repo = f"{NS}.repo-{strategy.removeprefix('app-')}"
+    view = owner.runtime.view(f"{NS}.{strategy}")
+    assert view is not None and view.snapshot is not None
+    sha = view.snapshot.environments[0].active.hydrated_sha
+    url = f"{cluster.addresses[via]}/api/v1/repositories/{repo}/commits/{sha}/statuses"
+    return repo, sha, url
+
+
 def annotation(cluster: Cluster, strategy: str) -> Any:
     obj = cluster.fake.get("promotionstrategies", NS, strategy) or {}
     return (obj["metadata"].get("annotations") or {}).get(REFRESH_ANNOTATION)
@@ -197,11 +210,7 @@ def test_a_status_posted_while_its_shard_moves_waits_for_the_next_owner(
     is refused 503 with ``Retry-After``."""
     with fake_cluster(tmp_path) as cluster:
         a, b, strategy = two_replicas(cluster, tmp_path)
-        repo = f"{NS}.repo-{strategy.removeprefix('app-')}"
-        view = a.runtime.view(f"{NS}.{strategy}")
-        assert view is not None and view.snapshot is not None
-        sha = view.snapshot.environments[0].active.hydrated_sha
-        url = f"{cluster.addresses['b']}/api/v1/repositories/{repo}/commits/{sha}/statuses"
+        repo, sha, url = statuses_of(cluster, a, strategy, via="b")
         body = {"key": "ci", "phase": "success", "force": True}
         sharding = b.sharding
         assert sharding is not None
@@ -238,11 +247,7 @@ def test_a_write_refused_here_because_its_shard_moved_meanwhile_is_answered_afte
     refused 503 for the caller to retry. Past ``MOVE_WAIT``, the 503 says so."""
     with fake_cluster(tmp_path) as cluster:
         a, _, strategy = two_replicas(cluster, tmp_path)
-        repo = f"{NS}.repo-{strategy.removeprefix('app-')}"
-        view = a.runtime.view(f"{NS}.{strategy}")
-        assert view is not None and view.snapshot is not None
-        sha = view.snapshot.environments[0].active.hydrated_sha
-        url = f"{cluster.addresses['a']}/api/v1/repositories/{repo}/commits/{sha}/statuses"
+        repo, sha, url = statuses_of(cluster, a, strategy, via="a")
         body = {"key": "ci", "phase": "success", "force": True}
         post_status = a.runtime.post_status
         refusals: list[int] = []

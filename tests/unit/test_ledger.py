@@ -38,6 +38,19 @@ def fresh_reader(gitops: GitOpsRepo, root: Path) -> tuple[GitMirror, GitLedger]:
     return mirror, GitLedger()
 
 
+def note_reads(mirror: GitMirror, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The keys of the ledger notes ``mirror`` reads from git from now on."""
+    reads: list[str] = []
+    real = mirror.note_object
+
+    def counted(ref: str, sha: str) -> tuple[str, bytes] | None:
+        reads.append(sha)
+        return real(ref, sha)
+
+    monkeypatch.setattr(mirror, "note_object", counted)
+    return reads
+
+
 def refuse_ledger_pushes(gitops: GitOpsRepo) -> Path:
     """The remote's pre-receive hook declines every push (a protected ref, a full disk)."""
     hook = gitops.path / "hooks" / "pre-receive"
@@ -285,14 +298,7 @@ def test_one_note_read_again_at_the_same_tip_is_read_from_git_once(
     gitops = GitOpsRepo.create(tmp_path)
     mirror, ledger = fresh_reader(gitops, tmp_path / "a")
     ledger.update(mirror, "s", "dev", lambda led: led.with_hold(hold("2" * 40)))
-    reads: list[str] = []
-    real = mirror.note_object
-
-    def counted(ref: str, sha: str) -> tuple[str, bytes] | None:
-        reads.append(sha)
-        return real(ref, sha)
-
-    monkeypatch.setattr(mirror, "note_object", counted)
+    reads = note_reads(mirror, monkeypatch)
     for _ in range(3):
         assert len(ledger.read(mirror, "s", "dev").holds) == 1
         assert ledger.read(mirror, "*", "*") == EnvLedger()
@@ -315,14 +321,7 @@ def test_a_pass_over_a_large_repositorys_notes_reads_each_from_git_once_per_tip(
     mirror, ledger = fresh_reader(gitops, tmp_path / "a")
     ledger.update(mirror, "s0", "dev", lambda led: led.with_hold(hold("2" * 40)))
     keys = [(f"s{i}", env) for i in range(300) for env in ("dev", "prod", "*")]
-    reads: list[str] = []
-    real = mirror.note_object
-
-    def counted(ref: str, sha: str) -> tuple[str, bytes] | None:
-        reads.append(sha)
-        return real(ref, sha)
-
-    monkeypatch.setattr(mirror, "note_object", counted)
+    reads = note_reads(mirror, monkeypatch)
     first = [ledger.read(mirror, s, e) for s, e in keys]
     assert len(reads) == len(keys) == 900
     assert len(first[0].holds) == 1
