@@ -63,11 +63,11 @@ AUDIT = ("/api/v1/audit", "/audit")
 """Passed to the owner when they ask for one strategy's audit (``?strategy=``)."""
 LOCAL = "/api/v1/strategies?scope=local"
 BROWSER = ("origin", "sec-fetch-site", "sec-fetch-mode", "sec-fetch-dest")
+"""Headers a browser sends with a fetch (and a form), which a replica never does."""
 MOVE_WAIT = 5.0
 """Seconds a request about a strategy whose shard is moving waits for its next owner."""
 MOVE_POLL = 0.02
 """Seconds between two looks at the shard's holder while it moves."""
-"""Headers a browser sends with a fetch (and a form), which a replica never does."""
 
 Answer = Callable[[Request], Awaitable[Response]]
 

@@ -59,8 +59,8 @@ AT_TIP = PARSED
 moves (a reconcile reads its environments' and the freezes of every scope many times,
 and a pass over the repository's strategies reads every note): a bound below the
 notes a repository holds made such a pass read each note again (512 at 200 strategies
-x 4 environments a repository: five reads a strategy more, a third of a warm
-reconcile's time). The values are those of the parsed notes, shared."""
+x 4 environments a repository: five reads from git a strategy more, about a tenth of a
+warm reconcile's time). The values are those of the parsed notes, shared."""
 
 NO_NOTE = EnvLedger()
 """The ledger of a key with no note yet (frozen: one for all of them, kept at the tip
