@@ -37,6 +37,7 @@ from promoter.kube.config_source import (
 )
 from promoter.kube.events import EventRecorder
 from promoter.kube.leader import LeaderElector, LeaseSettings
+from promoter.kube.publisher import Publisher
 from promoter.kube.refresh import RefreshForwarder
 from promoter.kube.resources import REFRESH_ANNOTATION
 from promoter.kube.sharding import Sharding
@@ -92,7 +93,11 @@ class Controller:
         self.index = CommitStatusIndex()
         self.writer = StatusWriter(kube)
         self.forwarder = RefreshForwarder(kube)
-        self.events = EventRecorder(kube, self._strategy_object, instance=settings.identity)
+        self.publisher = Publisher()
+        """Writes statuses and Events off the reconciles (a slow API server holds none)."""
+        self.events = EventRecorder(
+            kube, self._strategy_object, instance=settings.identity, post=self.publisher.append
+        )
         self.elector = LeaderElector(
             kube,
             settings.lease,
@@ -148,6 +153,7 @@ class Controller:
         for watcher in self.watchers.values():
             watcher.start()
         self.forwarder.start()
+        self.publisher.start()
         self._thread.start()
         self.elector.start()
         if self.sharding is not None:
@@ -166,6 +172,8 @@ class Controller:
             return
         if self.sharding is not None and not release:
             self.sharding.stop(release=False)  # as a kill: the Leases stop first
+        if not release:
+            self.publisher.stop(timeout=0, drop=True)
         self.elector.stop(release=release)
         self._stop.set()
         self._wake.set()
@@ -175,6 +183,7 @@ class Controller:
             self.forwarder.flush(timeout=self.settings.lease.renew_deadline)
             self.sharding.coordinator.hand_over_all()
         self.runtime.close()
+        self.publisher.stop(timeout=self.settings.lease.renew_deadline)
         if self.sharding is not None and release:
             self.sharding.stop(release=True)  # what is left, and the member Lease
         for watcher in self.watchers.values():
@@ -377,7 +386,14 @@ class Controller:
         return self.watchers["promotionstrategies"].cache.get(split_name(key))
 
     def _reconciled(self, key: str, view: StrategyView | None) -> None:
+        """A reconcile of ``key`` ended: its status is written on the publisher's thread,
+        from the last view there is when its turn comes."""
+        if view is not None:
+            self.publisher.latest(key, lambda: self._write_status(key))
+
+    def _write_status(self, key: str) -> None:
         obj = self._strategy_object(key)
+        view = self.runtime.reconciler.views.get(key)
         if obj is None or view is None:
             return
         status = strategy_status(obj, view, None)

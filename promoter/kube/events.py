@@ -2,7 +2,9 @@
 
 An observer of the executor (``ActionEvent``) that records an Event on the
 PromotionStrategy object, so ``kubectl describe promotionstrategy`` tells the story.
-Recording never blocks or fails a reconcile.
+Recording never fails a reconcile; given ``post`` (the controller's
+``promoter.kube.publisher.Publisher.append``), it does not wait for the API server either:
+the Event is made in the reconcile and created on the publisher's thread.
 """
 
 from __future__ import annotations
@@ -43,9 +45,11 @@ class EventRecorder:
         *,
         component: str = "promoter",
         instance: str = "",
+        post: Callable[[Callable[[], None]], None] | None = None,
     ) -> None:
         self.kube = kube
         self.lookup = lookup
+        self.post = post
         self.component = component
         self.instance = instance
         self.recorded = 0
@@ -82,8 +86,15 @@ class EventRecorder:
             reporting_component=f"promoter.argoproj.io/{self.component}",
             reporting_instance=self.instance or None,
         )
+        namespace = str(meta.get("namespace"))
+        if self.post is None:
+            self._create(namespace, body)
+        else:
+            self.post(lambda: self._create(namespace, body))
+
+    def _create(self, namespace: str, body: k8s.CoreV1Event) -> None:
         try:
-            self.kube.create_event(str(meta.get("namespace")), body)
+            self.kube.create_event(namespace, body)
             self.recorded += 1
         except KubeError as exc:
-            log.warning("event not recorded", extra={"reason": reason[0], "error": str(exc)})
+            log.warning("event not recorded", extra={"reason": body.reason, "error": str(exc)})

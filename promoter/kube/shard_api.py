@@ -41,7 +41,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from promoter.http import Api
-from promoter.http.guard import BrowserGuard, json_only
+from promoter.http.guard import BrowserGuard, Hosts, json_only
 from promoter.http.problems import MOVED
 from promoter.http.views import strategy_summary
 from promoter.kube.assignment import loads
@@ -100,11 +100,11 @@ class ShardRoutes:
             return True
         route = lambda: self._route(Request(scope))  # noqa: E731
         answer = await self._settled(route)
-        if answer is None:
-            if not _movable(scope):
-                return False
-            await self._here_or_next(scope, receive, send, route)
+        if _movable(scope):
+            await self._until_placed(scope, receive, send, route, answer)
             return True
+        if answer is None:
+            return False
 
         async def respond(scope: Scope, receive: Receive, send: Send) -> None:
             response = await answer(Request(scope, receive))
@@ -308,11 +308,17 @@ class ShardRoutes:
 
         return passed
 
-    async def _here_or_next(
-        self, scope: Scope, receive: Receive, send: Send, route: Callable[[], Answer | None]
+    async def _until_placed(
+        self,
+        scope: Scope,
+        receive: Receive,
+        send: Send,
+        route: Callable[[], Answer | None],
+        answer: Answer | None,
     ) -> None:
-        """A write this replica answers itself; when its shard moves before the write
-        began (``moved``: nothing written), sent on to the next owner, within
+        """A write about one strategy or repository, answered here (``answer`` None) or
+        passed to its owner. When the replica that had it refused it because its shard
+        began to move (``moved``: nothing written), it is sent to the next owner, within
         ``MOVE_WAIT`` in all, instead of a 503 for the caller to retry."""
         body, _ = await body_of(scope, receive)
         hosts = self._api().access.hosts
@@ -321,25 +327,29 @@ class ShardRoutes:
             await BrowserGuard(too_large, hosts=hosts)(scope, receive, send)
             return
         deadline = time.monotonic() + MOVE_WAIT
-        elsewhere: Answer | None = None
-        while elsewhere is None:
-            app = self.controller.runtime.app
-            assert app is not None
-            answer = await _captured(app, scope, body)
-            if not _says_moved(answer) or time.monotonic() >= deadline:
-                for message in answer:
+        while True:
+            messages = await _captured(self._answering(answer, hosts), scope, body)
+            if not _says_moved(messages) or time.monotonic() >= deadline:
+                for message in messages:
                     await send(message)
                 return
             log.info("moved while answering: sent on", extra={"path": scope["path"]})
             await asyncio.sleep(MOVE_POLL)
-            elsewhere = await self._settled(route, deadline=deadline)
-        passed = elsewhere
+            answer = await self._settled(route, deadline=deadline)
+
+    def _answering(self, answer: Answer | None, hosts: Hosts) -> ASGIApp:
+        """The app that answers: this replica's own, or one that passes to ``answer``."""
+        if answer is None:
+            app = self.controller.runtime.app
+            assert app is not None
+            return app
+        passed = answer
 
         async def respond(scope: Scope, receive: Receive, send: Send) -> None:
             response = await passed(Request(scope, receive))
             await response(scope, receive, send)
 
-        await BrowserGuard(respond, hosts=hosts)(scope, replay(body), send)
+        return BrowserGuard(respond, hosts=hosts)
 
     async def _settled(
         self, route: Callable[[], Answer | None], *, deadline: float | None = None

@@ -23,6 +23,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from promoter.http.body import BodyTooLarge, read_body
 from promoter.http.guard import HEADERS
+from promoter.http.problems import MOVED
 from promoter.kube.peers import SIGNATURE, sign, verify
 
 PASSED = "x-promoter-passed-by"
@@ -45,9 +46,10 @@ DROPPED = frozenset(
     }
 )
 """Headers of the caller's request not passed on (hop by hop, or ours to set)."""
-KEPT = ("content-type", "retry-after", "www-authenticate", "cache-control")
+KEPT = ("content-type", "retry-after", "www-authenticate", "cache-control", MOVED)
 """Headers of the owner's answer given to the caller (the entry adds its own security
-headers, as to every answer)."""
+headers, as to every answer); ``MOVED`` tells the replica that passed a write on that the
+owner wrote nothing, its shard moving (``promoter.kube.shard_api``)."""
 
 
 def _signed(method: str, target: str, client: str) -> str:

@@ -116,6 +116,9 @@ class FakeKube:
         self.refused_holders: set[str] = set()  # Lease writes naming them fail (a partition)
         self.broken = False  # every request fails with 500 while set
         self.list_delays: dict[str, float] = {}  # plural -> seconds a list of it takes
+        self.write_delays: dict[str, float] = {}
+        """Seconds a write takes before it is made, by plural (a create, or a write to
+        the object) or ``plural/status`` (a write to its status): a slow API server."""
         self.requests = 0
         self.app = Starlette(
             routes=[
@@ -244,6 +247,7 @@ class FakeKube:
         if not name:
             if request.method == "POST":
                 body = json.loads(await request.body())
+                await asyncio.sleep(self.write_delays.get(plural, 0.0))
                 with self.lock:
                     code, out = self._create(resource, namespace, body)
                 return JSONResponse(out, status_code=code)
@@ -285,6 +289,9 @@ class FakeKube:
     ) -> Response:
         key = (resource, namespace, name)
         raw = await request.body()
+        if request.method != "GET":
+            written = f"{resource[1]}/{sub}" if sub else resource[1]
+            await asyncio.sleep(self.write_delays.get(written, 0.0))
         with self.lock:
             old = self.objects.get(key)
             if old is None:

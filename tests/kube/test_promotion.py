@@ -34,10 +34,11 @@ def ready(cluster: Cluster) -> dict[str, Any] | None:
 
 
 def settle(cluster: Cluster, seconds: float = 0.6) -> None:
-    """Wait until every replica's queue has been idle for ``seconds``."""
+    """Wait until every replica's queue and writes to the API server have been idle for
+    ``seconds``."""
     quiet_since = time.monotonic()
     while time.monotonic() - quiet_since < seconds:
-        if not all(r.runtime.queue.idle() for r in cluster.replicas):
+        if not all(r.runtime.queue.idle() and r.publisher.idle() for r in cluster.replicas):
             quiet_since = time.monotonic()
         time.sleep(0.02)
 
@@ -61,6 +62,43 @@ def test_a_strategy_created_in_the_cluster_promotes_through_the_local_scm(tmp_pa
         assert dev["active"]["commitStatus"]["phase"] == "success"
         reasons = {e["reason"] for e in cluster.fake.items("events")}
         assert {"PromotionOpened", "Promoted"} <= reasons
+
+
+SLOW = 6.0
+"""Seconds the slow API server takes for each status write and each Event."""
+
+
+def merged_once(repo: GitOpsRepo) -> bool:
+    return all(len(git(repo.path, "rev-list", "--merges", branch).split()) == 1 for branch in ENVS)
+
+
+def test_a_slow_api_server_holds_no_promotion_back(tmp_path: Path) -> None:
+    """The status and the Events are written off the reconciles: while every status write
+    and every Event takes SLOW seconds, a change is merged into both environments at the
+    SCM's pace (written in the reconcile, each of the reconciles it takes would wait for
+    them), and the status shows it once the API server is fast again."""
+    repo = GitOpsRepo.create(tmp_path, ENVS)
+    with fake_cluster(tmp_path) as cluster:
+        replica = cluster.replica("a")
+        replica.start()
+        local_objects(cluster, repo.path)
+        first = git(repo.path, "rev-parse", "main")
+        wait_until(lambda: at(cluster, first), what="both environments at the first commit")
+        settle(cluster)
+        cluster.fake.write_delays.update({"promotionstrategies/status": SLOW, "events": SLOW})
+        written = len(cluster.fake.statuses[("promotionstrategies", "guestbook")])
+        started = time.monotonic()
+        change = repo.change("1.1.0", "Bump guestbook", ENVS)
+        wait_until(lambda: merged_once(repo), timeout=SLOW, what="the change merged in both")
+        took = time.monotonic() - started
+        assert not at(cluster, change)  # the status has not caught up: the writes are slow
+        cluster.fake.write_delays.clear()
+        wait_until(lambda: at(cluster, change), what="the status showing the change promoted")
+        settle(cluster)
+        writes = len(cluster.fake.statuses[("promotionstrategies", "guestbook")]) - written
+        print(f"merged in both after {took:.2f} s; {writes} status writes since")
+        reasons = [e["reason"] for e in cluster.fake.items("events")]
+        assert reasons.count("Promoted") == 2  # every Event created, in the end
 
 
 def test_the_status_is_written_once_per_change_and_not_on_an_idle_resync(tmp_path: Path) -> None:

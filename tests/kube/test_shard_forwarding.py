@@ -238,16 +238,19 @@ def test_a_status_posted_while_its_shard_moves_waits_for_the_next_owner(
         assert 0.3 <= time.monotonic() - started < 3
 
 
-def test_a_write_refused_here_because_its_shard_moved_meanwhile_is_answered_after_the_move(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize("via", ["a", "b"])
+def test_a_write_refused_because_its_shard_moved_meanwhile_is_answered_after_the_move(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, via: str
 ) -> None:
-    """The replica that works on a repository began a status post, and its fence refused
-    the write because the shard started moving (nothing written): the post is answered
-    once the shard has a holder again (here the same replica, its hold back), not
-    refused 503 for the caller to retry. Past ``MOVE_WAIT``, the 503 says so."""
+    """The replica that works on a repository began a status post (posted to it, or
+    passed to it by the replica it was posted to), and its fence refused the write
+    because the shard started moving (nothing written, its answer says so): the replica
+    that was asked answers the post once the shard has a holder again (here the same
+    owner, its hold back), not 503 for the caller to retry. Past ``MOVE_WAIT``, the 503
+    says so."""
     with fake_cluster(tmp_path) as cluster:
         a, _, strategy = two_replicas(cluster, tmp_path)
-        repo, sha, url = statuses_of(cluster, a, strategy, via="a")
+        repo, sha, url = statuses_of(cluster, a, strategy, via=via)
         body = {"key": "ci", "phase": "success", "force": True}
         post_status = a.runtime.post_status
         refusals: list[int] = []
