@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -51,6 +52,10 @@ from scm_plugins.protocol import ScmPlugin
 from scm_plugins.registry import build_plugin
 
 log = logging.getLogger("promoter.kube.controller")
+
+REBUILD_RETRY = (1.0, 60.0)
+"""Seconds before building a configuration that failed to build again: the first wait,
+doubled on each failure up to the second (a change of the objects tries again at once)."""
 
 Obj = dict[str, Any]
 KINDS = {
@@ -133,6 +138,9 @@ class Controller:
         self.assembled = Assembled(base)
         self.runtime = self._runtime(base)
         self._config_dirty = True
+        self._rebuild_failures = 0
+        self._rebuild_after = 0.0
+        """Not before this (``time.monotonic``) after a failed build, unless objects change."""
         self.commit_statuses = CommitStatusSync(
             index=self.index,
             writer=self.writer,
@@ -243,12 +251,25 @@ class Controller:
             return
         leading = self.leading()
         if self._config_dirty:
+            now = time.monotonic()
+            if now < self._rebuild_after:
+                return  # not ready meanwhile
             self._config_dirty = False
             try:
                 self._rebuild()
             except Exception:
-                self._config_dirty = True  # tried again on the next step, not ready before
-                raise
+                self._config_dirty = True
+                self._rebuild_failures += 1
+                first, longest = REBUILD_RETRY
+                wait = min(first * 2 ** (self._rebuild_failures - 1), longest)
+                self._rebuild_after = now + wait
+                log.error(
+                    "configuration not built; tried again later",
+                    extra={"failures": self._rebuild_failures, "retry_in_s": wait},
+                    exc_info=True,
+                )
+                return
+            self._rebuild_failures = 0
         self._configured.set()
         if self.sharding is not None:
             self._step_sharded(leading)
@@ -371,6 +392,7 @@ class Controller:
             spec_changed = kind != "MODIFIED" or _generation(obj) != _generation(before)
             if spec_changed:
                 self._config_dirty = True
+                self._rebuild_after = 0.0  # a change may mend what failed to build
                 self._wake.set()
             elif plural == "promotionstrategies" and _refreshed(obj) != _refreshed(before):
                 meta = obj["metadata"]

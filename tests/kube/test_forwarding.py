@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 import uuid
 from pathlib import Path
 from typing import Any
@@ -168,6 +169,39 @@ def test_a_configuration_whose_build_failed_is_built_again_and_not_ready_before(
         assert len(made) >= 2  # the failed build was tried again
         assert a.runtime.config.strategy("team.guestbook") is not None
         assert a.assembled.config is a.runtime.config
+
+
+def test_a_configuration_that_keeps_failing_to_build_is_tried_less_often_and_again_on_a_change(
+    tmp_path: Path,
+) -> None:
+    """A build that fails every time is tried again after 1 s, then 2 s, 4 s (up to a
+    minute), not on every step of the controller (about once a second, and on every
+    watch event), each failure logged with its traceback; a change of the objects, which
+    may mend it, tries again at once."""
+    repo = GitOpsRepo.create(tmp_path, ["environment/dev", "environment/staging"])
+    tries: list[float] = []
+    broken = [True]
+
+    def failing(plugin: Any) -> Any:
+        tries.append(time.monotonic())
+        if broken[0]:
+            raise RuntimeError("the provider's plugin cannot be built")
+        return plugin
+
+    with fake_cluster(tmp_path) as cluster:
+        local_objects(cluster, repo.path)
+        a = cluster.replica("a", scm=failing)
+        a.start()
+        wait_until(lambda: len(tries) >= 3, timeout=10, what="three builds")
+        assert tries[1] - tries[0] >= 1.0 and tries[2] - tries[1] >= 2.0, tries
+        assert not a.ready()
+        broken[0] = False
+        changed = time.monotonic()
+        spec = cluster.fake.get("promotionstrategies", NS, "guestbook")["spec"]  # type: ignore[index]
+        cluster.patch_spec("promotionstrategies", "guestbook", {**spec, "dryBranch": "main"})
+        wait_until(a.ready, what="the replica ready")
+        assert time.monotonic() - changed < 3.0  # not at the next try, 4 s after the last
+        assert a.runtime.config.strategy("team.guestbook") is not None
 
 
 def test_a_sharded_replica_is_not_ready_before_it_has_joined(
