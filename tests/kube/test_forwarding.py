@@ -7,6 +7,7 @@ import json
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -145,6 +146,19 @@ def test_a_replica_that_listed_everything_is_not_ready_before_its_configuration_
         a._stop.set()  # never started: nothing for the cluster to stop
 
 
+def plugin_builds(tries: list[float], *, failing: Callable[[], bool]) -> Callable[[Any], Any]:
+    """A replica's ``scm`` hook: each build of the plugin is noted in ``tries`` (when), and
+    raises while ``failing()`` says so (a plugin that cannot be made yet)."""
+
+    def build(plugin: Any) -> Any:
+        tries.append(time.monotonic())
+        if failing():
+            raise RuntimeError("the provider's plugin cannot be built yet")
+        return plugin
+
+    return build
+
+
 def test_a_configuration_whose_build_failed_is_built_again_and_not_ready_before(
     tmp_path: Path,
 ) -> None:
@@ -153,14 +167,8 @@ def test_a_configuration_whose_build_failed_is_built_again_and_not_ready_before(
     step, where it once dropped the change until the next watch event and reported
     ready with no strategy known."""
     repo = GitOpsRepo.create(tmp_path, ["environment/dev", "environment/staging"])
-    made: list[int] = []
-
-    def flaky(plugin: Any) -> Any:
-        made.append(1)
-        if len(made) == 1:
-            raise RuntimeError("the provider's plugin cannot be built yet")
-        return plugin
-
+    made: list[float] = []
+    flaky = plugin_builds(made, failing=lambda: len(made) == 1)
     with fake_cluster(tmp_path) as cluster:
         local_objects(cluster, repo.path)
         a = cluster.replica("a", scm=flaky)
@@ -181,13 +189,7 @@ def test_a_configuration_that_keeps_failing_to_build_is_tried_less_often_and_aga
     repo = GitOpsRepo.create(tmp_path, ["environment/dev", "environment/staging"])
     tries: list[float] = []
     broken = [True]
-
-    def failing(plugin: Any) -> Any:
-        tries.append(time.monotonic())
-        if broken[0]:
-            raise RuntimeError("the provider's plugin cannot be built")
-        return plugin
-
+    failing = plugin_builds(tries, failing=lambda: broken[0])
     with fake_cluster(tmp_path) as cluster:
         local_objects(cluster, repo.path)
         a = cluster.replica("a", scm=failing)

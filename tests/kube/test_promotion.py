@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from promoter.cli.sandbox import GitOpsRepo, git
+from promoter.kube.controller import Controller
 from tests.kube.cluster import Cluster, fake_cluster, local_objects, wait_until
 from tests.support import git_children
 
@@ -33,6 +34,16 @@ def ready(cluster: Cluster) -> dict[str, Any] | None:
     return next((c for c in status.get("conditions", []) if c["type"] == "Ready"), None)
 
 
+def at_first_commit(cluster: Cluster, repo: GitOpsRepo) -> Controller:
+    """Replica a started on the guestbook objects, both environments at the first commit."""
+    replica = cluster.replica("a")
+    replica.start()
+    local_objects(cluster, repo.path)
+    first = git(repo.path, "rev-parse", "main")
+    wait_until(lambda: at(cluster, first), what="both environments at the first commit")
+    return replica
+
+
 def settle(cluster: Cluster, seconds: float = 0.6) -> None:
     """Wait until every replica's queue and writes to the API server have been idle for
     ``seconds``."""
@@ -46,10 +57,7 @@ def settle(cluster: Cluster, seconds: float = 0.6) -> None:
 def test_a_strategy_created_in_the_cluster_promotes_through_the_local_scm(tmp_path: Path) -> None:
     repo = GitOpsRepo.create(tmp_path, ENVS)
     with fake_cluster(tmp_path) as cluster:
-        cluster.replica("a").start()
-        local_objects(cluster, repo.path)
-        first = git(repo.path, "rev-parse", "main")
-        wait_until(lambda: at(cluster, first), what="both environments at the first commit")
+        at_first_commit(cluster, repo)
         change = repo.change("1.1.0", "Bump guestbook", ENVS)
         wait_until(lambda: at(cluster, change), what="the change promoted to staging")
         for branch in ENVS:
@@ -79,11 +87,7 @@ def test_a_slow_api_server_holds_no_promotion_back(tmp_path: Path) -> None:
     them), and the status shows it once the API server is fast again."""
     repo = GitOpsRepo.create(tmp_path, ENVS)
     with fake_cluster(tmp_path) as cluster:
-        replica = cluster.replica("a")
-        replica.start()
-        local_objects(cluster, repo.path)
-        first = git(repo.path, "rev-parse", "main")
-        wait_until(lambda: at(cluster, first), what="both environments at the first commit")
+        at_first_commit(cluster, repo)
         settle(cluster)
         cluster.fake.write_delays.update({"promotionstrategies/status": SLOW, "events": SLOW})
         written = len(cluster.fake.statuses[("promotionstrategies", "guestbook")])
@@ -130,10 +134,7 @@ def test_the_status_is_written_once_per_change_and_not_on_an_idle_resync(tmp_pat
 def test_an_edit_that_changes_nothing_still_moves_observed_generation(tmp_path: Path) -> None:
     repo = GitOpsRepo.create(tmp_path, ENVS)
     with fake_cluster(tmp_path) as cluster:
-        cluster.replica("a").start()
-        local_objects(cluster, repo.path)
-        first = git(repo.path, "rev-parse", "main")
-        wait_until(lambda: at(cluster, first), what="both environments at the first commit")
+        at_first_commit(cluster, repo)
         spec = cluster.fake.get("promotionstrategies", "team", "guestbook")["spec"]  # type: ignore[index]
         cluster.patch_spec("promotionstrategies", "guestbook", {**spec, "dryBranch": "main"})
         wait_until(
@@ -149,11 +150,7 @@ def test_a_runtime_replaced_by_a_configuration_change_stops_its_git_processes(
     persistent ``cat-file`` processes end with it, not when it is collected."""
     repo = GitOpsRepo.create(tmp_path, ENVS)
     with fake_cluster(tmp_path) as cluster:
-        replica = cluster.replica("a")
-        replica.start()
-        local_objects(cluster, repo.path)
-        first = git(repo.path, "rev-parse", "main")
-        wait_until(lambda: at(cluster, first), what="both environments at the first commit")
+        replica = at_first_commit(cluster, repo)
         old = replica.runtime
         mirror = old.mirrors.get(
             old.config.repository(old.config.promotion_strategies[0].repository)
