@@ -81,13 +81,6 @@ class Publisher:
         with self._cond:
             return not (self._busy or self._latest or self._appended)
 
-    def flush(self, timeout: float) -> bool:
-        """Wait until everything handed over so far is written; False after ``timeout``."""
-        with self._cond:
-            return self._cond.wait_for(
-                lambda: not (self._busy or self._latest or self._appended), timeout
-            )
-
     def stop(self, timeout: float, *, drop: bool = False) -> None:
         """Write what waits (for up to ``timeout`` seconds), then end the thread; with
         ``drop``, what waits is not written (a replica cut off as if killed)."""
@@ -104,7 +97,6 @@ class Publisher:
         """The next write (Events first: they tell what happened, in order); None to end."""
         with self._cond:
             self._busy = False
-            self._cond.notify_all()
             while not (self._latest or self._appended):
                 if self._stopping:
                     return None
