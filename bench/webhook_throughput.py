@@ -19,6 +19,7 @@ counter's), at each connection count in turn, in rounds whose order turns. Print
 JSON line and a readable summary; exits 1 when a target is missed.
 
     python bench/webhook_throughput.py [--duration 6] [--connections 1 --connections 8 ...]
+    python bench/webhook_throughput.py --apps-alone [--rounds 3]   # the apps, no server
 
 Targets (issue #33, target 3; 2-core machine shared with the load generator): at 1, 8
 and 32 connections the receiver's rate >= the minimal receiver's and its server CPU per
@@ -204,6 +205,85 @@ def serve(args: argparse.Namespace) -> None:
         profiler.runcall(server.run)
     finally:
         profiler.dump_stats(str(Path(args.profile) / f"{args.target}.pstats"))
+
+
+def _scope(event: str, body: bytes, signature: str) -> dict[str, Any]:
+    """The ASGI scope uvicorn would give the app for one delivery (a fresh delivery id)."""
+    headers = [
+        (b"host", b"127.0.0.1"),
+        (b"content-type", b"application/json"),
+        (b"x-github-event", event.encode()),
+        (b"x-hub-signature-256", signature.encode()),
+        (b"user-agent", b"GitHub-Hookshot/bench"),
+        (b"x-github-delivery", str(uuid.uuid4()).encode()),
+        (b"content-length", str(len(body)).encode()),
+    ]
+    return {
+        "type": "http",
+        "method": "POST",
+        "path": "/webhooks/github",
+        "root_path": "",
+        "headers": headers,
+        "query_string": b"",
+        "http_version": "1.1",
+        "scheme": "http",
+        "client": ("127.0.0.1", 1),
+        "server": ("127.0.0.1", 2),
+    }
+
+
+def app_alone(args: argparse.Namespace) -> None:
+    """One target's app called in this process, one delivery after another, with no
+    server: prints its microseconds a delivery (the app's own CPU, none of the stack's)."""
+    from webhooks.verify import GitHubSignature
+
+    os.environ[SECRET_ENV] = SECRET
+    signed = []
+    for event, name in PAYLOADS:
+        body = (FIXTURES / name).read_bytes()
+        signed.append((event, body, GitHubSignature.sign(SECRET, body)))
+    app = {"receiver": _receiver_app, "minimal": _minimal_app}[args.target](args.state_dir)
+
+    async def send(message: dict[str, Any]) -> None:
+        return None
+
+    async def drive(count: int) -> float:
+        started = time.perf_counter()
+        for n in range(count):
+            event, body, signature = signed[n % len(signed)]
+            messages = [{"type": "http.request", "body": body, "more_body": False}]
+
+            async def receive(messages: list[dict[str, Any]] = messages) -> dict[str, Any]:
+                return messages.pop() if messages else {"type": "http.disconnect"}
+
+            await app(_scope(event, body, signature), receive, send)
+        return (time.perf_counter() - started) / count * 1e6
+
+    async def run() -> None:
+        await drive(500)  # warm
+        us = round(await drive(args.count), 1)
+        print(json.dumps({"target": args.target, "us_per_request": us}))
+
+    asyncio.run(run())
+
+
+def apps_alone(args: argparse.Namespace) -> dict[str, list[float]]:
+    """Each target's app alone (``app_alone``), in a process and a state directory of its
+    own (a delivery log that starts empty, as the servers' do), in turns."""
+    found: dict[str, list[float]] = {"minimal": [], "receiver": []}
+    for _ in range(args.rounds):
+        for target in found:
+            with tempfile.TemporaryDirectory(prefix="webhook-bench-") as state_dir:
+                out = subprocess.run(
+                    [sys.executable, __file__, "app", target, "--state-dir", state_dir],
+                    capture_output=True,
+                    text=True,
+                    check=True,
+                    cwd=ROOT,
+                    env={**os.environ, "PYTHONPATH": str(ROOT)},
+                ).stdout
+            found[target].append(json.loads(out.splitlines()[-1])["us_per_request"])
+    return found
 
 
 # --- the load generator (this process) ------------------------------------------------
@@ -471,6 +551,15 @@ def main(argv: list[str] | None = None) -> int:
     server.add_argument("--profile", default="")
     server.add_argument("--http", default="auto")
     server.add_argument("--loop", default="auto")
+    alone = sub.add_parser("app", help="(internal) one target's app called with no server")
+    alone.add_argument("target", choices=["receiver", "minimal"])
+    alone.add_argument("--state-dir", required=True)
+    alone.add_argument("--count", type=int, default=20000)
+    parser.add_argument(
+        "--apps-alone",
+        action="store_true",
+        help="only the receivers' apps, called in a process with no server: µs a delivery",
+    )
     parser.add_argument(
         "--duration", type=float, default=6.0, help="seconds per target and connection count"
     )
@@ -491,6 +580,15 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.command == "serve":
         serve(args)
+        return 0
+    if args.command == "app":
+        app_alone(args)
+        return 0
+    if args.apps_alone:
+        found = apps_alone(args)
+        print(json.dumps({"bench": "webhook_throughput", "apps_alone_us": found}))
+        for target, figures in found.items():
+            print(f"{target}: {', '.join(f'{us:g}' for us in figures)} µs a delivery, no server")
         return 0
     args.connections = args.connections or CONNECTIONS
 
