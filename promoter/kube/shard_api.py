@@ -99,9 +99,10 @@ class ShardRoutes:
             await self._freeze(scope, receive, send)
             return True
         route = lambda: self._route(Request(scope))  # noqa: E731
-        answer = await self._settled(route)
+        deadline = time.monotonic() + MOVE_WAIT
+        answer = await self._settled(route, deadline=deadline)
         if _movable(scope):
-            await self._until_placed(scope, receive, send, route, answer)
+            await self._until_placed(scope, receive, send, route, answer, deadline=deadline)
             return True
         if answer is None:
             return False
@@ -131,7 +132,9 @@ class ShardRoutes:
             async def answer(request: Request) -> Response:
                 return await everywhere(scope, body, app=app, others=others, pass_on=self._pass_to)
         else:
-            found = await self._settled(lambda: self._strategy_route(strategy))
+            found = await self._settled(
+                lambda: self._strategy_route(strategy), deadline=time.monotonic() + MOVE_WAIT
+            )
             if found is None:
                 await app(scope, again, send)
                 return
@@ -315,18 +318,20 @@ class ShardRoutes:
         send: Send,
         route: Callable[[], Answer | None],
         answer: Answer | None,
+        *,
+        deadline: float,
     ) -> None:
         """A write about one strategy or repository, answered here (``answer`` None) or
         passed to its owner. When the replica that had it refused it because its shard
-        began to move (``moved``: nothing written), it is sent to the next owner, within
-        ``MOVE_WAIT`` in all, instead of a 503 for the caller to retry."""
+        began to move (``moved``: nothing written), it is sent to the next owner until
+        ``deadline`` (``MOVE_WAIT`` after it arrived, in all), instead of a 503 for the
+        caller to retry."""
         body, _ = await body_of(scope, receive)
         hosts = self._api().access.hosts
         if body is None:
             too_large = JSONResponse({"error": "the body is too large"}, status_code=413)
             await BrowserGuard(too_large, hosts=hosts)(scope, receive, send)
             return
-        deadline = time.monotonic() + MOVE_WAIT
         while True:
             messages = await _captured(self._answering(answer, hosts), scope, body)
             if not _says_moved(messages) or time.monotonic() >= deadline:
@@ -352,16 +357,15 @@ class ShardRoutes:
         return BrowserGuard(respond, hosts=hosts)
 
     async def _settled(
-        self, route: Callable[[], Answer | None], *, deadline: float | None = None
+        self, route: Callable[[], Answer | None], *, deadline: float
     ) -> Answer | None:
         """``route()`` once the shard it names has a holder: a request that arrives while
         its shard moves (the old owner finishing its writes, the next one taking the
-        Lease, tens of milliseconds to a few seconds) waits for the move to end, up to
-        ``MOVE_WAIT``, rather than being refused at once: a CI job's status post in a
-        rolling update is answered, not told to try again (few retry). Past the wait,
-        ``_changing`` (503, ``Retry-After``)."""
+        Lease, tens of milliseconds to a few seconds) waits for the move to end, until
+        ``deadline`` (``MOVE_WAIT`` after it came), rather than being refused at once: a
+        CI job's status post in a rolling update is answered, not told to try again (few
+        retry). Past the wait, ``_changing`` (503, ``Retry-After``)."""
         answer = route()
-        deadline = deadline if deadline is not None else time.monotonic() + MOVE_WAIT
         while answer == self._changing and time.monotonic() < deadline:
             await asyncio.sleep(MOVE_POLL)
             answer = route()

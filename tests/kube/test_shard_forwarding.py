@@ -277,3 +277,34 @@ def test_a_write_refused_because_its_shard_moved_meanwhile_is_answered_after_the
         assert answer.status_code == 503 and answer.headers["retry-after"] == "1"
         assert "moved meanwhile" in answer.json()["error"]
         assert 0.3 <= time.monotonic() - started < 3
+
+
+def test_a_write_waits_for_moves_no_longer_than_move_wait_in_all(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A status post that first waited for its shard to have a holder, then was refused
+    by that holder as moving, waits ``MOVE_WAIT`` in all from when it came, not a fresh
+    ``MOVE_WAIT`` for each of the two waits."""
+    with fake_cluster(tmp_path) as cluster:
+        a, b, strategy = two_replicas(cluster, tmp_path)
+        repo, _, url = statuses_of(cluster, a, strategy, via="b")
+        assert b.sharding is not None
+        locate = b.sharding.locate_repository
+        until = [0.0]
+
+        def moving(repository: str) -> Any:  # no holder until ``until``
+            return None if time.monotonic() < until[0] else locate(repository)
+
+        def moved(*args: Any, **kwargs: Any) -> Any:
+            raise NotOwner(f"the shard of {repo} moved meanwhile")
+
+        monkeypatch.setattr(b.sharding, "locate_repository", moving)
+        monkeypatch.setattr(a.runtime, "post_status", moved)
+        monkeypatch.setattr(shard_api, "MOVE_WAIT", 1.0)
+        started = time.monotonic()
+        until[0] = started + 0.8
+        body = {"key": "ci", "phase": "success", "force": True}
+        answer = httpx.post(url, json=body, headers=JSON, timeout=10)
+        took = time.monotonic() - started
+        assert answer.status_code == 503 and "moved meanwhile" in answer.json()["error"]
+        assert 1.0 <= took < 1.5, took  # 1.8 s when each wait had MOVE_WAIT of its own
