@@ -330,11 +330,13 @@ class Controller:
             runtime = self._runtime(assembled.config)  # if this fails, nothing was swapped
             old, self.runtime, self.assembled = self.runtime, runtime, assembled
             old.close()
+            # before the start, which may raise: the next step starts the workers, but
+            # nothing else would look at these objects again before their retry
+            self.commit_statuses.config_changed(before.config, assembled.config)
             if self._works():
                 self.runtime.start()
                 if self.sharding is not None:
                     self._share_budgets()
-            self.commit_statuses.config_changed(before.config, assembled.config)
         else:
             self.assembled = assembled  # the same configuration; its problems may differ
         if self.leading():

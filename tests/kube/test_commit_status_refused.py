@@ -7,7 +7,7 @@ import itertools
 import subprocess
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -17,11 +17,13 @@ from promoter.cli.sandbox import GitOpsRepo, git
 from promoter.config import Config, Repository
 from promoter.errors import ScmConflict
 from promoter.kube import commit_status_sync
+from promoter.kube.cluster_runtime import ClusterRuntime
 from promoter.kube.config_source import SecretFiles, assemble
 from promoter.kube.resources import COMMIT_STATUS_LABEL
 from promoter.models import CommitStatus
 from scm_plugins.protocol import ScmPlugin
 from tests.kube.cluster import Cluster, fake_cluster, local_objects, wait_until
+from tests.kube.shard_helpers import fleet
 from tests.kube.test_promotion import ENVS, at
 
 UNKNOWN = "3f1e5ab0c2d4e6f8091a2b3c4d5e6f708192a3b4"
@@ -54,6 +56,16 @@ class GitHubLikeStatuses:
             return [at for tried, at in self.tried if tried == sha]
 
 
+def like_github(scms: list[GitHubLikeStatuses]) -> Callable[[ScmPlugin], ScmPlugin]:
+    """Wraps each replica's plugin in ``GitHubLikeStatuses``, kept in ``scms``."""
+
+    def wrap(plugin: ScmPlugin) -> ScmPlugin:
+        scms.append(GitHubLikeStatuses(plugin))
+        return scms[-1]  # type: ignore[return-value]
+
+    return wrap
+
+
 def health(cluster: Cluster, name: str, sha: str, repository: str = "gitops") -> None:
     spec = {"gitRepositoryRef": {"name": repository}, "sha": sha, "phase": "success"}
     cluster.create("commitstatuses", name, spec, labels={COMMIT_STATUS_LABEL: "health"})
@@ -69,13 +81,8 @@ def started(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
     monkeypatch.setattr(commit_status_sync, "FIRST_RETRY", 0.2, raising=False)
     repo = GitOpsRepo.create(tmp_path, ENVS)
     scms: list[GitHubLikeStatuses] = []
-
-    def wrap(plugin: ScmPlugin) -> ScmPlugin:
-        scms.append(GitHubLikeStatuses(plugin))
-        return scms[-1]  # type: ignore[return-value]
-
     with fake_cluster(tmp_path) as cluster:
-        cluster.replica("a", scm=wrap).start()
+        cluster.replica("a", scm=like_github(scms)).start()
         local_objects(cluster, repo.path)
         wait_until(lambda: at(cluster, git(repo.path, "rev-parse", "main")), what="first sync")
         yield cluster, repo, scms
@@ -156,3 +163,46 @@ def test_a_condition_message_keeps_its_quotes(tmp_path: Path) -> None:
     assert assembled.problems[("ScmProvider", "team", "github")] == (
         "Secret creds has no key 'token'"
     )
+
+
+def test_a_refused_status_is_tried_again_on_a_repository_change_though_the_workers_failed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A changed GitRepository builds a new runtime; when its workers fail to start, the
+    build is tried again later and the workers are started by the next step, and the
+    CommitStatus objects of that repository are still looked at again at once, not at
+    their next retry (sharded, nothing else brings them back)."""
+    monkeypatch.setattr(commit_status_sync, "FIRST_RETRY", 30.0, raising=False)
+    scms: list[GitHubLikeStatuses] = []
+    with fake_cluster(tmp_path) as cluster:
+        repos = fleet(cluster, tmp_path, 1)
+        a = cluster.sharded("a", scm=like_github(scms))
+        wait_until(a.ready, what="a joined")
+        health(cluster, "dev-health", UNKNOWN, repository="repo-0")
+        wait_until(
+            lambda: ready(cluster, "dev-health").get("reason") == "MirrorFailed",
+            what="the refusal in the object's condition",
+        )
+        starts: list[float] = []
+        start = ClusterRuntime.start
+
+        def failing_once(self: ClusterRuntime) -> None:
+            starts.append(time.monotonic())
+            if len(starts) == 1:
+                raise RuntimeError("the workers could not start")
+            start(self)
+
+        monkeypatch.setattr(ClusterRuntime, "start", failing_once)
+        tried = len([at for scm in scms for at in scm.attempts(UNKNOWN)])
+        url = str(repos["app-0"].path)
+        cluster.patch_spec(
+            "gitrepositories",
+            "repo-0",
+            {"url": url, "scmProviderRef": {"name": "local"}, "pollInterval": "30s"},
+        )
+        wait_until(lambda: len(starts) >= 2 and a.runtime.started, what="the workers started")
+        wait_until(
+            lambda: len([at for scm in scms for at in scm.attempts(UNKNOWN)]) > tried,
+            timeout=5,
+            what="the refused status tried again, not at its retry 30 s away",
+        )
