@@ -7,6 +7,7 @@ close 2 (comment, then close), comment 1.
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any, Literal
 
 from promoter.config import Repository
@@ -48,6 +49,16 @@ def pull_request(data: dict[str, Any]) -> PullRequest:
     )
 
 
+def _open_match(found: Any, *, head: str, base: str) -> PullRequest | None:
+    """The open pull request for head/base in a page of ``GET /pulls`` (the oldest, when
+    there are several): what a lookup returns, and all the ETag cache keeps of the page
+    (GitHub's JSON of a pull request is about 20 KB once parsed)."""
+    matches = [pr for pr in found or [] if pr["head"]["ref"] == head and pr["base"]["ref"] == base]
+    if not matches:
+        return None
+    return pull_request(min(matches, key=lambda pr: int(pr["number"])))
+
+
 class Pulls:
     """The PullRequests half of the GitHub plugin."""
 
@@ -57,20 +68,16 @@ class Pulls:
 
     def find_open(self, *, repo: Repository, head: str, base: str) -> PullRequest | None:
         owner = repo.full_path.split("/", 1)[0]
-        found = self._api.call(
+        found: PullRequest | None = self._api.call(
             repo,
             "find_pull_request",
             "GET",
             "/pulls",
             params={"state": "open", "head": f"{owner}:{head}", "base": base, "per_page": 10},
             conditional=True,
+            keep=partial(_open_match, head=head, base=base),
         )
-        matches = [
-            pr for pr in found or [] if pr["head"]["ref"] == head and pr["base"]["ref"] == base
-        ]
-        if not matches:
-            return None
-        return pull_request(min(matches, key=lambda pr: int(pr["number"])))
+        return found
 
     def open(
         self,

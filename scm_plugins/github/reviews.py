@@ -27,6 +27,12 @@ def to_review(data: dict[str, Any]) -> Review | None:
     return Review(user=str(user), approved=approved, commit_sha=str(data.get("commit_id") or ""))
 
 
+def _reviews(data: Any) -> list[Review]:
+    """The reviews of a page of ``GET /pulls/{n}/reviews``: what is read, and all the ETag
+    cache keeps of the page."""
+    return [r for r in (to_review(item) for item in data or []) if r is not None]
+
+
 class Reviews:
     """The reviews half of the GitHub plugin."""
 
@@ -41,9 +47,10 @@ class Reviews:
             f"/pulls/{number}/reviews",
             params={"per_page": 100},
             conditional=True,
+            keep=_reviews,
             pr=number,
         )
-        found = [r for r in (to_review(item) for item in data or []) if r is not None]
+        found: list[Review] = list(data)  # the cached list stays as it was
         if not teams:
             return found
         approvers = {r.user for r in found if r.approved}
@@ -59,14 +66,15 @@ class Reviews:
         org = org or repo.full_path.split("/", 1)[0]
         token = self._api.credentials.token(repo=repo)
         try:
-            data = self._api.client.request(
+            active: bool = self._api.client.request(
                 "get_team_membership",
                 "GET",
                 f"/orgs/{org}/teams/{slug}/memberships/{user}",
                 authorization=f"token {token}",
                 conditional=True,
+                keep=lambda data: isinstance(data, dict) and data.get("state") == "active",
                 repo=repo.full_path,
             )
         except ScmNotFound:
             return False
-        return isinstance(data, dict) and data.get("state") == "active"
+        return active

@@ -230,3 +230,19 @@ def test_genuine_pull_request_bodies_map_to_pull_requests(genuine: Genuine) -> N
     merged.update(state="closed", merged=True, merged_at="2011-01-26T19:01:12Z")
     assert pull_request(merged).state is PullRequestState.MERGED
     assert pull_request(merged).merge_sha == merged["merge_commit_sha"]
+
+
+def test_a_lookup_answered_unchanged_is_free_and_the_cache_keeps_only_the_pull_request(
+    plugin: GitHubScm, repo: Repository, fake: FakeGitHub
+) -> None:
+    """The page GitHub answers a lookup with is reduced to the pull request found before
+    it is kept for the next conditional read (each pull request of the page is about
+    20 KB of parsed JSON; a daemon looks up one per environment)."""
+    opened = open_dev(plugin, repo)
+    assert plugin.find_open_pull_request(repo=repo, head=DEV_NEXT, base=DEV) == opened
+    assert plugin.find_open_pull_request(repo=repo, head=DEV_NEXT, base=DEV) == opened
+    lookups = [call.status for call in fake.calls if call.method == "GET" and "/pulls" in call.path]
+    assert lookups[-2:] == [200, 304]
+    kept = [value for _, value in plugin._pulls._api.client._etags.values()]
+    assert opened in kept
+    assert not [value for value in kept if isinstance(value, list)]

@@ -54,3 +54,30 @@ def test_team_membership_is_asked_only_for_approvers(
     assert sorted(asked) == sorted(
         f"/orgs/{owner}/teams/sre/memberships/{user}" for user in ("grace", "ada")
     )
+
+
+def test_reviews_and_memberships_read_again_unchanged_are_free_and_kept_slim(
+    plugin: GitHubScm, repo: Repository, fake: FakeGitHub, sandbox: GitSandbox
+) -> None:
+    """Read a second time, reviews and team memberships are answered 304 and the same as
+    the first time; what the ETag cache keeps of them is what the gate reads (the reviews,
+    whether the membership is active), not GitHub's JSON."""
+    pr = open_dev(plugin, repo)
+    head = sandbox.branch_sha(f"{DEV}-next")
+    owner = FULL_NAME.split("/")[0]
+    fake.teams[(owner, "sre")] = {"grace"}
+    fake.review(FULL_NAME, pr.number, "grace", "APPROVED", head)
+    fake.review(FULL_NAME, pr.number, "ada", "APPROVED", head)
+    first = plugin.get_reviews(repo=repo, number=pr.number, teams=["sre"])
+    again = plugin.get_reviews(repo=repo, number=pr.number, teams=["sre"])
+    assert again == first and {r.user: r.teams for r in first} == {"grace": ("sre",), "ada": ()}
+    reads = [c for c in fake.calls if "/reviews" in c.path or "/memberships/" in c.path]
+    assert sorted((c.path.rsplit("/", 1)[-1], c.status) for c in reads[-3:]) == [
+        ("ada", 404),  # not a member: GitHub answers 404, nothing to keep
+        ("grace", 304),
+        ("reviews", 304),
+    ]
+    kept = [value for _, value in plugin._pulls._api.client._etags.values()]
+    assert not [value for value in kept if isinstance(value, dict)]
+    assert True in kept  # grace's membership
+    assert [[r.user for r in v] for v in kept if isinstance(v, list)] == [["grace", "ada"]]
