@@ -232,10 +232,10 @@ class DeliveryLog:
         with self._batch_lock:
             stored = self._store.count()
             built = IdFilter(2 * max(stored + len(self._pending), self._memory_limit))
-            page = self._store.keys(None, SCAN_PAGE)
-            while page and not self._closed:
+            for page in self._store.pages(SCAN_PAGE):
+                if self._closed:
+                    return
                 built.update(page)
-                page = self._store.keys(page[-1], SCAN_PAGE)
             if self._closed:
                 return
             with self._lock:

@@ -19,7 +19,7 @@ def stored(path: Path) -> set[int]:
     """The keys the SQLite file holds, read by another connection."""
     db = sqlite3.connect(path)
     try:
-        return {int(row[0]) for row in db.execute("SELECT key FROM delivery_keys")}
+        return {int(row[0]) for row in db.execute("SELECT key FROM generation_keys")}
     finally:
         db.close()
 

@@ -6,6 +6,7 @@ import asyncio
 import shutil
 import sqlite3
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 
 from tests.support import wait_for
@@ -189,7 +190,7 @@ def stored(path: Path) -> int:
     """How many ids the SQLite file holds, read by another connection."""
     db = sqlite3.connect(path)
     try:
-        return int(db.execute("SELECT count(*) FROM delivery_keys").fetchone()[0])
+        return int(db.execute("SELECT count(*) FROM generation_keys").fetchone()[0])
     finally:
         db.close()
 
@@ -276,14 +277,14 @@ def test_ids_recorded_while_the_filter_is_built_are_in_it(tmp_path: Path) -> Non
     first.close()
     second = DeliveryLog(tmp_path / "d.sqlite3", memory_limit=5, flush_every=60)
     scanning, resume = threading.Event(), threading.Event()
-    keys = second._store.keys
+    pages = second._store.pages
 
-    def slow_scan(after: int | None, limit: int) -> list[int]:
+    def slow_scan(size: int) -> Iterator[list[int]]:
         scanning.set()
         assert resume.wait(10)
-        return keys(after, limit)
+        yield from pages(size)
 
-    second._store.keys = slow_scan  # type: ignore[method-assign]
+    second._store.pages = slow_scan  # type: ignore[method-assign]
     second._filter_due = True
     second._wake.set()
     assert scanning.wait(10)  # the writer holds the batch lock: these stay pending
