@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from promoter.config import Repository
+from promoter.models import PullRequest
 from scm_plugins.github import GitHubScm
 from scm_plugins.github.reviews import to_review
 from tests.gitrepo import GitSandbox
@@ -38,16 +39,24 @@ def test_reviews_keep_their_order_and_leave_out_comments(
     ]
 
 
+def with_sre_reviews(
+    plugin: GitHubScm, repo: Repository, fake: FakeGitHub, sandbox: GitSandbox
+) -> PullRequest:
+    """A pull request approved by grace, of team ``sre``, and by ada, of no team."""
+    pr = open_dev(plugin, repo)
+    assert pr.head_sha == sandbox.branch_sha(f"{DEV}-next")
+    fake.teams[(FULL_NAME.split("/")[0], "sre")] = {"grace"}
+    fake.review(FULL_NAME, pr.number, "grace", "APPROVED", pr.head_sha)
+    fake.review(FULL_NAME, pr.number, "ada", "APPROVED", pr.head_sha)
+    return pr
+
+
 def test_team_membership_is_asked_only_for_approvers(
     plugin: GitHubScm, repo: Repository, fake: FakeGitHub, sandbox: GitSandbox
 ) -> None:
-    pr = open_dev(plugin, repo)
-    head = sandbox.branch_sha(f"{DEV}-next")
+    pr = with_sre_reviews(plugin, repo, fake, sandbox)
+    fake.review(FULL_NAME, pr.number, "mallory", "CHANGES_REQUESTED", pr.head_sha)
     owner = FULL_NAME.split("/")[0]
-    fake.teams[(owner, "sre")] = {"grace"}
-    fake.review(FULL_NAME, pr.number, "grace", "APPROVED", head)
-    fake.review(FULL_NAME, pr.number, "ada", "APPROVED", head)
-    fake.review(FULL_NAME, pr.number, "mallory", "CHANGES_REQUESTED", head)
     reviews = plugin.get_reviews(repo=repo, number=pr.number, teams=["sre"])
     assert {r.user: r.teams for r in reviews} == {"grace": ("sre",), "ada": (), "mallory": ()}
     asked = [c.path for c in fake.calls if "/memberships/" in c.path]
@@ -62,12 +71,7 @@ def test_reviews_and_memberships_read_again_unchanged_are_free_and_kept_slim(
     """Read a second time, reviews and team memberships are answered 304 and the same as
     the first time; what the ETag cache keeps of them is what the gate reads (the reviews,
     whether the membership is active), not GitHub's JSON."""
-    pr = open_dev(plugin, repo)
-    head = sandbox.branch_sha(f"{DEV}-next")
-    owner = FULL_NAME.split("/")[0]
-    fake.teams[(owner, "sre")] = {"grace"}
-    fake.review(FULL_NAME, pr.number, "grace", "APPROVED", head)
-    fake.review(FULL_NAME, pr.number, "ada", "APPROVED", head)
+    pr = with_sre_reviews(plugin, repo, fake, sandbox)
     first = plugin.get_reviews(repo=repo, number=pr.number, teams=["sre"])
     again = plugin.get_reviews(repo=repo, number=pr.number, teams=["sre"])
     assert again == first and {r.user: r.teams for r in first} == {"grace": ("sre",), "ada": ()}

@@ -52,19 +52,8 @@ def test_a_file_of_the_earlier_layout_is_converted_and_its_ids_are_still_duplica
     tmp_path: Path,
 ) -> None:
     path = tmp_path / "d.sqlite3"
-    db = sqlite3.connect(path)
-    db.executescript(
-        """
-        CREATE TABLE deliveries (id TEXT PRIMARY KEY, received_at REAL NOT NULL) WITHOUT ROWID;
-        CREATE INDEX deliveries_received_at ON deliveries (received_at);
-        """
-    )
     now = 1e9
-    db.executemany(
-        "INSERT INTO deliveries VALUES (?, ?)", [(f"github:{n}", now + n) for n in range(5)]
-    )
-    db.commit()
-    db.close()
+    earlier_file(path, TEXT_IDS, [(f"github:{n}", now + n) for n in range(5)])
     log = DeliveryLog(path, memory_limit=2, clock=lambda: now + 10)
     try:
         assert [n for n in range(5) if log.record(f"github:{n}")] == []
@@ -75,6 +64,36 @@ def test_a_file_of_the_earlier_layout_is_converted_and_its_ids_are_still_duplica
     assert tables == {"generations", "generation_keys"}
     assert rows[delivery_key("github:3")] == now + 3  # the time received is kept
     assert len(rows) == 6
+
+
+TEXT_IDS = (
+    """
+    CREATE TABLE deliveries (id TEXT PRIMARY KEY, received_at REAL NOT NULL) WITHOUT ROWID;
+    CREATE INDEX deliveries_received_at ON deliveries (received_at);
+    """,
+    "deliveries",
+)
+"""The first layout: the ids' text."""
+ONE_TABLE = (
+    """
+    CREATE TABLE delivery_keys (key INTEGER PRIMARY KEY, received_at REAL NOT NULL);
+    CREATE INDEX delivery_keys_received_at ON delivery_keys (received_at);
+    """,
+    "delivery_keys",
+)
+"""The second layout: the ids' keys, in one table."""
+
+
+def earlier_file(path: Path, layout: tuple[str, str], rows: list[tuple[object, float]]) -> None:
+    """A file of an earlier ``layout`` (its schema, its table) holding ``rows``."""
+    schema, table = layout
+    db = sqlite3.connect(path)
+    try:
+        db.executescript(schema)
+        db.executemany(f"INSERT INTO {table} VALUES (?, ?)", rows)
+        db.commit()
+    finally:
+        db.close()
 
 
 def read_file(path: Path) -> tuple[set[str], dict[int, float]]:
@@ -94,20 +113,10 @@ def test_a_file_of_one_table_of_keys_is_converted_into_generations_oldest_first(
     tmp_path: Path,
 ) -> None:
     path = tmp_path / "d.sqlite3"
-    db = sqlite3.connect(path)
-    db.executescript(
-        """
-        CREATE TABLE delivery_keys (key INTEGER PRIMARY KEY, received_at REAL NOT NULL);
-        CREATE INDEX delivery_keys_received_at ON delivery_keys (received_at);
-        """
-    )
     now = 1e9
-    db.executemany(
-        "INSERT INTO delivery_keys VALUES (?, ?)",
-        [(delivery_key(f"github:{n}"), now + n) for n in reversed(range(7))],
+    earlier_file(
+        path, ONE_TABLE, [(delivery_key(f"github:{n}"), now + n) for n in reversed(range(7))]
     )
-    db.commit()
-    db.close()
     store = DeliveryStore(path, generation_keys=3)
     try:
         assert all(store.contains(f"github:{n}") for n in range(7))
