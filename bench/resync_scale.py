@@ -76,7 +76,11 @@ DAEMON = {"resyncInterval": "5m", "settledRecheck": "1h"}
 """The production defaults, spelled out: the sweep takes a twelfth of the quiet strategies."""
 
 
-def fleet_config(fleet: Fleet, state: Path, workers: int | None, *, github: bool = False) -> Any:
+def fleet_config(
+    fleet: Fleet, state: Path, workers: int | None, *, github: bool = False, github_url: str = ""
+) -> Any:
+    """The fleet's configuration on the local SCM, or on GitHub (``github_url``: the API
+    of a GitHub served over plain HTTP on 127.0.0.1)."""
     from promoter.config import Config
 
     daemon: dict[str, Any] = {"stateDir": str(state), **DAEMON}
@@ -85,6 +89,8 @@ def fleet_config(fleet: Fleet, state: Path, workers: int | None, *, github: bool
     provider: dict[str, Any] = {"name": "local", "local": {}}
     if github:
         provider = {"name": "github", "github": {"token": {"fromEnv": GITHUB_TOKEN_ENV}}}
+        if github_url:
+            provider["github"].update(url=github_url, allowInsecure=True)
     return Config.model_validate(
         {
             "scmProviders": [provider],

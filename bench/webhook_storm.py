@@ -2,23 +2,25 @@
 
 A child process runs the daemon as ``promoter serve`` does (uvicorn on 127.0.0.1, its
 lifespan starting the workers) on the GitHub plugin, against the stateful GitHub fake
-in the same process (``tests/scm_github/fake_github.py`` through ``responses``, as in
-``resync_scale``). Every strategy has a new change proposed for its first environment
-(4 environments each, over 10 repositories); the cold start opens its PR, blocked on
-the ``ci`` gate. Then CI reports ``ci`` green on every proposed commit on GitHub, and
-this process plays GitHub's webhooks: over 32 keep-alive connections, paced evenly over
-10 seconds,
+(``tests/scm_github/fake_github.py``) served over HTTP on 127.0.0.1 by another child
+process (``tests/scm_github/fake_server.py``: ETags, 304s and rate-limit headers as
+GitHub's), which also holds the repositories. Every strategy has a new change proposed
+for its first environment (4 environments each, over 10 repositories); the cold start
+opens its PR, blocked on the ``ci`` gate. Then CI reports ``ci`` green on every proposed
+commit on GitHub, and this process plays GitHub's webhooks: over 32 keep-alive
+connections, paced evenly over 10 seconds,
 
 * the 1,000 ``status`` deliveries that matter (``ci`` success on each proposed commit),
 * each of them delivered a second time (GitHub's redelivery: the same delivery id),
 * 8,000 other ``status`` deliveries on the same commits (``lint`` and ``security``,
   pending then success: gates no strategy waits on, which still wake it),
 
-in a shuffled order. It waits until every change is merged (the child counts the
-promoter's merges on the fake), then for the daemon to fall idle, and compares the
-child's resident memory (``/proc``) before and after. The fake keeps no record of the
-calls it answers (``record=False``): the child's memory is the daemon's and the fake's
-state, not a log of the benchmark's own.
+in a shuffled order. It waits until every change is merged (each strategy's first
+environment runs the change, as the daemon sees it), then for the daemon to fall idle,
+and compares the daemon's resident memory (``/proc``) before and after: the daemon's
+alone, GitHub's state and the work of answering it being in the other process (until
+2026-11-27 the fake ran in the daemon's process through ``responses``, its state and
+its garbage counted with the daemon's).
 
     python bench/webhook_storm.py [--strategies 1000] [--deliveries 10000] [--seconds 10]
 
@@ -35,6 +37,7 @@ import asyncio
 import contextlib
 import json
 import os
+import pickle
 import random
 import subprocess
 import sys
@@ -56,23 +59,21 @@ OTHER_KEYS = ("lint", "security")
 # --- the daemon (child process) -------------------------------------------------------
 
 
-def serve(args: argparse.Namespace) -> None:
-    """Build the fleet, start the daemon and the fake, then obey this process's commands
-    on stdin (one word a line): ``ci`` (CI reports green on GitHub), ``merged`` (how many
-    of the promoter's merges the fake saw), ``idle``, ``cpu`` (the process's CPU seconds
-    and its git's), ``stop``."""
-    from promoter.http.loopback import ThreadServer
-    from promoter.wiring import Daemon
+def serve_github(args: argparse.Namespace) -> None:
+    """GitHub's side, in a process of its own: build the fleet (its repositories), serve
+    the stateful fake over HTTP on 127.0.0.1 with every environment's ``health`` green,
+    write the fleet for the daemon's process, then obey commands on stdin: ``ci`` (CI
+    reports green on every proposed commit), ``stop``."""
     from tests.scm_github.fake_github import FakeGitHub
     from tests.scm_github.fake_limits import FakeLimits
+    from tests.scm_github.fake_server import FakeGitHubServer
     from tests.scm_github.genuine import Genuine
 
     common.quiet_logs()
     root = Path(args.root)
     repos = min(REPOS, args.strategies)  # a repository without strategies cannot be built
     fleet = common.Fleet(root / "remotes", args.strategies, repos=repos, pending_every=1).build()
-    os.environ[scale.GITHUB_TOKEN_ENV] = TOKEN
-    os.environ[scale.GITHUB_SECRET_ENV] = scale.GITHUB_SECRET
+    (root / FLEET).write_bytes(pickle.dumps(fleet))
     unlimited = 10**9
     limits = FakeLimits(
         primary=unlimited,
@@ -82,50 +83,78 @@ def serve(args: argparse.Namespace) -> None:
         content_per_hour=unlimited,
     )
     genuine = Genuine(common.ROOT / "tests" / "fixtures")
-    with FakeGitHub(genuine, tokens=(TOKEN,), limits=limits, record=False) as fake:
+
+    def fake(api_url: str) -> FakeGitHub:
+        return FakeGitHub(genuine, base_url=api_url, tokens=(TOKEN,), limits=limits, record=False)
+
+    with FakeGitHubServer(fake) as server:
         for r in range(fleet.repos):
-            fake.add_repository(f"{scale.GITHUB_OWNER}/gitops-{r}", fleet.repo_path(r))
+            server.fake.add_repository(f"{scale.GITHUB_OWNER}/gitops-{r}", fleet.repo_path(r))
         for key, sha in fleet.active.items():
-            fake.post_status(repo_of(fleet, key), sha, "health", "success")
-        config = scale.fleet_config(fleet, root / "state", 0, github=True)
-        daemon = Daemon(config)
-        unbudgeted(daemon.runtime)
-        server = ThreadServer(daemon.app, args.port, name="storm-uvicorn").start(timeout=60)
-        names = fleet.strategy_names()
+            server.fake.post_status(repo_of(fleet, key), sha, "health", "success")
         first = fleet.environments[0]
-        proposed = {name: fleet.proposed[f"{name}/{first}"] for name in names}
-        common.wait_for(
-            lambda: (
-                scale.settled(daemon.runtime, names, None)
-                and all(daemon.runtime.reconciler.view(n) for n in names)
-            ),
-            timeout=args.timeout,
-            what="the cold start",
-            poll=0.1,
-        )
-        answer({"ready": True, "proposed": proposed, "repos": fleet.repos})
+        answer({"url": server.api_url})
         for line in sys.stdin:
             command = line.strip()
             if command == "ci":
-                for name, sha in proposed.items():
-                    fake.post_status(repo_of(fleet, f"{name}/{first}"), sha, "ci", "success")
-                answer({"ci": len(proposed)})
-            elif command == "merged":
-                answer({"merged": merged(daemon.runtime, names, first, fleet)})
-            elif command == "idle":
-                runtime = daemon.runtime
-                views = runtime.reconciler.all_views()
-                errors = sorted(n for n in names if (v := views.get(n)) is None or v.error)
-                answer(
-                    {"idle": runtime.queue.idle() and not runtime.queue.waiting(), "errors": errors}
-                )
-            elif command == "cpu":
-                answer({"cpu_s": common.cpu_seconds()})
+                for name in fleet.strategy_names():
+                    key = f"{name}/{first}"
+                    server.fake.post_status(
+                        repo_of(fleet, key), fleet.proposed[key], "ci", "success"
+                    )
+                answer({"ci": args.strategies})
             elif command == "stop":
                 break
-        server.stop()
 
 
+def serve(args: argparse.Namespace) -> None:
+    """The daemon, on the fleet the GitHub process built, against it over HTTP; then obey
+    this process's commands on stdin (one word a line): ``merged`` (how many strategies
+    run the change in their first environment), ``idle``, ``cpu`` (the process's CPU
+    seconds and its git's), ``stop``."""
+    from promoter.http.loopback import ThreadServer
+    from promoter.wiring import Daemon
+
+    common.quiet_logs()
+    root = Path(args.root)
+    fleet: common.Fleet = pickle.loads((root / FLEET).read_bytes())
+    os.environ[scale.GITHUB_TOKEN_ENV] = TOKEN
+    os.environ[scale.GITHUB_SECRET_ENV] = scale.GITHUB_SECRET
+    config = scale.fleet_config(fleet, root / "state", 0, github=True, github_url=args.github_url)
+    daemon = Daemon(config)
+    unbudgeted(daemon.runtime)
+    server = ThreadServer(daemon.app, args.port, name="storm-uvicorn").start(timeout=60)
+    names = fleet.strategy_names()
+    first = fleet.environments[0]
+    proposed = {name: fleet.proposed[f"{name}/{first}"] for name in names}
+    common.wait_for(
+        lambda: (
+            scale.settled(daemon.runtime, names, None)
+            and all(daemon.runtime.reconciler.view(n) for n in names)
+        ),
+        timeout=args.timeout,
+        what="the cold start",
+        poll=0.1,
+    )
+    answer({"ready": True, "proposed": proposed, "repos": fleet.repos})
+    for line in sys.stdin:
+        command = line.strip()
+        if command == "merged":
+            answer({"merged": merged(daemon.runtime, names, first, fleet)})
+        elif command == "idle":
+            runtime = daemon.runtime
+            views = runtime.reconciler.all_views()
+            errors = sorted(n for n in names if (v := views.get(n)) is None or v.error)
+            answer({"idle": runtime.queue.idle() and not runtime.queue.waiting(), "errors": errors})
+        elif command == "cpu":
+            answer({"cpu_s": common.cpu_seconds()})
+        elif command == "stop":
+            break
+    server.stop()
+
+
+FLEET = "fleet.pickle"
+"""The fleet the GitHub process built, for the daemon's process."""
 TOKEN = "ghp_storm00000000000000000000000000000000"
 
 
@@ -325,10 +354,11 @@ async def storm(port: int, items: list[bytes], seconds: float, connections: int)
 
 
 class Child:
-    """The daemon's process: commands on its stdin, one JSON answer a line on its stdout."""
+    """A process of this benchmark's (the daemon's, or GitHub's): commands on its stdin,
+    one JSON answer a line on its stdout."""
 
-    def __init__(self, args: argparse.Namespace, root: str, port: int) -> None:
-        command = [sys.executable, __file__, "--child", "--root", root, "--port", str(port)]
+    def __init__(self, args: argparse.Namespace, root: str, *role: str) -> None:
+        command = [sys.executable, __file__, *role, "--root", root]
         command += ["--strategies", str(args.strategies), "--timeout", str(args.timeout)]
         self.proc = subprocess.Popen(
             command,
@@ -345,7 +375,7 @@ class Child:
             if line.startswith("{"):
                 found: dict[str, Any] = json.loads(line)
                 return found
-        raise RuntimeError(f"the daemon's process exited ({self.proc.wait()})")
+        raise RuntimeError(f"the benchmark's process exited ({self.proc.wait()})")
 
     def ask(self, command: str) -> dict[str, Any]:
         assert self.proc.stdin is not None
@@ -388,15 +418,18 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
 
     with tempfile.TemporaryDirectory(prefix="bench-storm-") as root:
         port = free_port()
-        started = time.perf_counter()
-        child = Child(args, root, port)
+        github = Child(args, root, "--github")
+        child: Child | None = None
         try:
+            url = github.read()["url"]
+            started = time.perf_counter()
+            child = Child(args, root, "--child", "--port", str(port), "--github-url", url)
             ready = child.read()
             cold_s = time.perf_counter() - started
             settle(child, args.timeout)
             rss_before = child.rss_mb()
             items = requests(deliveries(ready["proposed"], ready["repos"], args.deliveries))
-            child.ask("ci")
+            github.ask("ci")
             daemon_cpu = child.ask("cpu")["cpu_s"]
             storm_started = time.perf_counter()
             sender_cpu = common.cpu_seconds()
@@ -415,7 +448,9 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
             rss_after = child.rss_mb()
             merged_count = child.ask("merged")["merged"]
         finally:
-            child.stop()
+            if child is not None:
+                child.stop()
+            github.stop()
     return {
         "bench": "webhook_storm",
         "strategies": args.strategies,
@@ -445,11 +480,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--connections", type=int, default=32)
     parser.add_argument("--timeout", type=float, default=600.0)
     parser.add_argument("--child", action="store_true", help="(internal) run the daemon")
+    parser.add_argument("--github", action="store_true", help="(internal) run GitHub's side")
     parser.add_argument("--root", default="")
     parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--github-url", default="")
     args = parser.parse_args(argv)
     if args.child:
         serve(args)
+        return 0
+    if args.github:
+        serve_github(args)
         return 0
     figures = measure(args)
     answers = figures["storm"]["answers"]
