@@ -56,7 +56,7 @@ def test_the_delivery_log_never_writes_sqlite_on_the_recording_thread(tmp_path: 
 
     def stored() -> int | None:
         with sqlite3.connect(tmp_path / "d.sqlite3") as db:
-            count = int(db.execute("SELECT count(*) FROM delivery_keys").fetchone()[0])
+            count = int(db.execute("SELECT count(*) FROM generation_keys").fetchone()[0])
         db.close()
         return count if count == 49 else None
 
