@@ -16,7 +16,7 @@ from promoter.git.metadata import (
     read_metadata,
     render_metadata,
 )
-from promoter.git.mirror import GitMirror, PushRejected
+from promoter.git.mirror import GitMirror, NotesMoved, PushRejected
 from promoter.git.runner import git_error, run_git
 
 __all__ = [
@@ -27,6 +27,7 @@ __all__ = [
     "NOTES_REF",
     "GitMirror",
     "Lineage",
+    "NotesMoved",
     "PushRejected",
     "find_note",
     "git_error",

@@ -62,6 +62,12 @@ class PushRejected(GitError):
     """The remote refused a push: a lease was stale or an update was not a fast-forward."""
 
 
+class NotesMoved(GitError):
+    """A notes write found its ref moved since this mirror read it, by another writer on
+    the same directory (the mirror of a runtime being replaced): nothing was written;
+    read the notes again and write on the new tip."""
+
+
 def _is_sha(value: str) -> bool:
     return bool(SHA_RE.match(value))
 
@@ -378,7 +384,8 @@ class GitMirror(BareRepository):
         the note's exact text; ``blobs`` are stored too (the key blobs notes hang on).
         A note keeps the path (fan-out) it already has; a new one goes where git's
         notes reader looks first. The ref moves only as a fast-forward of its tip when
-        this was called (``GitError`` otherwise); local until pushed, like
+        this was called (``NotesMoved`` when another writer moved it since this mirror
+        read it, ``GitError`` otherwise); local until pushed, like
         ``write_note``. One process whatever the number of notes, where ``write_note``
         costs two per note.
         """
@@ -404,8 +411,12 @@ class GitMirror(BareRepository):
             )
             try:
                 self._run(["fast-import", "--quiet", "--done"], stdin=stream, commit=True)
-            finally:
+            except GitError as exc:
                 self._reload_ref(name)
+                if self._cached_refs().get(name) != tip:
+                    raise NotesMoved(f"{name} moved in mirror {self.name} meanwhile") from exc
+                raise
+            self._reload_ref(name)
             new = self._cached_refs().get(name)
             if new is None or new == tip:
                 raise GitError(f"fast-import did not move {name} in mirror {self.name}")

@@ -22,7 +22,7 @@ from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
 from promoter.errors import GitError, PermanentError
-from promoter.git import GitMirror, PushRejected
+from promoter.git import GitMirror, NotesMoved, PushRejected
 from promoter.state.audit_entry import AuditEntry
 
 AUDIT_REF = "refs/notes/promoter.audit"
@@ -109,7 +109,11 @@ def append(mirror: GitMirror, entries: list[AuditEntry], *, fetch: bool = False)
                     blobs.append(data)
             if not notes:
                 return
-            tip = mirror.write_notes(AUDIT_REF, notes, message="promoter audit", blobs=blobs)
+            try:
+                tip = mirror.write_notes(AUDIT_REF, notes, message="promoter audit", blobs=blobs)
+            except NotesMoved:  # read again at the tip another writer made
+                log.info("audit moved, retrying", extra={"repository": mirror.name})
+                continue
         try:
             mirror.push_commit(AUDIT_REF, tip, lease=before)
         except PushRejected:

@@ -45,7 +45,7 @@ from dataclasses import dataclass, field
 
 from promoter.engine import EnvLedger
 from promoter.errors import GitError, NotOwner, PermanentError
-from promoter.git import GitMirror, PushRejected
+from promoter.git import GitMirror, NotesMoved, PushRejected
 from promoter.git.caches import remember
 
 LEDGER_REF = "refs/notes/promoter.ledger"
@@ -255,7 +255,13 @@ class GitLedger:
                         value = change(value)
                     notes[sha] = value.model_dump_json()
                 blobs = [data for data, _ in pending.changes.values()]
-                tip = mirror.write_notes(LEDGER_REF, notes, message="promoter ledger", blobs=blobs)
+                try:
+                    tip = mirror.write_notes(
+                        LEDGER_REF, notes, message="promoter ledger", blobs=blobs
+                    )
+                except NotesMoved:  # read again at the tip another writer made
+                    log.info("ledger moved, retrying", extra={"repository": mirror.name})
+                    continue
                 pending.tip = tip
             try:
                 mirror.push_commit(LEDGER_REF, tip, lease=before)

@@ -167,6 +167,22 @@ def test_two_writers_keep_each_others_entries(
     assert len(remote_note(gitops)["entries"]) == 10  # type: ignore[index]
 
 
+def test_an_append_after_another_runtime_wrote_in_the_same_mirror_keeps_both(
+    gitops: GitOpsRepo, mirror: GitMirror, tmp_path: Path
+) -> None:
+    """The mirror of a runtime being replaced and its successor's share a directory: an
+    append whose mirror read the audit before the other's write is made again on top
+    of it (before, git fast-import refused it and the entries waited for the next
+    flush)."""
+    audit_notes.append(mirror, [entry(who="first")])
+    with GitMirror(name="gitops", url=str(gitops.path), root=mirror.path.parent.parent) as other:
+        assert other.path == mirror.path
+        audit_notes.append(other, [entry(who="other")])
+    audit_notes.append(mirror, [entry(who="last")])
+    entries = remote_note(gitops)["entries"]  # type: ignore[index]
+    assert [e["who"] for e in entries] == ["first", "other", "last"]
+
+
 def test_refusals_past_the_days_cap_are_counted_not_kept(
     gitops: GitOpsRepo, mirror: GitMirror, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

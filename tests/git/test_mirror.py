@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from promoter.errors import GitError
-from promoter.git import GitMirror, PushRejected
+from promoter.git import GitMirror, NotesMoved, PushRejected
 from promoter.metrics import sample
 from tests.gitrepo import GitSandbox, git
 
@@ -472,3 +472,25 @@ def test_the_trees_of_a_superseded_notes_tree_leave_the_cache_and_shared_ones_st
     assert set(cache._trees) == held
     assert cache._entries == sum(len(cache._trees[t]) for t in held)
     assert cache._trees[cache(tip_root)[shas[1][:2]][1]] is untouched  # not read again
+
+
+def test_a_notes_write_on_a_tip_another_writer_moved_meanwhile_says_so_and_writes_nothing(
+    mirror: GitMirror, remote: GitSandbox
+) -> None:
+    """A runtime swapped for a new configuration has mirrors of its own on the same
+    directories while the old one flushes its ledger: a write based on the tip this
+    mirror last saw, which another writer moved since, is refused as ``NotesMoved``
+    (its caller reads the notes again and writes on the new tip) and the next one lands
+    on top of the other's."""
+    ref = "refs/notes/promoter.ledger"
+    sha = remote.branch_sha("main") or ""
+    mirror.write_notes(ref, {sha: "first\n"}, message="ledger")
+    with GitMirror(name=mirror.name, url=remote.url, root=mirror.path.parent.parent) as other:
+        assert other.path == mirror.path
+        moved = other.write_notes(ref, {sha: "moved\n"}, message="another writer")
+    with pytest.raises(NotesMoved):
+        mirror.write_notes(ref, {sha: "stale\n"}, message="ledger")
+    assert git(mirror.path, "rev-parse", ref) == moved
+    tip = mirror.write_notes(ref, {sha: "last\n"}, message="ledger")
+    assert git(mirror.path, "rev-parse", f"{tip}^") == moved
+    assert mirror.read_note(ref, sha) == "last\n"

@@ -354,3 +354,23 @@ def test_notes_read_back_are_kept_by_their_blob_and_share_the_views_field_sets(
     assert all(len(key) == 40 and int(key, 16) >= 0 for key in reader._parsed)
     mirror.close()
     writer.close()
+
+
+def test_a_ledger_write_after_another_runtime_wrote_in_the_same_mirror_keeps_both_changes(
+    tmp_path: Path,
+) -> None:
+    """A configuration change builds a new runtime whose mirrors are the old one's
+    directories, while the old runtime flushes its ledger: the write whose mirror read
+    the ledger before the other's write is made again on top of it (before, the hold
+    failed with git fast-import's refusal, answered 502)."""
+    gitops = GitOpsRepo.create(tmp_path)
+    mirror, ledger = fresh_reader(gitops, tmp_path / "a")
+    ledger.update(mirror, "s", "dev", lambda led: led.with_healthy(record("1" * 40)))
+    other, other_ledger = fresh_reader(gitops, tmp_path / "a")
+    assert other.path == mirror.path
+    other_ledger.update(other, "s", "dev", lambda led: led.with_hold(hold("2" * 40)))
+    ledger.update(mirror, "s", "dev", lambda led: led.with_hold(hold("3" * 40)))
+    for reader, its_ledger in ((mirror, ledger), fresh_reader(gitops, tmp_path / "c")):
+        found = its_ledger.read(reader, "s", "dev")
+        assert found.last_healthy == record("1" * 40)
+        assert [h.dry_sha for h in found.holds] == ["2" * 40, "3" * 40]
