@@ -411,9 +411,9 @@ class GitMirror(BareRepository):
             )
             try:
                 self._run(["fast-import", "--quiet", "--done"], stdin=stream, commit=True)
-            except GitError as exc:
+            except BaseException as exc:
                 self._reload_ref(name)
-                if self._cached_refs().get(name) != tip:
+                if isinstance(exc, GitError) and self._cached_refs().get(name) != tip:
                     raise NotesMoved(f"{name} moved in mirror {self.name} meanwhile") from exc
                 raise
             self._reload_ref(name)
