@@ -28,7 +28,7 @@ from tests.faults.harness import (
     faulted,
     reason_says,
 )
-from tests.faults.standins import Answer, HeadedAnswer, Standin
+from tests.faults.standins import Answer, Standin
 from tests.scm_github.fake_github import FakeGitHub
 from tests.scm_github.genuine import Genuine
 from tests.support import wait_for
@@ -52,9 +52,8 @@ WORDS = {
 
 
 class GitHubOverHttp:
-    """The fake GitHub answering real HTTP requests with every header it gives (ETags,
-    rate limits); ``refused`` answers its reviews route with GitHub's recorded 401 (a
-    token it does not take)."""
+    """The fake GitHub answering real HTTP requests; ``refused`` answers its reviews route
+    with GitHub's recorded 401 (a token it does not take)."""
 
     def __init__(self, genuine: Genuine) -> None:
         self.genuine = genuine
@@ -62,9 +61,7 @@ class GitHubOverHttp:
         self.standin = Standin(self.answer, faulty=lambda path: bool(REVIEWS.match(path)))
         self.fake = FakeGitHub(genuine, base_url=f"{self.standin.url}/api/v3", tokens=(TOKEN,))
 
-    def answer(
-        self, method: str, path: str, headers: dict[str, str], body: bytes
-    ) -> Answer | HeadedAnswer:
+    def answer(self, method: str, path: str, headers: dict[str, str], body: bytes) -> Answer:
         if self.refused and REVIEWS.match(path):
             status, _, payload = self.genuine.error("SpecificExceptions.testBadCredentials")
             return status, "application/json", json.dumps(payload).encode()
@@ -75,8 +72,7 @@ class GitHubOverHttp:
             body=body or None,
         )
         status, answered, text = self.fake._respond(request)
-        kind = answered.get("content-type", "application/json")
-        return status, kind, text.encode() if status != 304 else b"", answered
+        return status, answered.get("content-type", "application/json"), text.encode()
 
 
 def providers(url: str) -> str:
@@ -158,15 +154,3 @@ def test_a_tls_error_fails_the_strategys_reads_and_no_other(
     world.assert_usual_speed("calm")
     world.assert_usual_speed("faulty")
     wait_for(lambda: world.view("faulty-tls", DEV)["state"] == "error", what="still failing")
-
-
-def test_reads_of_what_did_not_change_are_answered_304_as_github_does(
-    world: Faulted, github: GitHubOverHttp
-) -> None:
-    """The fake's ETags reach the daemon through the stand-in, so its conditional reads
-    are answered 304 here as on GitHub (the paths the faults interrupt included)."""
-    github.standin.mode = "ok"
-    wait_for(
-        lambda: any(c.status == 304 and c.method == "GET" for c in github.fake.calls),
-        what="a conditional read answered 304",
-    )
