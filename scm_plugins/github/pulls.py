@@ -11,7 +11,7 @@ from functools import partial
 from typing import Any, Literal
 
 from promoter.config import Repository
-from promoter.errors import ScmConflict
+from promoter.errors import ScmConflict, ScmError
 from promoter.models import PullRequest, PullRequestState
 from scm_plugins.github.api import RepoApi
 from scm_plugins.github.errors import GitHubHTTPError
@@ -52,8 +52,17 @@ def pull_request(data: dict[str, Any]) -> PullRequest:
 def _open_match(found: Any, *, head: str, base: str) -> PullRequest | None:
     """The open pull request for head/base in a page of ``GET /pulls`` (the oldest, when
     there are several): what a lookup returns, and all the ETag cache keeps of the page
-    (GitHub's JSON of a pull request is about 20 KB once parsed)."""
-    matches = [pr for pr in found or [] if pr["head"]["ref"] == head and pr["base"]["ref"] == base]
+    (GitHub's JSON of a pull request is about 20 KB once parsed). ``ScmError`` for a page
+    of another shape (a proxy's page, a truncated answer)."""
+    page = found or []
+    if not isinstance(page, list) or not all(
+        isinstance(pr, dict)
+        and isinstance(pr.get("head"), dict)
+        and isinstance(pr.get("base"), dict)
+        for pr in page
+    ):
+        raise ScmError(f"GitHub's open pull requests for {head} into {base} are not a list of them")
+    matches = [pr for pr in page if pr["head"].get("ref") == head and pr["base"].get("ref") == base]
     if not matches:
         return None
     return pull_request(min(matches, key=lambda pr: int(pr["number"])))

@@ -7,7 +7,7 @@ from collections.abc import Callable
 import pytest
 
 from promoter.config import Repository, ScmProvider
-from promoter.errors import ScmConflict, ScmNotFound
+from promoter.errors import ScmConflict, ScmError, ScmNotFound
 from promoter.models import PullRequest, PullRequestState
 from scm_plugins.github import GitHubScm
 from scm_plugins.github.pulls import pull_request
@@ -246,3 +246,20 @@ def test_a_lookup_answered_unchanged_is_free_and_the_cache_keeps_only_the_pull_r
     kept = [value for _, value in plugin._pulls._api.client._etags.values()]
     assert opened in kept
     assert not [value for value in kept if isinstance(value, list)]
+
+
+@pytest.mark.parametrize(
+    "page", [{"message": "<html>oops</html>"}, ["not a pull request"], [{"number": 1}]]
+)
+def test_a_lookup_answered_with_a_page_of_another_shape_says_so(
+    plugin: GitHubScm, repo: Repository, fake: FakeGitHub, page: object
+) -> None:
+    """A 200 whose body is not a list of pull requests (a proxy's page, a truncated
+    answer) is GitHub's fault in words, not a TypeError from deep in the lookup."""
+    fake.fail_next("GET", r"/pulls$", status=200, body=page)
+    with pytest.raises(ScmError) as raised:
+        plugin.find_open_pull_request(repo=repo, head=DEV_NEXT, base=DEV)
+    assert str(raised.value) == (
+        f"GitHub's open pull requests for {DEV_NEXT} into {DEV} are not a list of them"
+    )
+    assert plugin.find_open_pull_request(repo=repo, head=DEV_NEXT, base=DEV) is None
