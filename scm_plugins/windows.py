@@ -81,8 +81,13 @@ class TokenBucket:
         self._tokens = min(self.capacity, self._tokens + amount)
 
     def retune(self, *, rate: float, capacity: float, now: float) -> None:
-        """A new rate and size from now on (what was earned so far is kept, up to the size)."""
+        """A new rate and size from now on. A smaller bucket keeps what was earned up to
+        its size; a larger one keeps the same share of itself full (a credential found to
+        have a higher limit, or a larger share of it, has that much more room now), a debt
+        staying what it was."""
         self._refill(now)
+        if capacity > self.capacity > 0 and self._tokens > 0:
+            self._tokens *= capacity / self.capacity
         self.rate = rate
         self.capacity = capacity
         self._tokens = min(self._tokens, capacity)

@@ -27,7 +27,9 @@ from typing import Any
 
 Answer = tuple[int, str, bytes]
 """(status, content type, body)."""
-Handler = Callable[[str, str, dict[str, str], bytes], Answer]
+HeadedAnswer = tuple[int, str, bytes, dict[str, str]]
+"""(status, content type, body, the answer's other headers: an ETag, rate limits)."""
+Handler = Callable[[str, str, dict[str, str], bytes], Answer | HeadedAnswer]
 """(method, path with query, headers, body) -> the answer."""
 
 MODES = ("ok", "hang", "slow", "5xx", "garbage", "reset")
@@ -109,16 +111,22 @@ class Standin:
             handler.connection.close()
             handler.close_connection = True
             return
+        extra: dict[str, str] = {}
         if mode == "5xx":
             status, kind, payload = 503, "text/plain", b"upstream overloaded"
         elif mode == "garbage":
             status, kind, payload = 200, "text/html", b"<html>oops</html>"
         else:
             headers = {k.lower(): v for k, v in handler.headers.items()}
-            status, kind, payload = self.answer(handler.command, handler.path, headers, body)
+            answer = self.answer(handler.command, handler.path, headers, body)
+            status, kind, payload = answer[:3]
+            extra = answer[3] if len(answer) == 4 else {}
             if mode == "slow":
                 payload = b" " * 40 + payload
         handler.send_response(status)
+        for name, value in extra.items():
+            if name.lower() not in ("content-type", "content-length"):
+                handler.send_header(name, value)
         handler.send_header("Content-Type", kind)
         handler.send_header("Content-Length", str(len(payload)))
         handler.end_headers()

@@ -28,8 +28,9 @@ from tests.faults.harness import (
     faulted,
     reason_says,
 )
-from tests.faults.standins import Answer, Standin
+from tests.faults.standins import Answer, HeadedAnswer, Standin
 from tests.scm_github.fake_github import FakeGitHub
+from tests.scm_github.fake_limits import FakeLimits
 from tests.scm_github.genuine import Genuine
 from tests.support import wait_for
 
@@ -42,6 +43,17 @@ NO_ANSWER = (  # the SCM's client waits 30 s: its calls hold the backend's threa
     "approval: github not reachable: no answer within 0.3s",
     "approval: github not reachable: no answer to 2 earlier calls yet",
 )
+UNLIMITED = FakeLimits(
+    primary=10**9,
+    concurrent=10**9,
+    points_per_minute=10**9,
+    content_per_minute=10**9,
+    content_per_hour=10**9,
+)
+"""The suite's daemon polls every 50 ms for minutes and the faults tried here are not
+GitHub's rate limits (``tests/scm_github/test_fake_rate_limits.py`` has those); the limit
+its answers state is as high as an Enterprise Server's may be, which once held every read
+36 s (``tests/unit/test_credential_budget.py``)."""
 WORDS = {
     "hang": NO_ANSWER,
     "slow": NO_ANSWER,
@@ -52,16 +64,21 @@ WORDS = {
 
 
 class GitHubOverHttp:
-    """The fake GitHub answering real HTTP requests; ``refused`` answers its reviews route
-    with GitHub's recorded 401 (a token it does not take)."""
+    """The fake GitHub answering real HTTP requests with every header it gives (ETags,
+    rate limits); ``refused`` answers its reviews route with GitHub's recorded 401 (a
+    token it does not take)."""
 
     def __init__(self, genuine: Genuine) -> None:
         self.genuine = genuine
         self.refused = False
         self.standin = Standin(self.answer, faulty=lambda path: bool(REVIEWS.match(path)))
-        self.fake = FakeGitHub(genuine, base_url=f"{self.standin.url}/api/v3", tokens=(TOKEN,))
+        self.fake = FakeGitHub(
+            genuine, base_url=f"{self.standin.url}/api/v3", tokens=(TOKEN,), limits=UNLIMITED
+        )
 
-    def answer(self, method: str, path: str, headers: dict[str, str], body: bytes) -> Answer:
+    def answer(
+        self, method: str, path: str, headers: dict[str, str], body: bytes
+    ) -> Answer | HeadedAnswer:
         if self.refused and REVIEWS.match(path):
             status, _, payload = self.genuine.error("SpecificExceptions.testBadCredentials")
             return status, "application/json", json.dumps(payload).encode()
@@ -72,7 +89,8 @@ class GitHubOverHttp:
             body=body or None,
         )
         status, answered, text = self.fake._respond(request)
-        return status, answered.get("content-type", "application/json"), text.encode()
+        kind = answered.get("content-type", "application/json")
+        return status, kind, text.encode() if status != 304 else b"", answered
 
 
 def providers(url: str) -> str:
@@ -154,3 +172,15 @@ def test_a_tls_error_fails_the_strategys_reads_and_no_other(
     world.assert_usual_speed("calm")
     world.assert_usual_speed("faulty")
     wait_for(lambda: world.view("faulty-tls", DEV)["state"] == "error", what="still failing")
+
+
+def test_reads_of_what_did_not_change_are_answered_304_as_github_does(
+    world: Faulted, github: GitHubOverHttp
+) -> None:
+    """The fake's ETags reach the daemon through the stand-in, so its conditional reads
+    are answered 304 here as on GitHub (the paths the faults interrupt included)."""
+    github.standin.mode = "ok"
+    wait_for(
+        lambda: any(c.status == 304 and c.method == "GET" for c in github.fake.calls),
+        what="a conditional read answered 304",
+    )

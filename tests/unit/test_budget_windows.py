@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -82,6 +83,32 @@ def test_a_token_bucket_refund_never_overfills_and_a_late_charge_is_a_debt() -> 
     assert bucket.wait(1, 0.0) == 1.0  # it held its capacity, 2, not 7
     bucket.take(1, 0.0)
     assert bucket.wait(1, 0.0) == 2.0  # a debt of 1, paid back before the next token
+
+
+@given(
+    st.integers(min_value=1, max_value=1000),
+    st.floats(min_value=0.0, max_value=2.0),
+    st.integers(min_value=1, max_value=10**6),
+)
+def test_a_retuned_token_bucket_keeps_its_share_full_when_it_grows_and_a_debt_as_it_was(
+    capacity: int, spent: float, size: int
+) -> None:
+    """Grown, it is as full (as a share of itself) as it was; shrunk, it keeps what was
+    earned up to its new size; a debt is never made larger or forgiven."""
+    bucket = TokenBucket(rate=0.0, capacity=capacity, now=0.0)
+    taken = round(spent * capacity)
+    bucket.take(taken, now=0.0)
+    held = capacity - taken
+    bucket.retune(rate=1.0, capacity=size, now=0.0)
+    if held <= 0:
+        expected = float(held)
+    elif size > capacity:
+        expected = held * size / capacity
+    else:
+        expected = float(min(held, size))
+    assert bucket.wait(1, now=0.0) == pytest.approx(max(0.0, 1 - expected))
+    if expected <= size - 1:
+        assert bucket.wait(expected + 1, now=0.0) == pytest.approx(1.0)
 
 
 # --- the edges: exactly full, exactly at the span, more than the capacity --------------------

@@ -228,9 +228,27 @@ def test_the_limit_github_states_sizes_the_bucket() -> None:
     admitted = 0
     with pytest.raises(Throttled):
         for _ in range(100):
-            call(b, Cost(Priority.MERGE))
+            call(b, Cost(Priority.MERGE), 200, headers)  # every answer states the same
             admitted += 1
     assert admitted == 6  # a bucket of 6: a tenth of 60
+
+
+@pytest.mark.parametrize("limit", [100_000, 10**9])
+def test_a_higher_limit_github_states_gives_room_at_once_to_every_class(limit: int) -> None:
+    """GitHub Enterprise Server with a higher limit than GitHub's 5,000: the bucket grows
+    with the limit its first answer states, as full as it was, so no class waits for the
+    larger bucket's reserve to fill (a read waited 18 s at 100,000 and 36 s at 10**9)."""
+    b, clock = budget(replace(ROOMY, primary=5000, max_wait=0.0))
+    reset = str(int(clock.wall() + 60))
+    stated = str(limit)
+    headers = {
+        "x-ratelimit-limit": stated,
+        "x-ratelimit-remaining": stated,
+        "x-ratelimit-reset": reset,
+    }
+    call(b, Cost(Priority.MERGE), 200, headers)
+    for priority in Priority:
+        call(b, Cost(priority), 200, headers)
 
 
 def test_answers_without_rate_limit_headers_lift_the_primary_limit_only() -> None:
