@@ -9,6 +9,7 @@ explicitly: a strategic merge patch, the client's default for a dict, is refused
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -24,6 +25,8 @@ from promoter.kube.resources import GROUP, VERSION
 _PLURALS = ("promotionstrategies", "gitrepositories", "scmproviders", "commitstatuses")
 
 Obj = dict[str, Any]
+
+log = logging.getLogger("promoter.kube")
 
 PERMISSIONS = frozenset(
     {(GROUP, plural, verb) for plural in _PLURALS for verb in ("list", "watch")}
@@ -45,6 +48,9 @@ PERMISSIONS = frozenset(
 
 REQUEST_TIMEOUT = (5.0, 30.0)
 """(connect, read) seconds of every call that does not give its own (a watch does)."""
+LIST_PAGE = 500
+"""Objects a list of custom resources asks for at a time (``limit``), as client-go's
+pager does: a starting replica never reads a whole fleet in one response."""
 
 
 class KubeError(PromoterError):
@@ -115,7 +121,36 @@ class Kube:
 
     # --- custom resources ------------------------------------------------------------
 
-    def list(self, plural: str, namespace: str | None) -> Obj:
+    def list(self, plural: str, namespace: str | None, *, page: int = LIST_PAGE) -> Obj:
+        """Every object, as one list: read in pages of ``page`` (``limit`` and
+        ``continue``), all from the snapshot of the first page, whose resourceVersion the
+        list carries (a watch from it misses nothing). A snapshot compacted away before
+        the last page (410) is listed again whole, as client-go's pager does."""
+        items: list[Obj] = []
+        token = ""
+        while True:
+            try:
+                listed = self._list_page(plural, namespace, page, token)
+            except KubeError as exc:
+                if exc.status != 410 or not token:
+                    raise
+                log.info(
+                    "list snapshot expired, listing again whole",
+                    extra={"resource": plural, "read": len(items)},
+                )
+                return self._list_page(plural, namespace, 0, "")
+            items.extend(listed.get("items") or [])
+            token = (listed.get("metadata") or {}).get("continue") or ""
+            if not token:
+                listed["items"] = items
+                return listed
+
+    def _list_page(self, plural: str, namespace: str | None, page: int, token: str) -> Obj:
+        paging: dict[str, Any] = {}
+        if page > 0:
+            paging["limit"] = page
+        if token:
+            paging["_continue"] = token
         if namespace:
             return self._call(  # type: ignore[no-any-return]
                 f"list {plural}",
@@ -124,9 +159,15 @@ class Kube:
                 VERSION,
                 namespace,
                 plural,
+                **paging,
             )
         return self._call(  # type: ignore[no-any-return]
-            f"list {plural}", self.custom.list_cluster_custom_object, GROUP, VERSION, plural
+            f"list {plural}",
+            self.custom.list_cluster_custom_object,
+            GROUP,
+            VERSION,
+            plural,
+            **paging,
         )
 
     def open_watch(

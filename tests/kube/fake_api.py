@@ -2,11 +2,13 @@
 
 It keeps objects per resource with a global resourceVersion, bumps ``generation``
 on spec changes, honours the ``status`` subresource, optimistic concurrency on PUT,
-JSON and merge patches, label selectors (``key=value``) on lists, and list + watch
-(resourceVersion, bookmarks, timeouts). ``hold()`` keeps events from open watches;
+JSON and merge patches, label selectors (``key=value``) on lists, lists in pages
+(``limit`` and ``continue``, every page read from the first one's snapshot) and list +
+watch (resourceVersion, bookmarks, timeouts). ``hold()`` keeps events from open watches;
 ``expire()`` compacts the history so that a watch resumed from before it gets ``410
-Gone``, as a real API server's does. The history is kept per resource and searched by
-resourceVersion, so thousands of objects and several replicas watching them stay cheap.
+Gone``, and a list continued from before it ``410 Expired``, as a real API server's
+do. The history is kept per resource and searched by resourceVersion, so thousands of
+objects and several replicas watching them stay cheap.
 ``fake_api_server`` serves it from a process of its own (the benchmarks).
 """
 
@@ -43,6 +45,16 @@ KINDS = {
 WITH_STATUS = {"promotionstrategies", "gitrepositories", "scmproviders", "commitstatuses"}
 MAX_EVENTS = 50_000
 """Events kept per resource (a benchmark renews Leases for many minutes)."""
+MAX_SNAPSHOTS = 64
+"""Paged lists whose snapshot is kept for their next page (the oldest goes first)."""
+EXPIRED_CONTINUE = (
+    "The provided continue parameter is too old to display a consistent list result. You"
+    " can start a new list without the continue parameter, or use the continue token in"
+    " this response to retrieve the remainder of the results. Continuing with the provided"
+    " token results in an inconsistent list - objects that were created, modified, or"
+    " deleted between the time the first chunk was returned and now may show up in the list."
+)
+"""The API server's words for a continue token past compaction."""
 
 
 def _status(code: int, reason: str, message: str) -> Obj:
@@ -116,6 +128,9 @@ class FakeKube:
         self.refused_holders: set[str] = set()  # Lease writes naming them fail (a partition)
         self.broken = False  # every request fails with 500 while set
         self.list_delays: dict[str, float] = {}  # plural -> seconds a list of it takes
+        self.lists: Counter[str] = Counter()  # plural -> list requests (pages) served
+        self.snapshots: dict[str, tuple[int, list[Obj]]] = {}
+        """A paged list's id -> (its resourceVersion, the objects it lists)."""
         self.write_delays: dict[str, float] = {}
         """Seconds a write takes before it is made, by plural (a create, or a write to
         the object) or ``plural/status`` (a write to its status): a slow API server."""
@@ -140,6 +155,7 @@ class FakeKube:
             self.compacted = self.rv
             self.held = False
             self.epoch += 1
+            self.snapshots.clear()
 
     def get(
         self, plural: str, namespace: str, name: str, group: str = "promoter.argoproj.io"
@@ -254,7 +270,9 @@ class FakeKube:
             if request.query_params.get("watch") in ("true", "1", "True"):
                 return self._watch(request, resource, namespace)
             await asyncio.sleep(self.list_delays.get(plural, 0.0))
-            return self._list(resource, namespace, request.query_params.get("labelSelector"))
+            query = request.query_params
+            page = int(query.get("limit") or 0)
+            return self._list(resource, namespace, query.get("labelSelector"), page, query)
         return await self._one(request, resource, namespace, name, sub)
 
     def _counts(self) -> Response:
@@ -266,22 +284,51 @@ class FakeKube:
                 {"requests": self.requests, "watches": self.watches, "writes": dict(writes)}
             )
 
-    def _list(self, resource: Resource, namespace: str, selector: str | None = None) -> Response:
+    def _list(
+        self,
+        resource: Resource,
+        namespace: str,
+        selector: str | None = None,
+        page: int = 0,
+        query: Any = None,
+    ) -> Response:
+        """All the objects, or with ``page`` (``limit``) that many from where ``continue``
+        says, of the snapshot the first page was read from (410 once it is compacted)."""
+        token = query.get("continue") if query is not None else None
         with self.lock:
-            items = [
-                copy.deepcopy(o)
-                for (res, ns, _), o in sorted(self.objects.items())
-                if res == resource and (not namespace or ns == namespace) and _selects(selector, o)
-            ]
-            rv = self.rv
+            self.lists[resource[1]] += 1
+            if token:
+                listed_id, _, start = token.rpartition(":")
+                snapshot = self.snapshots.get(listed_id)
+                if snapshot is None or snapshot[0] < self.compacted:
+                    return JSONResponse(_status(410, "Expired", EXPIRED_CONTINUE), status_code=410)
+                rv, objects = snapshot
+                offset = int(start)
+            else:
+                rv, offset = self.rv, 0
+                objects = [
+                    o
+                    for (res, ns, _), o in sorted(self.objects.items())
+                    if res == resource
+                    and (not namespace or ns == namespace)
+                    and _selects(selector, o)
+                ]
+                listed_id = uuid.uuid4().hex
+            end = offset + page if page > 0 else len(objects)
+            items = [copy.deepcopy(o) for o in objects[offset:end]]
+            meta: Obj = {"resourceVersion": str(rv)}
+            if end < len(objects):
+                if listed_id not in self.snapshots:
+                    self.snapshots[listed_id] = (rv, objects)
+                    while len(self.snapshots) > MAX_SNAPSHOTS:
+                        del self.snapshots[next(iter(self.snapshots))]
+                meta["continue"] = f"{listed_id}:{end}"
+                meta["remainingItemCount"] = len(objects) - end
+            else:
+                self.snapshots.pop(listed_id, None)
         kind = KINDS[resource[1]]
         return JSONResponse(
-            {
-                "kind": f"{kind}List",
-                "apiVersion": "v1",
-                "metadata": {"resourceVersion": str(rv)},
-                "items": items,
-            }
+            {"kind": f"{kind}List", "apiVersion": "v1", "metadata": meta, "items": items}
         )
 
     async def _one(
