@@ -25,13 +25,12 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-import uvicorn  # noqa: E402
 
 from promoter.config import Config, ScmProvider  # noqa: E402
 from promoter.kube.api import Kube, loopback_client  # noqa: E402
-from promoter.kube.app import ReplicaApp  # noqa: E402
 from promoter.kube.controller import Controller, KubeSettings  # noqa: E402
 from promoter.kube.leader import LeaseSettings  # noqa: E402
+from promoter.kube.serving import serve  # noqa: E402
 from promoter.kube.shards import ShardSettings  # noqa: E402
 from promoter.logs import setup as setup_logs  # noqa: E402
 from scm_plugins.local import LocalScm  # noqa: E402
@@ -122,14 +121,7 @@ def main() -> None:
     )
     settings = KubeSettings(args.namespace, lease, args.name, plugin_factory=local, shards=shards)
     controller = Controller(Kube(loopback_client(args.api)), base, settings)
-    uvicorn.run(
-        ReplicaApp(controller),
-        host="127.0.0.1",
-        port=args.port,
-        log_config=None,
-        access_log=False,
-        timeout_graceful_shutdown=60,
-    )
+    serve(controller, host="127.0.0.1", port=args.port)  # SIGTERM: it leaves, then stops
 
 
 if __name__ == "__main__":

@@ -5,6 +5,7 @@ from __future__ import annotations
 import socket
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 import uvicorn
@@ -21,8 +22,15 @@ def free_port() -> int:
 class ThreadServer:
     """uvicorn serving ``app`` on 127.0.0.1:``port`` in a daemon thread."""
 
-    def __init__(self, app: Any, port: int, *, name: str = "promoter-uvicorn") -> None:
-        self.server = uvicorn.Server(
+    def __init__(
+        self,
+        app: Any,
+        port: int,
+        *,
+        name: str = "promoter-uvicorn",
+        server: Callable[[uvicorn.Config], uvicorn.Server] = uvicorn.Server,
+    ) -> None:
+        self.server = server(
             uvicorn.Config(app, host="127.0.0.1", port=port, log_config=None, access_log=False)
         )
         self.thread = threading.Thread(target=self.server.run, name=name, daemon=True)

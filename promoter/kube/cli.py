@@ -18,6 +18,8 @@ if TYPE_CHECKING:
 log = logging.getLogger("promoter.kube.cli")
 
 NAMESPACE_FILE = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
+STARTUP_FAILURE = 3
+"""The exit status when the replica did not start (uvicorn's, for the same)."""
 
 
 def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
@@ -129,12 +131,10 @@ def shard_settings(args: argparse.Namespace, base: Config) -> ShardSettings | No
 
 def serve(args: argparse.Namespace, base: Config) -> int:
     """Run one replica until SIGTERM."""
-    import uvicorn
-
     from promoter.kube.api import Kube, api_client
-    from promoter.kube.app import ReplicaApp
     from promoter.kube.controller import Controller, KubeSettings
     from promoter.kube.leader import LeaseSettings
+    from promoter.kube.serving import serve as serve_replica
 
     if base.scm_providers or base.repositories or base.promotion_strategies:
         raise ConfigError(
@@ -155,12 +155,5 @@ def serve(args: argparse.Namespace, base: Config) -> int:
     kube = Kube(api_client(kubeconfig=args.kubeconfig))
     settings = KubeSettings(namespace, lease, identity, shards=shard_settings(args, base))
     controller = Controller(kube, base, settings)
-    uvicorn.run(
-        ReplicaApp(controller),
-        host=base.daemon.host,
-        port=base.daemon.port,
-        log_config=None,
-        access_log=False,
-        timeout_graceful_shutdown=60,
-    )
-    return 0
+    started = serve_replica(controller, host=base.daemon.host, port=base.daemon.port)
+    return 0 if started else STARTUP_FAILURE

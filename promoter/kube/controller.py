@@ -56,6 +56,8 @@ log = logging.getLogger("promoter.kube.controller")
 REBUILD_RETRY = (1.0, 60.0)
 """Seconds before building a configuration that failed to build again: the first wait,
 doubled on each failure up to the second (a change of the objects tries again at once)."""
+LEAVE_POLL = 0.02
+"""Seconds between two looks at the shards still held while leaving."""
 
 Obj = dict[str, Any]
 KINDS = {
@@ -166,6 +168,30 @@ class Controller:
         self.elector.start()
         if self.sharding is not None:
             self.sharding.start()
+
+    def leave(self) -> None:
+        """Sharded, at SIGTERM and while the replica still answers (``kube.serving``):
+        pass what webhooks and people queued to the next owners, hand every shard over,
+        and wait until none is held (the renew deadline and two rounds at most). A write
+        for one of them meanwhile is refused by the fence as moved and sent on to the
+        next owner by the replica that passed it, rather than meeting a closed port.
+        The runtime goes on; ``stop`` ends it."""
+        sharding = self.sharding
+        if sharding is None or self._stop.is_set():
+            return
+        lease = self.settings.lease
+        started = time.monotonic()
+        self.forwarder.forward(self.runtime.queue.urgent())
+        self.forwarder.flush(timeout=lease.renew_deadline)
+        coordinator = sharding.coordinator
+        coordinator.hand_over_all()
+        deadline = time.monotonic() + lease.renew_deadline + 2 * lease.retry_period
+        while coordinator.held() and time.monotonic() < deadline:
+            time.sleep(LEAVE_POLL)
+        log.info(
+            "left the shard group",
+            extra={"held": len(coordinator.held()), "seconds": time.monotonic() - started},
+        )
 
     def stop(self, *, release: bool = True) -> None:
         """Stop everything; ``release=False`` leaves the Leases to expire (a crash, in tests).

@@ -90,6 +90,10 @@ async def pass_on(
         answer = await client.request(
             request.method, address.rstrip("/") + target, content=body, headers=headers
         )
+    except httpx.ConnectError:  # nothing was sent: it stopped or died, its shards move
+        refused = unavailable("the replica that works on it did not answer")
+        refused.headers[MOVED] = "1"
+        return refused
     except httpx.HTTPError:
         return unavailable("the replica that works on it did not answer")
     kept = {k: v for k, v in answer.headers.items() if k.lower() in KEPT}

@@ -16,6 +16,7 @@ from promoter.kube.api import Kube, loopback_client
 from promoter.kube.app import ReplicaApp
 from promoter.kube.controller import Controller, KubeSettings
 from promoter.kube.leader import LeaseSettings
+from promoter.kube.serving import ReplicaServer
 from promoter.kube.shards import ShardSettings
 from scm_plugins.local import LocalScm
 from scm_plugins.protocol import ScmPlugin
@@ -86,7 +87,12 @@ class Cluster:
         address = f"http://127.0.0.1:{port}"
         shards = ShardSettings(count=count, address=address, peer_token=PEER_TOKEN)
         controller = self.replica(name, base=base, shards=shards, scm=scm, **lease)
-        self.servers[name] = ThreadServer(ReplicaApp(controller), port, name=f"replica-{name}")
+        self.servers[name] = ThreadServer(
+            ReplicaApp(controller),
+            port,
+            name=f"replica-{name}",
+            server=lambda config: ReplicaServer(config, controller),
+        )
         self.servers[name].start()
         self.addresses[name] = address
         return controller
