@@ -4,16 +4,22 @@ not refused by a closed port; then it shuts down."""
 
 from __future__ import annotations
 
+import json
+import os
 import signal
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
 
 import httpx
 
+from promoter.cli.sandbox import GitOpsRepo
+from promoter.http.loopback import free_port
 from promoter.kube.serving import ReplicaServer
-from tests.kube.cluster import NS, fake_cluster, wait_until
-from tests.kube.shard_helpers import leased
+from tests.kube.cluster import NS, PEER_TOKEN, fake_cluster, local_objects, wait_until
+from tests.kube.shard_helpers import holders, leased
 from tests.kube.test_shard_forwarding import JSON, statuses_of, two_replicas
 
 IN_FLIGHT = 0.6
@@ -113,3 +119,58 @@ def test_a_write_passed_to_a_replica_that_died_waits_for_the_next_owner(
         )
         print(f"answered by the next owner {took:.2f}s after the kill")
         assert took < 5.0
+
+
+def test_promoter_serve_sharded_leaves_at_sigterm_then_exits_0(tmp_path: Path) -> None:
+    """``promoter serve --kubernetes --shards`` as a process, sent SIGTERM as Kubernetes
+    ends a pod: it hands its shards over (every shard Lease released, no holder named)
+    before uvicorn shuts down, deletes its member Lease and exits 0."""
+    with fake_cluster(tmp_path) as cluster:
+        repo = GitOpsRepo.create(tmp_path / "gitops", ["dev", "staging"])
+        local_objects(cluster, repo.path)
+        port = free_port()
+        kubeconfig = tmp_path / "kubeconfig"
+        kubeconfig.write_text(KUBECONFIG.format(url=cluster.url))
+        config = tmp_path / "promoter.yaml"
+        config.write_text(f"daemon: {{stateDir: '{tmp_path / 'state'}', port: {port}}}\n")
+        command = [
+            str(Path(sys.executable).parent / "promoter"),
+            "serve",
+            "--kubernetes",
+            "--config",
+        ]
+        command += [str(config), "--kubeconfig", str(kubeconfig), "--namespace", NS]
+        command += ["--identity", "r1", "--shards", "4", "--lease-duration", "2"]
+        command += ["--renew-deadline", "1.5", "--retry-period", "0.2"]
+        command += ["--advertise-address", f"http://127.0.0.1:{port}"]
+        env = {**os.environ, "PROMOTER_PEER_TOKEN": PEER_TOKEN}
+        with (tmp_path / "r1.log").open("w+") as log:
+            proc = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env)
+            try:
+                wait_until(
+                    lambda: set(holders(cluster).values()) == {"r1"},
+                    timeout=60,
+                    what="r1's shards",
+                )
+                proc.send_signal(signal.SIGTERM)
+                assert proc.wait(timeout=60) == 0
+            finally:
+                if proc.poll() is None:
+                    proc.kill()
+                    proc.wait()
+            log.seek(0)
+            said = [json.loads(line)["msg"] for line in log if line.startswith("{")]
+        assert set(holders(cluster).values()) == {""}  # released, none left to lapse
+        assert not [m for m in cluster.fake.items("leases") if "member" in json.dumps(m)]
+        left = said.index("left the shard group")
+        assert said.index("SIGTERM: leaving the shard group before shutting down") < left
+        assert left < said.index("Waiting for application shutdown.")
+
+
+KUBECONFIG = """apiVersion: v1
+kind: Config
+clusters: [{{name: stand-in, cluster: {{server: '{url}'}}}}]
+users: [{{name: nobody, user: {{token: none}}}}]
+contexts: [{{name: stand-in, context: {{cluster: stand-in, user: nobody}}}}]
+current-context: stand-in
+"""
