@@ -60,13 +60,13 @@ class ReplicaServer(uvicorn.Server):
         if sig != signal.SIGTERM or self.leaving is not None or not sharded:
             super().handle_exit(sig, frame)
             return
-        log.info("SIGTERM: leaving the shard group before shutting down")
         self.leaving = threading.Thread(
             target=self._leave, args=(sig, frame), name="leaving", daemon=True
         )
         self.leaving.start()
 
     def _leave(self, sig: int, frame: FrameType | None) -> None:
+        log.info("SIGTERM: leaving the shard group before shutting down")
         try:
             self.controller.leave()
         except Exception:  # the shutdown hands over what is left
