@@ -16,8 +16,11 @@ T = TypeVar("T")
 __all__ = ["ENVIRONMENTS", "GitOpsRepo", "git_children", "local_config", "wait_for"]
 
 
-def wait_for(check: Callable[[], T | None], *, timeout: float = 20.0, what: str = "") -> T:
-    """Poll ``check`` until it returns something truthy; fail with ``what`` on timeout."""
+def wait_for(
+    check: Callable[[], T | None], *, timeout: float = 20.0, what: str = "", poll: float = 0.02
+) -> T:
+    """Poll ``check`` every ``poll`` seconds until it returns something truthy; fail with
+    ``what`` on timeout."""
     deadline = time.monotonic() + timeout
     while True:
         value = check()
@@ -25,7 +28,7 @@ def wait_for(check: Callable[[], T | None], *, timeout: float = 20.0, what: str 
             return value
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out waiting for {what or check}")
-        time.sleep(0.02)
+        time.sleep(poll)
 
 
 def git_children(cwd: Path) -> dict[int, str]:

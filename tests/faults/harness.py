@@ -32,6 +32,8 @@ TIMEOUT = "0.3s"
 """Every gate's timeout in the fault suite."""
 SLACK = 1.0
 """Seconds a merge may take beyond twice its usual latency on a busy test machine."""
+CHECKS_POLL = 0.25
+"""Seconds between two reads of a commit's checks on the SCM, while waiting for words."""
 
 _versions = itertools.count(2)
 
@@ -231,7 +233,9 @@ def check_says(world: Faulted, strategy: str, sha: str, key: str, words: Sequenc
         status = world.checks(strategy, sha).get(key)
         return status if said(status, words) else None
 
-    return wait_for(says, what=f"{key} to say {words}").description
+    # Read through the daemon's own plugin, so within its credential's rate budget: at a
+    # person's pace, not fifty times a second (304s are quick; GitHub's points are not).
+    return wait_for(says, what=f"{key} to say {words}", poll=CHECKS_POLL).description
 
 
 def blocked_alone(world: Faulted, strategy: str, key: str, words: Sequence[str]) -> str:
