@@ -25,6 +25,7 @@ TINY = {
     "resync_scale": ["--size", "4", "--repos", "1"],
     "scm_calls": ["--changes", "1"],
     "shard_memory": ["--strategies", "50"],
+    "kube_list": ["--strategies", "30"],
     "shards": [
         *("--strategies", "24", "--repos", "6", "--replicas", "2", "--max-replicas", "3"),
         *("--changes", "4", "--baseline", "2", "--kill-changes", "1", "--shards", "8"),
@@ -44,6 +45,7 @@ FIGURE = {
     "resync_scale": "runs",
     "scm_calls": "plugins",
     "shard_memory": "status",
+    "kube_list": "paged",
     "shards": "scale_up",
     "credential_budget": "burst",
     "webhook_throughput": "receiver",
