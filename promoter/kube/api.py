@@ -140,10 +140,12 @@ class Kube:
                 )
                 return self._list_page(plural, namespace, 0, "")
             items.extend(listed.get("items") or [])
-            token = (listed.get("metadata") or {}).get("continue") or ""
+            previous, token = token, (listed.get("metadata") or {}).get("continue") or ""
             if not token:
                 listed["items"] = items
                 return listed
+            if token == previous:  # it would never end
+                raise KubeError(f"list {plural}: the API server gave the same continue twice")
 
     def _list_page(self, plural: str, namespace: str | None, page: int, token: str) -> Obj:
         paging: dict[str, Any] = {}

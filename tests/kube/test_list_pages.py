@@ -112,6 +112,19 @@ def test_a_list_whose_snapshot_is_compacted_before_its_last_page_is_listed_again
         assert listed["metadata"]["resourceVersion"] == str(cluster.fake.rv)
 
 
+def test_a_list_whose_continue_never_moves_on_fails_instead_of_looping(tmp_path: Path) -> None:
+    """An API server (or a proxy before it) answering every page with the same continue
+    token: the list fails, saying so, rather than asking for ever."""
+    with fake_cluster(tmp_path) as cluster:
+        fleet(cluster, 3)
+        kube = cluster.kube()
+        first = kube._list_page(PLURAL, NS, 2, "")
+        stuck = Kube(kube.client)
+        stuck._list_page = lambda *args: first  # type: ignore[method-assign]
+        with pytest.raises(KubeError, match="the same continue twice"):
+            stuck.list(PLURAL, NS, page=2)
+
+
 def test_the_api_server_stand_in_refuses_a_continue_token_past_compaction(
     tmp_path: Path,
 ) -> None:
