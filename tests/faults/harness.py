@@ -229,13 +229,20 @@ def staging_pr(world: Faulted, strategy: str, change: str) -> str:
 def check_says(world: Faulted, strategy: str, sha: str, key: str, words: Sequence[str]) -> str:
     """The description of check ``key`` on ``sha`` (on the SCM), once pending with ``words``."""
 
+    last: list[CommitStatus | None] = [None]
+
     def says() -> CommitStatus | None:
-        status = world.checks(strategy, sha).get(key)
+        status = last[0] = world.checks(strategy, sha).get(key)
         return status if said(status, words) else None
 
     # Read through the daemon's own plugin, so within its credential's rate budget: at a
     # person's pace, not fifty times a second (304s are quick; GitHub's points are not).
-    return wait_for(says, what=f"{key} to say {words}", poll=CHECKS_POLL).description
+    try:
+        return wait_for(says, what=f"{key} to say {words}", poll=CHECKS_POLL).description
+    except AssertionError as exc:
+        status = last[0]
+        seen = f"{status.phase.value}: {status.description}" if status else "no such check"
+        raise AssertionError(f"{exc}; it says {seen}") from None
 
 
 def blocked_alone(world: Faulted, strategy: str, key: str, words: Sequence[str]) -> str:

@@ -6,7 +6,8 @@ another mode, the requests its ``faulty`` predicate picks are answered so:
 - ``hang``: the request is read and never answered (until the mode changes or the
   server stops, when the connection is closed);
 - ``slow``: its headers at once, then its body one byte every 50 ms, after 40 spaces
-  (JSON allows them): two seconds at least, whatever the body;
+  (JSON allows them): two seconds at least, whatever the body; an answer that has no
+  body (a 304 to a conditional read) is sent whole after those two seconds;
 - ``5xx``: 503 with the words "upstream overloaded";
 - ``garbage``: 200 with an HTML body, ``<html>oops</html>``;
 - ``reset``: the connection is reset (TCP RST) instead of an answer.
@@ -33,6 +34,10 @@ Handler = Callable[[str, str, dict[str, str], bytes], Answer | HeadedAnswer]
 """(method, path with query, headers, body) -> the answer."""
 
 MODES = ("ok", "hang", "slow", "5xx", "garbage", "reset")
+BODILESS = (204, 304)
+"""Answers without a body: "slow" sends them late instead of trickling one."""
+SLOW_HEAD = 2.0
+"""Seconds a "slow" answer without a body waits (what trickling 40 bytes takes)."""
 
 
 class Standin:
@@ -121,15 +126,15 @@ class Standin:
             answer = self.answer(handler.command, handler.path, headers, body)
             status, kind, payload = answer[:3]
             extra = answer[3] if len(answer) == 4 else {}
-            if mode == "slow":
-                payload = b" " * 40 + payload
-        handler.send_response(status)
-        for name, value in extra.items():
-            if name.lower() not in ("content-type", "content-length"):
-                handler.send_header(name, value)
-        handler.send_header("Content-Type", kind)
-        handler.send_header("Content-Length", str(len(payload)))
-        handler.end_headers()
+        bodiless = status in BODILESS
+        if mode == "slow" and bodiless:  # nothing to trickle: the answer itself comes late
+            if not released.wait(SLOW_HEAD):
+                self._answer_head(handler, status, kind, extra, None)
+            handler.close_connection = True
+            return
+        if mode == "slow":
+            payload = b" " * 40 + payload
+        self._answer_head(handler, status, kind, extra, None if bodiless else payload)
         if mode != "slow":
             handler.wfile.write(payload)
             return
@@ -142,3 +147,21 @@ class Standin:
             except OSError:
                 break
         handler.close_connection = True
+
+    @staticmethod
+    def _answer_head(
+        handler: BaseHTTPRequestHandler,
+        status: int,
+        kind: str,
+        extra: dict[str, str],
+        payload: bytes | None,
+    ) -> None:
+        """The status line and headers; no length for an answer without a body (a 304)."""
+        handler.send_response(status)
+        for name, value in extra.items():
+            if name.lower() not in ("content-type", "content-length"):
+                handler.send_header(name, value)
+        handler.send_header("Content-Type", kind)
+        if payload is not None:
+            handler.send_header("Content-Length", str(len(payload)))
+        handler.end_headers()

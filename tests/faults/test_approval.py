@@ -43,16 +43,18 @@ NO_ANSWER = (  # the SCM's client waits 30 s: its calls hold the backend's threa
     "approval: github not reachable: no answer within 0.3s",
     "approval: github not reachable: no answer to 2 earlier calls yet",
 )
-SECONDARY_LIFTED = FakeLimits(
+UNLIMITED = FakeLimits(
+    primary=10**9,
     concurrent=10**9,
     points_per_minute=10**9,
     content_per_minute=10**9,
     content_per_hour=10**9,
 )
-"""GitHub's primary limit (5,000 an hour, stated in every answer's headers, as the
-daemon assumes before its first answer) and none of the fake's secondary limits: the
-suite's daemon polls every 50 ms for minutes, and the faults tried here are not rate
-limits (``tests/scm_github/test_fake_rate_limits.py`` has those)."""
+"""The suite's daemon polls every 50 ms for minutes, and the faults tried here are not
+rate limits (``tests/scm_github/test_fake_rate_limits.py`` has those): the fake refuses
+nothing, and the primary limit its answers state is as high as an Enterprise Server's
+may be (a limit above GitHub's once held every read 36 s,
+``tests/unit/test_credential_budget.py``)."""
 WORDS = {
     "hang": NO_ANSWER,
     "slow": NO_ANSWER,
@@ -72,7 +74,7 @@ class GitHubOverHttp:
         self.refused = False
         self.standin = Standin(self.answer, faulty=lambda path: bool(REVIEWS.match(path)))
         self.fake = FakeGitHub(
-            genuine, base_url=f"{self.standin.url}/api/v3", tokens=(TOKEN,), limits=SECONDARY_LIFTED
+            genuine, base_url=f"{self.standin.url}/api/v3", tokens=(TOKEN,), limits=UNLIMITED
         )
 
     def answer(

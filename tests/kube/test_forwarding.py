@@ -71,7 +71,13 @@ def test_a_webhook_to_a_non_leader_reaches_the_leader_through_the_annotation(
     repo = init_bare(tmp_path / "hello.git", initial_branch="master")
     first = new_dry_commit(repo, "1")
     with fake_cluster(tmp_path) as cluster:
-        leader, follower = cluster.replica("a", base=base), cluster.replica("b", base=base)
+        # Leases a busy test machine cannot lose: the webhook must reach the follower,
+        # not a replica that became the leader meanwhile.
+        steady = {"lease_duration": 10.0, "renew_deadline": 6.0}
+        leader, follower = (
+            cluster.replica("a", base=base, **steady),
+            cluster.replica("b", base=base, **steady),
+        )
         leader.start()
         wait_until(leader.leading, what="a to lead")
         follower.start()
