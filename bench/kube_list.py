@@ -22,17 +22,10 @@ from pathlib import Path
 
 import common
 from shard_cluster import stand_in
-from shard_memory import strategy
+from shard_memory import rss_mb, strategy
 
 NAMESPACE = "bench"
 PLURAL = "promotionstrategies"
-
-
-def rss_mb(field: str) -> float:
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith(field + ":"):
-            return round(int(line.split()[1]) / 1024, 1)
-    return 0.0
 
 
 def child(url: str, page: int) -> dict[str, float]:
@@ -42,7 +35,7 @@ def child(url: str, page: int) -> dict[str, float]:
     kube = Kube(loopback_client(url))
     kube._list_page(PLURAL, NAMESPACE, 1, "")  # the connection and the imports, first
     gc.collect()
-    before = rss_mb("VmRSS")
+    before = rss_mb()
     started = time.perf_counter()
     listed = kube.list(PLURAL, NAMESPACE, page=page)
     took = time.perf_counter() - started
@@ -50,8 +43,8 @@ def child(url: str, page: int) -> dict[str, float]:
     return {
         "objects": len(listed["items"]),
         "seconds": round(took, 2),
-        "peak_above_mb": round(rss_mb("VmHWM") - before, 1),
-        "kept_mb": round(rss_mb("VmRSS") - before, 1),
+        "peak_above_mb": round(common.peak_rss_mb() - before, 1),
+        "kept_mb": round(rss_mb() - before, 1),
     }
 
 

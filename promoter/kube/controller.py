@@ -181,10 +181,8 @@ class Controller:
             return
         lease = self.settings.lease
         started = time.monotonic()
-        self.forwarder.forward(self.runtime.queue.urgent())
-        self.forwarder.flush(timeout=lease.renew_deadline)
+        self._hand_over()
         coordinator = sharding.coordinator
-        coordinator.hand_over_all()
         deadline = time.monotonic() + lease.renew_deadline + 2 * lease.retry_period
         while coordinator.held() and time.monotonic() < deadline:
             time.sleep(LEAVE_POLL)
@@ -192,6 +190,14 @@ class Controller:
             "left the shard group",
             extra={"held": len(coordinator.held()), "seconds": time.monotonic() - started},
         )
+
+    def _hand_over(self) -> None:
+        """Pass what webhooks and people queued to the next owners (annotated before any
+        Lease is released: their take-over reads it first), then hand every shard over."""
+        assert self.sharding is not None
+        self.forwarder.forward(self.runtime.queue.urgent())
+        self.forwarder.flush(timeout=self.settings.lease.renew_deadline)
+        self.sharding.coordinator.hand_over_all()
 
     def stop(self, *, release: bool = True) -> None:
         """Stop everything; ``release=False`` leaves the Leases to expire (a crash, in tests).
@@ -213,9 +219,7 @@ class Controller:
         self._wake.set()
         self._thread.join(timeout=90)
         if self.sharding is not None and release:
-            self.forwarder.forward(self.runtime.queue.urgent())
-            self.forwarder.flush(timeout=self.settings.lease.renew_deadline)
-            self.sharding.coordinator.hand_over_all()
+            self._hand_over()
         self.runtime.close()
         self.publisher.stop(timeout=self.settings.lease.renew_deadline)
         if self.sharding is not None and release:

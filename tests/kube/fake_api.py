@@ -270,9 +270,7 @@ class FakeKube:
             if request.query_params.get("watch") in ("true", "1", "True"):
                 return self._watch(request, resource, namespace)
             await asyncio.sleep(self.list_delays.get(plural, 0.0))
-            query = request.query_params
-            page = int(query.get("limit") or 0)
-            return self._list(resource, namespace, query.get("labelSelector"), page, query)
+            return self._list(resource, namespace, request.query_params)
         return await self._one(request, resource, namespace, name, sub)
 
     def _counts(self) -> Response:
@@ -284,28 +282,27 @@ class FakeKube:
                 {"requests": self.requests, "watches": self.watches, "writes": dict(writes)}
             )
 
-    def _list(
-        self,
-        resource: Resource,
-        namespace: str,
-        selector: str | None = None,
-        page: int = 0,
-        query: Any = None,
-    ) -> Response:
-        """All the objects, or with ``page`` (``limit``) that many from where ``continue``
-        says, of the snapshot the first page was read from (410 once it is compacted)."""
-        token = query.get("continue") if query is not None else None
+    def _list(self, resource: Resource, namespace: str, query: Any) -> Response:
+        """All the objects, or ``limit`` of them from where ``continue`` says, of the
+        snapshot the first page was read from (410 once it is compacted)."""
+        selector, token = query.get("labelSelector"), query.get("continue")
+        try:
+            page = int(query.get("limit") or 0)
+            listed_id, _, start = (token or "").rpartition(":")
+            offset = int(start) if token else 0
+        except ValueError:
+            return JSONResponse(
+                _status(400, "BadRequest", "continue key is not valid"), status_code=400
+            )
         with self.lock:
             self.lists[resource[1]] += 1
             if token:
-                listed_id, _, start = token.rpartition(":")
                 snapshot = self.snapshots.get(listed_id)
                 if snapshot is None or snapshot[0] < self.compacted:
                     return JSONResponse(_status(410, "Expired", EXPIRED_CONTINUE), status_code=410)
                 rv, objects = snapshot
-                offset = int(start)
             else:
-                rv, offset = self.rv, 0
+                rv = self.rv
                 objects = [
                     o
                     for (res, ns, _), o in sorted(self.objects.items())

@@ -161,7 +161,11 @@ def test_promoter_serve_sharded_leaves_at_sigterm_then_exits_0(tmp_path: Path) -
             log.seek(0)
             said = [json.loads(line)["msg"] for line in log if line.startswith("{")]
         assert set(holders(cluster).values()) == {""}  # released, none left to lapse
-        assert not [m for m in cluster.fake.items("leases") if "member" in json.dumps(m)]
+        roles = [
+            (lease["metadata"].get("labels") or {}).get("promoter.argoproj.io/lease-role")
+            for lease in cluster.fake.items("leases")
+        ]
+        assert "shard" in roles and "member" not in roles  # its member Lease deleted
         left = said.index("left the shard group")
         assert said.index("SIGTERM: leaving the shard group before shutting down") < left
         assert left < said.index("Waiting for application shutdown.")

@@ -142,3 +142,6 @@ def test_the_api_server_stand_in_refuses_a_continue_token_past_compaction(
         answered = json.loads(refused.value.__cause__.body)  # type: ignore[union-attr]
         assert answered["reason"] == "Expired"
         assert answered["message"].startswith("The provided continue parameter is too old")
+        with pytest.raises(KubeError) as malformed:
+            cluster.kube()._list_page(PLURAL, NS, 2, "not-a-token")
+        assert malformed.value.status == 400  # as the API server refuses a key it cannot read
