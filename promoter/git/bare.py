@@ -257,6 +257,12 @@ class BareRepository:
             updated[ref] = found
         self._refs = updated
 
+    def _set_cached_ref(self, ref: str, sha: str) -> None:
+        """Under ``lock``, after a local write moved ``ref`` to ``sha`` and said so: the
+        refs read updated without reading it again (a new dict, as ``_reload_ref``)."""
+        if self._refs is not None:
+            self._refs = {**self._refs, ref: sha}
+
     def refs(self) -> dict[str, str]:
         """The mirror's ``refs/heads/*`` and ``refs/notes/*`` (cached until the next change)."""
         with self._lock:

@@ -13,9 +13,14 @@ in this order:
    else in the commit's own history (a revert restores an older tree);
 5. the ``hydrator.metadata`` file.
 
-An answer found by 3 or 4 is written as a lineage note and pushed, so that no commit
-is searched twice, even after a restart. Concurrency: the caller's mirror lock rules;
-a lineage push that loses a race is dropped (the next read finds the answer again).
+An answer found by 4, or by 3 through a parent that has no answer of its own (a note or
+a file), is written as a lineage note and pushed, so that no commit is searched twice,
+even after a restart. A merge commit whose parent carries its own answer is found again
+with two commit reads, so it is not recorded: a note and a push for every merge would
+cost more than finding it again (four git processes and a push to the SCM), and each
+push would move the lineage ref, on which every cached answer of the repository depends.
+Concurrency: the caller's mirror lock rules; a lineage push that loses a race is
+dropped (the next read finds the answer again).
 """
 
 from __future__ import annotations
@@ -36,6 +41,8 @@ MAX_DEPTH = 8
 """Merge parents followed at most, one after another."""
 SEARCH = 200
 """Commits of a branch's history searched for the same tree."""
+OWN_ANSWERS = frozenset({"note", "file"})
+"""Sources a commit carries itself (step 1 and 5)."""
 
 log = logging.getLogger("promoter.lineage")
 
@@ -87,8 +94,9 @@ class Lineage:
                     return mirror_metadata(mirror, sha)  # as before: the note's problem
         found = self._search(mirror, sha, proposed_tip, depth)
         if found is not None:
-            via, how, metadata = found
-            if self.record:
+            via, how, resolved = found
+            metadata = resolved.model_copy(update={"source": how})
+            if self.record and _worth_recording(how, resolved):
                 self._record(mirror, sha, metadata, via=via, how=how)
             return metadata
         return mirror_metadata(mirror, sha)
@@ -106,7 +114,7 @@ class Lineage:
     def _search(
         self, mirror: GitMirror, sha: str, proposed_tip: str | None, depth: int
     ) -> tuple[str, str, HydratorMetadata] | None:
-        """Steps 3 and 4: ``(commit it came from, how, its metadata)``, or None."""
+        """Steps 3 and 4: ``(commit it came from, how, that commit's own answer)``, or None."""
         if depth >= MAX_DEPTH:
             return None
         commit = mirror.commit_parents(sha)
@@ -159,6 +167,13 @@ def _tree(mirror: GitMirror, sha: str) -> str | None:
 def _answer(
     via: str, how: str, resolved: HydratorMetadata | MetadataMissing
 ) -> tuple[str, str, HydratorMetadata] | None:
+    """``(via, how, what via resolved to)``; None when it resolved to nothing."""
     if isinstance(resolved, MetadataMissing):
         return None
-    return via, how, resolved.model_copy(update={"source": how})
+    return via, how, resolved
+
+
+def _worth_recording(how: str, resolved: HydratorMetadata) -> bool:
+    """Whether an answer is kept as a lineage note: not a merge commit's whose parent
+    answers for itself (found again at the price of reading the two commits)."""
+    return how != "merge" or resolved.source not in OWN_ANSWERS

@@ -19,6 +19,7 @@ Concurrency model:
 
 from __future__ import annotations
 
+import re
 import shutil
 import time
 from collections.abc import Callable, Iterable, Mapping
@@ -359,6 +360,14 @@ class GitMirror(BareRepository):
             raise git_error(["push"], status, err or out, secrets, f"in mirror {self.name}")
         raise PushRejected(f"push to {self.name} rejected: {'; '.join(refused)}")
 
+    def keep_pushed(self, ref: str, sha: str, *, before: str | None) -> None:
+        """After ``push_commit(ref, sha, lease=before)`` succeeded: the local ``ref`` at
+        ``sha``. The local write put it there already, unless a fetch during the push
+        took it back to ``before``; no git process unless one did."""
+        with self._lock:
+            if self.branch_sha(ref) != sha:
+                self.set_ref(ref, sha, expected=before)
+
     def set_ref(self, ref: str, sha: str, *, expected: str | None) -> bool:
         """Move local ``ref`` to ``sha`` if it still is ``expected`` (None: absent)."""
         with self._lock:
@@ -410,16 +419,17 @@ class GitMirror(BareRepository):
                 read_tree=self._read_tree,
             )
             try:
-                self._run(["fast-import", "--quiet", "--done"], stdin=stream, commit=True)
+                out = self._run(["fast-import", "--quiet", "--done"], stdin=stream, commit=True)[1]
             except BaseException as exc:
                 self._reload_ref(name)
                 if isinstance(exc, GitError) and self._cached_refs().get(name) != tip:
                     raise NotesMoved(f"{name} moved in mirror {self.name} meanwhile") from exc
                 raise
-            self._reload_ref(name)
-            new = self._cached_refs().get(name)
-            if new is None or new == tip:
+            new = out.strip()
+            if not re.fullmatch(r"[0-9a-f]{40}|[0-9a-f]{64}", new) or new == tip:
+                self._reload_ref(name)
                 raise GitError(f"fast-import did not move {name} in mirror {self.name}")
+            self._set_cached_ref(name, new)  # fast-import exits 0 only once the ref moved
             return new
 
     def read_note(self, ref: str, sha: str) -> str | None:

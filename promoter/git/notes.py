@@ -6,6 +6,9 @@ from collections.abc import Callable, Iterable, Mapping
 
 from promoter.git.metadata import TREE_MODE, TreeEntries
 
+COMMIT_MARK = ":1"
+"""The mark of the notes commit in the stream (the blobs have none)."""
+
 
 def notes_ref(ref: str) -> str:
     """``x`` -> ``refs/notes/x``; a full ref name unchanged."""
@@ -47,14 +50,15 @@ def fast_import_stream(
     blobs: Iterable[bytes],
     read_tree: Callable[[str], TreeEntries],
 ) -> bytes:
-    """The ``git fast-import`` input that commits ``notes`` on ``ref`` on top of ``tip``."""
+    """The ``git fast-import`` input that commits ``notes`` on ``ref`` on top of ``tip``
+    and prints the new commit's SHA (``get-mark``: on standard output, one line)."""
     parts = [_data(b"blob", data) for data in blobs]
-    head = f"commit {ref}\ncommitter {committer} {when} +0000"
+    head = f"commit {ref}\nmark {COMMIT_MARK}\ncommitter {committer} {when} +0000"
     parts.append(_data(head.encode(), message.encode()))
     if tip:
         parts.append(f"from {tip}\n".encode())
     for target, text in sorted(notes.items()):
         path = note_path(root, target.lower(), read_tree)
         parts.append(_data(f"M 100644 inline {path}".encode(), text.encode()))
-    parts.append(b"\ndone\n")
+    parts.append(f"\nget-mark {COMMIT_MARK}\ndone\n".encode())
     return b"".join(parts)

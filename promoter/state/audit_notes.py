@@ -122,7 +122,7 @@ def append(mirror: GitMirror, entries: list[AuditEntry], *, fetch: bool = False)
                 mirror.fetch()
             continue
         with mirror.lock:
-            mirror.set_ref(AUDIT_REF, tip, expected=before)
+            mirror.keep_pushed(AUDIT_REF, tip, before=before)
         return
     raise GitError(f"the audit of {mirror.name} kept moving; try again")
 

@@ -277,7 +277,7 @@ class GitLedger:
                     mirror.set_ref(LEDGER_REF, before or NO_REF, expected=tip)
                 raise
             with mirror.lock:
-                mirror.set_ref(LEDGER_REF, tip, expected=before)
+                mirror.keep_pushed(LEDGER_REF, tip, before=before)
                 with self._guard:
                     self._landed(mirror, pending)
             return

@@ -159,6 +159,42 @@ def test_an_answer_found_by_search_is_recorded_and_never_searched_again(
     assert resolve(mirror, squashed, Lineage()) == (DRY[1], "lineage")
 
 
+def test_a_merge_commit_whose_parent_answers_for_itself_is_not_recorded(
+    mirror: GitMirror, remote: GitSandbox
+) -> None:
+    """Found again from the two commits, after a restart too: no note, no push."""
+    start(remote)
+    merged = merge(remote, hydrate(remote, 1))
+    assert resolve(mirror, merged) == (DRY[1], "merge")
+    assert remote.branch_sha(LINEAGE_REF) is None
+    assert resolve(mirror, merged, Lineage()) == (DRY[1], "merge")
+
+
+def ours(remote: GitSandbox, other: str) -> str:
+    """A merge that keeps the active tree (``-s ours``): it answers through the active
+    parent, which has no answer of its own when it is a merge itself."""
+    active = remote.branch_sha(ACTIVE)
+    assert active is not None
+    sha = remote.git("commit-tree", f"{active}^{{tree}}", "-p", active, "-p", other, "-m", "ours")
+    remote.set_branch(ACTIVE, sha)
+    return sha
+
+
+def test_merges_through_merges_are_recorded_so_a_long_run_of_them_stays_resolvable(
+    mirror: GitMirror, remote: GitSandbox
+) -> None:
+    start(remote)
+    lineage = Lineage()
+    merges = []
+    for version in range(1, 13):  # more than MAX_DEPTH merges, each read as it lands
+        merges.append(ours(remote, hydrate(remote, 1 + version % 3)))
+        assert resolve(mirror, merges[-1], lineage)[0] == DRY[0]
+    assert remote.read_note(merges[0], ref=LINEAGE_REF) is None  # its parent has a note
+    recorded = [json.loads(remote.read_note(m, ref=LINEAGE_REF) or "{}") for m in merges[1:]]
+    assert [(r["drySha"], r["how"]) for r in recorded] == [(DRY[0], "merge")] * 11
+    assert resolve(mirror, merges[-1], Lineage()) == (DRY[0], "lineage")
+
+
 def test_argocd_files_are_read_and_its_note_runs_ahead_of_them(
     mirror: GitMirror, remote: GitSandbox
 ) -> None:

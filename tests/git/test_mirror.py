@@ -494,3 +494,57 @@ def test_a_notes_write_on_a_tip_another_writer_moved_meanwhile_says_so_and_write
     tip = mirror.write_notes(ref, {sha: "last\n"}, message="ledger")
     assert git(mirror.path, "rev-parse", f"{tip}^") == moved
     assert mirror.read_note(ref, sha) == "last\n"
+
+
+def count_git(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The git commands the mirror runs from now on (their first word)."""
+    import promoter.git.bare as bare
+
+    ran: list[str] = []
+    real = bare.run_git
+
+    def counted(args: list[str], **kwargs: object) -> object:
+        ran.append(args[0])
+        return real(args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(bare, "run_git", counted)
+    return ran
+
+
+def test_a_notes_write_and_its_push_cost_three_git_processes_and_leave_the_refs_true(
+    mirror: GitMirror, remote: GitSandbox, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The ledger's and the audit's way: the new tip comes from fast-import itself, and
+    the ref the local write moved is not moved again after the push."""
+    ref = "refs/notes/promoter.ledger"
+    commit = remote.commit_dry({"a.yaml": "a\n"})
+    mirror.refresh()
+    first = mirror.write_notes(ref, {commit: "one\n"}, message="ledger")
+    mirror.push_commit(ref, first, lease=None)
+    ran = count_git(monkeypatch)
+    tip = mirror.write_notes(ref, {commit: "two\n"}, message="ledger")
+    assert ran == ["fast-import"]
+    assert git(mirror.path, "rev-parse", ref) == tip and mirror.branch_sha(ref) == tip
+    mirror.push_commit(ref, tip, lease=first)
+    mirror.keep_pushed(ref, tip, before=first)
+    assert ran == ["fast-import", "push", "for-each-ref"]
+    assert remote.git("rev-parse", ref) == tip
+    assert git(mirror.path, "rev-parse", ref) == tip and mirror.branch_sha(ref) == tip
+    assert mirror.read_note(ref, commit) == "two\n"
+
+
+def test_a_fetch_that_took_the_ref_back_during_the_push_is_mended_after_it(
+    mirror: GitMirror, remote: GitSandbox
+) -> None:
+    ref = "refs/notes/promoter.audit"
+    commit = remote.commit_dry({"a.yaml": "a\n"})
+    mirror.refresh()
+    before = mirror.write_notes(ref, {commit: "one\n"}, message="audit")
+    mirror.push_commit(ref, before, lease=None)
+    tip = mirror.write_notes(ref, {commit: "two\n"}, message="audit")
+    mirror.push_commit(ref, tip, lease=before)
+    # A fetch that read the remote before the push landed writes its answer after it.
+    assert mirror.set_ref(ref, before, expected=tip) is True
+    mirror.keep_pushed(ref, tip, before=before)
+    assert git(mirror.path, "rev-parse", ref) == tip and mirror.branch_sha(ref) == tip
+    assert mirror.read_note(ref, commit) == "two\n"
