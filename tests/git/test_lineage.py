@@ -111,12 +111,16 @@ def resolve(mirror: GitMirror, sha: str, lineage: Lineage | None = None) -> tupl
     return found.dry_sha, found.source
 
 
-def test_a_merge_commit_with_no_note_and_no_file_is_on_its_merged_parent(
+def test_a_merge_commit_with_no_note_and_no_file_is_on_its_merged_parent_unrecorded(
     mirror: GitMirror, remote: GitSandbox
 ) -> None:
+    """Its merged parent answers for itself (a note): found again from the two commits,
+    after a restart too, so no lineage note is written or pushed."""
     start(remote)
     merged = merge(remote, hydrate(remote, 1))
     assert resolve(mirror, merged) == (DRY[1], "merge")
+    assert remote.branch_sha(LINEAGE_REF) is None
+    assert resolve(mirror, merged, Lineage()) == (DRY[1], "merge")
 
 
 def test_a_squash_merge_is_on_the_proposed_commit_with_the_same_tree(
@@ -157,17 +161,6 @@ def test_an_answer_found_by_search_is_recorded_and_never_searched_again(
     empty = remote.git("mktree", stdin="")  # -next rewritten: the same tree is gone
     remote.set_branch(NEXT, remote.git("commit-tree", empty, "-m", "rewritten"))
     assert resolve(mirror, squashed, Lineage()) == (DRY[1], "lineage")
-
-
-def test_a_merge_commit_whose_parent_answers_for_itself_is_not_recorded(
-    mirror: GitMirror, remote: GitSandbox
-) -> None:
-    """Found again from the two commits, after a restart too: no note, no push."""
-    start(remote)
-    merged = merge(remote, hydrate(remote, 1))
-    assert resolve(mirror, merged) == (DRY[1], "merge")
-    assert remote.branch_sha(LINEAGE_REF) is None
-    assert resolve(mirror, merged, Lineage()) == (DRY[1], "merge")
 
 
 def ours(remote: GitSandbox, other: str) -> str:

@@ -511,16 +511,22 @@ def count_git(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     return ran
 
 
+def noted_and_pushed(mirror: GitMirror, remote: GitSandbox, ref: str) -> tuple[str, str]:
+    """A new commit with a note "one" under ``ref``, pushed: ``(commit, notes tip)``."""
+    commit = remote.commit_dry({"a.yaml": "a\n"})
+    mirror.refresh()
+    tip = mirror.write_notes(ref, {commit: "one\n"}, message="notes")
+    mirror.push_commit(ref, tip, lease=None)
+    return commit, tip
+
+
 def test_a_notes_write_and_its_push_cost_three_git_processes_and_leave_the_refs_true(
     mirror: GitMirror, remote: GitSandbox, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The ledger's and the audit's way: the new tip comes from fast-import itself, and
     the ref the local write moved is not moved again after the push."""
     ref = "refs/notes/promoter.ledger"
-    commit = remote.commit_dry({"a.yaml": "a\n"})
-    mirror.refresh()
-    first = mirror.write_notes(ref, {commit: "one\n"}, message="ledger")
-    mirror.push_commit(ref, first, lease=None)
+    commit, first = noted_and_pushed(mirror, remote, ref)
     ran = count_git(monkeypatch)
     tip = mirror.write_notes(ref, {commit: "two\n"}, message="ledger")
     assert ran == ["fast-import"]
@@ -537,10 +543,7 @@ def test_a_fetch_that_took_the_ref_back_during_the_push_is_mended_after_it(
     mirror: GitMirror, remote: GitSandbox
 ) -> None:
     ref = "refs/notes/promoter.audit"
-    commit = remote.commit_dry({"a.yaml": "a\n"})
-    mirror.refresh()
-    before = mirror.write_notes(ref, {commit: "one\n"}, message="audit")
-    mirror.push_commit(ref, before, lease=None)
+    commit, before = noted_and_pushed(mirror, remote, ref)
     tip = mirror.write_notes(ref, {commit: "two\n"}, message="audit")
     mirror.push_commit(ref, tip, lease=before)
     # A fetch that read the remote before the push landed writes its answer after it.
