@@ -23,6 +23,12 @@ alone, GitHub's state and the work of answering it being in the other process (u
 its garbage counted with the daemon's).
 
     python bench/webhook_storm.py [--strategies 1000] [--deliveries 10000] [--seconds 10]
+        [--storms 1]
+
+``--storms N`` sends N storms in a row on the same daemon, each on the next change: the
+hydrator pushes it to every strategy's first environment, the daemon opens its pull
+requests, then the same storm for the new commits; the RSS before and after each is
+printed (the targets judge the first).
 
 Targets (issue #33, target 4): every delivery answered 202 (accepted or duplicate) and
 the storm sent in its 10 seconds (10 % slack: the daemon answers fast enough to keep the
@@ -44,6 +50,7 @@ import sys
 import tempfile
 import time
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -63,7 +70,8 @@ def serve_github(args: argparse.Namespace) -> None:
     """GitHub's side, in a process of its own: build the fleet (its repositories), serve
     the stateful fake over HTTP on 127.0.0.1 with every environment's ``health`` green,
     write the fleet for the daemon's process, then obey commands on stdin: ``ci`` (CI
-    reports green on every proposed commit), ``stop``."""
+    reports green on every proposed commit), ``advance`` (the hydrator pushes the next
+    change for every strategy's first environment), ``stop``."""
     from tests.scm_github.fake_github import FakeGitHub
     from tests.scm_github.fake_limits import FakeLimits
     from tests.scm_github.fake_server import FakeGitHubServer
@@ -96,7 +104,11 @@ def serve_github(args: argparse.Namespace) -> None:
         answer({"url": server.api_url})
         for line in sys.stdin:
             command = line.strip()
-            if command == "ci":
+            if command == "advance":
+                dry = advance(fleet)
+                proposed = {n: fleet.proposed[f"{n}/{first}"] for n in fleet.strategy_names()}
+                answer({"dry": dry, "proposed": proposed})
+            elif command == "ci":
                 for name in fleet.strategy_names():
                     key = f"{name}/{first}"
                     server.fake.post_status(
@@ -105,6 +117,52 @@ def serve_github(args: argparse.Namespace) -> None:
                 answer({"ci": args.strategies})
             elif command == "stop":
                 break
+
+
+def advance(fleet: common.Fleet) -> str:
+    """A hydrator's next change: a new dry commit on every repository's ``main`` (the
+    same SHA in each, as the fleet's), rendered onto every strategy's first ``-next``
+    with its note; ``fleet.proposed`` follows. The new dry SHA."""
+    first = fleet.environments[0]
+    found = ""
+    for r in range(fleet.repos):
+        path = fleet.repo_path(r)
+        dry = common.FastImport()
+        n = int(common.git(path, "rev-list", "--count", "refs/heads/main")) + 1
+        mark = dry.commit(
+            "refs/heads/main",
+            f"Bump apps to v{n}\n",
+            {"apps/README.md": f"v{n}\n"},
+            parent=common.git(path, "rev-parse", "refs/heads/main"),
+        )
+        found = dry.run(path)[mark]
+        metadata = common.render_metadata(dry_sha=found, repo_url=str(path), subject=f"v{n}")
+        stream = common.FastImport()
+        blob = stream.blob(metadata.encode())
+        notes: dict[str, str] = {}
+        planned: list[tuple[str, str]] = []
+        for i in range(r, fleet.strategies, fleet.repos):
+            key = f"app-{i}/{first}"
+            files = {
+                f"apps/app-{i}/{first}/manifest.yaml": f"app: app-{i}\nenv: {first}\nimage: {n}\n",
+                common.METADATA_FILE: blob,
+            }
+            ref = f"refs/heads/{key}-next"
+            nxt = stream.commit(ref, f"hydrate v{n} for {key}\n", files, parent=fleet.proposed[key])
+            notes[nxt] = metadata
+            planned.append((key, nxt))
+        notes_tip = common.git(path, "rev-parse", common.NOTES_REF)
+        stream.commit(
+            common.NOTES_REF,
+            "Notes added by the bench hydrator\n",
+            {},
+            notes=notes,
+            parent=notes_tip,
+        )
+        marks = stream.run(path)
+        for key, nxt in planned:
+            fleet.proposed[key] = marks[nxt]
+    return found
 
 
 def serve(args: argparse.Namespace) -> None:
@@ -139,8 +197,15 @@ def serve(args: argparse.Namespace) -> None:
     answer({"ready": True, "proposed": proposed, "repos": fleet.repos})
     for line in sys.stdin:
         command = line.strip()
-        if command == "merged":
-            answer({"merged": merged(daemon.runtime, names, first, fleet)})
+        word, _, dry = command.partition(" ")
+        if word == "merged":
+            target = dry or fleet.dry["D2"]
+            answer({"merged": merged(daemon.runtime, names, target)})
+        elif word == "proposed":
+            answer({"proposed": awaiting(daemon.runtime, names, dry)})
+        elif command == "refresh":  # the hydrator's push webhooks, in one call
+            daemon.runtime.enqueue(names)
+            answer({"refreshed": len(names)})
         elif command == "idle":
             runtime = daemon.runtime
             views = runtime.reconciler.all_views()
@@ -182,17 +247,32 @@ def unbudgeted(runtime: Any) -> None:
     runtime.plugins["github"].calls.budget = CredentialBudget(limits)
 
 
-def merged(runtime: Any, names: list[str], first: str, fleet: common.Fleet) -> int:
-    """Strategies whose first environment runs the new change (its dry SHA)."""
-    done = 0
+def _first_environments(runtime: Any, names: list[str]) -> Iterator[Any]:
     for name in names:
         view = runtime.reconciler.view(name)
-        if view is None or view.snapshot is None:
-            continue
-        env = view.snapshot.environments[0]
-        if env.active is not None and env.active.dry_sha == fleet.dry["D2"]:
-            done += 1
-    return done
+        if view is not None and view.snapshot is not None:
+            yield view.snapshot.environments[0]
+
+
+def merged(runtime: Any, names: list[str], dry: str) -> int:
+    """Strategies whose first environment runs dry commit ``dry``."""
+    return sum(
+        1
+        for env in _first_environments(runtime, names)
+        if env.active is not None and env.active.dry_sha == dry
+    )
+
+
+def awaiting(runtime: Any, names: list[str], dry: str) -> int:
+    """Strategies whose first environment has ``dry`` proposed in an open pull request."""
+    return sum(
+        1
+        for env in _first_environments(runtime, names)
+        if env.proposed is not None
+        and env.proposed.dry_sha == dry
+        and env.pull_request is not None
+        and env.pull_request.state == "open"
+    )
 
 
 def answer(value: dict[str, Any]) -> None:
@@ -447,6 +527,9 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
             final = settle(child, args.timeout)
             rss_after = child.rss_mb()
             merged_count = child.ask("merged")["merged"]
+            later = [
+                again(args, child, github, port, ready["repos"]) for _ in range(args.storms - 1)
+            ]
         finally:
             if child is not None:
                 child.stop()
@@ -468,7 +551,48 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
         "rss_before_mb": rss_before,
         "rss_after_mb": rss_after,
         "rss_growth": round(rss_after / rss_before - 1, 4) if rss_before else None,
+        "later_storms": later,
         "machine": common.machine(),
+    }
+
+
+def again(
+    args: argparse.Namespace, child: Child, github: Child, port: int, repos: int
+) -> dict[str, Any]:
+    """One more storm on the daemon the first one left: the hydrator pushes the next
+    change everywhere, the daemon opens its pull requests, then the same storm for the
+    new commits; the daemon's RSS before and after it, measured as for the first."""
+    pushed = github.ask("advance")
+    child.ask("refresh")
+    common.wait_for(
+        lambda: child.ask(f"proposed {pushed['dry']}")["proposed"] >= args.strategies,
+        timeout=args.timeout,
+        what="a pull request for every new change",
+        poll=0.5,
+    )
+    settle(child, args.timeout)
+    rss_before = child.rss_mb()
+    items = requests(deliveries(pushed["proposed"], repos, args.deliveries))
+    github.ask("ci")
+    started = time.perf_counter()
+    sent = asyncio.run(storm(port, items, args.seconds, args.connections))
+    common.wait_for(
+        lambda: child.ask(f"merged {pushed['dry']}")["merged"] >= args.strategies,
+        timeout=args.timeout,
+        what="every change merged",
+        poll=0.5,
+    )
+    all_merged_s = time.perf_counter() - started
+    final = settle(child, args.timeout)
+    rss_after = child.rss_mb()
+    return {
+        "sent_s": sent["seconds"],
+        "answers": sent["answers"],
+        "all_merged_s": round(all_merged_s, 1),
+        "errors": final["errors"],
+        "rss_before_mb": rss_before,
+        "rss_after_mb": rss_after,
+        "rss_growth": round(rss_after / rss_before - 1, 4) if rss_before else None,
     }
 
 
@@ -479,6 +603,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seconds", type=float, default=10.0, help="the storm's length")
     parser.add_argument("--connections", type=int, default=32)
     parser.add_argument("--timeout", type=float, default=600.0)
+    parser.add_argument(
+        "--storms", type=int, default=1, help="storms in a row, each on the next change"
+    )
     parser.add_argument("--child", action="store_true", help="(internal) run the daemon")
     parser.add_argument("--github", action="store_true", help="(internal) run GitHub's side")
     parser.add_argument("--root", default="")
@@ -515,6 +642,12 @@ def main(argv: list[str] | None = None) -> int:
         f" ({figures['merged']}/{args.strategies}); errors {len(figures['errors'])}",
         f"RSS {figures['rss_before_mb']} MB before, {figures['rss_after_mb']} MB after"
         f" ({figures['rss_growth']:+.1%})",
+        *(
+            f"storm {n}: sent in {later['sent_s']} s, every change merged"
+            f" {later['all_merged_s']} s after it began; RSS {later['rss_before_mb']} MB before,"
+            f" {later['rss_after_mb']} MB after ({later['rss_growth']:+.1%})"
+            for n, later in enumerate(figures["later_storms"], start=2)
+        ),
         f"load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs",
         "  ".join(f"{k} {'ok' if v else 'MISSED'}" for k, v in checks.items()),
     ]

@@ -16,6 +16,7 @@ configuration (the resync skips it)::
     │   ├── ScmRateLimited      the SCM's rate limit is spent: after ``retry_after``, not before
     │   │   └── RateBudgetWait  our own budget for the credential says wait: as ScmRateLimited
     │   ├── ScmUnavailable      the SCM is down, timed out or answered 5xx: backoff
+    │   │   └── ScmBusy         a branch locked, maybe by a killed git: at its ``delay``
     │   └── HoldLapsed          sharded: our shard's hold lapsed, nobody else holds it: backoff
     ├── PermanentError          retrying fails the same way: reported, the strategy parked
     │   ├── ConfigError         the configuration is invalid (every problem): refused at load
@@ -140,6 +141,12 @@ class RateBudgetWait(ScmRateLimited):
 
 class ScmUnavailable(ScmError, TemporaryError):
     """The SCM is down, timed out or answered 5xx."""
+
+
+class ScmBusy(ScmUnavailable):
+    """A branch is locked, perhaps by a git killed while it held the lock (git never
+    removes such a lock; it is taken as abandoned after ``STALE_AFTER``): retried at
+    ``delay``, when it can be, not at the backoff's next step, which could be minutes."""
 
 
 class ScmAuthError(ScmError, PermanentError):

@@ -26,6 +26,7 @@ from promoter.errors import (
     NotOwner,
     PermanentError,
     RateBudgetWait,
+    ScmBusy,
     ScmConflict,
     ScmRateLimited,
     TemporaryError,
@@ -99,7 +100,10 @@ class Workers:
             self.queue.add(key)
             return
         except TemporaryError as exc:
-            delay = max(self.queue.backoff(key), exc.delay or 0.0)
+            if isinstance(exc, ScmBusy) and exc.delay is not None:
+                delay = exc.delay  # when the lock can be cleared: no sooner, no later
+            else:
+                delay = max(self.queue.backoff(key), exc.delay or 0.0)
             if isinstance(exc, ScmConflict) and exc.lasting:
                 delay = max(delay, self.queue.max_delay)
             log.warning(

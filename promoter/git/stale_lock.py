@@ -38,6 +38,19 @@ def clear_stale_lock(stderr: str, *, now: float | None = None) -> bool:
     return True
 
 
+def abandoned_in(stderr: str, *, now: float | None = None) -> float | None:
+    """Seconds until the lock git complained about in ``stderr`` is taken as abandoned
+    (0 when it is already, or gone); None when git complained of no lock."""
+    match = _LOCKED.search(stderr)
+    if match is None:
+        return None
+    try:
+        age = (now if now is not None else time.time()) - Path(match.group(1)).stat().st_mtime
+    except OSError:
+        return 0.0
+    return max(0.0, STALE_AFTER - age)
+
+
 def clear_stale_locks(root: Path) -> int:
     """Remove every abandoned lock file under ``root`` (a repository this process owns)."""
     removed = 0

@@ -20,10 +20,18 @@ from collections.abc import Collection, Iterable, Iterator, Mapping
 from pathlib import Path
 
 from promoter.config import Repository, ScmProvider
-from promoter.errors import GitError, ScmConflict, ScmError, ScmNotFound, ScmUnavailable
+from promoter.errors import (
+    GitError,
+    ScmBusy,
+    ScmConflict,
+    ScmError,
+    ScmNotFound,
+    ScmUnavailable,
+)
 from promoter.git.credentials import noninteractive_env
 from promoter.git.identity import identity_env
 from promoter.git.runner import run_git
+from promoter.git.stale_lock import abandoned_in
 from promoter.models import CommitStatus, PullRequest, PullRequestState, Review
 from scm_plugins.calls import ScmCalls
 from scm_plugins.local import merging
@@ -32,6 +40,8 @@ from scm_plugins.local.store import LocalStore
 
 AUTHOR = "promoter"
 """Who opens every pull request of the local SCM: the promoter; its approvals never count."""
+LOCK_MARGIN = 0.5
+"""Seconds past the moment a lock is taken as abandoned before the merge is tried again."""
 
 
 def repository_path(repo: Repository) -> Path:
@@ -230,9 +240,18 @@ class LocalScm:
                 self._git(repo, "update-ref", f"refs/heads/{row['base']}", merge_sha, base_tip)
             except subprocess.CalledProcessError as exc:
                 self.store.update(repo.name, number, merging_head=None, merging_sha=None)
-                if "but expected" in (exc.stderr or ""):
+                stderr = exc.stderr or ""
+                if "but expected" in stderr:
                     raise ScmConflict(f"base branch {row['base']} moved during the merge") from exc
-                raise ScmUnavailable(f"cannot update {row['base']}: it is locked") from exc
+                wait = abandoned_in(stderr)
+                if wait is not None:
+                    raise ScmBusy(
+                        f"cannot update {row['base']}: it is locked (a git killed while it"
+                        f" held the lock leaves it; taken as abandoned in {wait:.0f} s)",
+                        delay=wait + LOCK_MARGIN,
+                    ) from exc
+                reason = stderr.strip().splitlines()[-1] if stderr.strip() else "git failed"
+                raise ScmUnavailable(f"cannot update {row['base']}: {reason}") from exc
             self._record_merge(repo, number, head_sha=head_tip, merge_sha=merge_sha)
             return merge_sha
 

@@ -33,7 +33,7 @@ TINY = {
     ],
     "credential_budget": ["--strategies", "10", "--changes", "3", "--hour", "30"],
     "webhook_throughput": ["--duration", "0.3", "--rounds", "1", "--warmup", "0.1"],
-    "webhook_storm": ["--strategies", "4", "--deliveries", "40", "--seconds", "1"],
+    "webhook_storm": ["--strategies", "4", "--deliveries", "40", "--seconds", "1", "--storms", "2"],
 }
 FIGURE = {
     "dag_reconcile": "cold_ms",
@@ -49,7 +49,7 @@ FIGURE = {
     "shards": "scale_up",
     "credential_budget": "burst",
     "webhook_throughput": "receiver",
-    "webhook_storm": "storm",
+    "webhook_storm": "later_storms",
 }
 
 

@@ -6,7 +6,7 @@ import os
 import time
 from pathlib import Path
 
-from promoter.git.stale_lock import STALE_AFTER, clear_stale_lock, clear_stale_locks
+from promoter.git.stale_lock import STALE_AFTER, abandoned_in, clear_stale_lock, clear_stale_locks
 
 
 def lock_file(path: Path, age: float) -> Path:
@@ -36,3 +36,14 @@ def test_a_repository_this_process_owns_is_swept_of_old_locks_only(tmp_path: Pat
     new = lock_file(tmp_path / "index.lock", 0)
     assert clear_stale_locks(tmp_path) == 1
     assert not old.exists() and new.exists()
+
+
+def test_how_long_until_a_lock_is_taken_as_abandoned(tmp_path: Path) -> None:
+    lock = lock_file(tmp_path / "refs/heads/env.lock", 10)
+    waited = abandoned_in(f"fatal: Unable to create '{lock}': File exists.")
+    assert waited is not None and STALE_AFTER - 11 < waited <= STALE_AFTER - 10
+    old = lock_file(tmp_path / "refs/heads/old.lock", STALE_AFTER + 5)
+    assert abandoned_in(f"fatal: Unable to create '{old}': File exists.") == 0.0
+    gone = tmp_path / "refs/heads/gone.lock"
+    assert abandoned_in(f"fatal: Unable to create '{gone}': File exists.") == 0.0
+    assert abandoned_in("fatal: some other failure") is None

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import os
+import time
 from pathlib import Path
 
 import pytest
 
 from promoter.cli.sandbox import commit_files, git, init_bare
 from promoter.config import LocalProvider, Repository, ScmProvider
-from promoter.errors import ScmConflict
+from promoter.errors import ScmBusy, ScmConflict
+from promoter.git.stale_lock import STALE_AFTER
 from promoter.models import PullRequestState
 from scm_plugins.local import LocalScm
 
@@ -135,3 +138,28 @@ def test_a_conflicting_rebase_is_not_mergeable(tmp_path: Path, path: Path) -> No
     commit_files(path, "env", {"a.yaml": "hotfix\n"}, "a person's hotfix")
     with pytest.raises(ScmConflict, match="not mergeable"):
         merge(make_scm(tmp_path, "rebase"), path)
+
+
+def test_a_base_locked_by_a_killed_git_says_when_the_merge_can_be_tried_again(
+    tmp_path: Path, path: Path
+) -> None:
+    """git leaves the lock of a killed ``update-ref``; a fresh one may be a live git's,
+    so the merge waits until it is taken as abandoned, then goes through."""
+    commit_files(path, "env-next", {"a.yaml": "2\n"}, "proposed")
+    before = git(path, "rev-parse", "env")
+    lock = path / "refs/heads/env.lock"
+    lock.write_text("")
+    scm = make_scm(tmp_path)
+    with pytest.raises(ScmBusy, match="env: it is locked") as refused:
+        merge(scm, path)
+    assert refused.value.delay is not None
+    assert STALE_AFTER - 1 < refused.value.delay <= STALE_AFTER + 1
+    assert git(path, "rev-parse", "env") == before
+    then = time.time() - STALE_AFTER - 1  # the moment it is due
+    os.utime(lock, (then, then))
+    repo = repository(path)
+    (pr,) = scm.pull_requests(repo=repo)
+    head = git(path, "rev-parse", "env-next")
+    scm.merge_pull_request(repo=repo, number=pr.number, expected_head_sha=head, message="m")
+    assert not lock.exists()
+    assert tree(path, "env") == tree(path, "env-next")

@@ -9,7 +9,7 @@ import pytest
 from promoter.daemon.executor import Outcome
 from promoter.daemon.queue import WorkQueue
 from promoter.daemon.workers import Workers
-from promoter.errors import RateBudgetWait, ScmRateLimited, ScmUnavailable
+from promoter.errors import RateBudgetWait, ScmBusy, ScmRateLimited, ScmUnavailable
 
 
 class Clock:
@@ -64,6 +64,19 @@ def test_a_temporary_error_backs_off_no_less_than_the_delay_it_names() -> None:
     clock.now = 19.9
     assert queue.get(timeout=0) is None
     clock.now = 20.0
+    assert queue.get(timeout=0) == "guestbook"
+
+
+def test_a_locked_branch_is_tried_again_when_its_lock_can_be_cleared_not_at_the_backoff() -> None:
+    """After eight failures the backoff is 256 s; a lock that is taken as abandoned in
+    12 s is tried again then."""
+    _, workers, queue, clock = failing_once(ScmBusy("environment/prod is locked", delay=12.0))
+    for _ in range(8):  # the strategy failed eight times already
+        queue.backoff("guestbook")
+    workers.process("guestbook")
+    clock.now = 11.9
+    assert queue.get(timeout=0) is None
+    clock.now = 12.0
     assert queue.get(timeout=0) == "guestbook"
 
 
