@@ -4,8 +4,9 @@ The group's Leases are watched into a local cache (``Watcher`` over ``LeaseSourc
 A round runs when one of them changes hands (a member joins or leaves, a shard is
 released or taken) and at least every ``retry_period``. It computes the assignment
 (``promoter.kube.assignment``) from the live members and the shards' weights, renews
-this replica's member Lease and its shard Leases when due (``renew_every``: once only
-``RENEW_TRIES`` rounds are left before the hold would lapse), and then, shard by shard:
+this replica's member Lease and its shard Leases when due (``renew_every``: once a
+third of the renew deadline has passed, or only ``RENEW_TRIES`` rounds are left before
+the hold would lapse), and then, shard by shard:
 
 * hands over those it holds but is no longer assigned (or all of them when stopping):
   the fence refuses new writes at once, and the Lease is released (holder cleared) as
