@@ -21,16 +21,28 @@ _LOCKED = re.compile(r"Unable to create '([^']+\.lock)': File exists")
 log = logging.getLogger("promoter.git")
 
 
-def clear_stale_lock(stderr: str, *, now: float | None = None) -> bool:
-    """Remove the abandoned lock git complained about in ``stderr``; whether one was."""
+def _complained_of(stderr: str, now: float | None) -> tuple[Path, float | None] | None:
+    """The lock git complained about in ``stderr`` and its age in seconds (None when it
+    is gone); None when git complained of no lock."""
     match = _LOCKED.search(stderr)
     if match is None:
-        return False
+        return None
     path = Path(match.group(1))
     try:
-        age = (now if now is not None else time.time()) - path.stat().st_mtime
-        if age < STALE_AFTER:
-            return False
+        return path, (now if now is not None else time.time()) - path.stat().st_mtime
+    except OSError:
+        return path, None
+
+
+def clear_stale_lock(stderr: str, *, now: float | None = None) -> bool:
+    """Remove the abandoned lock git complained about in ``stderr``; whether one was."""
+    found = _complained_of(stderr, now)
+    if found is None:
+        return False
+    path, age = found
+    if age is None or age < STALE_AFTER:
+        return False
+    try:
         path.unlink()
     except OSError:
         return False
@@ -41,14 +53,11 @@ def clear_stale_lock(stderr: str, *, now: float | None = None) -> bool:
 def abandoned_in(stderr: str, *, now: float | None = None) -> float | None:
     """Seconds until the lock git complained about in ``stderr`` is taken as abandoned
     (0 when it is already, or gone); None when git complained of no lock."""
-    match = _LOCKED.search(stderr)
-    if match is None:
+    found = _complained_of(stderr, now)
+    if found is None:
         return None
-    try:
-        age = (now if now is not None else time.time()) - Path(match.group(1)).stat().st_mtime
-    except OSError:
-        return 0.0
-    return max(0.0, STALE_AFTER - age)
+    age = found[1]
+    return 0.0 if age is None else max(0.0, STALE_AFTER - age)
 
 
 def clear_stale_locks(root: Path) -> int:
