@@ -1,5 +1,6 @@
 # The image manifests/deployment.yaml runs: `docker build -t REGISTRY/promoter:TAG .`
-# (see docs/kubernetes.md). Slim Python, git for the mirrors, a non-root user.
+# (see docs/kubernetes.md). Slim Python, git for the mirrors (Debian's: 2.39 or newer; the promoter
+# needs 2.38), a non-root user.
 FROM python:3.12-slim
 
 RUN apt-get update \

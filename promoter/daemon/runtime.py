@@ -36,6 +36,7 @@ from promoter.errors import CommitNotFound
 from promoter.git import GitMirror
 from promoter.git.diff import changed_files
 from promoter.git.pool import MirrorPool
+from promoter.git.version import require_git
 from promoter.models import CommitStatus, DryCommit, utcnow
 from promoter.state.audit import AuditTrail
 from promoter.state.ledger import GitLedger
@@ -64,7 +65,10 @@ class Runtime:
         push_guard: Callable[[str], AbstractContextManager[None]] | None = None,
     ) -> None:
         """``owns`` (Kubernetes mode, sharded): whether this replica works on a repository
-        now; the timers leave the others alone. ``push_guard``: see ``MirrorPool``."""
+        now; the timers leave the others alone. ``push_guard``: see ``MirrorPool``.
+        ConfigError, before anything starts, when the git on the ``PATH`` is missing or
+        too old (``require_git``)."""
+        require_git()
         self.config = config
         self.state_dir = config.state_path()
         self.state_dir.mkdir(parents=True, exist_ok=True)
