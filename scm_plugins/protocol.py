@@ -209,6 +209,15 @@ class CommitVerifications(Protocol):
 
 
 @runtime_checkable
+class ForgottenCommits(Protocol):
+    """Optional: let go of what the plugin keeps about commits that no strategy tracks any
+    more (answers cached for conditional reads). The promoter calls it from a reconcile,
+    with the SHAs the strategy stopped tracking that no other strategy tracks."""
+
+    def forget_commits(self, *, repo: Repository, shas: Collection[str]) -> None: ...
+
+
+@runtime_checkable
 class ScmPlugin(PullRequests, CommitStatuses, GitCredentials, Protocol):
     """A whole SCM plugin, as the registry builds it from a provider's configuration."""
 

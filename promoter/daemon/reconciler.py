@@ -38,7 +38,7 @@ from promoter.state.ledger import GitLedger
 from promoter.state.pulls import PullRequestCache
 from promoter.state.statuses import StatusCache
 from promoter.state.tracking import ShaIndex
-from scm_plugins.protocol import ScmPlugin
+from scm_plugins.protocol import ForgottenCommits, ScmPlugin
 
 log = logging.getLogger("promoter.reconciler")
 
@@ -135,7 +135,7 @@ class Reconciler:
             mirror = self.mirrors.fresh(repo)
             tips = notes_tips(mirror)
             snapshot = reader.read(strategy, repo, mirror)
-            self.sha_index.track(key, _tracked_shas(snapshot))
+            self._let_go(repo, plugin, self.sha_index.track(key, _tracked_shas(snapshot)))
             decision = decide(snapshot)
             outcome.requeue_after = decision.requeue_after
             executor.run(snapshot, repo, mirror, decision.actions, outcome)
@@ -223,6 +223,14 @@ class Reconciler:
 
     def _status_url(self, key: str) -> str:
         return f"{self.status_url.rstrip('/')}/strategies/{key}" if self.status_url else ""
+
+    def _let_go(self, repo: Repository, plugin: ScmPlugin, released: set[str]) -> None:
+        """What is kept about commits no strategy tracks any more: their statuses, and what
+        the plugin cached to read them (``ForgottenCommits``)."""
+        for sha in released:
+            self.status_cache.forget(repo.name, sha)
+        if released and isinstance(plugin, ForgottenCommits):
+            plugin.forget_commits(repo=repo, shas=released)
 
     def _remember(self, key: str, view: StrategyView) -> None:
         self.field_sets.compact(view.snapshot, view.decision)

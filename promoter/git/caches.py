@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TypeVar
+from typing import Generic, TypeVar
 
 from git.objects.fun import tree_entries_from_data
 
@@ -22,6 +22,60 @@ def remember(cache: dict[K, V], key: K, value: V, limit: int = 1 << 16) -> V:
         cache.clear()
     cache[key] = value
     return value
+
+
+FACTS = 1024
+"""Entries a generation of a mirror's ``Recent`` caches of commit facts holds at least
+(and twice its refs when it has more: every tip's facts stay)."""
+
+
+class Recent(Generic[K, V]):
+    """A bounded cache that keeps what was used lately, for facts a daemon running for
+    weeks meets without end (every change brings new commits, notes and trees).
+
+    Entries go into a young generation; once it holds ``limit``, it becomes the old one
+    and the previous old one is let go. A hit in the old generation moves the entry back
+    to the young one, so an entry used at least once every ``limit`` puts stays, and the
+    cache never holds more than twice ``limit``. Values are never None (None is a miss).
+    Not thread-safe: its owner locks.
+    """
+
+    def __init__(self, limit: int = FACTS) -> None:
+        self.limit = limit
+        self._young: dict[K, V] = {}
+        self._old: dict[K, V] = {}
+
+    def __len__(self) -> int:
+        return len(self._young) + len(self._old)
+
+    def __contains__(self, key: K) -> bool:
+        return key in self._young or key in self._old
+
+    def get(self, key: K) -> V | None:
+        value = self._young.get(key)
+        if value is None:
+            value = self._old.pop(key, None)
+            if value is not None:
+                self._add(key, value)
+        return value
+
+    def put(self, key: K, value: V) -> V:
+        """Store ``value`` (kept as the newest) and return it."""
+        if key in self._young:
+            self._young[key] = value
+        else:
+            self._old.pop(key, None)
+            self._add(key, value)
+        return value
+
+    def clear(self) -> None:
+        self._young.clear()
+        self._old.clear()
+
+    def _add(self, key: K, value: V) -> None:
+        if len(self._young) >= self.limit:
+            self._old, self._young = self._young, {}
+        self._young[key] = value
 
 
 class TreeCache:

@@ -12,7 +12,11 @@ Concurrency model:
 * Reads go through GitPython's persistent ``cat-file`` processes (no process per
   object). Refs are read once with ``for-each-ref`` and cached until the next fetch or
   local write, with the tree and commit time of every tip; trees, ancestry, metadata,
-  changelogs and note contents are cached by immutable SHAs. The first read of a notes
+  changelogs and note contents are cached by immutable SHAs. The commit facts keep what
+  was used lately (``caches.Recent``: the tips of every ref, and what the last thousands
+  of reads asked), the metadata what was read at the hydrator notes' tip: a daemon that
+  promotes for weeks holds the facts of the commits it works on, not of every commit it
+  ever met. The first read of a notes
   tree reads every note it holds that is not cached yet, in one ``cat-file --batch``:
   a repository's work grows with its notes, not with its strategies' reads.
 """
@@ -31,7 +35,7 @@ from typing import TypeVar
 from promoter.errors import GitError, MetadataMissing
 from promoter.git.ancestry import walk_ancestry
 from promoter.git.bare import MIRRORED, BareRepository, Env
-from promoter.git.caches import BlobCache, TreeCache, remember
+from promoter.git.caches import FACTS, BlobCache, Recent, TreeCache, remember
 from promoter.git.credentials import url_secrets
 from promoter.git.log_records import (
     AUTHORS_FORMAT,
@@ -92,12 +96,16 @@ class GitMirror(BareRepository):
         self._push_guard = push_guard
         self._committer: str | None = None
         self._read_tree = TreeCache(self._data)
-        self._tree_of: dict[str, str] = {}
-        self._ancestry: dict[tuple[str, str], bool] = {}
+        self._tree_of: Recent[str, str] = Recent()
+        self._ancestry: Recent[tuple[str, str], bool] = Recent()
         self._logs: dict[tuple[str | None, str, int], list[DryCommit]] = {}
         self._authors: dict[tuple[str | None, str, int], tuple[Author, ...]] = {}
-        self._metadata: dict[tuple[str, str], HydratorMetadata | MetadataMissing] = {}
-        self._commit_time: dict[str, datetime] = {}
+        self._metadata: dict[str, HydratorMetadata | MetadataMissing] = {}
+        self._metadata_notes = ""
+        """The hydrator notes' tip ``_metadata`` was read at: a new tip may bring any
+        commit a note, so the answers read at the old one are let go at once (kept until
+        the cache's bound, they were never read again: a hydration moves the tip)."""
+        self._commit_time: Recent[str, datetime] = Recent()
         self._notes = BlobCache()
         self._prefetched: set[str] = set()
         self._moved = False
@@ -126,9 +134,12 @@ class GitMirror(BareRepository):
             sha, tree, when, ref = line.split(" ", 3)
             refs[ref] = sha
             if tree:
-                remember(self._tree_of, sha, tree)
+                self._tree_of.put(sha, tree)
             if when:
-                remember(self._commit_time, sha, datetime.fromtimestamp(int(when), tz=UTC))
+                self._commit_time.put(sha, datetime.fromtimestamp(int(when), tz=UTC))
+        if not patterns:  # every tip stays cached from one reading of the refs to the next
+            limit = max(FACTS, 2 * len(refs))
+            self._tree_of.limit = self._commit_time.limit = self._ancestry.limit = limit
         return refs
 
     def remote_refs(self) -> dict[str, str]:
@@ -214,16 +225,19 @@ class GitMirror(BareRepository):
             header = self._header(f"{sha}^{{tree}}")
             if header is None:
                 raise GitError(f"commit {sha} is not in mirror {self.name}")
-            return remember(self._tree_of, sha, header) if _is_sha(sha) else header
+            return self._tree_of.put(sha, header) if _is_sha(sha) else header
 
     def metadata(self, hydrated_sha: str) -> HydratorMetadata:
         """The dry commit of ``hydrated_sha``: from its hydrator note, else its metadata file."""
         sha = hydrated_sha.lower()
         with self._lock:
             notes = self._cached_refs().get(NOTES_REF, "")
-            cached = self._metadata.get((notes, sha))
+            if notes != self._metadata_notes:
+                self._metadata.clear()
+                self._metadata_notes = notes
+            cached = self._metadata.get(sha)
             if cached is None:
-                cached = remember(self._metadata, (notes, sha), self._read_metadata(notes, sha))
+                cached = remember(self._metadata, sha, self._read_metadata(notes, sha))
             if isinstance(cached, MetadataMissing):
                 raise MetadataMissing(str(cached))
             return cached
@@ -250,7 +264,7 @@ class GitMirror(BareRepository):
                 return cached
             found = super().commit_time(sha)
             if found is not None and _is_sha(sha):
-                remember(self._commit_time, sha, found)
+                self._commit_time.put(sha, found)
             return found
 
     def is_ancestor(self, ancestor: str, descendant: str) -> bool:
@@ -264,11 +278,11 @@ class GitMirror(BareRepository):
                 return cached
             walked = walk_ancestry(self._parents, *key)
             if walked is not None:
-                return remember(self._ancestry, key, walked)
+                return self._ancestry.put(key, walked)
             status, _, _ = self._run(["merge-base", "--is-ancestor", *key], ok=(0, 1, 128))
             if status == 128:  # an unknown commit: may be known after the next fetch
                 return False
-            return remember(self._ancestry, key, status == 0)
+            return self._ancestry.put(key, status == 0)
 
     def _parents(self, sha: str) -> list[str] | None:
         commit = self.commit_parents(sha)

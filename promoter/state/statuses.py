@@ -10,7 +10,10 @@ resolution: on a tie the later arrival wins, so a status someone else wrote just
 the promoter's own write replaces it). Entries older than the TTL are not trusted,
 except *settled* ones (``settle``): the statuses of a commit whose verdict cannot change
 (merged, recorded healthy, nothing downstream waiting), kept until the periodic resync's
-sweep, a moved ref or a reconcile that finds it unsettled says otherwise. Thread-safe.
+sweep, a moved ref or a reconcile that finds it unsettled says otherwise. An entry is
+dropped once no strategy tracks its commit any more (the reconciler, through
+``ShaIndex.track``): a daemon that promotes all day keeps the statuses of the commits
+it works on, not of every commit it ever promoted. Thread-safe.
 """
 
 from __future__ import annotations
@@ -122,6 +125,15 @@ class StatusCache:
     def clear(self) -> None:
         with self._lock:
             self._entries.clear()
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._entries)
+
+    def __contains__(self, commit: object) -> bool:
+        """Whether ``(repository, sha)`` has an entry (complete or not, fresh or not)."""
+        with self._lock:
+            return commit in self._entries
 
     def _entry(self, repo: str, sha: str) -> _Entry:
         entry = self._entries.get((repo, sha))

@@ -18,13 +18,15 @@ class ShaIndex:
         (``_alone``) rather than hold a set each."""
         self._alone: dict[str, frozenset[str]] = {}
 
-    def track(self, strategy: str, shas: Iterable[str]) -> None:
-        """Replace the SHAs ``strategy`` tracks (active and proposed hydrated commits)."""
+    def track(self, strategy: str, shas: Iterable[str]) -> set[str]:
+        """Replace the SHAs ``strategy`` tracks (active and proposed hydrated commits);
+        returns those of its old SHAs that no strategy tracks any more."""
         new = frozenset(shas)
+        released: set[str] = set()
         with self._lock:
             old = self._by_strategy.get(strategy, frozenset())
             if new == old:
-                return
+                return released
             alone = self._alone.get(strategy)
             if alone is None:
                 alone = self._alone[strategy] = frozenset((strategy,))
@@ -36,10 +38,12 @@ class ShaIndex:
                         self._by_sha[sha] = rest
                     else:
                         del self._by_sha[sha]
+                        released.add(sha)
             for sha in new - old:
                 owners = self._by_sha.get(sha)
                 self._by_sha[sha] = alone if owners is None else owners | alone
             self._by_strategy[strategy] = new
+        return released
 
     def strategies_for(self, sha: str) -> set[str]:
         with self._lock:

@@ -9,7 +9,8 @@ environment); this module gives what a daemon needs on top:
   sharing it can swap each other's requests;
 * no retries and no pauses inside PyGithub (``retry=None``, no seconds between
   requests): the work queue owns backoff and honours ``Retry-After``;
-* conditional GETs: the ETag of the last answer per URL, reused on 304;
+* conditional GETs: the ETag of the last answer per URL, reused on 304, until the
+  caller says it will not ask again (``forget``) or the bound pushes it out;
 * every call counted and its rate-limit headers recorded (``ScmCalls``), and an
   answer of 300 or more raised as ``GitHubHTTPError`` for ``errors.translate``;
 * every call made with the credential admitted by its budget first, at its cost
@@ -70,6 +71,8 @@ class GitHubClient:
         """For ``close``; a finished thread's requester goes with the thread (pool threads
         are recycled), so this never grows past the threads alive."""
         self._etags: OrderedDict[str, tuple[str, Any]] = OrderedDict()
+        self._paths: dict[str, set[str]] = {}
+        """The keys of ``_etags`` by path (each query of it), for ``forget``."""
         self._lock = threading.Lock()
 
     def request(
@@ -163,12 +166,29 @@ class GitHubClient:
                 self._etags.move_to_end(url)
             return entry
 
+    def forget(self, path: str) -> None:
+        """Let go of every answer remembered for ``path`` (whatever its query): the caller
+        will not ask about it again (a commit no strategy tracks any more)."""
+        with self._lock:
+            for key in self._paths.pop(path, ()):
+                self._etags.pop(key, None)
+
     def _store(self, url: str, etag: str, data: Any) -> None:
         with self._lock:
+            if url not in self._etags:
+                self._paths.setdefault(url.split("?", 1)[0], set()).add(url)
             self._etags[url] = (etag, data)
             self._etags.move_to_end(url)
             while len(self._etags) > ETAG_ENTRIES:
-                self._etags.popitem(last=False)
+                self._unindex(self._etags.popitem(last=False)[0])
+
+    def _unindex(self, url: str) -> None:
+        path = url.split("?", 1)[0]
+        keys = self._paths.get(path)
+        if keys is not None:
+            keys.discard(url)
+            if not keys:
+                del self._paths[path]
 
 
 def _json(output: str) -> Any:

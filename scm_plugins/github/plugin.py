@@ -126,6 +126,15 @@ class GitHubScm:
     def set_commit_status(self, *, repo: Repository, sha: str, status: CommitStatus) -> None:
         self._statuses.set(repo=repo, sha=sha, status=status)
 
+    def forget_commits(self, *, repo: Repository, shas: Collection[str]) -> None:
+        """Let go of the answers kept for conditional reads of these commits (their
+        statuses, check runs and signature): no strategy tracks them any more."""
+        client = self._api.client
+        for sha in shas:
+            commit = f"/repos/{repo.full_path}/commits/{sha}"
+            for path in (f"{commit}/status", f"{commit}/check-runs", commit):
+                client.forget(path)
+
     # --- GitCredentials --------------------------------------------------------------
 
     def get_reviews(

@@ -153,3 +153,29 @@ def test_a_status_of_a_tracked_commit_wakes_its_strategy_without_asking_the_remo
         assert after_status(gitops.tip("environment/dev"), "health") == 0
         # A commit it never read (written anyway: no environment reads a dry commit's status).
         assert after_status(git(gitops.path, "rev-parse", "main"), "e2e", force=True) >= 1
+
+
+def test_the_statuses_of_commits_no_environment_runs_or_proposes_any_more_are_let_go(
+    client: TestClient, gitops: GitOpsRepo
+) -> None:
+    runtime: Runtime = client.runtime  # type: ignore[attr-defined]
+    cache = runtime.status_cache
+    first = {branch: gitops.tip(branch) for branch in ENVIRONMENTS}
+    for branch, sha in first.items():
+        wait_for(lambda s=sha: ("gitops", s) in cache, what=f"the statuses of {branch}")
+    for n, version in enumerate(("1.4.0", "1.5.0")):
+        change = gitops.change(version, f"Bump guestbook to {version}")
+        promote_through(client, gitops, change)
+        wait_for(lambda: runtime.queue.idle(), what="an idle queue")
+        runtime.reconciler.reconcile("guestbook")
+        tracked = {
+            commit["hydratedSha"]
+            for env in client.get("/api/v1/strategies/guestbook").json()["environments"]
+            for commit in (env.get("active"), env.get("proposed"))
+            if commit
+        }
+        assert len(tracked) == 2 * len(ENVIRONMENTS)
+        # what was each environment's commit before the change is no one's any more
+        assert not [b for b, sha in first.items() if ("gitops", sha) in cache], n
+        assert len(cache) <= len(tracked)
+        first = {branch: gitops.tip(branch) for branch in ENVIRONMENTS}

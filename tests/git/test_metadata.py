@@ -213,3 +213,19 @@ def test_redact_never_lets_a_secret_through(secret: str, before: str, after: str
 def test_redact_strips_user_info_from_urls() -> None:
     text = "fatal: unable to access 'https://user:tok@host/x.git/' (http://a@b/c)"
     assert redact(text, []) == "fatal: unable to access 'https://host/x.git/' (http://b/c)"
+
+
+def test_what_was_read_at_an_earlier_notes_tip_is_let_go_when_the_hydrator_moves_it(
+    mirror: GitMirror, remote: GitSandbox
+) -> None:
+    """Each hydration moves the notes tip; the answers read at the old tip were kept, never
+    read again, until the cache's bound (thousands of a daemon's commits every change)."""
+    shas = [hydrated(remote, render_metadata(dry_sha=DRY_A), f"environment/e{i}") for i in range(4)]
+    mirror.refresh()
+    assert {mirror.metadata(sha).dry_sha for sha in shas} == {DRY_A}
+    for turn in range(5):
+        remote.note(shas[turn % 4], json.dumps({"drySha": f"{turn}" * 40}))  # a new tip
+        mirror.refresh()
+        assert mirror.metadata(shas[turn % 4]).dry_sha == f"{turn}" * 40
+        assert mirror.metadata(shas[(turn + 1) % 4]).source in ("file", "note")
+        assert len(mirror._metadata) == 2

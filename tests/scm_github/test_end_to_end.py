@@ -460,3 +460,19 @@ def test_a_forged_success_on_the_promoters_summary_check_is_corrected(
         if s["context"] == "promoter/gates"
     ]
     assert summaries[:3] == ["pending", "success", "pending"]  # newest first
+
+
+def test_what_the_client_cached_about_commits_no_environment_runs_any_more_is_let_go(
+    ci: GitHubCI, gitops: GitOpsRepo
+) -> None:
+    runtime = ci.client.runtime  # type: ignore[attr-defined]
+    cache = runtime.plugins["github"]._pulls._api.client._etags
+    before = {branch: gitops.tip(branch) for branch in ENVIRONMENTS}
+    wait_for(
+        lambda: all(any(f"/commits/{sha}/" in k for k in cache) for sha in before.values()),
+        what="the running commits' statuses read",
+    )
+    promote_through(ci, gitops, gitops.change("1.2.0", "Bump guestbook to 1.2.0"))
+    wait_for(lambda: runtime.queue.idle(), what="an idle queue")
+    left = [b for b, sha in before.items() if any(f"/commits/{sha}" in k for k in cache)]
+    assert left == []

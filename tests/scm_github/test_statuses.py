@@ -193,3 +193,42 @@ def test_the_re_read_before_a_merge_takes_one_call_when_check_runs_hold_every_ga
     assert scm_calls() - before == 1
     both = plugin.get_commit_statuses(repo=repo, sha=sha, keys=("build", "lint"))
     assert {s.key: s.phase for s in both} == {"build": Phase.SUCCESS, "lint": Phase.SUCCESS}
+
+
+def test_a_commit_no_strategy_tracks_any_more_leaves_the_etag_cache_and_others_stay(
+    plugin: GitHubScm, repo: Repository, fake: FakeGitHub, sha: str, sandbox: GitSandbox
+) -> None:
+    other = sandbox.commit("environment/dev-next", {"app.yaml": "image: other\n"}, "other")
+    for commit in (sha, other):
+        fake.post_status(FULL_NAME, commit, "ci", "success")
+        plugin.get_commit_statuses(repo=repo, sha=commit)
+        assert plugin.commit_verification(repo=repo, sha=commit) is not None
+    cache = plugin._pulls._api.client._etags
+    held = {commit: [k for k in cache if f"/commits/{commit}" in k] for commit in (sha, other)}
+    assert [len(keys) for keys in held.values()] == [3, 3]  # status, check runs, the commit
+
+    plugin.forget_commits(repo=repo, shas={sha})
+
+    assert not [k for k in cache if f"/commits/{sha}" in k]
+    assert [k for k in cache if f"/commits/{other}" in k] == held[other]
+    plugin.get_commit_statuses(repo=repo, sha=sha)  # read afresh: 200s, not 304s
+    assert [c.status for c in fake.calls[-2:]] == [200, 200]
+    plugin.get_commit_statuses(repo=repo, sha=other)
+    assert [c.status for c in fake.calls[-2:]] == [304, 304]
+
+
+def test_what_the_etag_cache_lets_go_at_its_bound_leaves_its_index_too(
+    plugin: GitHubScm,
+    repo: Repository,
+    fake: FakeGitHub,
+    sandbox: GitSandbox,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr("scm_plugins.github.client.ETAG_ENTRIES", 4)
+    client = plugin._pulls._api.client
+    for i in range(6):
+        commit = sandbox.commit("environment/dev-next", {"app.yaml": f"image: v{i}\n"}, f"v{i}")
+        plugin.get_commit_statuses(repo=repo, sha=commit)
+        assert len(client._etags) <= 4
+        indexed = {key for keys in client._paths.values() for key in keys}
+        assert indexed == set(client._etags)

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from promoter.state.tracking import ShaIndex
 
 
@@ -26,3 +29,37 @@ def test_what_strategies_for_returns_is_the_callers_own() -> None:
     index.track("app-2", ["a" * 40])
     index.track("app-1", [])
     assert index.strategies_for("a" * 40) == {"app-2"}
+
+
+def test_track_returns_the_shas_no_strategy_tracks_any_more() -> None:
+    index = ShaIndex()
+    assert index.track("app-1", ["a" * 40, "b" * 40]) == set()
+    assert index.track("app-2", ["b" * 40]) == set()
+    assert index.track("app-1", ["c" * 40]) == {"a" * 40}  # b is still app-2's
+    assert index.track("app-1", ["c" * 40]) == set()
+    assert index.track("app-2", []) == {"b" * 40}
+    assert index.track("app-1", []) == {"c" * 40}
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(["app-1", "app-2", "app-3"]),
+            st.sets(st.sampled_from([c * 40 for c in "abcdef"])),
+        ),
+        max_size=30,
+    )
+)
+def test_what_track_releases_is_exactly_what_was_tracked_and_is_no_more(
+    calls: list[tuple[str, set[str]]],
+) -> None:
+    index = ShaIndex()
+    tracked: dict[str, set[str]] = {}
+    for strategy, shas in calls:
+        before = set().union(*tracked.values())
+        tracked[strategy] = shas
+        after = set().union(*tracked.values())
+        assert index.track(strategy, shas) == before - after
+        for sha in after:
+            assert index.strategies_for(sha) == {s for s, held in tracked.items() if sha in held}
