@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from promoter.cli.sandbox import sandbox_config
 from promoter.errors import ConfigError
 from promoter.git import version
 from promoter.git.version import MINIMUM, parse, require_git
@@ -98,13 +99,7 @@ def test_the_daemon_does_not_start_on_an_old_git(
 def test_serve_says_so_and_exits_2(tmp_path: Path) -> None:
     gitops = GitOpsRepo.create(tmp_path)
     path = tmp_path / "promoter.yaml"
-    path.write_text(
-        "scmProviders: [{name: local, local: {}}]\n"
-        f"repositories: [{{name: gitops, url: {gitops.path}, scmProvider: local}}]\n"
-        "promotionStrategies:\n"
-        "  - {name: app, repository: gitops, environments: [{branch: environment/dev}]}\n"
-        f"daemon: {{stateDir: {tmp_path / 'state'}, port: 0}}\n"
-    )
+    path.write_text(sandbox_config(gitops.path, tmp_path / "state", daemon={"port": 0}))
     env = {
         **os.environ,
         "PATH": fake_git(tmp_path / "bin", "git version 2.34.1"),
