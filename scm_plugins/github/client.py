@@ -29,7 +29,7 @@ import logging
 import threading
 import weakref
 from collections import OrderedDict
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from github.Requester import Requester
@@ -71,8 +71,6 @@ class GitHubClient:
         """For ``close``; a finished thread's requester goes with the thread (pool threads
         are recycled), so this never grows past the threads alive."""
         self._etags: OrderedDict[str, tuple[str, Any]] = OrderedDict()
-        self._paths: dict[str, set[str]] = {}
-        """The keys of ``_etags`` by path (each query of it), for ``forget``."""
         self._lock = threading.Lock()
 
     def request(
@@ -102,7 +100,7 @@ class GitHubClient:
         """
         query = sorted((k, str(v)) for k, v in (params or {}).items())
         url = path  # PyGithub prefixes it with the base URL's path (GHES: /api/v3)
-        cache_key = url + "?" + "&".join(f"{k}={v}" for k, v in query)
+        cache_key = answer_key(path, params)
         headers = {
             "Authorization": authorization,
             "Accept": "application/vnd.github+json",
@@ -166,29 +164,25 @@ class GitHubClient:
                 self._etags.move_to_end(url)
             return entry
 
-    def forget(self, path: str) -> None:
-        """Let go of every answer remembered for ``path`` (whatever its query): the caller
-        will not ask about it again (a commit no strategy tracks any more)."""
+    def forget(self, keys: Iterable[str]) -> None:
+        """Let go of the answers remembered under ``keys`` (``answer_key``): the caller
+        will not ask for them again (about a commit no strategy tracks any more)."""
         with self._lock:
-            for key in self._paths.pop(path, ()):
+            for key in keys:
                 self._etags.pop(key, None)
 
     def _store(self, url: str, etag: str, data: Any) -> None:
         with self._lock:
-            if url not in self._etags:
-                self._paths.setdefault(url.split("?", 1)[0], set()).add(url)
             self._etags[url] = (etag, data)
             self._etags.move_to_end(url)
             while len(self._etags) > ETAG_ENTRIES:
-                self._unindex(self._etags.popitem(last=False)[0])
+                self._etags.popitem(last=False)
 
-    def _unindex(self, url: str) -> None:
-        path = url.split("?", 1)[0]
-        keys = self._paths.get(path)
-        if keys is not None:
-            keys.discard(url)
-            if not keys:
-                del self._paths[path]
+
+def answer_key(path: str, params: Mapping[str, str | int] | None = None) -> str:
+    """Under which key the ETag cache keeps the answer to a GET of ``path`` with ``params``."""
+    query = sorted((k, str(v)) for k, v in (params or {}).items())
+    return path + "?" + "&".join(f"{k}={v}" for k, v in query)
 
 
 def _json(output: str) -> Any:

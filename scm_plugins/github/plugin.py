@@ -25,7 +25,7 @@ from scm_plugins.github.auth import (
     checked,
     git_environment,
 )
-from scm_plugins.github.client import GitHubClient
+from scm_plugins.github.client import GitHubClient, answer_key
 from scm_plugins.github.deployments import GitHubDeployments
 from scm_plugins.github.errors import translate
 from scm_plugins.github.limits import GITHUB_LIMITS
@@ -129,11 +129,9 @@ class GitHubScm:
     def forget_commits(self, *, repo: Repository, shas: Collection[str]) -> None:
         """Let go of the answers kept for conditional reads of these commits (their
         statuses, check runs and signature): no strategy tracks them any more."""
-        client = self._api.client
-        for sha in shas:
-            commit = f"/repos/{repo.full_path}/commits/{sha}"
-            for path in (f"{commit}/status", f"{commit}/check-runs", commit):
-                client.forget(path)
+        keys = [key for sha in shas for key in self._statuses.answer_keys(repo, sha)]
+        keys += [answer_key(f"/repos/{repo.full_path}/commits/{sha}") for sha in shas]
+        self._api.client.forget(keys)
 
     # --- GitCredentials --------------------------------------------------------------
 

@@ -12,7 +12,7 @@ overwrote (a forged ``success``) is corrected, never skipped as already written.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable
+from collections.abc import Collection, Iterable, Iterator
 from datetime import datetime
 from functools import partial
 from typing import Any, Literal
@@ -22,6 +22,7 @@ from promoter.config import Repository
 from promoter.models import CommitStatus, Phase, utcnow
 from scm_plugins.budget import Priority
 from scm_plugins.github.api import RepoApi
+from scm_plugins.github.client import answer_key
 
 PER_PAGE = 100
 MAX_PAGES = 10
@@ -166,6 +167,13 @@ class Statuses:
             if len(batch) < PER_PAGE or len(items) >= int(data.get("total_count") or 0):
                 break
         return items
+
+    def answer_keys(self, repo: Repository, sha: str) -> Iterator[str]:
+        """The keys under which the client's ETag cache keeps the reads of ``sha``."""
+        for endpoint in ("status", "check-runs"):
+            path = f"/repos/{repo.full_path}/commits/{sha}/{endpoint}"
+            for page in range(1, MAX_PAGES + 1):
+                yield answer_key(path, {"per_page": PER_PAGE, "page": page})
 
     def set(self, *, repo: Repository, sha: str, status: CommitStatus) -> None:
         if self._mode == "checkRuns":

@@ -215,20 +215,3 @@ def test_a_commit_no_strategy_tracks_any_more_leaves_the_etag_cache_and_others_s
     assert [c.status for c in fake.calls[-2:]] == [200, 200]
     plugin.get_commit_statuses(repo=repo, sha=other)
     assert [c.status for c in fake.calls[-2:]] == [304, 304]
-
-
-def test_what_the_etag_cache_lets_go_at_its_bound_leaves_its_index_too(
-    plugin: GitHubScm,
-    repo: Repository,
-    fake: FakeGitHub,
-    sandbox: GitSandbox,
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    monkeypatch.setattr("scm_plugins.github.client.ETAG_ENTRIES", 4)
-    client = plugin._pulls._api.client
-    for i in range(6):
-        commit = sandbox.commit("environment/dev-next", {"app.yaml": f"image: v{i}\n"}, f"v{i}")
-        plugin.get_commit_statuses(repo=repo, sha=commit)
-        assert len(client._etags) <= 4
-        indexed = {key for keys in client._paths.values() for key in keys}
-        assert indexed == set(client._etags)
