@@ -30,9 +30,17 @@ Guard = Callable[[str], AbstractContextManager[None]]
 """Given a repository's name, a context to write in (raises before it when we may not)."""
 
 OPTIONAL_READS = frozenset(
-    {"get_reviews", "reads_reviews", "queue_entry", "merge_queue_required", "commit_verification"}
+    {
+        "get_reviews",
+        "reads_reviews",
+        "queue_entry",
+        "merge_queue_required",
+        "commit_verification",
+        "forget_commits",
+    }
 )
-"""Optional capabilities (``scm_plugins.protocol``) passed through as the plugin has them."""
+"""Optional capabilities (``scm_plugins.protocol``) passed through as the plugin has them
+(``forget_commits`` writes nothing to the SCM: it lets go of what the plugin cached)."""
 OPTIONAL_WRITES = frozenset(
     {
         "approve_pull_request",

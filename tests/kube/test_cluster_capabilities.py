@@ -15,6 +15,7 @@ from promoter.kube.commit_statuses import CommitStatusIndex
 from scm_plugins.protocol import (
     Approvals,
     Deployments,
+    ForgottenCommits,
     MergeQueues,
     ReviewerRequests,
     Reviews,
@@ -46,6 +47,9 @@ class Featured:
         self.calls.append(("get_reviews", kw))
         return []
 
+    def forget_commits(self, **kw: Any) -> None:
+        self.calls.append(("forget_commits", kw))
+
 
 class Plain:
     name = "plain"
@@ -61,7 +65,7 @@ def test_the_capabilities_a_plugin_has_are_offered_and_those_it_lacks_are_not() 
     assert isinstance(featured, Deployments)
     assert review_reader(featured) is not None and isinstance(featured, Reviews)
     assert not isinstance(featured, MergeQueues | ReviewerRequests | Approvals)
-    assert not isinstance(plain, Deployments | Reviews | MergeQueues)
+    assert not isinstance(plain, Deployments | Reviews | MergeQueues | ForgottenCommits)
     assert review_reader(plain) is None
     with pytest.raises(AttributeError):
         featured.anything_else  # noqa: B018  (not a capability: never passed on)
@@ -98,3 +102,13 @@ def test_a_replica_that_may_not_write_sends_no_deployment() -> None:
     with pytest.raises(NotLeader):
         scm.set_deployment_status(repo=REPO, deployment_id="17", state="success", url="")
     assert inner.calls == []
+
+
+def test_what_the_plugin_cached_about_untracked_commits_is_let_go_even_when_not_leading() -> None:
+    """Nothing is written to the SCM: no guard, so a replica that lost its hold still
+    lets go of its own memory."""
+    inner = Featured()
+    scm = cluster(inner, leading=False)
+    assert isinstance(scm, ForgottenCommits)
+    scm.forget_commits(repo=REPO, shas={"a" * 40})
+    assert inner.calls == [("forget_commits", {"repo": REPO, "shas": {"a" * 40}})]
