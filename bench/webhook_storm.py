@@ -207,10 +207,7 @@ def serve(args: argparse.Namespace) -> None:
             daemon.runtime.enqueue(names)
             answer({"refreshed": len(names)})
         elif command == "idle":
-            runtime = daemon.runtime
-            views = runtime.reconciler.all_views()
-            errors = sorted(n for n in names if (v := views.get(n)) is None or v.error)
-            answer({"idle": runtime.queue.idle() and not runtime.queue.waiting(), "errors": errors})
+            answer(idle(daemon.runtime, names))
         elif command == "cpu":
             answer({"cpu_s": common.cpu_seconds()})
         elif command == "stop":
@@ -273,6 +270,15 @@ def awaiting(runtime: Any, names: list[str], dry: str) -> int:
         and env.pull_request is not None
         and env.pull_request.state == "open"
     )
+
+
+def idle(runtime: Any, names: list[str]) -> dict[str, Any]:
+    """Whether the daemon is idle, and the strategies whose view shows an error. The copy
+    of the views dies here: a copy kept by this loop until its next poll would hold every
+    view of before the storm alive through it, which the daemon itself never does."""
+    views = runtime.reconciler.all_views()
+    errors = sorted(n for n in names if (v := views.get(n)) is None or v.error)
+    return {"idle": runtime.queue.idle() and not runtime.queue.waiting(), "errors": errors}
 
 
 def answer(value: dict[str, Any]) -> None:
