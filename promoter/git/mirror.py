@@ -106,6 +106,8 @@ class GitMirror(BareRepository):
         commit a note, so the answers read at the old one are let go at once (kept until
         the cache's bound, they were never read again: a hydration moves the tip)."""
         self._commit_time: Recent[str, datetime] = Recent()
+        self._stale: dict[str, str] = {}
+        """The refs read before the last change, until they are read again (``_drop_refs``)."""
         self._notes = BlobCache()
         self._prefetched: set[str] = set()
         self._moved = False
@@ -121,17 +123,35 @@ class GitMirror(BareRepository):
             return
         with self._lock:
             self.close()
-            self._refs = None
+            self._drop_refs()
             self.ensure()
             self.fetch()
 
     def _load_refs(self, *patterns: str) -> dict[str, str]:
-        """The refs, and each tip's tree and commit time (primes ``tree_sha``, ``commit_time``)."""
+        """The refs, and each tip's tree and commit time (primes ``tree_sha``, ``commit_time``).
+
+        A full reading keeps the objects read before where a ref did not move: its name,
+        its SHA and their facts stay the ones held, and what this reading parsed for
+        them dies at once. A fetch reads thousands of refs of which a promotion moves a
+        few; new objects for every one of them at each fetch, made amid a reconcile's
+        own, would leave the heap holding them among freed memory."""
         fmt = "--format=%(objectname) %(tree) %(committerdate:unix) %(refname)"
         _, out, _ = self._run(["for-each-ref", fmt, *(patterns or MIRRORED)])
+        before = iter(() if patterns else self._stale.items())
+        known, known_sha = next(before, ("", ""))
         refs: dict[str, str] = {}
         for line in out.splitlines():
             sha, tree, when, ref = line.split(" ", 3)
+            while known and known < ref:  # both in git's order of names
+                known, known_sha = next(before, ("", ""))
+            if known == ref:
+                ref = known
+                if known_sha == sha:
+                    sha = known_sha
+                    cached = (self._tree_of.get(sha), self._commit_time.get(sha))
+                    if None not in cached:  # and now the newest in their caches
+                        refs[ref] = sha
+                        continue
             refs[ref] = sha
             if tree:
                 self._tree_of.put(sha, tree)
@@ -140,7 +160,15 @@ class GitMirror(BareRepository):
         if not patterns:  # every tip stays cached from one reading of the refs to the next
             limit = max(FACTS, 2 * len(refs))
             self._tree_of.limit = self._commit_time.limit = self._ancestry.limit = limit
+            self._stale = {}
         return refs
+
+    def _drop_refs(self) -> None:
+        """Under ``lock``: the refs are to be read again; what was read is kept until then,
+        for ``_load_refs`` to reuse what did not move."""
+        if self._refs is not None:
+            self._stale = self._refs
+        self._refs = None
 
     def remote_refs(self) -> dict[str, str]:
         """The remote's ``refs/heads/*`` and ``refs/notes/*``, by ``git ls-remote``."""
@@ -180,10 +208,10 @@ class GitMirror(BareRepository):
             if not before:
                 self._clone()
             else:
-                self._refs = None
+                self._drop_refs()
                 args = ["fetch", "--prune", "--no-tags", "--no-write-fetch-head", "--quiet"]
                 self._run([*args, "origin", *_REFSPECS], network=True)
-            self._refs = None
+            self._drop_refs()
             # Read now, so that an idle refresh is one ls-remote. Branches and the
             # hydrator's notes only: a fetch also resets the notes the promoter wrote and
             # has not pushed yet (its ledger, lineage, audit), its own doing.
@@ -393,7 +421,7 @@ class GitMirror(BareRepository):
         """Set the note on ``sha`` under ``ref`` to exactly ``text`` (local: push it after)."""
         with self._lock:
             blob = self._run(["hash-object", "-w", "--stdin"], stdin=text.encode())[1].strip()
-            self._refs = None
+            self._drop_refs()
             self._run(
                 ["notes", f"--ref={notes_ref(ref)}", "add", "-f", "-C", blob, sha], commit=True
             )

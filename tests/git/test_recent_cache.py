@@ -67,3 +67,44 @@ def test_a_mirror_keeps_the_tips_of_all_its_refs_cached_however_many_there_are(
             tips = list(mirror.refs().values())
             assert all(tip in mirror._tree_of and tip in mirror._commit_time for tip in tips)
             assert len(mirror._tree_of) <= 4 * len(tips)
+
+
+def test_a_reading_of_the_refs_keeps_the_objects_of_the_refs_that_did_not_move(
+    tmp_path: Path,
+) -> None:
+    """A fetch reads every ref again: the names, SHAs and facts of those that did not
+    move stay the objects already held; moved, added and deleted refs read as git says."""
+    remote = GitSandbox(tmp_path)
+    remote.commit_dry({"values.yaml": "v: 1\n"}, "Dry")
+    for name in ("b", "d", "f", "h"):
+        remote.commit(f"environment/{name}", {"a.yaml": f"{name}\n"})
+    with GitMirror(name="gitops", url=remote.url, root=tmp_path / "state") as mirror:
+        mirror.refresh()
+        held = dict(mirror._cached_refs().items())
+        names = {ref: ref for ref in held}
+        facts = {
+            sha: (mirror._tree_of.get(sha), mirror._commit_time.get(sha)) for sha in held.values()
+        }
+        remote.commit("environment/d", {"a.yaml": "d moved\n"})
+        remote.commit("environment/c", {"a.yaml": "c\n"})  # sorts between two that stay
+        remote.commit("environment/i", {"a.yaml": "i\n"})  # after the last one read
+        remote.delete_branch("environment/f")
+        assert mirror.refresh()
+        read = mirror._cached_refs()
+        truth = {
+            ref: remote.branch_sha(ref.removeprefix("refs/heads/"))
+            for ref in read
+            if ref.startswith("refs/heads/")
+        }
+        assert {r: s for r, s in read.items() if r in truth} == truth
+        assert "refs/heads/environment/f" not in read
+        for ref in ("refs/heads/environment/b", "refs/heads/environment/h"):
+            [key] = [k for k in read if k == ref]
+            sha = read[ref]
+            assert key is names[ref] and sha is held[ref]
+            assert mirror._tree_of.get(sha) is facts[sha][0]
+            assert mirror._commit_time.get(sha) is facts[sha][1]
+        moved = read["refs/heads/environment/d"]
+        assert moved != held["refs/heads/environment/d"]
+        assert mirror._tree_of.get(moved) is not None and mirror._commit_time.get(moved)
+        assert mirror.tree_sha(moved) == remote.git("rev-parse", f"{moved}^{{tree}}").strip()
