@@ -6,10 +6,66 @@ Every metric the promoter exports is declared here, so that /metrics documents i
 from __future__ import annotations
 
 import contextlib
+import threading
+import time
+from collections.abc import Iterator
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client.metrics_core import CounterMetricFamily, Metric
+from prometheus_client.registry import Collector
 
 REGISTRY = CollectorRegistry(auto_describe=True)
+
+
+class SeriesCounter(Collector):
+    """A counter with a series per strategy and environment, exported exactly as
+    ``prometheus_client.Counter`` exports one (``_total`` and ``_created``), kept as a
+    count and a creation time per label set: about 190 bytes a series, where a
+    ``Counter`` child is an object with a lock and a value of its own (about 570). A
+    daemon that has promoted each of 30,000 strategies through four environments holds
+    240,000 such series in two counters. Thread-safe."""
+
+    def __init__(
+        self,
+        name: str,
+        documentation: str,
+        labelnames: tuple[str, ...],
+        registry: CollectorRegistry,
+    ) -> None:
+        self._name = name
+        self._documentation = documentation
+        self._labelnames = labelnames
+        self._series: dict[tuple[str, ...], list[float]] = {}
+        self._lock = threading.Lock()
+        registry.register(self)
+
+    def inc(self, *labels: str, amount: float = 1.0) -> None:
+        """Add ``amount`` to the series of ``labels`` (one value per label name)."""
+        if len(labels) != len(self._labelnames):
+            raise ValueError(f"{self._name} takes labels {self._labelnames}, not {labels}")
+        if amount < 0:
+            raise ValueError("a counter only goes up")
+        with self._lock:
+            series = self._series.get(labels)
+            if series is None:
+                self._series[labels] = [amount, time.time()]
+            else:
+                series[0] += amount
+
+    def describe(self) -> Iterator[Metric]:
+        yield self._family()
+
+    def collect(self) -> Iterator[Metric]:
+        family = self._family()
+        with self._lock:
+            series = [(labels, value, created) for labels, (value, created) in self._series.items()]
+        for labels, value, created in series:
+            family.add_metric(labels, value, created=created)
+        yield family
+
+    def _family(self) -> CounterMetricFamily:
+        return CounterMetricFamily(self._name, self._documentation, labels=self._labelnames)
+
 
 RECONCILE_TOTAL = Counter(
     "promoter_reconcile_total", "Reconciles by result.", ["result"], registry=REGISTRY
@@ -20,10 +76,10 @@ RECONCILE_DURATION = Histogram(
     buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30),
     registry=REGISTRY,
 )
-PROMOTIONS_TOTAL = Counter(
+PROMOTIONS_TOTAL = SeriesCounter(
     "promoter_promotions_total",
     "Promotion PRs merged.",
-    ["strategy", "environment"],
+    ("strategy", "environment"),
     registry=REGISTRY,
 )
 SCM_CALLS_TOTAL = Counter(
@@ -74,10 +130,10 @@ WEBHOOK_DURATION = Histogram(
     buckets=(0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25),
     registry=REGISTRY,
 )
-REVERTS_TOTAL = Counter(
+REVERTS_TOTAL = SeriesCounter(
     "promoter_reverts_total",
     "Revert PRs opened.",
-    ["strategy", "environment", "trigger"],
+    ("strategy", "environment", "trigger"),
     registry=REGISTRY,
 )
 HOLDS = Gauge(
@@ -86,22 +142,22 @@ HOLDS = Gauge(
     ["strategy", "environment"],
     registry=REGISTRY,
 )
-DORA_DEPLOYMENTS_TOTAL = Counter(
+DORA_DEPLOYMENTS_TOTAL = SeriesCounter(
     "promoter_dora_deployments_total",
     "Changes merged into an environment (promotions and break-glass promotions).",
-    ["strategy", "environment"],
+    ("strategy", "environment"),
     registry=REGISTRY,
 )
-DORA_FAILURES_TOTAL = Counter(
+DORA_FAILURES_TOTAL = SeriesCounter(
     "promoter_dora_failures_total",
     "Deployments that failed: reverts opened.",
-    ["strategy", "environment"],
+    ("strategy", "environment"),
     registry=REGISTRY,
 )
-DORA_RESTORES_TOTAL = Counter(
+DORA_RESTORES_TOTAL = SeriesCounter(
     "promoter_dora_restores_total",
     "Environments restored: reverts merged.",
-    ["strategy", "environment"],
+    ("strategy", "environment"),
     registry=REGISTRY,
 )
 NOTIFICATIONS_TOTAL = Counter(

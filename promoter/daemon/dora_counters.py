@@ -22,4 +22,4 @@ def count(event: ActionEvent) -> None:
     """An observer of the executor: counts the events that are DORA's."""
     counter = COUNTERS.get(event.kind)
     if counter is not None:
-        counter.labels(event.strategy, event.environment).inc()
+        counter.inc(event.strategy, event.environment)

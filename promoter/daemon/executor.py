@@ -266,7 +266,7 @@ class Executor:
         self.pr_cache.put((repo.name, branch, env.branch), pr)
         self.pull_requests.kept(snapshot, env.branch, (REVERT_LABEL,), pr)
         self._write(snapshot, mirror, RevertOpened(action, branch, commit, pr.number))
-        REVERTS_TOTAL.labels(snapshot.strategy, env.branch, action.trigger).inc()
+        REVERTS_TOTAL.inc(snapshot.strategy, env.branch, action.trigger)
 
     def _write(
         self, snapshot: Snapshot, mirror: GitMirror, action: LedgerAction | RevertOpened

@@ -93,7 +93,7 @@ def count_settled(snapshot: Snapshot, mirror: GitMirror, merges: UnconfirmedMerg
     """Count the merges whose answer was lost, now that git shows they happened."""
     for branch, merge in merges.settle(snapshot, mirror):
         if merge.purpose != "revert":
-            PROMOTIONS_TOTAL.labels(snapshot.strategy, branch).inc()
+            PROMOTIONS_TOTAL.inc(snapshot.strategy, branch)
         log.info(
             "merge found done",
             extra={
@@ -154,7 +154,7 @@ class Merger:
         self.unconfirmed.forget(snapshot.strategy, env.branch)
         self.pr_cache.put(key, None)
         if action.purpose != "revert":
-            PROMOTIONS_TOTAL.labels(snapshot.strategy, env.branch).inc()
+            PROMOTIONS_TOTAL.inc(snapshot.strategy, env.branch)
         log.info(
             "pull request merged",
             extra={**fields, "sha": action.dry_sha, "merge": merge_sha, "purpose": action.purpose},
