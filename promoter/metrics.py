@@ -11,6 +11,7 @@ import time
 from collections.abc import Iterator
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client import metrics as prometheus_metrics
 from prometheus_client.metrics_core import CounterMetricFamily, Metric
 from prometheus_client.registry import Collector
 
@@ -59,8 +60,9 @@ class SeriesCounter(Collector):
         family = self._family()
         with self._lock:
             series = [(labels, value, created) for labels, (value, created) in self._series.items()]
+        stamped = getattr(prometheus_metrics, "_use_created", True)  # disable_created_metrics()
         for labels, value, created in series:
-            family.add_metric(labels, value, created=created)
+            family.add_metric(labels, value, created=created if stamped else None)
         yield family
 
     def _family(self) -> CounterMetricFamily:

@@ -9,7 +9,13 @@ import threading
 import tracemalloc
 
 import pytest
-from prometheus_client import CollectorRegistry, Counter, generate_latest
+from prometheus_client import (
+    CollectorRegistry,
+    Counter,
+    disable_created_metrics,
+    enable_created_metrics,
+    generate_latest,
+)
 from prometheus_client.openmetrics.exposition import generate_latest as openmetrics
 
 from promoter.metrics import PROMOTIONS_TOTAL, SeriesCounter, sample
@@ -40,6 +46,18 @@ def test_the_exposition_is_prometheus_clients_own() -> None:
         mine, expected = exposition(ours), exposition(theirs)
         assert CREATED.sub(rb"\1 T", mine) == CREATED.sub(rb"\1 T", expected)
         assert len(CREATED.findall(mine)) == 3
+
+
+def test_without_created_series_as_prometheus_client_is_told() -> None:
+    ours, theirs, series, counter = pair()
+    series.inc("guestbook", "environment/dev")
+    counter.labels("guestbook", "environment/dev").inc()
+    disable_created_metrics()
+    try:
+        assert generate_latest(ours) == generate_latest(theirs)
+        assert b"_created" not in generate_latest(ours)
+    finally:
+        enable_created_metrics()
 
 
 def test_every_increment_from_many_threads_is_counted() -> None:
