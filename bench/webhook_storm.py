@@ -17,10 +17,12 @@ connections, paced evenly over 10 seconds,
 
 in a shuffled order. It waits until every change is merged (each strategy's first
 environment runs the change, as the daemon sees it), then for the daemon to fall idle,
-and compares the daemon's resident memory (``/proc``) before and after: the daemon's
-alone, GitHub's state and the work of answering it being in the other process (until
-2026-11-27 the fake ran in the daemon's process through ``responses``, its state and
-its garbage counted with the daemon's).
+and compares the daemon's resident memory (``/proc``) before and after, each read once
+the daemon has rested ``REST`` seconds (it gives freed memory back to the system a
+second or two after its last reconcile, ``promoter.daemon.memory_trim``): the daemon's
+alone, GitHub's state and the
+work of answering it being in the other process (until 2026-11-27 the fake ran in the
+daemon's process through ``responses``, its state and its garbage counted with the daemon's).
 
     python bench/webhook_storm.py [--strategies 1000] [--deliveries 10000] [--seconds 10]
         [--storms 1]
@@ -499,6 +501,19 @@ def settle(child: Child, timeout: float) -> dict[str, Any]:
         time.sleep(0.5)
 
 
+REST = 3.0
+"""Seconds the daemon is left idle before its RSS is read."""
+
+
+def rested_rss(child: Child, timeout: float) -> float:
+    """The daemon's RSS once it is idle (``settle``) and has rested ``REST`` seconds more,
+    still idle."""
+    settle(child, timeout)
+    time.sleep(REST)
+    settle(child, timeout)
+    return child.rss_mb()
+
+
 def measure(args: argparse.Namespace) -> dict[str, Any]:
     from promoter.http.loopback import free_port
 
@@ -512,8 +527,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
             child = Child(args, root, "--child", "--port", str(port), "--github-url", url)
             ready = child.read()
             cold_s = time.perf_counter() - started
-            settle(child, args.timeout)
-            rss_before = child.rss_mb()
+            rss_before = rested_rss(child, args.timeout)
             items = requests(deliveries(ready["proposed"], ready["repos"], args.deliveries))
             github.ask("ci")
             daemon_cpu = child.ask("cpu")["cpu_s"]
@@ -531,7 +545,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
             all_merged_s = time.perf_counter() - storm_started
             daemon_cpu = child.ask("cpu")["cpu_s"] - daemon_cpu
             final = settle(child, args.timeout)
-            rss_after = child.rss_mb()
+            rss_after = rested_rss(child, args.timeout)
             merged_count = child.ask("merged")["merged"]
             later = [
                 again(args, child, github, port, ready["repos"]) for _ in range(args.storms - 1)
@@ -576,8 +590,7 @@ def again(
         what="a pull request for every new change",
         poll=0.5,
     )
-    settle(child, args.timeout)
-    rss_before = child.rss_mb()
+    rss_before = rested_rss(child, args.timeout)
     items = requests(deliveries(pushed["proposed"], repos, args.deliveries))
     github.ask("ci")
     started = time.perf_counter()
@@ -590,7 +603,7 @@ def again(
     )
     all_merged_s = time.perf_counter() - started
     final = settle(child, args.timeout)
-    rss_after = child.rss_mb()
+    rss_after = rested_rss(child, args.timeout)
     return {
         "sent_s": sent["seconds"],
         "answers": sent["answers"],

@@ -57,6 +57,8 @@ class WorkQueue:
         self._seq = itertools.count()
         self._shutdown = False
         self._clock = clock
+        self.finished = 0
+        """Keys done so far (``done`` calls)."""
         self.base_delay = base_delay
         self.max_delay = max_delay
 
@@ -215,6 +217,7 @@ class WorkQueue:
     def done(self, key: str) -> None:
         """The caller finished ``key``; if it was added meanwhile, it is queued again."""
         with self._cond:
+            self.finished += 1
             self._processing.discard(key)
             self._taken_urgent.discard(key)
             if key in self._dirty:

@@ -18,11 +18,12 @@ from typing import Any
 
 from promoter.activity import ACTIVITY
 from promoter.config import Config, PromotionStrategy, Repository
-from promoter.daemon import collector, status_targets
+from promoter.daemon import collector, memory_trim, status_targets
 from promoter.daemon.compact import FieldSets
 from promoter.daemon.events import Observer
 from promoter.daemon.freezes import Freezes
 from promoter.daemon.gate_calls import GateCalls
+from promoter.daemon.memory_trim import MemoryTrim, libc_trim
 from promoter.daemon.operations import Operations
 from promoter.daemon.probes import Probes
 from promoter.daemon.queue import WorkQueue
@@ -121,6 +122,9 @@ class Runtime:
         )
         self.scheduler = Scheduler(
             config, self.queue, self.mirrors, plan=self.resync, index=self.settled, owns=owns
+        )
+        self.memory = MemoryTrim(
+            idle=self.queue.idle, finished=lambda: self.queue.finished, trim=libc_trim()
         )
         self.started = False
         self._closers: list[Any] = []
@@ -326,6 +330,7 @@ class Runtime:
         self.workers.start()
         self.scheduler.every(LEDGER_FLUSH_INTERVAL, self.ledger.flush_all, "ledger-flush")
         self.scheduler.every(LEDGER_FLUSH_INTERVAL, self.audit.flush_all, "audit-flush")
+        self.scheduler.every(memory_trim.TICK, self.memory.tick, "memory-trim")
         self.scheduler.start()
         self.scheduler.resync()
         self.started = True
