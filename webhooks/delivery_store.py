@@ -105,10 +105,11 @@ class DeliveryStore:
             self._reader = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None)
             self._reader.execute("PRAGMA busy_timeout=2000")
 
-    def contains(self, delivery_id: str) -> bool:
-        """Whether the id's key is committed (a batch being written is not waited for)."""
+    def contains(self, key: int) -> bool:
+        """Whether the key (``delivery_key``) is committed (a batch being written is not
+        waited for)."""
         with self._read_lock:
-            row = self._reader.execute(_CONTAINS, (delivery_key(delivery_id),))
+            row = self._reader.execute(_CONTAINS, (key,))
             return row.fetchone() is not None
 
     def pages(self, size: int) -> Iterator[list[int]]:
@@ -136,19 +137,20 @@ class DeliveryStore:
         with self._lock:
             return int(self._db.execute("SELECT count(*) FROM generations").fetchone()[0])
 
-    def write(self, rows: dict[str, float], deletes: list[str]) -> None:
-        """Drop ``deletes``, then add ``rows``, in one transaction (nothing when both are
-        empty). In that order: an id forgotten and then recorded again is in both, and stays
-        (one recorded and then forgotten is only in ``deletes``)."""
+    def write(self, rows: dict[int, float], deletes: list[int]) -> None:
+        """Drop the keys ``deletes``, then add ``rows`` (key: time received), in one
+        transaction (nothing when both are empty). In that order: an id forgotten and then
+        recorded again is in both, and stays (one recorded and then forgotten is only in
+        ``deletes``)."""
         if not rows and not deletes:
             return
         with self._lock:
             self._db.execute("BEGIN")
             try:
                 if deletes:
-                    self._db.executemany(_DELETE, [(delivery_key(d),) for d in deletes])
+                    self._db.executemany(_DELETE, [(key,) for key in deletes])
                 if rows:
-                    self._add([(delivery_key(i), at) for i, at in rows.items()])
+                    self._add(list(rows.items()))
                 self._db.execute("COMMIT")
             except BaseException:
                 self._db.execute("ROLLBACK")

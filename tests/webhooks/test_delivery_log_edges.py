@@ -4,8 +4,11 @@ batch is committed, and a batch whose commit fails while ids are forgotten meanw
 
 from __future__ import annotations
 
+import gc
 import sqlite3
 import threading
+import tracemalloc
+import uuid
 from collections.abc import Callable
 from pathlib import Path
 
@@ -37,13 +40,13 @@ def journaled(log: DeliveryLog) -> list[str]:
 class FailingDisk:
     """The store's ``write``, whose first call holds until released, then fails."""
 
-    def __init__(self, write: Callable[[dict[str, float], list[str]], None]) -> None:
+    def __init__(self, write: Callable[[dict[int, float], list[int]], None]) -> None:
         self.write = write
         self.writing = threading.Event()
         self.release = threading.Event()
         self.calls = 0
 
-    def __call__(self, rows: dict[str, float], deletes: list[str]) -> None:
+    def __call__(self, rows: dict[int, float], deletes: list[int]) -> None:
         self.calls += 1
         if self.calls > 1:
             self.write(rows, deletes)
@@ -81,6 +84,58 @@ def test_pruning_waits_for_its_period_an_expired_id_stays_until_then(tmp_path: P
         assert log.record("github:old") is False
         now[0] = 1060.0
         assert len(log) == 0
+    finally:
+        log.close()
+
+
+def test_an_id_within_the_retention_by_a_fraction_of_a_second_is_still_a_duplicate(
+    tmp_path: Path,
+) -> None:
+    """The ids of one second share a time stamp in memory, rounded up: an id is never
+    forgotten before its retention has passed."""
+    now = [1000.5]
+    log = DeliveryLog(tmp_path / "d.sqlite3", retention=100, prune_every=1, clock=lambda: now[0])
+    try:
+        log.record("github:a")
+        now[0] = 1100.45  # 99.95 s later
+        assert len(log) == 1  # pruned now
+        assert log.record("github:a") is False
+        now[0] = 1102.0
+        assert len(log) == 0
+        assert log.record("github:a") is True
+    finally:
+        log.close()
+
+
+def test_an_id_held_in_memory_costs_its_key_and_its_place_not_its_text(tmp_path: Path) -> None:
+    """Once written to SQLite, an id in memory is its 64-bit key, a share of its second's
+    time stamp and its place in the window: about 110 bytes (200 with the id's text and a
+    time of its own, and the table of the batch it was written in)."""
+    now = [1_000_000.0]
+
+    def clock() -> float:
+        now[0] += 0.01  # a hundred deliveries a second
+        return now[0]
+
+    log = DeliveryLog(tmp_path / "d.sqlite3", clock=clock, flush_every=1e9, batch=1 << 30)
+    count = 20_000
+    try:
+        gc.collect()
+        tracemalloc.start()
+        try:
+            before = tracemalloc.get_traced_memory()[0]
+            for n in range(count):
+                assert log.record(f"github:{uuid.UUID(int=n * 7919)}")
+                if n % 100 == 99:
+                    log.persist()  # as the receiver does every turn of the event loop
+            log.persist()
+            log.flush()
+            gc.collect()
+            per_id = (tracemalloc.get_traced_memory()[0] - before) / count
+        finally:
+            tracemalloc.stop()
+        assert per_id < 130, per_id
+        assert log.record(f"github:{uuid.UUID(int=7919)}") is False
     finally:
         log.close()
 

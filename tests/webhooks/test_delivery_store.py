@@ -33,17 +33,15 @@ def test_journal_entries_that_fail_half_way_leave_the_file_as_it_was_and_usable(
         store.apply([(ADDED, 1.0, "kept")])
         with pytest.raises(Interrupted):
             store.apply(cut_short([(ADDED, 2.0, "half"), (FORGOTTEN, 2.0, "kept")]))
-        assert [store.contains("half"), store.contains("kept"), store.count()] == [False, True, 1]
+        found = [store.contains(delivery_key(i)) for i in ("half", "kept")]
+        assert [*found, store.count()] == [False, True, 1]
         store.apply([(ADDED, 3.0, "after"), (FORGOTTEN, 3.0, "kept")])
     finally:
         store.close()
     reopened = DeliveryStore(tmp_path / "deliveries.sqlite")
     try:
-        assert [reopened.contains("after"), reopened.contains("kept"), reopened.count()] == [
-            True,
-            False,
-            1,
-        ]
+        found = [reopened.contains(delivery_key(i)) for i in ("after", "kept")]
+        assert [*found, reopened.count()] == [True, False, 1]
     finally:
         reopened.close()
 
@@ -119,11 +117,11 @@ def test_a_file_of_one_table_of_keys_is_converted_into_generations_oldest_first(
     )
     store = DeliveryStore(path, generation_keys=3)
     try:
-        assert all(store.contains(f"github:{n}") for n in range(7))
+        assert all(store.contains(delivery_key(f"github:{n}")) for n in range(7))
         assert store.generations() == 3 and store.count() == 7
         assert store.prune(now + 3) == 3  # the first generation, github:0 to 2, whole
         assert store.generations() == 2
-        assert [n for n in range(7) if store.contains(f"github:{n}")] == [3, 4, 5, 6]
+        assert [n for n in range(7) if store.contains(delivery_key(f"github:{n}"))] == [3, 4, 5, 6]
     finally:
         store.close()
     tables, rows = read_file(path)
@@ -139,10 +137,10 @@ def test_keys_go_to_the_newest_generation_until_it_has_taken_its_share(
     every key reach every generation."""
     store = DeliveryStore(tmp_path / "d.sqlite3", generation_keys=4)
     try:
-        store.write({f"a{n}": 1.0 for n in range(3)}, [])
-        store.write({f"b{n}": 2.0 for n in range(3)}, [])  # 6 in the first: never split
-        store.write({f"c{n}": 3.0 for n in range(2)}, [])
-        store.write({f"d{n}": 4.0 for n in range(5)}, [])
+        store.write({delivery_key(f"a{n}"): 1.0 for n in range(3)}, [])
+        store.write({delivery_key(f"b{n}"): 2.0 for n in range(3)}, [])  # 6 in the first
+        store.write({delivery_key(f"c{n}"): 3.0 for n in range(2)}, [])
+        store.write({delivery_key(f"d{n}"): 4.0 for n in range(5)}, [])
         assert store.generations() == 2  # a, b | c, d (the next batch begins the third)
         held = generation_of(tmp_path / "d.sqlite3")
         assert {held[delivery_key(i)] for i in ("a0", "b2")} == {0}
@@ -150,11 +148,12 @@ def test_keys_go_to_the_newest_generation_until_it_has_taken_its_share(
         everything = [
             f"{p}{n}" for p, k in (("a", 3), ("b", 3), ("c", 2), ("d", 5)) for n in range(k)
         ]
-        assert all(store.contains(i) for i in everything) and not store.contains("e0")
+        assert all(store.contains(delivery_key(i)) for i in everything)
+        assert not store.contains(delivery_key("e0"))
         scanned = [key for page in store.pages(2) for key in page]
         assert sorted(scanned) == sorted(delivery_key(i) for i in everything)
-        store.write({}, ["a1", "d3"])  # forgotten, wherever they are
-        assert not store.contains("a1") and not store.contains("d3")
+        store.write({}, [delivery_key("a1"), delivery_key("d3")])  # forgotten, wherever they are
+        assert not store.contains(delivery_key("a1")) and not store.contains(delivery_key("d3"))
         assert store.count() == len(everything) - 2
     finally:
         store.close()
@@ -174,16 +173,17 @@ def test_a_prune_drops_old_generations_whole_and_trims_the_one_across_the_cutoff
     store = DeliveryStore(tmp_path / "d.sqlite3", generation_keys=2)
     try:
         for n in range(8):  # generations of two: (0, 1), (2, 3), (4, 5), (6, 7)
-            store.write({f"github:{n}": 100.0 + n}, [])
+            store.write({delivery_key(f"github:{n}"): 100.0 + n}, [])
         assert store.generations() == 4
         assert store.prune(103.0) == 3  # 0 and 1 whole, 2 from the one across the cutoff
-        assert [n for n in range(8) if store.contains(f"github:{n}")] == [3, 4, 5, 6, 7]
+        kept = [n for n in range(8) if store.contains(delivery_key(f"github:{n}"))]
+        assert kept == [3, 4, 5, 6, 7]
         assert store.generations() == 3
         assert store.prune(103.0) == 0  # the generation's oldest key was taken again
         assert store.prune(200.0) == 5
         assert store.count() == 0
-        store.write({"github:new": 300.0}, [])  # into a generation begun anew
-        assert store.generations() == 1 and store.contains("github:new")
+        store.write({delivery_key("github:new"): 300.0}, [])  # into a generation begun anew
+        assert store.generations() == 1 and store.contains(delivery_key("github:new"))
     finally:
         store.close()
 
@@ -193,11 +193,11 @@ def test_a_journal_replayed_over_what_is_stored_adds_no_key_twice(tmp_path: Path
     are stored already, into another generation: each stays stored once."""
     store = DeliveryStore(tmp_path / "d.sqlite3", generation_keys=1)
     try:
-        store.write({"github:a": 1.0}, [])
-        store.write({"github:b": 2.0}, [])
+        store.write({delivery_key("github:a"): 1.0}, [])
+        store.write({delivery_key("github:b"): 2.0}, [])
         store.apply([(ADDED, 1.0, "github:a"), (ADDED, 2.0, "github:b"), (ADDED, 3.0, "c")])
         assert store.count() == 3
         store.apply([(FORGOTTEN, 4.0, "github:a")])
-        assert not store.contains("github:a") and store.count() == 2
+        assert not store.contains(delivery_key("github:a")) and store.count() == 2
     finally:
         store.close()

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from webhooks.delivery_store import DeliveryStore
+from webhooks.delivery_store import delivery_key as k
 
 
 def test_a_store_under_directories_that_do_not_exist_yet_creates_them_all(
@@ -18,8 +19,8 @@ def test_a_store_under_directories_that_do_not_exist_yet_creates_them_all(
     path = tmp_path / "state" / "webhooks" / "deliveries.sqlite3"
     store = DeliveryStore(path)
     try:
-        store.write({"github:a": 1.0}, [])
-        assert store.contains("github:a") and store.count() == 1
+        store.write({k("github:a"): 1.0}, [])
+        assert store.contains(k("github:a")) and store.count() == 1
     finally:
         store.close()
     assert path.is_file()
@@ -29,12 +30,12 @@ def test_a_store_in_an_existing_directory_opens_it_again(tmp_path: Path) -> None
     path = tmp_path / "deliveries.sqlite3"
     first = DeliveryStore(path)
     try:
-        first.write({"github:a": 1.0}, [])
+        first.write({k("github:a"): 1.0}, [])
     finally:
         first.close()
     second = DeliveryStore(path)
     try:
-        assert second.contains("github:a")
+        assert second.contains(k("github:a"))
     finally:
         second.close()
 
@@ -44,13 +45,13 @@ def test_a_write_that_fails_half_way_leaves_nothing_and_the_next_one_works(
 ) -> None:
     store = DeliveryStore(tmp_path / "deliveries.sqlite3")
     try:
-        store.write({"github:a": 1.0}, [])
-        unwritable: dict[str, Any] = {"github:b": object()}
+        store.write({k("github:a"): 1.0}, [])
+        unwritable: dict[int, Any] = {k("github:b"): object()}
         with pytest.raises(TypeError):
-            store.write(unwritable, ["github:a"])
-        assert store.contains("github:a") and not store.contains("github:b")
-        store.write({"github:c": 3.0}, ["github:a"])
-        assert store.contains("github:c") and not store.contains("github:a")
+            store.write(unwritable, [k("github:a")])
+        assert store.contains(k("github:a")) and not store.contains(k("github:b"))
+        store.write({k("github:c"): 3.0}, [k("github:a")])
+        assert store.contains(k("github:c")) and not store.contains(k("github:a"))
         assert store.count() == 1
     finally:
         store.close()

@@ -15,6 +15,7 @@ import pytest
 from promoter.metrics import REGISTRY
 from tests.support_logs import daemon_logs
 from tests.webhooks.helpers import Hooks, Recorder, github_fixture, running_hooks
+from webhooks.delivery_store import delivery_key
 from webhooks.receiver import INLINE_LIMIT
 
 PUSH = github_fixture("push/with-new-branch.payload.json")
@@ -72,7 +73,7 @@ def test_an_accepted_delivery_is_answered_only_after_its_id_is_persisted(
     real = log.persist
 
     def persist() -> None:
-        persisted.append(log._known("github:d-stored"))
+        persisted.append(log._known(delivery_key("github:d-stored")))
         real()
 
     monkeypatch.setattr(log, "persist", persist)

@@ -12,6 +12,7 @@ from pathlib import Path
 from tests.support import wait_for
 from webhooks.deliveries import DeliveryLog
 from webhooks.delivery_journal import ADDED, FORGOTTEN, encode
+from webhooks.delivery_store import delivery_key
 from webhooks.durable import Durable
 
 
@@ -167,7 +168,7 @@ def test_an_id_evicted_from_memory_while_its_batch_is_written_is_still_a_duplica
     writing, release = threading.Event(), threading.Event()
     write = log._store.write
 
-    def slow_disk(rows: dict[str, float], deletes: list[str]) -> None:
+    def slow_disk(rows: dict[int, float], deletes: list[int]) -> None:
         writing.set()
         assert release.wait(10)
         write(rows, deletes)
@@ -223,14 +224,14 @@ def test_no_disk_is_read_on_the_recording_thread_while_every_id_fits_in_memory(
     log.close()
 
 
-def spy_on_lookups(log: DeliveryLog) -> list[str]:
-    """The ids the log looks up in SQLite from now on (the lookups still answer)."""
-    reads: list[str] = []
+def spy_on_lookups(log: DeliveryLog) -> list[int]:
+    """The keys the log looks up in SQLite from now on (the lookups still answer)."""
+    reads: list[int] = []
     contains = log._store.contains
 
-    def spied(delivery_id: str) -> bool:
-        reads.append(delivery_id)
-        return contains(delivery_id)
+    def spied(key: int) -> bool:
+        reads.append(key)
+        return contains(key)
 
     log._store.contains = spied  # type: ignore[method-assign]
     return reads
@@ -246,7 +247,7 @@ def test_past_the_memory_limit_a_new_id_is_not_looked_up_and_an_old_one_is(
     log.flush()
     assert reads == []  # each of the 300 was new: the filter said so, not SQLite
     assert all(log.record(f"github:{n}") is False for n in range(200))  # old: still known
-    assert reads == [f"github:{n}" for n in range(200)]
+    assert reads == [delivery_key(f"github:{n}") for n in range(200)]
     new = [f"gitlab:{n}" for n in range(1000)]
     reads.clear()
     assert all(log.record(delivery_id) for delivery_id in new)
@@ -321,7 +322,8 @@ def test_a_lookup_does_not_wait_for_a_batch_being_written(tmp_path: Path) -> Non
     log.flush()
     found: list[bool] = []
     with log._store._lock:  # as the writer holds it through a batch's commit
-        reader = threading.Thread(target=lambda: found.append(log._store.contains("github:a")))
+        key = delivery_key("github:a")
+        reader = threading.Thread(target=lambda: found.append(log._store.contains(key)))
         reader.start()
         reader.join(5)
         assert found == [True]
@@ -349,7 +351,7 @@ def test_an_id_forgotten_while_its_batch_is_written_is_new_again(tmp_path: Path)
     writing, release = threading.Event(), threading.Event()
     write = log._store.write
 
-    def slow_disk(rows: dict[str, float], deletes: list[str]) -> None:
+    def slow_disk(rows: dict[int, float], deletes: list[int]) -> None:
         writing.set()
         assert release.wait(10)
         write(rows, deletes)
