@@ -16,6 +16,7 @@ split evenly).
 from __future__ import annotations
 
 import logging
+import os
 import threading
 from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
@@ -37,6 +38,24 @@ from promoter.kube.status import quiet
 from scm_plugins.protocol import ScmPlugin
 
 log = logging.getLogger("promoter.kube.sharding")
+
+BACKGROUND_NICE = 10
+"""How much lower the warm-up's threads, and the git processes they start, run. A
+replica that joins in a rolling update shares its node's cores with the replicas that
+serve meanwhile, and nothing but its own joining waits for its warm-up."""
+
+
+def background_priority() -> None:
+    """Lower the calling thread's CPU priority by ``BACKGROUND_NICE``: on Linux the nice
+    value is a thread's, and the processes it starts inherit it; the process's other
+    threads keep theirs. Nothing where the system refuses or knows no such thing."""
+    try:
+        thread = threading.get_native_id()
+        nice = os.getpriority(os.PRIO_PROCESS, thread)
+        os.setpriority(os.PRIO_PROCESS, thread, min(19, nice + BACKGROUND_NICE))
+    except (OSError, AttributeError):
+        log.debug("warm-up priority unchanged", exc_info=True)
+
 
 MIN_SHARE = 0.01
 TAKE_OVER_SPREAD = 0.005
@@ -317,8 +336,8 @@ class Sharding:
         return bool(gained)
 
     def warm_up(self, runtime: ClusterRuntime, shards: set[str]) -> None:
-        """Clone or fetch the repositories of ``shards`` (four at a time), before this
-        replica joins and is given them."""
+        """Clone or fetch the repositories of ``shards`` (four at a time, at a lower CPU
+        priority: ``background_priority``), before this replica joins and is given them."""
         work = self.index().work
         repos = sorted({r for shard in shards for r in work.repositories.get(shard, [])})
 
@@ -328,7 +347,9 @@ class Sharding:
             except Exception as exc:  # the reconciles will say why
                 log.info("not warmed up", extra={"repository": name, "error": str(exc)})
 
-        with ThreadPoolExecutor(max_workers=4, thread_name_prefix="warm-up") as pool:
+        with ThreadPoolExecutor(
+            max_workers=4, thread_name_prefix="warm-up", initializer=background_priority
+        ) as pool:
             list(pool.map(fetch, repos))
         log.info("warmed up", extra={"shards": len(shards), "repositories": len(repos)})
 
