@@ -201,3 +201,12 @@ def test_a_journal_replayed_over_what_is_stored_adds_no_key_twice(tmp_path: Path
         assert not store.contains(delivery_key("github:a")) and store.count() == 2
     finally:
         store.close()
+
+
+def test_a_delivery_key_is_the_one_every_earlier_file_holds() -> None:
+    """The key is what SQLite files written by every earlier version hold: the first 8
+    bytes of the id's BLAKE2b digest, big-endian and signed (a lone surrogate, which
+    no UTF-8 encodes, included)."""
+    assert delivery_key("github:72d3162e-cc78-11e3-81ab-4c9367dc0958") == 8392578264905739510
+    assert delivery_key("gitlab:\udcff") == -4479980587544617877
+    assert delivery_key("a") != delivery_key("b")
