@@ -23,7 +23,6 @@ from promoter.daemon.compact import FieldSets
 from promoter.daemon.events import Observer
 from promoter.daemon.freezes import Freezes
 from promoter.daemon.gate_calls import GateCalls
-from promoter.daemon.memory_trim import MemoryTrim, libc_trim
 from promoter.daemon.operations import Operations
 from promoter.daemon.probes import Probes
 from promoter.daemon.queue import WorkQueue
@@ -123,8 +122,8 @@ class Runtime:
         self.scheduler = Scheduler(
             config, self.queue, self.mirrors, plan=self.resync, index=self.settled, owns=owns
         )
-        self.memory = MemoryTrim(
-            idle=self.queue.idle, finished=lambda: self.queue.finished, trim=libc_trim()
+        self.memory = memory_trim.MemoryTrim(
+            idle=self.queue.idle, finished=lambda: self.queue.finished, trim=memory_trim.libc_trim()
         )
         self.started = False
         self._closers: list[Any] = []
