@@ -11,10 +11,7 @@ from typing import Any, cast
 import pytest
 from starlette.routing import Route
 
-from promoter.state.statuses import StatusCache
-from promoter.state.tracking import ShaIndex
-from tests.webhooks.helpers import GITHUB_FIXTURES, GITHUB_SECRET, make_config
-from webhooks import build_routes
+from tests.webhooks.helpers import GITHUB_FIXTURES, GITHUB_SECRET, Hooks
 from webhooks.deliveries import DeliveryLog
 from webhooks.durable import Durable, _alone
 from webhooks.verify import GitHubSignature
@@ -92,15 +89,9 @@ def test_a_loop_without_a_queue_of_ready_callbacks_is_never_taken_as_alone() -> 
 
 @pytest.mark.parametrize("payload", ["push/with-new-branch.payload.json", "status/payload.json"])
 def test_a_lone_delivery_is_answered_without_giving_the_loop_a_turn(
-    tmp_path: Path, payload: str
+    hooks: Hooks, payload: str
 ) -> None:
-    routes = build_routes(
-        config=make_config(),
-        enqueue=lambda keys: None,
-        status_cache=StatusCache(),
-        sha_index=ShaIndex(),
-        state_dir=tmp_path,
-    )
+    routes = hooks.routes
     receiver = next(r.app for r in routes if isinstance(r, Route) and r.path == "/webhooks/github")
     body = (GITHUB_FIXTURES / payload).read_bytes()
     event = payload.split("/")[0]
@@ -128,10 +119,7 @@ def test_a_lone_delivery_is_answered_without_giving_the_loop_a_turn(
         finally:
             handling.close()
 
-    try:
-        asyncio.run(one_step())
-        assert [m.get("status") for m in sent] == [202, None]
-        assert sent[1]["body"] == b'{"result":"accepted"}'
-        assert b"github:lone-1" in _journal(routes.deliveries)
-    finally:
-        routes.close()
+    asyncio.run(one_step())
+    assert [m.get("status") for m in sent] == [202, None]
+    assert sent[1]["body"] == b'{"result":"accepted"}'
+    assert b"github:lone-1" in _journal(routes.deliveries)
