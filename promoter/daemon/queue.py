@@ -254,6 +254,14 @@ class WorkQueue:
         with self._cond:
             return len(self._ready) + len(self._due)  # the heap keeps superseded entries
 
+    def next_due(self) -> float | None:
+        """Seconds until the next delayed key is due (0.0 when one is overdue); None when
+        no key is delayed. A resync spreads its re-reads over its interval, so a daemon
+        with nothing to do still has keys due later."""
+        with self._cond:
+            due = min(self._due.values(), default=None)
+            return None if due is None else max(0.0, due - self._clock())
+
     def ready(self) -> list[str]:
         """The keys ready to run now, in order (for handing them to another replica)."""
         with self._cond:

@@ -65,6 +65,24 @@ def test_waiting_counts_ready_and_delayed_keys_and_idle_ignores_delayed_ones() -
     assert (q.waiting(), q.idle()) == (0, True)
 
 
+def test_next_due_is_the_soonest_delayed_key_and_none_without_one() -> None:
+    clock = FakeClock()
+    q = WorkQueue(clock=clock)
+    assert q.next_due() is None
+    q.add_after("a", 30)
+    q.add_after("b", 10)
+    q.add_after("b", 20)  # a later requeue does not put a due key off
+    assert q.next_due() == 10
+    clock.now += 12
+    assert q.next_due() == 0.0  # overdue until a worker asks for it
+    assert q.get(0) == "b"
+    assert q.next_due() == 18
+    q.done("b")
+    clock.now += 18
+    assert q.get(0) == "a"
+    assert q.next_due() is None
+
+
 def test_backoff_doubles_and_is_capped_and_forget_resets_it() -> None:
     q = WorkQueue(base_delay=1, max_delay=5)
     assert [q.backoff("k") for _ in range(5)] == [1, 2, 4, 5, 5]
