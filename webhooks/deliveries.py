@@ -131,7 +131,7 @@ class DeliveryLog:
             if self._known(key):
                 return False
             second = math.ceil(now)
-            if second != self._second:
+            if second != self._second:  # one int object a second, not one an id
                 self._second = second
             self._seen[key] = self._second
             self._pending[key] = now
