@@ -140,16 +140,35 @@ class SignatureVerifier:
 
 
 def _import(home: Path, keyring: str) -> None:
-    """Import the armoured public keys into ``home``; GitError when gpg takes none."""
+    """Import the armoured public keys into ``home``; GitError when gpg takes none.
+
+    Whether a key was taken is read from gpg's status lines (``IMPORT_OK``), not from its
+    exit code: after importing, gpg asks its agent about secret keys, and under a home
+    whose path is too long for the agent's socket (about 100 characters) that fails and
+    gpg exits 2 although every key was imported; verifying needs no agent."""
     import subprocess
 
     done = subprocess.run(
-        ["gpg", "--batch", "--no-tty", "--no-autostart", "--homedir", str(home), "--import"],
+        [
+            "gpg",
+            "--batch",
+            "--no-tty",
+            "--no-autostart",
+            "--status-fd",
+            "1",
+            "--homedir",
+            str(home),
+            "--import",
+        ],
         input=keyring.encode(),
         capture_output=True,
         timeout=60,
         check=False,
     )
-    if done.returncode != 0:
-        first = done.stderr.decode(errors="replace").strip().splitlines()[:1]
+    if not any(line.startswith(b"[GNUPG:] IMPORT_OK ") for line in done.stdout.splitlines()):
+        first = [
+            line
+            for line in done.stderr.decode(errors="replace").strip().splitlines()
+            if "created" not in line  # the keybox and trustdb gpg made for the home
+        ][:1]
         raise GitError(f"the OpenPGP keyring could not be imported: {' '.join(first)}")

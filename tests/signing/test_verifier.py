@@ -70,6 +70,22 @@ def test_openpgp_commits_are_good_only_when_their_key_is_in_the_keyring(
     assert found[0].key == ada.fingerprint
 
 
+def test_openpgp_keys_are_taken_under_a_home_too_long_for_gpg_agents_socket(
+    repo: Path, tmp_path: Path, pgp: Callable[[str], PgpKey]
+) -> None:
+    """gpg imports the keys, then fails to reach its agent (``File name too long``) and
+    exits 2: the keys were taken all the same, and commits are judged by them."""
+    ada, eve = pgp("ada@example.com"), pgp("eve@evil.test")
+    good = signed_commit(repo, "main", {"a": "2\n"}, "by ada", ada)
+    foreign = signed_commit(repo, "main", {"a": "3\n"}, "by eve", eve)
+    root = tmp_path / ("state-" + "d" * 80) / "v"
+    assert len(str(root / ("0" * 16) / "gnupg" / "S.gpg-agent")) > 108  # sun_path's size
+    found = SignatureVerifier(root).verify(
+        repo, [good, foreign], allowed_signers="", keyring=ada.armored()
+    )
+    assert [s.verdict for s in found] == ["good", "unknown-signer"]
+
+
 def test_a_verdict_is_kept_for_the_same_signers_and_asked_again_for_others(
     repo: Path, tmp_path: Path
 ) -> None:
