@@ -5,6 +5,9 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 RUNTIME := $(VENV)/.installed-runtime
 MUTATE := $(VENV)/.installed-mutate
+# Test processes (pytest-xdist): most tests wait on git, sockets and timers, so two
+# share two cores well; `make test TEST_WORKERS=0` runs them in this one process.
+TEST_WORKERS ?= 2
 
 .PHONY: demo test test-slow bench mutate clean
 
@@ -29,7 +32,7 @@ test: $(STAMP)
 	$(BIN)/ruff check promoter scm_plugins webhooks tests bench
 	$(BIN)/mypy
 	$(BIN)/lint-imports --no-cache
-	$(BIN)/pytest -m "not slow" --cov --cov-report= $(PYTEST_ARGS)
+	$(BIN)/pytest -n $(TEST_WORKERS) -m "not slow" --cov --cov-report= $(PYTEST_ARGS)
 
 test-slow: $(STAMP)
 	$(BIN)/pytest -m slow tests/reliability $(PYTEST_ARGS)
