@@ -8,7 +8,7 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client import metrics as prometheus_metrics
@@ -52,6 +52,15 @@ class SeriesCounter(Collector):
                 self._series[labels] = [amount, time.time()]
             else:
                 series[0] += amount
+
+    def forget(self, strategies: Collection[str]) -> int:
+        """Drop the series of ``strategies`` (by the ``strategy`` label); how many went."""
+        at = self._labelnames.index("strategy")
+        with self._lock:
+            gone = [labels for labels in self._series if labels[at] in strategies]
+            for labels in gone:
+                del self._series[labels]
+        return len(gone)
 
     def describe(self) -> Iterator[Metric]:
         yield self._family()
@@ -193,3 +202,28 @@ def held_gauge(strategy: str, environment: str, holds: int) -> None:
         _HELD.discard(key)
         with contextlib.suppress(KeyError):
             HOLDS.remove(strategy, environment)
+
+
+def forget_strategies(strategies: Collection[str]) -> int:
+    """Drop every series of ``strategies``, gone from the configuration (a deleted
+    PromotionStrategy): a daemon whose strategies come and go (one per preview
+    environment) would otherwise export them until it restarts. How many series went."""
+    names = set(strategies)
+    if not names:
+        return 0
+    gone = sum(
+        counter.forget(names)
+        for counter in (
+            PROMOTIONS_TOTAL,
+            REVERTS_TOTAL,
+            DORA_DEPLOYMENTS_TOTAL,
+            DORA_FAILURES_TOTAL,
+            DORA_RESTORES_TOTAL,
+        )
+    )
+    for key in [k for k in list(_HELD) if k[0] in names]:
+        _HELD.discard(key)
+        with contextlib.suppress(KeyError):
+            HOLDS.remove(*key)
+            gone += 1
+    return gone

@@ -47,6 +47,7 @@ from promoter.kube.status import ready_status, strategy_status
 from promoter.kube.status_writer import StatusWriter
 from promoter.kube.token_review import TokenReviewer
 from promoter.kube.watcher import Watcher
+from promoter.metrics import forget_strategies
 from promoter.wiring import Daemon
 from scm_plugins.protocol import ScmPlugin
 from scm_plugins.registry import build_plugin
@@ -359,6 +360,10 @@ class Controller:
             )
             runtime = self._runtime(assembled.config)  # if this fails, nothing was swapped
             old, self.runtime, self.assembled = self.runtime, runtime, assembled
+            forget_strategies(  # deleted ones: their metric series go with them
+                {s.name for s in before.config.promotion_strategies}
+                - {s.name for s in assembled.config.promotion_strategies}
+            )
             old.close()
             # before the start, which may raise: the next step starts the workers, but
             # nothing else would look at these objects again before their retry

@@ -104,3 +104,23 @@ def test_the_promotions_counter_costs_a_fraction_of_a_counter_child_per_series()
         sample("promoter_promotions_total", {"strategy": "mem-7", "environment": "environment/dev"})
         == 1
     )
+
+
+def test_forget_drops_the_series_of_the_strategies_named_and_no_other() -> None:
+    registry = CollectorRegistry(auto_describe=True)
+    reverts = SeriesCounter(
+        "promoter_reverts_total",
+        "Revert PRs opened.",
+        ("strategy", "environment", "trigger"),
+        registry,
+    )
+    for strategy, trigger in [("gone", "auto"), ("gone", "manual"), ("kept", "auto")]:
+        reverts.inc(strategy, "environment/prod", trigger)
+    assert reverts.forget({"gone", "never-seen"}) == 2
+    assert reverts.forget({"gone"}) == 0
+    text = generate_latest(registry).decode()
+    assert 'strategy="gone"' not in text
+    assert (
+        'promoter_reverts_total{environment="environment/prod",strategy="kept",trigger="auto"} 1.0'
+        in text
+    )
