@@ -10,7 +10,7 @@ import contextlib
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -223,6 +223,18 @@ class Reconciler:
 
     def _status_url(self, key: str) -> str:
         return f"{self.status_url.rstrip('/')}/strategies/{key}" if self.status_url else ""
+
+    def forget(self, keys: Iterable[str]) -> None:
+        """Let go of what the reconciles of ``keys`` kept (their views, the commits they
+        tracked and those commits' statuses): another replica works on them now."""
+        for key in keys:
+            with self._lock:
+                self.views.pop(key, None)
+            strategy = self.config.strategy(key)
+            if strategy is None:
+                continue
+            repo = self.config.repository(strategy.repository)
+            self._let_go(repo, self.plugin_for(repo), self.sha_index.track(key, ()))
 
     def _let_go(self, repo: Repository, plugin: ScmPlugin, released: set[str]) -> None:
         """What is kept about commits no strategy tracks any more: their statuses, and what

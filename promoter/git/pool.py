@@ -84,6 +84,19 @@ class MirrorPool:
                 self._fresh[repo.name] = _Freshness()
             return mirror
 
+    def release(self, names: Sequence[str]) -> None:
+        """Stop the persistent git processes of the mirrors of ``names`` (Kubernetes mode,
+        sharded: their shard moved to another replica); the clones stay on disk, and a
+        mirror used again is refreshed first and starts its processes again."""
+        with self._guard:
+            found = [(self._mirrors.get(n), self._fresh.get(n)) for n in names]
+        now = self._clock()
+        for mirror, state in found:
+            if state is not None:
+                state.invalidated = now
+            if mirror is not None:
+                mirror.close()
+
     def close(self) -> None:
         """Stop every mirror's persistent git processes (a mirror used again starts them
         again). A runtime that stops, or that a configuration change replaces, calls it:

@@ -125,6 +125,22 @@ class ClusterRuntime(Runtime):
             self.queue.hurry(ours)
         return theirs
 
+    def let_go(self, repositories: Iterable[str]) -> list[str]:
+        """Shards moved to another replica: let go of what was kept about their
+        repositories (the strategies' views, the commits they tracked and those commits'
+        statuses, pull requests, the mirrors' git processes; the clones stay on disk).
+        Those this replica holds again meanwhile are kept. The repositories let go of."""
+        names = sorted(r for r in set(repositories) if not self.owns(r))
+        keys = [k for r in names for k in self.strategies_of(r)]
+        self.reconciler.forget(keys)
+        for key in keys:
+            self.settled.forget(key)
+        for name in names:
+            self.status_cache.forget_repository(name)
+            self.pr_cache.forget_repository(name)
+        self.mirrors.release(names)
+        return names
+
     def close(self) -> None:
         """Stop if started; else release what construction opened (delivery log, plugins)."""
         if self.started:

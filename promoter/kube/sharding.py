@@ -95,6 +95,7 @@ class Sharding:
         self._index: _Index | None = None
         self._lock = threading.Lock()
         self._gained: set[str] = set()
+        self._lost: set[str] = set()
         self._revoked: set[str] = set()
         self._regained: set[str] = set()
         self._changed = False
@@ -173,6 +174,8 @@ class Sharding:
         with self._lock:
             self._gained |= gained
             self._gained -= lost
+            self._lost |= lost
+            self._lost -= gained
             self._regained |= regained
             self._changed = True
         self._moved()
@@ -182,18 +185,19 @@ class Sharding:
             self._revoked.add(shard)
         self._moved()
 
-    def take_moved(self) -> tuple[set[str], set[str], bool]:
-        """Repositories of the shards gained, and of those regained, since the last call,
-        and whether any moved."""
+    def take_moved(self) -> tuple[set[str], set[str], set[str], bool]:
+        """Repositories of the shards gained, of those regained and of those lost since
+        the last call, and whether any moved."""
         with self._lock:
             gained, regained, changed = self._gained, self._regained, self._changed
+            lost, self._lost = self._lost, set()
             self._gained, self._regained, self._changed = set(), set(), False
         work = self.index().work
 
         def repositories(shards: set[str]) -> set[str]:
             return {repo for shard in shards for repo in work.repositories.get(shard, [])}
 
-        return repositories(gained), repositories(regained - gained), changed
+        return repositories(gained), repositories(regained - gained), repositories(lost), changed
 
     def take_handed_over(self, keys: list[str]) -> list[str]:
         """Of ``keys`` (queued here by webhooks and people), those of the shards being
@@ -306,13 +310,20 @@ class Sharding:
     ) -> bool:
         """On the controller's thread, after shards moved: hand the work webhooks and
         people queued for the shards being handed over to their next owner (``forward``:
-        the annotation; the rest is read anyway by the next owner's take-over), take
-        the gained ones over (given the strategy objects: those ``annotated`` lately
-        first, those at rest last), re-split the budgets. True when shards were gained."""
+        the annotation; the rest is read anyway by the next owner's take-over), let go
+        of what was kept about the lost ones (``ClusterRuntime.let_go``), take the gained
+        ones over (given the strategy objects: those ``annotated`` lately first, those at
+        rest last), re-split the budgets. True when shards were gained."""
         handed = self.take_handed_over(runtime.queue.urgent())
         if handed:
             forward(handed)
-        gained, regained, moved = self.take_moved()
+        gained, regained, lost, moved = self.take_moved()
+        if lost:
+            let_go = runtime.let_go(lost)
+            log.info(
+                "let go of the repositories of shards moved away",
+                extra={"repositories": len(let_go)},
+            )
         if regained:  # nobody else held them: only what webhooks named meanwhile
             recent = recently_refreshed(annotated(), within=3 * self.lease_duration)
             runtime.enqueue(
