@@ -234,7 +234,7 @@ class Reconciler:
             if strategy is None:
                 continue
             repo = self.config.repository(strategy.repository)
-            self._let_go(repo, self.plugin_for(repo), self.sha_index.track(key, ()))
+            self._let_go(repo, self.plugin_for(repo), self.sha_index.forget(key))
 
     def _let_go(self, repo: Repository, plugin: ScmPlugin, released: set[str]) -> None:
         """What is kept about commits no strategy tracks any more: their statuses, and what

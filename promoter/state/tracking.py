@@ -21,28 +21,40 @@ class ShaIndex:
     def track(self, strategy: str, shas: Iterable[str]) -> set[str]:
         """Replace the SHAs ``strategy`` tracks (active and proposed hydrated commits);
         returns those of its old SHAs that no strategy tracks any more."""
-        new = frozenset(shas)
-        released: set[str] = set()
         with self._lock:
-            old = self._by_strategy.get(strategy, frozenset())
-            if new == old:
-                return released
-            alone = self._alone.get(strategy)
-            if alone is None:
-                alone = self._alone[strategy] = frozenset((strategy,))
-            for sha in old - new:
-                owners = self._by_sha.get(sha)
-                if owners is not None:
-                    rest = owners - alone
-                    if rest:
-                        self._by_sha[sha] = rest
-                    else:
-                        del self._by_sha[sha]
-                        released.add(sha)
-            for sha in new - old:
-                owners = self._by_sha.get(sha)
-                self._by_sha[sha] = alone if owners is None else owners | alone
-            self._by_strategy[strategy] = new
+            return self._replace(strategy, frozenset(shas))
+
+    def forget(self, strategy: str) -> set[str]:
+        """Stop tracking ``strategy`` at all (another replica works on it now); returns
+        the SHAs that no strategy tracks any more."""
+        with self._lock:
+            released = self._replace(strategy, frozenset())
+            self._by_strategy.pop(strategy, None)
+            self._alone.pop(strategy, None)
+        return released
+
+    def _replace(self, strategy: str, new: frozenset[str]) -> set[str]:
+        """Under the lock: ``track``."""
+        released: set[str] = set()
+        old = self._by_strategy.get(strategy, frozenset())
+        if new == old:
+            return released
+        alone = self._alone.get(strategy)
+        if alone is None:
+            alone = self._alone[strategy] = frozenset((strategy,))
+        for sha in old - new:
+            owners = self._by_sha.get(sha)
+            if owners is not None:
+                rest = owners - alone
+                if rest:
+                    self._by_sha[sha] = rest
+                else:
+                    del self._by_sha[sha]
+                    released.add(sha)
+        for sha in new - old:
+            owners = self._by_sha.get(sha)
+            self._by_sha[sha] = alone if owners is None else owners | alone
+        self._by_strategy[strategy] = new
         return released
 
     def strategies_for(self, sha: str) -> set[str]:

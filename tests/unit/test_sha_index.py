@@ -63,3 +63,16 @@ def test_what_track_releases_is_exactly_what_was_tracked_and_is_no_more(
         assert index.track(strategy, shas) == before - after
         for sha in after:
             assert index.strategies_for(sha) == {s for s, held in tracked.items() if sha in held}
+
+
+def test_a_strategy_forgotten_leaves_nothing_and_releases_the_shas_only_it_tracked() -> None:
+    index = ShaIndex()
+    index.track("team.a", ["aaa", "shared"])
+    index.track("team.b", ["shared"])
+    assert index.forget("team.a") == {"aaa"}
+    assert index.strategies_for("shared") == {"team.b"}
+    assert index.strategies_for("aaa") == set()
+    assert "team.a" not in index._by_strategy and "team.a" not in index._alone
+    assert index.forget("team.a") == set()  # twice is nothing
+    assert index.track("team.a", ["aaa"]) == set()  # and it can be tracked again
+    assert index.strategies_for("aaa") == {"team.a"}
