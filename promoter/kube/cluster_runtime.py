@@ -131,13 +131,13 @@ class ClusterRuntime(Runtime):
         statuses, pull requests, the mirrors' git processes; the clones stay on disk).
         Those this replica holds again meanwhile are kept. The repositories let go of."""
         names = sorted(r for r in set(repositories) if not self.owns(r))
-        keys = [k for r in names for k in self.strategies_of(r)]
+        moved = set(names)  # one pass over the strategies, not one per repository
+        keys = [s.name for s in self.config.promotion_strategies if s.repository in moved]
         self.reconciler.forget(keys)
         for key in keys:
             self.settled.forget(key)
-        for name in names:
-            self.status_cache.forget_repository(name)
-            self.pr_cache.forget_repository(name)
+        self.status_cache.forget_repositories(moved)
+        self.pr_cache.forget_repositories(moved)
         self.mirrors.release(names)
         return names
 

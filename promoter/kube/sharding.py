@@ -277,9 +277,9 @@ class Sharding:
         all of them at once. Their mirrors are refreshed ahead of those reads, the
         repositories of the urgent ones first (``MirrorPool.refresh_ahead``): one this
         replica never held is cloned there, not by a reconcile other workers wait for."""
+        runtime.pr_cache.forget_repositories(repositories)
+        runtime.status_cache.forget_repositories(repositories)
         for repo in repositories:
-            runtime.pr_cache.forget_repository(repo)
-            runtime.status_cache.forget_repository(repo)
             runtime.mirrors.invalidate(repo)
         strategies = [
             s for s in runtime.config.promotion_strategies if s.repository in repositories

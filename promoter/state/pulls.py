@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 
 from promoter.models import PullRequest
 from promoter.state.labels import UnheldLabels
@@ -79,11 +79,12 @@ class PullRequestCache:
             self._entries.pop(key, None)
             self._settled.discard(key)
 
-    def forget_repository(self, repo: str) -> None:
-        """Drop what is cached about ``repo`` (Kubernetes mode, sharded: its shard was
-        just taken over, and another replica changed its PRs meanwhile)."""
+    def forget_repositories(self, repos: Collection[str]) -> None:
+        """Drop what is cached about these repositories (Kubernetes mode, sharded: their
+        shard was just taken over, and another replica changed their PRs meanwhile, or it
+        moved away), in one pass."""
         with self._lock:
-            for key in [k for k in self._entries if k[0] == repo]:
+            for key in [k for k in self._entries if k[0] in repos]:
                 del self._entries[key]
                 self._settled.discard(key)
 

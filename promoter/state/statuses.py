@@ -21,7 +21,7 @@ from __future__ import annotations
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -115,11 +115,11 @@ class StatusCache:
         with self._lock:
             self._entries.pop((repo, sha), None)
 
-    def forget_repository(self, repo: str) -> None:
-        """Read every SHA of ``repo`` from the SCM next time (another replica may have
-        worked on it meanwhile)."""
+    def forget_repositories(self, repos: Collection[str]) -> None:
+        """Read every SHA of these repositories from the SCM next time (another replica
+        may have worked on them meanwhile, or works on them now), in one pass."""
         with self._lock:
-            for key in [k for k in self._entries if k[0] == repo]:
+            for key in [k for k in self._entries if k[0] in repos]:
                 del self._entries[key]
 
     def clear(self) -> None:

@@ -184,7 +184,7 @@ def test_a_take_over_refreshes_its_mirrors_ahead_the_urgent_strategies_repositor
     cfg = config({"a": "r1", "b": "r2", "web": "r3", "c": "r3", "kept": "r4"})
     sharding = alone(cfg)
     mirrors = RecordingMirrors()
-    forgets = SimpleNamespace(forget_repository=lambda name: None)
+    forgets = SimpleNamespace(forget_repositories=lambda names: None)
     enqueued: list[list[str]] = []
     runtime = SimpleNamespace(
         config=cfg,
