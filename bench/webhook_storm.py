@@ -274,6 +274,14 @@ def awaiting(runtime: Any, names: list[str], dry: str) -> int:
     )
 
 
+SOON = 1.0
+"""Seconds: a key due later than this is not work in hand. The daemon's periodic resync
+spreads its re-reads of settled strategies over its interval (one every 4 seconds
+here), so a daemon with nothing else to do always has one due later; waiting for none
+left the benchmark waiting until its timeout whenever that resync came before a
+storm."""
+
+
 def idle(runtime: Any, names: list[str]) -> dict[str, Any]:
     """Whether the daemon is idle, and the strategies whose view shows an error. The copy
     of the views dies here: a copy kept by this loop until its next poll would hold every
@@ -283,14 +291,6 @@ def idle(runtime: Any, names: list[str]) -> dict[str, Any]:
     queue = runtime.queue
     due = queue.next_due()
     return {"idle": queue.idle() and (due is None or due > SOON), "errors": errors}
-
-
-SOON = 1.0
-"""Seconds: a key due later than this is not work in hand. The daemon's periodic resync
-spreads its re-reads of settled strategies over its interval (one every 4 seconds
-here), so a daemon with nothing else to do always has one due later; waiting for none
-left the benchmark waiting until its timeout whenever that resync came before a
-storm."""
 
 
 def answer(value: dict[str, Any]) -> None:

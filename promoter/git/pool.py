@@ -87,15 +87,21 @@ class MirrorPool:
     def release(self, names: Sequence[str]) -> None:
         """Stop the persistent git processes of the mirrors of ``names`` (Kubernetes mode,
         sharded: their shard moved to another replica); the clones stay on disk, and a
-        mirror used again is refreshed first and starts its processes again."""
+        mirror used again is refreshed first and starts its processes again. The
+        processes are stopped in a thread of their own: a mirror busy in a fetch from a
+        git server that hangs holds its lock up to the fetch's timeout, and the caller
+        (the controller's thread) does not wait for that."""
+        for name in names:
+            self.invalidate(name)
         with self._guard:
-            found = [(self._mirrors.get(n), self._fresh.get(n)) for n in names]
-        now = self._clock()
-        for mirror, state in found:
-            if state is not None:
-                state.invalidated = now
-            if mirror is not None:
+            mirrors = [self._mirrors[n] for n in names if n in self._mirrors]
+
+        def stop() -> None:
+            for mirror in mirrors:
                 mirror.close()
+
+        if mirrors:
+            threading.Thread(target=stop, name="mirror-release", daemon=True).start()
 
     def close(self) -> None:
         """Stop every mirror's persistent git processes (a mirror used again starts them

@@ -122,3 +122,32 @@ def test_the_first_resync_clones_every_mirror_before_any_worker_runs(tmp_path: P
     runtime.mirrors.close()
     for plugin in runtime.plugins.values():
         plugin.close()
+
+
+def test_releasing_a_mirror_busy_in_a_hanging_fetch_does_not_wait_for_it(tmp_path: Path) -> None:
+    """A shard moved away while its mirror fetches from a git server that hangs: the
+    controller's thread goes on at once, and the mirror's processes stop once it is free."""
+    (repo,) = remotes(tmp_path, 1)
+    pool = MirrorPool(root=tmp_path / "state", credentials=lambda r: {})
+    mirror = pool.fresh(repo)
+    assert mirror.branch_sha("main")  # its persistent cat-file runs
+    fetching, done = threading.Event(), threading.Event()
+
+    def hanging_fetch() -> None:
+        with mirror.lock:
+            fetching.set()
+            done.wait(30)
+
+    holder = threading.Thread(target=hanging_fetch)
+    holder.start()
+    try:
+        assert fetching.wait(5)
+        released = threading.Thread(target=pool.release, args=([repo.name],))
+        released.start()
+        released.join(2)
+        assert not released.is_alive(), "release waited for the mirror's fetch"
+    finally:
+        done.set()
+        holder.join(5)
+    wait_for(lambda: mirror._repo is None, what="the mirror's processes stopped")
+    assert pool.fresh(repo).branch_sha("main")  # used again: refreshed, processes again
