@@ -20,11 +20,15 @@ from tests.kube.cluster import NS, fake_cluster, wait_until
 ENVS = ["environment/dev", "environment/staging"]
 GONE, KEPT = "metrics-gone", "metrics-kept"
 """Names no other test gives a strategy: the registry is the process's."""
+RECORDED = "environment/qa"
+"""The environment the series are recorded for: not one of the strategies' own, so that
+their reconciles (which set ``promoter_holds`` of their environments from the ledger)
+never touch them."""
 
 
 def series(name: str, strategy: str, **labels: str) -> float | None:
     return REGISTRY.get_sample_value(
-        name, {"strategy": f"{NS}.{strategy}", "environment": "environment/dev", **labels}
+        name, {"strategy": f"{NS}.{strategy}", "environment": RECORDED, **labels}
     )
 
 
@@ -50,10 +54,10 @@ def test_a_deleted_strategys_series_go_and_the_others_stay(tmp_path: Path) -> No
             what="both strategies in the configuration",
         )
         for name in (GONE, KEPT):  # as the daemon records a promotion, a revert and a hold
-            PROMOTIONS_TOTAL.inc(f"{NS}.{name}", "environment/dev")
-            DORA_DEPLOYMENTS_TOTAL.inc(f"{NS}.{name}", "environment/dev")
-            REVERTS_TOTAL.inc(f"{NS}.{name}", "environment/dev", "auto")
-            held_gauge(f"{NS}.{name}", "environment/dev", 2)
+            PROMOTIONS_TOTAL.inc(f"{NS}.{name}", RECORDED)
+            DORA_DEPLOYMENTS_TOTAL.inc(f"{NS}.{name}", RECORDED)
+            REVERTS_TOTAL.inc(f"{NS}.{name}", RECORDED, "auto")
+            held_gauge(f"{NS}.{name}", RECORDED, 2)
 
         cluster.kube().custom.delete_namespaced_custom_object(
             GROUP, "v1alpha1", NS, "promotionstrategies", GONE

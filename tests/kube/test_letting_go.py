@@ -53,7 +53,11 @@ def test_a_replica_lets_go_of_the_repositories_of_shards_that_moved_away(tmp_pat
         wait_until(lambda: not kept_views(a) & gone, what="a to let go of b's strategies")
         assert kept_views(a) >= {f"{NS}.{name}" for name in stayed}
         moved_repos = {f"{NS}.repo-{name.removeprefix('app-')}" for name in moved}
-        assert not cat_files(mirrors) & moved_repos, "a's mirrors of b's repositories still run"
+        wait_until(  # stopped in a thread of their own (``MirrorPool.release``)
+            lambda: not cat_files(mirrors) & moved_repos,
+            what="a's mirrors of b's repositories to stop their processes",
+        )
+        assert cat_files(mirrors) >= {f"{NS}.repo-{n.removeprefix('app-')}" for n in stayed}
         for name in moved:  # the commits they tracked are no longer a's
             tip = repos[name].tip("environment/dev")
             assert not a.runtime.sha_index.strategies_for(tip)
