@@ -67,10 +67,13 @@ class SnapshotReader:
     queue_detection: QueueDetection = field(default_factory=QueueDetection)
     """Which branches merge through the SCM's queue, when ``mergeQueue`` is unset."""
 
-    def statuses(self, repo: Repository, sha: str, *, fresh: bool = False) -> list[CommitStatus]:
-        """A SHA's statuses from the cache when complete and fresh, else from the SCM."""
+    def statuses(
+        self, repo: Repository, sha: str, *, fresh: bool = False, any_age: bool = False
+    ) -> list[CommitStatus]:
+        """A SHA's statuses from the cache when complete and fresh (``any_age``: however
+        old), else from the SCM."""
         if not fresh:
-            cached = self.status_cache.get(repo.name, sha)
+            cached = self.status_cache.get(repo.name, sha, any_age=any_age)
             if cached is not None:
                 return cached
         statuses = self.plugin.get_commit_statuses(repo=repo, sha=sha)
@@ -87,9 +90,19 @@ class SnapshotReader:
         return {s.key: s for s in found if s.key in keys}
 
     def _commit(
-        self, repo: Repository, mirror: GitMirror, branch: str, proposed: str | None = None
+        self,
+        repo: Repository,
+        mirror: GitMirror,
+        branch: str,
+        proposed: str | None = None,
+        running: CommitState | None = None,
     ) -> CommitState | None:
-        """A branch tip; an active one (``proposed``: its proposed branch) may be a merge's."""
+        """A branch tip; an active one (``proposed``: its proposed branch) may be a merge's.
+
+        ``running``: the active commit, for a proposed one. When both render the same dry
+        commit, nothing is to be promoted and the proposed commit's statuses gate nothing:
+        cached ones are taken at any age (a merged proposal is not read again while the
+        environments after it wait)."""
         sha = mirror.branch_sha(branch)
         if sha is None:
             return None
@@ -103,12 +116,13 @@ class SnapshotReader:
             by_merge = proposed is None and found.source in MADE_BY_MERGE
         except MetadataMissing as exc:
             error = str(exc)
+        merged = running is not None and dry_sha is not None and dry_sha == running.dry_sha
         return CommitState(
             hydrated_sha=sha,
             tree_sha=mirror.tree_sha(sha),
             dry_sha=dry_sha,
             metadata_error=error,
-            statuses=tuple(self.statuses(repo, sha)),
+            statuses=tuple(self.statuses(repo, sha, any_age=merged)),
             by_merge=by_merge,
         )
 
@@ -144,7 +158,7 @@ class SnapshotReader:
         env = shape.config
         proposed_branch = shape.proposed_branch
         active = self._commit(repo, mirror, env.branch, proposed_branch)
-        proposed = self._commit(repo, mirror, proposed_branch)
+        proposed = self._commit(repo, mirror, proposed_branch, running=active)
         error = None if active is not None else f"branch {env.branch} does not exist"
         pull_request = None
         changelog: tuple[DryCommit, ...] = ()

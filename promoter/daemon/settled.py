@@ -2,10 +2,12 @@
 
 An environment's running commit is *settled* when its verdict cannot change by itself:
 it is recorded healthy with every active gate green, no revert is open, and every
-environment after it is up to date (so no promotion waits on its health). The
-environment is settled when, besides, it is up to date itself with no pull request
-open. A strategy is *quiet* when every environment is settled and its reconcile did
-nothing and asked for nothing later.
+environment after it is up to date (so no promotion waits on its health). Its
+proposed commit is settled once there is nothing to promote (the same dry commit runs)
+and no pull request is open: those statuses gate nothing until a branch moves, however
+long the environments after it wait. The environment is settled when both are and it
+is up to date. A strategy is *quiet* when every environment is settled and its
+reconcile did nothing and asked for nothing later.
 
 The statuses of settled commits and the "none open" of settled environments' pull
 requests are kept in the caches beyond their age limits (``StatusCache.settle``,
@@ -21,7 +23,14 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass
 
-from promoter.engine import Decision, EnvironmentSnapshot, EnvLedger, EnvState, Snapshot
+from promoter.engine import (
+    Decision,
+    EnvironmentSnapshot,
+    EnvLedger,
+    EnvState,
+    Snapshot,
+    is_no_op,
+)
 from promoter.git import GitMirror
 from promoter.git.lineage import LINEAGE_REF
 from promoter.git.metadata import NOTES_REF
@@ -56,16 +65,37 @@ class Seen:
     settled_prs: frozenset[PrKey]
 
 
-def settled_environments(snapshot: Snapshot, decision: Decision) -> list[tuple[bool, bool]]:
-    """Per environment: whether its running commit is settled, and whether it is."""
+@dataclass(frozen=True, slots=True)
+class Settled:
+    """What of one environment cannot change by itself (see the module's text)."""
+
+    running: bool
+    """Its running commit: recorded healthy, active gates green, everything after it up
+    to date."""
+    proposal: bool
+    """Its proposed commit: nothing to promote (rule 1) and no pull request open, so its
+    statuses gate nothing until a branch moves."""
+
+    up_to_date: bool
+
+    @property
+    def environment(self) -> bool:
+        return self.running and self.proposal and self.up_to_date
+
+
+def settled_environments(snapshot: Snapshot, decision: Decision) -> list[Settled]:
+    """Per environment, what of it is settled."""
     up = [v.state is EnvState.UP_TO_DATE for v in decision.environments]
     if len(up) != len(snapshot.environments):
-        return [(False, False)] * len(snapshot.environments)
-    found = []
-    for i, env in enumerate(snapshot.environments):
-        commit = all(up[i + 1 :]) and _healthy(env)
-        found.append((commit, commit and up[i] and env.pull_request is None))
-    return found
+        return [Settled(False, False, False)] * len(snapshot.environments)
+    return [
+        Settled(
+            running=all(up[i + 1 :]) and _healthy(env),
+            proposal=is_no_op(snapshot, env) and env.pull_request is None,
+            up_to_date=up[i],
+        )
+        for i, env in enumerate(snapshot.environments)
+    ]
 
 
 def _healthy(env: EnvironmentSnapshot) -> bool:
@@ -113,23 +143,23 @@ class SettledIndex:
         unsettled: set[str] = set()
         prs: list[PrKey] = []
         settled_prs: set[PrKey] = set()
-        for env, (running, ok) in zip(snapshot.environments, flags, strict=True):
+        for env, settled_env in zip(snapshot.environments, flags, strict=True):
             refs.append((env.branch, env.active.hydrated_sha if env.active else None))
             refs.append((env.proposed_branch, env.proposed.hydrated_sha if env.proposed else None))
             pr_key = (repo, env.proposed_branch, env.branch)
             prs.append(pr_key)
             if env.active is not None:
                 shas.add(env.active.hydrated_sha)
-                (settled if running else unsettled).add(env.active.hydrated_sha)
+                (settled if settled_env.running else unsettled).add(env.active.hydrated_sha)
             if env.proposed is not None:
                 shas.add(env.proposed.hydrated_sha)
-                (settled if ok else unsettled).add(env.proposed.hydrated_sha)
-            if ok:
+                (settled if settled_env.proposal else unsettled).add(env.proposed.hydrated_sha)
+            if settled_env.environment:
                 settled_prs.add(pr_key)
         settled -= unsettled  # a commit also read where something waits
         seen = Seen(
             repository=repo,
-            quiet=idle and all(ok for _, ok in flags),
+            quiet=idle and all(f.environment for f in flags),
             refs=tuple(refs),
             notes=notes,
             ledgers=tuple((env.branch, env.ledger) for env in snapshot.environments),

@@ -10,7 +10,9 @@ resolution: on a tie the later arrival wins, so a status someone else wrote just
 the promoter's own write replaces it). Entries older than the TTL are not trusted,
 except *settled* ones (``settle``): the statuses of a commit whose verdict cannot change
 (merged, recorded healthy, nothing downstream waiting), kept until the periodic resync's
-sweep, a moved ref or a reconcile that finds it unsettled says otherwise. An entry is
+sweep, a moved ref or a reconcile that finds it unsettled says otherwise; and those a
+reader takes at any age (``get(any_age=True)``: a proposed commit whose dry commit
+already runs, whose statuses gate nothing). An entry is
 dropped once no strategy tracks its commit any more (the reconciler, through
 ``ShaIndex.track``): a daemon that promotes all day keeps the statuses of the commits
 it works on, not of every commit it ever promoted. Thread-safe.
@@ -21,7 +23,7 @@ from __future__ import annotations
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Collection, Iterable
+from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -53,19 +55,28 @@ class _Entry:
 
 
 class StatusCache:
-    def __init__(self, *, ttl: float = 60.0, max_entries: int = MAX_ENTRIES) -> None:
+    def __init__(
+        self,
+        *,
+        ttl: float = 60.0,
+        max_entries: int = MAX_ENTRIES,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.ttl = ttl
+        self.clock = clock
+        """Seconds, for the entries' age (a test moves it past the TTL)."""
         self._max = max_entries
         self._lock = threading.Lock()
         self._entries: OrderedDict[tuple[str, str], _Entry] = OrderedDict()
 
-    def get(self, repo: str, sha: str) -> list[CommitStatus] | None:
-        """The statuses of a SHA if a complete, fresh entry exists; else None."""
+    def get(self, repo: str, sha: str, *, any_age: bool = False) -> list[CommitStatus] | None:
+        """The statuses of a SHA if a complete, fresh (``any_age``: any) entry exists; else
+        None."""
         with self._lock:
             entry = self._entries.get((repo, sha))
             if entry is None or not entry.complete:
                 return None
-            if not entry.settled and time.monotonic() - entry.read_at > self.ttl:
+            if not (entry.settled or any_age) and self.clock() - entry.read_at > self.ttl:
                 return None
             self._entries.move_to_end((repo, sha))
             return list(entry.statuses.values())
@@ -81,7 +92,7 @@ class StatusCache:
                     fresh[key] = old
             entry.statuses = fresh
             entry.complete = True
-            entry.read_at = time.monotonic()
+            entry.read_at = self.clock()
 
     def created(self, repo: str, sha: str) -> None:
         """A commit just pushed for the first time: what webhooks bring is all it has.
@@ -93,7 +104,7 @@ class StatusCache:
             entry = self._entry(repo, sha)
             if not entry.complete:
                 entry.complete = True
-                entry.read_at = time.monotonic()
+                entry.read_at = self.clock()
 
     def put(self, repo: str, sha: str, status: CommitStatus) -> None:
         """Merge one status (from a webhook or the promoter's own write)."""

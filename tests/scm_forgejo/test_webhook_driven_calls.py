@@ -9,6 +9,7 @@ before the merge, and the merge; with a person merging prod, the PR and its two 
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from functools import partial
 from pathlib import Path
@@ -65,18 +66,28 @@ def ready(client: TestClient) -> bool:
     return bool(env_view(client, "environment/prod")["state"] == "ready")
 
 
+def promote(ci: ForgejoCI, gitops: GitOpsRepo, branch: str, change: str, *, manual: bool) -> None:
+    """CI passes the proposed change, the PR is merged (by a person on manual prod), and
+    CD reports the environment healthy."""
+    env = wait_for(lambda: (e := env_view(ci.client, branch)).get("pullRequest") and e)
+    ci.status(env["proposed"]["hydratedSha"], "ci")
+    if manual and branch == "environment/prod":
+        wait_for(partial(ready, ci.client), what="prod waiting for a person")
+        ci.person_merges(env["pullRequest"]["number"], env["proposed"]["hydratedSha"])
+    wait_for(partial(promoted, ci.client, branch, change), what=f"{branch} promoted")
+    ci.status(gitops.tip(branch), "health")
+
+
+def settle(ci: ForgejoCI) -> None:
+    queue = ci.client.runtime.queue  # type: ignore[attr-defined]
+    wait_for(lambda: queue.idle() and not queue.waiting(), what="an idle queue")
+
+
 def promote_all(ci: ForgejoCI, gitops: GitOpsRepo, *, manual: bool) -> None:
     change = ci.hydrate(gitops, "1.1.0", "Bump guestbook to 1.1.0")
     for branch in ENVIRONMENTS:
-        env = wait_for(lambda b=branch: (e := env_view(ci.client, b)).get("pullRequest") and e)
-        ci.status(env["proposed"]["hydratedSha"], "ci")
-        if manual and branch == "environment/prod":
-            wait_for(partial(ready, ci.client), what="prod waiting for a person")
-            ci.person_merges(env["pullRequest"]["number"], env["proposed"]["hydratedSha"])
-        wait_for(partial(promoted, ci.client, branch, change), what=f"{branch} promoted")
-        ci.status(gitops.tip(branch), "health")
-    queue = ci.client.runtime.queue  # type: ignore[attr-defined]
-    wait_for(lambda: queue.idle() and not queue.waiting(), what="an idle queue")
+        promote(ci, gitops, branch, change, manual=manual)
+    settle(ci)
 
 
 def status_reads(ci: ForgejoCI, since: int) -> tuple[list[str], list[str]]:
@@ -113,3 +124,33 @@ def test_each_environment_costs_at_most_four_calls_and_no_new_commit_is_read(
     assert len(after) == len(set(after)) == merged_by_promoter, (after, early)
     statuses = used.get("set_commit_status", 0)
     assert statuses == (4 if manual else 2), used  # no pending write followed by success
+
+
+def test_a_merged_proposal_is_not_read_again_while_the_next_environments_wait(
+    robot: tuple[ForgejoCI, GitOpsRepo],
+) -> None:
+    """dev's proposed commit is merged: its statuses gate nothing any more, so they are
+    kept past the status cache's TTL and through a resync while staging and prod take
+    their time."""
+    ci, gitops = robot
+    runtime = ci.client.runtime  # type: ignore[attr-defined]
+    cache = runtime.status_cache
+    passed = [0.0]
+    cache.clock = lambda: time.monotonic() + passed[0]
+    since = len(ci.fake.calls)
+    change = ci.hydrate(gitops, "1.1.0", "Bump guestbook to 1.1.0")
+    dev_head = gitops.tip("environment/dev-next")
+    promote(ci, gitops, "environment/dev", change, manual=False)
+    settle(ci)
+    passed[0] = cache.ttl + 1  # staging waits for its CI longer than the TTL
+    runtime.scheduler.resync()  # a periodic resync meanwhile: the strategy waits
+    settle(ci)
+    for branch in ENVIRONMENTS[1:]:
+        promote(ci, gitops, branch, change, manual=False)
+    settle(ci)
+    after, early = status_reads(ci, since)
+    # Read once: by the re-read before its merge (or before its push webhook came).
+    assert (after + early).count(dev_head) == 1, (after, early)
+    # What waits is read again past the TTL: staging's proposed commit, announced before
+    # dev's merge, is read besides its own re-read before the merge.
+    assert (after + early).count(gitops.tip("environment/staging-next")) >= 2, (after, early)
