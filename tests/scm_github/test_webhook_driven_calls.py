@@ -64,6 +64,7 @@ def robot(
         client.runtime = daemon.runtime  # type: ignore[attr-defined]
         wait_for(lambda: env_view(client, "environment/prod").get("state") == "up-to-date")
         ci = GitHubCI(client, fake)
+        ci.announced.watch_reads(monkeypatch)
         for branch in ENVIRONMENTS:
             ci.status(gitops.tip(branch), "health")
         wait_for(lambda: daemon.runtime.queue.idle(), what="an idle queue")

@@ -235,6 +235,7 @@ def harness(
         runtime = daemon.runtime
         with TestClient(daemon.app) as client:
             h = Harness(runtime, client, fake, gitops, hook)
+            h.announced.watch_reads(monkeypatch)
             h.wait_state("environment/prod", "up-to-date")
             for branch in ENVIRONMENTS:
                 h.health(branch)
