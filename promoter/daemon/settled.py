@@ -75,8 +75,8 @@ class Settled:
     proposal: bool
     """Its proposed commit: nothing to promote (rule 1) and no pull request open, so its
     statuses gate nothing until a branch moves."""
-
     up_to_date: bool
+    """Its verdict is "up to date": nothing to promote, and no active gate failed."""
 
     @property
     def environment(self) -> bool:

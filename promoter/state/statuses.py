@@ -12,10 +12,10 @@ except *settled* ones (``settle``): the statuses of a commit whose verdict canno
 (merged, recorded healthy, nothing downstream waiting), kept until the periodic resync's
 sweep, a moved ref or a reconcile that finds it unsettled says otherwise; and those a
 reader takes at any age (``get(any_age=True)``: a proposed commit whose dry commit
-already runs, whose statuses gate nothing). An entry is
-dropped once no strategy tracks its commit any more (the reconciler, through
-``ShaIndex.track``): a daemon that promotes all day keeps the statuses of the commits
-it works on, not of every commit it ever promoted. Thread-safe.
+already runs, whose statuses gate nothing). An entry is dropped once no strategy
+tracks its commit any more (the reconciler, through ``ShaIndex.track``): a daemon that
+promotes all day keeps the statuses of the commits it works on, not of every commit it
+ever promoted. Thread-safe.
 """
 
 from __future__ import annotations
