@@ -16,19 +16,11 @@ from tests.engine.strategies import Env, build
 TTL = 60.0
 
 
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
-def observed(*envs: Env) -> tuple[StatusCache, Clock, list[str], list[str]]:
+def observed(*envs: Env) -> tuple[StatusCache, list[float], list[str], list[str]]:
     """Every active and proposed commit of ``envs`` read into a cache, one reconcile
     observed, and the clock moved past the TTL; with the active and proposed SHAs."""
-    clock = Clock()
-    cache = StatusCache(ttl=TTL, clock=clock)
+    now = [1000.0]
+    cache = StatusCache(ttl=TTL, clock=lambda: now[0])
     snapshot = build(*envs)
     active = [env.active.hydrated_sha for env in snapshot.environments if env.active]
     proposed = [env.proposed.hydrated_sha for env in snapshot.environments if env.proposed]
@@ -36,10 +28,10 @@ def observed(*envs: Env) -> tuple[StatusCache, Clock, list[str], list[str]]:
         for commit in (env.active, env.proposed):
             assert commit is not None
             cache.store(snapshot.repository, commit.hydrated_sha, commit.statuses)
-    index = SettledIndex(cache, PullRequestCache(max_age=TTL, clock=clock))
+    index = SettledIndex(cache, PullRequestCache(max_age=TTL, clock=lambda: now[0]))
     index.observe("demo", snapshot, decide(snapshot), notes=(), idle=False)
-    clock.now += TTL + 1
-    return cache, clock, active, proposed
+    now[0] += TTL + 1
+    return cache, now, active, proposed
 
 
 def kept(cache: StatusCache, sha: str) -> bool:
@@ -83,8 +75,8 @@ def test_a_merged_proposal_whose_pull_request_is_still_open_is_not_settled() -> 
 
 
 def test_the_ttl_still_holds_for_what_is_not_settled() -> None:
-    cache, clock, _, proposed = observed(
+    cache, now, _, proposed = observed(
         Env("dev", active=2, proposed=3, proposed_keys=("ci",), pr="current"),
     )
-    clock.now -= 2  # within the TTL again
+    now[0] -= 2  # within the TTL again
     assert kept(cache, proposed[0])
