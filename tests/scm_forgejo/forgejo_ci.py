@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import threading
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -90,13 +91,23 @@ class ForgejoCI:
         """A merge moved ``branch``: Forgejo's webhook follows, from another thread."""
         threading.Thread(target=self.push, args=(branch, before, after), daemon=True).start()
 
-    def hydrate(self, gitops: GitOpsRepo, version: str, message: str) -> str:
-        """The hydrator: a dry change pushed and rendered, each moved branch announced."""
+    def hydrate(
+        self,
+        gitops: GitOpsRepo,
+        version: str,
+        message: str,
+        *,
+        announcing: Callable[[str], None] | None = None,
+    ) -> str:
+        """The hydrator: a dry change pushed and rendered, each moved branch announced
+        (``announcing(branch)`` is called before each webhook, once every branch moved)."""
         branches = ["main", *(f"{b}-next" for b in ENVIRONMENTS)]
         before = {b: gitops.tip(b) for b in branches}
         change = gitops.change(version, message)
         for branch in branches:
             if gitops.tip(branch) != before[branch]:
+                if announcing is not None:
+                    announcing(branch)
                 self.push(branch, before[branch], gitops.tip(branch))
         return change
 

@@ -146,17 +146,15 @@ def test_a_read_begun_before_its_commits_webhook_is_early_when_answered_after_it
 
     monkeypatch.setattr(ci.announced, "reading", watched)
 
+    def holding(branch: str) -> None:
+        """prod-next's webhook held until the daemon reads that branch's new tip."""
+        if branch == "main":
+            target[0] = gitops.tip("environment/prod-next")
+        elif branch == "environment/prod-next":
+            assert begun.wait(10), "the daemon never read prod-next's new tip"
+
     def racing() -> str:
-        """The hydrator's pushes, prod-next's webhook held until the daemon reads it."""
-        branches = ["main", *(f"{b}-next" for b in ENVIRONMENTS)]
-        before = {b: gitops.tip(b) for b in branches}
-        change = gitops.change("1.1.0", "Bump guestbook to 1.1.0")
-        target[0] = gitops.tip("environment/prod-next")
-        for branch in branches:
-            if branch == "environment/prod-next":
-                assert begun.wait(10), "the daemon never read prod-next's new tip"
-            ci.push(branch, before[branch], gitops.tip(branch))
-        return change
+        return ci.hydrate(gitops, "1.1.0", "Bump guestbook to 1.1.0", announcing=holding)
 
     within_budget(ci, gitops, manual=False, hydrated=racing)
 
@@ -194,7 +192,7 @@ def test_a_merged_proposal_is_not_read_again_while_the_next_environments_wait(
     passed = [0.0]
     cache.clock = lambda: time.monotonic() + passed[0]
     since = len(ci.fake.calls)
-    change = ci.hydrate(gitops, "1.1.0", "Bump guestbook to 1.1.0")
+    change = hydrate(ci, gitops)
     dev_head = gitops.tip("environment/dev-next")
     promote(ci, gitops, "environment/dev", change, manual=False)
     settle(ci)
