@@ -16,7 +16,8 @@ configuration (the resync skips it)::
     │   ├── ScmRateLimited      the SCM's rate limit is spent: after ``retry_after``, not before
     │   │   └── RateBudgetWait  our own budget for the credential says wait: as ScmRateLimited
     │   ├── ScmUnavailable      the SCM is down, timed out or answered 5xx: backoff
-    │   │   └── ScmBusy         a branch locked, maybe by a killed git: at its ``delay``
+    │   │   ├── ScmBusy         a branch locked, maybe by a killed git: at its ``delay``
+    │   │   └── ScmOutage       the SCM said it is out for now: its environments wait, saying so
     │   └── HoldLapsed          sharded: our shard's hold lapsed, nobody else holds it: backoff
     ├── PermanentError          retrying fails the same way: reported, the strategy parked
     │   ├── ConfigError         the configuration is invalid (every problem): refused at load
@@ -147,6 +148,13 @@ class ScmBusy(ScmUnavailable):
     """A branch is locked, perhaps by a git killed while it held the lock (git never
     removes such a lock; it is taken as abandoned after ``STALE_AFTER``): retried at
     ``delay``, when it can be, not at the backoff's next step, which could be minutes."""
+
+
+class ScmOutage(ScmUnavailable):
+    """The SCM (through its plugin) answered that it cannot serve now (a plugin's
+    ``unavailable`` or ``temporary`` answer, or the pause the promoter keeps after them):
+    an outage, not a failure of the promoter's. Retried no sooner than ``delay``; the
+    environments it stops wait (``blocked``) with its words as their reason, not ``error``."""
 
 
 class ScmAuthError(ScmError, PermanentError):

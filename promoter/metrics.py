@@ -112,6 +112,13 @@ PLUGIN_EVENTS_TOTAL = Counter(
     ["provider", "event", "result"],
     registry=REGISTRY,
 )
+PLUGIN_LINES_TOTAL = Counter(
+    "promoter_plugin_lines_total",
+    "Lines of out-of-process SCM plugins the promoter could not use, by provider and kind "
+    "(malformed, unknown_id, late_answer, early_event, stderr_dropped).",
+    ["provider", "kind"],
+    registry=REGISTRY,
+)
 SCM_RATE_LIMIT_REMAINING = Gauge(
     "promoter_scm_rate_limit_remaining",
     "Rate-limit budget left, as the SCM last reported it.",

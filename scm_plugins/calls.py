@@ -154,6 +154,11 @@ class ScmCalls:
                     },
                 )
 
+    def refused(self, operation: str) -> None:
+        """A call the caller refused before it went out (a plugin's outage pause): counted
+        as ``paused``, like one refused by the rate-limit pause."""
+        self._count(operation, "paused")
+
     def _admit(
         self, operation: str, cost: Cost | None, fields: Mapping[str, object]
     ) -> Ticket | None:

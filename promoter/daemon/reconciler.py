@@ -28,6 +28,7 @@ from promoter.daemon.settled import SettledIndex, notes_tips
 from promoter.daemon.shapes import Shapes
 from promoter.daemon.signature_check import SignatureReading
 from promoter.engine import Decision, EnvState, RecordHealthy, Snapshot, decide
+from promoter.errors import ScmOutage
 from promoter.git import GitMirror
 from promoter.git.lineage import Lineage
 from promoter.git.pool import MirrorPool
@@ -53,6 +54,15 @@ class StrategyView:
     reconciled_at: datetime | None
     waiting: str | None = None
     """What a reconcile running long waits on now (a slow SCM call): ``promoter.activity``."""
+    outage: bool = False
+    """``error`` is an outage the SCM reported (``ScmOutage``): the environments wait for
+    the SCM (``blocked``, its words as their reason); they are not in error."""
+
+    def failure(self) -> tuple[str, str]:
+        """(state, reason) each environment shows after the failed reconcile."""
+        if self.outage:
+            return EnvState.BLOCKED.value, f"waiting for the SCM: {self.error}"
+        return EnvState.ERROR.value, f"last reconcile failed: {self.error}"
 
 
 @dataclass
@@ -158,7 +168,8 @@ class Reconciler:
                 last = self.views.get(key)
             failed = outcome.failed_environment
             shown = with_deferred(decision, outcome) if decision is not None else None
-            self._remember(key, failed_view(last, snapshot, shown, str(exc), failed))
+            outage = isinstance(exc, ScmOutage)
+            self._remember(key, failed_view(last, snapshot, shown, str(exc), failed, outage))
             raise
         finally:
             RECONCILE_DURATION.observe(time.perf_counter() - started)
@@ -256,21 +267,24 @@ def failed_view(
     decision: Decision | None,
     error: str,
     environment: str | None,
+    outage: bool = False,
 ) -> StrategyView:
     """What a failed reconcile shows: the error as the reason of the environment it
     happened in (every environment when it happened before deciding), never the
-    verdicts of an earlier reconcile as if they still held."""
+    verdicts of an earlier reconcile as if they still held; an outage the SCM reported
+    holds them ``blocked``, not in ``error``."""
     snapshot = snapshot or (last.snapshot if last else None)
     decision = decision or (last.decision if last else None)
+    state = EnvState.BLOCKED if outage else EnvState.ERROR
     if decision is not None:
         verdicts = tuple(
-            v.model_copy(update={"state": EnvState.ERROR, "reason": error})
+            v.model_copy(update={"state": state, "reason": error})
             if environment is None or v.branch == environment
             else v
             for v in decision.environments
         )
         decision = decision.model_copy(update={"environments": verdicts})
-    return StrategyView(snapshot, decision, error, utcnow())
+    return StrategyView(snapshot, decision, error, utcnow(), outage=outage)
 
 
 def with_deferred(decision: Decision, outcome: Outcome) -> Decision:

@@ -47,7 +47,7 @@ def row_of(strategy: PromotionStrategy, view: StrategyView | None) -> Row:
     snapshot = view.snapshot if view is not None else None
     if view is None or snapshot is None or view.decision is None:
         reason = (view.error or view.waiting) if view is not None else None
-        kind = "error" if view is not None and view.error else "waiting"
+        kind = "error" if view is not None and view.error and not view.outage else "waiting"
         for configured in strategy.environments:
             cells.append(Cell(configured.branch, kind, reason or "not reconciled yet"))
     else:
@@ -56,7 +56,7 @@ def row_of(strategy: PromotionStrategy, view: StrategyView | None) -> Row:
             verdict = verdicts.get(env.branch)
             summary: dict[str, Any] = {
                 "state": verdict.state.value if verdict else "unknown",
-                "error": env.error or view.error,
+                "error": env.error or (None if view.outage else view.error),
                 "gates": [{"name": g.name, "phase": g.phase.value} for g in verdict.gates]
                 if verdict
                 else [],
@@ -68,7 +68,7 @@ def row_of(strategy: PromotionStrategy, view: StrategyView | None) -> Row:
             }
             reason = verdict.reason if verdict else ""
             if view.error:
-                reason = f"last reconcile failed: {view.error}"
+                reason = view.failure()[1]
             cells.append(Cell(env.branch, kind_of(summary), reason))
     return Row(strategy.name, strategy.repository, tuple(strategy.labels), tuple(cells))
 

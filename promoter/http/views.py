@@ -139,7 +139,9 @@ def strategy_json(
         "environments": [],
     }
     if view is None or view.snapshot is None:
-        state, reason = ("error", view.error) if view and view.error else ("unknown", "")
+        state, reason = ("unknown", "")
+        if view and view.error:
+            state, reason = view.failure() if view.outage else ("error", view.error)
         reason = reason or (view.waiting if view else None) or "not reconciled yet"
         out["environments"] = [
             {"branch": e.branch, "state": state, "reason": reason} for e in strategy.environments
@@ -153,7 +155,7 @@ def strategy_json(
     ]
     if view.error:  # the last reconcile failed: what is shown is older than the failure
         for env in out["environments"]:
-            env["state"], env["reason"] = "error", f"last reconcile failed: {view.error}"
+            env["state"], env["reason"] = view.failure()
     return out
 
 

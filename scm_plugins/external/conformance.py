@@ -1,12 +1,16 @@
 """The conformance kit: drives a plugin through the whole ``promoter.scm/v1`` contract.
 
-Against a scratch repository the plugin's SCM serves: handshake, open, idempotent
-reopen, update, statuses, a merge refused for a stale head, the merge with the
-right head, comment and close, reviews and events (``promoter.scm/v1.1``, when the plugin
-offers them; events: a push, a status and a closed PR each reported), error mapping (an unknown PR
-is ``ScmNotFound``), a slow call that times out (the kit freezes the process with
-SIGSTOP) and the plugin answering again afterwards. ``promoter plugins check`` prints
-the table; a test uses it directly::
+Against a scratch repository the plugin's SCM serves: handshake, and one without
+settings (``conformance_faults``); git credentials (the kit's own git pushes with the
+plugin's ``git/environment``); open, idempotent reopen, update, statuses, a merge refused
+for a stale head, the merge with the right head, comment and close, reviews and events
+(``promoter.scm/v1.1``, when the plugin offers them; events: a push reported and applied,
+and the promoter's own writes reported back and known as its own, ``conformance_events``);
+error mapping (an unknown PR is ``ScmNotFound``); ids answered as sent (and an unknown
+method answered); an outage of its SCM answered ``unavailable`` without the process
+being restarted; a slow call that times out (the kit freezes the process with SIGSTOP)
+and the plugin answering again afterwards. ``promoter plugins check`` prints the table;
+a test uses it directly::
 
     report = run_conformance(ExternalPlugin(command=[...]), scratch, state_dir=tmp)
     report.assert_passed()
@@ -23,7 +27,14 @@ from dataclasses import dataclass, field
 from promoter.config import ExternalPlugin, ScmProvider
 from promoter.errors import ScmConflict, ScmNotFound, ScmUnavailable
 from promoter.models import CommitStatus, Phase, PullRequestState, utcnow
-from scm_plugins.external.conformance_events import Failed, check_events
+from scm_plugins.external import conformance_faults as faults
+from scm_plugins.external.conformance_events import (
+    Failed,
+    NotOffered,
+    Seen,
+    check_echoes,
+    check_events,
+)
 from scm_plugins.external.host import ExternalScm
 from scm_plugins.external.scratch import Scratch
 from scm_plugins.external.wire import SUPPORTED
@@ -39,10 +50,6 @@ class Check:
     seconds: float = 0.0
     offered: bool = True
     """False: an optional part of the protocol the plugin does not offer (events)."""
-
-
-class NotOffered(Exception):
-    """An optional part of the protocol the plugin does not offer."""
 
 
 @dataclass
@@ -80,11 +87,29 @@ def _expect(condition: bool, message: str) -> None:
 
 
 class _Kit:
-    def __init__(self, host: ExternalScm, scratch: Scratch, probe: float) -> None:
+    def __init__(
+        self,
+        host: ExternalScm,
+        scratch: Scratch,
+        probe: float,
+        plugin: ExternalPlugin,
+        state_dir: str,
+        environ: Mapping[str, str],
+    ) -> None:
         self.host, self.scratch, self.probe = host, scratch, probe
+        self.plugin, self.state_dir, self.environ = plugin, state_dir, environ
         self.repo = scratch.repository
         self.number = 0
         self.base = self.head = ""
+        self.seen = Seen()
+
+    def bare_handshake(self) -> str:
+        return faults.bare_handshake(self.plugin, f"{self.state_dir}/bare", self.environ)
+
+    def credentials(self) -> str:
+        env = self.host.git_environment(repo=self.repo)
+        self.scratch.git_env = {**env, **self.scratch.git_env}
+        return f"{len(env)} variable(s) for the kit's git"
 
     def handshake(self) -> str:
         info = self.host.info
@@ -213,7 +238,20 @@ class _Kit:
     def events(self) -> str:
         if not self.host.sends_events:
             raise NotOffered("not offered: the promoter relies on webhooks, polling or the resync")
-        return check_events(self.host, self.scratch)
+        return check_events(self.host, self.scratch, self.seen)
+
+    def echoes(self) -> str:
+        if not self.host.sends_events:
+            raise NotOffered("not offered: no events")
+        return check_echoes(self.host, self.scratch, self.seen)
+
+    def ids(self) -> str:
+        return faults.ids(self.host, self.repo, self.head)
+
+    def outage(self) -> str:
+        return faults.outage(
+            self.plugin, self.repo, self.head, f"{self.state_dir}/outage", self.environ
+        )
 
     def not_found(self) -> str:
         try:
@@ -260,6 +298,7 @@ def run_conformance(
     """Run every check; a check whose predecessors failed is skipped."""
     provider = ScmProvider(name="conformance", plugin=plugin)
     report = Report(plugin.name or " ".join(plugin.argv() or []))
+    environ = dict(os.environ if environ is None else environ)
     try:
         host = ExternalScm(provider=provider, state_dir=state_dir, environ=environ)
     except Exception as exc:
@@ -267,9 +306,11 @@ def run_conformance(
         return report
     report.plugin = host.name
     report.protocol = host.info.protocol_version if host.info else report.protocol
-    kit = _Kit(host, scratch, probe_timeout)
+    kit = _Kit(host, scratch, probe_timeout, plugin, state_dir, environ)
     steps: list[tuple[str, Callable[[], str], bool]] = [
         ("handshake", kit.handshake, True),
+        ("handshake without settings", kit.bare_handshake, False),
+        ("git credentials", kit.credentials, True),
         ("open", kit.open, True),
         ("idempotent reopen", kit.reopen, False),
         ("update", kit.update, False),
@@ -279,7 +320,10 @@ def run_conformance(
         ("merge", kit.merge, False),
         ("comment and close", kit.comment_and_close, False),
         ("events", kit.events, False),
+        ("own writes known in events", kit.echoes, False),
         ("error mapping", kit.not_found, False),
+        ("ids answered as sent", kit.ids, False),
+        ("outage answered unavailable", kit.outage, False),
         ("slow call times out", kit.timeout, False),
         ("recovers", kit.recovers, False),
     ]

@@ -15,6 +15,7 @@ from promoter.errors import (
     ScmConflict,
     ScmError,
     ScmNotFound,
+    ScmOutage,
     ScmRateLimited,
     ScmUnavailable,
     TemporaryError,
@@ -54,11 +55,33 @@ TYPES: dict[int, tuple[str, bool]] = {
 
 
 class PluginError(ScmError, PermanentError):
-    """The plugin broke the protocol, refused our version, or failed in a way it did not type."""
+    """The plugin broke the protocol, refused our version, or failed in a way it did not type;
+    ``code``: the JSON-RPC error code it answered, if it answered one."""
+
+    def __init__(self, message: str, *, code: int | None = None) -> None:
+        super().__init__(message)
+        self.code = code
 
 
 class PluginTemporaryError(ScmError, TemporaryError):
-    """A typed temporary error the plugin gave no more precise class for."""
+    """The plugin broke the protocol in a way a retry may not see again (a stray line on
+    stdout, an answer naming no call), or answered a JSON-RPC error with ``temporary``."""
+
+
+class CallTimedOut(ScmUnavailable):
+    """No answer within the call's time limit: silence, the only thing that counts
+    toward a hung plugin (an error answer, however quick or frequent, is an answer)."""
+
+
+MAX_RETRY_AFTER = 300.0
+"""The longest ``retryAfter`` of an ``unavailable`` or ``temporary`` answer honoured."""
+
+
+def _retry_after(data: dict[str, Any]) -> float | None:
+    retry = data.get("retryAfter")
+    if isinstance(retry, bool) or not isinstance(retry, int | float) or not retry >= 0:
+        return None
+    return min(float(retry), MAX_RETRY_AFTER)
 
 
 def error_object(exc: BaseException) -> dict[str, Any]:
@@ -83,6 +106,8 @@ def error_object(exc: BaseException) -> dict[str, Any]:
         code = INTERNAL_ERROR
     kind, temporary = TYPES[code]
     data: dict[str, Any] = {"type": kind, "temporary": temporary}
+    if retry_after is None and code in (UNAVAILABLE, TEMPORARY):
+        retry_after = exc.delay if isinstance(exc, TemporaryError) else None
     if retry_after is not None:
         data["retryAfter"] = retry_after
     message = str(exc) or type(exc).__name__
@@ -101,15 +126,15 @@ def from_error_object(error: Any, *, plugin: str) -> ScmError:
         retry = data.get("retryAfter")
         delay = float(retry) if isinstance(retry, int | float) and retry >= 0 else 60.0
         return ScmRateLimited(message, retry_after=delay)
+    if code in (UNAVAILABLE, TEMPORARY):  # the SCM is out for now: the plugin said so
+        return ScmOutage(message, delay=_retry_after(data))
     simple: dict[int, type[ScmError]] = {
         NOT_FOUND: ScmNotFound,
         CONFLICT: ScmConflict,
-        UNAVAILABLE: ScmUnavailable,
         AUTH: ScmAuthError,
-        TEMPORARY: PluginTemporaryError,
     }
     if code in simple:
         return simple[code](message)
     if data.get("temporary") is True:
         return PluginTemporaryError(message)
-    return PluginError(message)
+    return PluginError(message, code=code)

@@ -2,20 +2,23 @@
 
 It starts the executable (found by name or given as a command), handshakes
 (``initialize``), refuses a plugin that speaks no protocol version we speak, and
-then forwards each ``ScmPlugin`` method as one JSON-RPC call with a time limit,
-counted in ``promoter_scm_calls_total`` under the provider's name like a built-in's
-calls. Git credentials are reused until shortly before their stated expiry. A plugin
-that sends events (v1.1) is told which repositories to report (``subscribe``), again
-after every restart; its events go to the subscription's sink (``events``).
+then forwards each ``ScmPlugin`` method as one JSON-RPC call with a time limit
+(``methods``), counted in ``promoter_scm_calls_total`` under the provider's name like a
+built-in's calls. A plugin that sends events (v1.1) is told which repositories to report
+(``subscribe``), again after every restart; its events go to the subscription's sink
+(``subscription``), except the echoes of the promoter's own writes (``echoes``).
 
 A crashed plugin is restarted on the next call, with a backoff between attempts
 (none for the first crash, then 0.5 s doubling to 30 s); calls in flight when it
 died fail with ``ScmUnavailable``, so the reconcile that made them is retried by
 the work queue and reads everything fresh: an action is never half-applied by the
-promoter (a plugin call either returned or is repeated from a fresh read). Three
-time-outs in a row mean a hung plugin: it is killed and restarted. Secrets go to the
-plugin in ``initialize`` only, never on its command line or in a log; the variables they
-were read from are left out of the plugin's environment.
+promoter (a plugin call either returned or is repeated from a fresh read). Its health is
+judged from what it says (``health``): three time-outs in a row mean a hung plugin, which
+is killed and restarted; an ``unavailable`` or ``temporary`` answer is an outage of its
+SCM, which pauses the provider's calls and never restarts a process that answers. Secrets
+go to the plugin in ``initialize`` only, never on its command line or in a log; the
+variables they were read from are left out of the plugin's environment. Every log line
+names the provider and the plugin.
 """
 
 from __future__ import annotations
@@ -25,22 +28,26 @@ import os
 import shutil
 import threading
 import time
-from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
 
 from promoter.config import Repository, ScmProvider
-from promoter.errors import ConfigError, ScmError, ScmUnavailable
-from promoter.models import CommitStatus, PullRequest, Review
+from promoter.errors import ConfigError, ScmError, ScmOutage, ScmUnavailable
 from scm_plugins.calls import ScmCalls
 from scm_plugins.external import messages as m
+from scm_plugins.external.accounting import LineAccount
 from scm_plugins.external.credentials import CredentialCache
 from scm_plugins.external.discovery import PREFIX, command_line
-from scm_plugins.external.errors import PluginError
-from scm_plugins.external.events import EventSink, Subscription
+from scm_plugins.external.echoes import OwnWrites, Settled, Write
+from scm_plugins.external.errors import CallTimedOut, PluginError
+from scm_plugins.external.events import EventSink
+from scm_plugins.external.health import PluginHealth
+from scm_plugins.external.methods import Learn, PluginMethods
 from scm_plugins.external.process import PluginProcess
+from scm_plugins.external.subscription import Subscription
 from scm_plugins.external.wire import SUPPORTED, V1_1
 
 log = logging.getLogger("promoter.plugins")
@@ -49,7 +56,6 @@ FIRST_BACKOFF = 0.5
 MAX_BACKOFF = 30.0
 CALM_AFTER = 60.0
 """A crash longer than this after the previous one starts the backoff again from zero."""
-HUNG_AFTER_TIMEOUTS = 3
 
 
 def _translate(exc: BaseException) -> ScmError | None:
@@ -62,7 +68,7 @@ def _translate(exc: BaseException) -> ScmError | None:
     return None
 
 
-class ExternalScm:
+class ExternalScm(PluginMethods):
     """The ``plugin`` SCM kind: one long-lived plugin process per configured provider."""
 
     @staticmethod
@@ -97,6 +103,8 @@ class ExternalScm:
         sources = {ref.from_env for ref in spec.secrets.values() if ref.from_env}
         self._environ = {k: v for k, v in environ.items() if k not in sources}  # the plugin's
         self.name = spec.name or Path(self.argv[0]).name.removeprefix(PREFIX)
+        """The plugin's name (from its handshake when found by command), beside the provider's
+        in every log line: two providers running one plugin are told apart."""
         self._settings = dict(spec.settings)
         self._secrets = {key: ref.resolve() for key, ref in spec.secrets.items()}
         self._state_dir = Path(state_dir) / "plugins" / provider.name
@@ -105,18 +113,19 @@ class ExternalScm:
         self._calls = ScmCalls(provider.name, _translate)
         """Counted under the provider's name: two providers running one plugin stay apart."""
         self._credentials = CredentialCache(clock=clock)
+        self.health = PluginHealth(provider.name, self.name, clock=clock)
+        self.lines = LineAccount(provider.name, self.name, clock=clock)
+        """The lines of this provider's plugin the promoter could not use, counted."""
+        self._own = OwnWrites(clock=clock)
         self._lock = threading.Lock()
         self._process: PluginProcess | None = None
         self._crashes = 0
         self._last_crash = float("-inf")
         self._not_before = float("-inf")
-        self._timeouts = 0
         self.info: m.InitializeResult | None = None
         self.starts = 0
         self._subscription: Subscription | None = None
         self._ensure()
-        if spec.name is None and self.info is not None:
-            self.name = self.info.name
 
     # --- life cycle ------------------------------------------------------------------
 
@@ -137,17 +146,24 @@ class ExternalScm:
                 self._not_before = now + min(delay, MAX_BACKOFF)
                 self._process = None
                 process.stop(grace=0.5)
-                log.warning("plugin crashed", extra={"plugin": self.name, "crashes": self._crashes})
+                log.warning("plugin crashed", extra={**self._who(), "crashes": self._crashes})
             if now < self._not_before:
                 wait = self._not_before - now
-                raise ScmUnavailable(f"plugin {self.name} restarts in {wait:.1f}s", delay=wait)
+                raise ScmUnavailable(
+                    f"plugin {self.name} of {self.provider.name} restarts in {wait:.1f}s",
+                    delay=wait,
+                )
             self._process = self._start()
             return self._process
 
     def _start(self) -> PluginProcess:
         self._state_dir.mkdir(parents=True, exist_ok=True)
         process = PluginProcess(
-            self.argv, label=self.name, env=self._environ, notified=self._notified
+            self.argv,
+            label=self.name,
+            env=self._environ,
+            notified=self._notified,
+            account=self.lines,
         )
         params = m.InitializeParams(
             protocol_versions=list(SUPPORTED),
@@ -170,14 +186,17 @@ class ExternalScm:
                 f"plugin {self.name} {info.version} speaks {info.protocol_version}; "
                 f"this promoter speaks {', '.join(SUPPORTED)}"
             )
+        if self.provider.plugin is not None and self.provider.plugin.name is None:
+            self.name = self.health.plugin = self.lines.plugin = process.label = info.name
         self.info = info
         self.starts += 1
+        self.health.restarted()
         self._credentials.clear()
         self._subscribe(process)  # again after a restart: the new process knows nothing
         log.info(
             "plugin started",
             extra={
-                "plugin": self.name,
+                **self._who(),
                 "pid": process.pid,
                 "version": info.version,
                 "protocol": info.protocol_version,
@@ -196,7 +215,14 @@ class ExternalScm:
     def subscribe(self, repositories: Iterable[Repository], sink: EventSink) -> bool:
         """Ask for events about ``repositories`` (again after each restart), delivered to
         ``sink``; whether the plugin sends any (``EventSource``)."""
-        self._subscription = Subscription(self.provider.name, tuple(repositories), sink)
+        self._subscription = Subscription(
+            self.provider.name,
+            tuple(repositories),
+            sink,
+            own=self._own,
+            account=self.lines,
+            clock=self._clock,
+        )
         process = self._process
         return process is not None and process.alive and self._subscribe(process)
 
@@ -212,16 +238,27 @@ class ExternalScm:
                 timeout=self.timeout,
             )
         except ScmError as exc:  # events are hints: the resync still reads everything
-            log.warning("plugin refused events", extra={"plugin": self.name, "error": str(exc)})
+            log.warning("plugin refused events", extra={**self._who(), "error": str(exc)})
             return False
         return True
 
     def _notified(self, method: str, params: object) -> None:
         subscription = self._subscription
         if subscription is None or not self.sends_events:
-            log.info("plugin event before events/subscribe, dropped", extra={"plugin": self.name})
+            self.lines.note(
+                "early_event",
+                "plugin event before events/subscribe, dropped",
+                level=logging.INFO,
+                event=method[:100],
+            )
             return
         subscription.deliver(method, params)
+
+    @property
+    def event_results(self) -> dict[tuple[str, str], int]:
+        """(event, result) of the events since the last ``subscribe``."""
+        subscription = self._subscription
+        return dict(subscription.results) if subscription is not None else {}
 
     def close(self) -> None:
         with self._lock:
@@ -232,146 +269,63 @@ class ExternalScm:
     # --- calls -----------------------------------------------------------------------
 
     def _call(self, operation: str, method: str, params: m.Message, **fields: object) -> Any:
+        try:
+            self.health.before_call()
+        except ScmOutage:
+            self._calls.refused(operation)
+            raise
         with self._calls.call(operation, **fields):
             process = self._ensure()
             try:
                 raw = process.call(method, m.dump(params), timeout=self.timeout)
-            except ScmUnavailable:
-                if process.alive:
-                    self._timed_out(process)
+            except CallTimedOut:
+                if process.alive and self.health.timed_out():
+                    log.warning(
+                        "plugin hung, killing it", extra={**self._who(), "pid": process.pid}
+                    )
+                    process.proc.kill()
                 raise
-            self._timeouts = 0
+            except ScmOutage as exc:  # the plugin answered: its SCM is out, not the plugin
+                raise self.health.outage(exc) from exc
+            except ScmError as exc:
+                if process.alive and not isinstance(exc, ScmUnavailable):
+                    self.health.answered()
+                raise
+            self.health.answered()
             return m.METHODS[method][1].validate_python(raw)
 
-    def _timed_out(self, process: PluginProcess) -> None:
-        self._timeouts += 1
-        if self._timeouts >= HUNG_AFTER_TIMEOUTS:
-            self._timeouts = 0
-            log.warning("plugin hung, killing it", extra={"plugin": self.name, "pid": process.pid})
-            process.proc.kill()
+    def _write(
+        self,
+        write: Write,
+        learn: Learn,
+        operation: str,
+        method: str,
+        params: m.Message,
+        **fields: object,
+    ) -> Any:
+        self._own.begin(write)
+        try:
+            answer = self._call(operation, method, params, **fields)
+        except BaseException:
+            self._settle(self._own.failed(write))
+            raise
+        self._settle(self._own.answered(write, **learn(answer)))
+        return answer
+
+    def _settle(self, settled: Settled) -> None:
+        subscription = self._subscription
+        if subscription is not None:
+            subscription.settle(settled)
+
+    def _who(self) -> dict[str, object]:
+        return {"provider": self.provider.name, "plugin": self.name}
 
     @property
     def folded_gate_keys(self) -> frozenset[str]:
         return frozenset(self.info.capabilities.folded_gate_keys if self.info else ())
-
-    def find_open_pull_request(
-        self, *, repo: Repository, head: str, base: str
-    ) -> PullRequest | None:
-        params = m.FindOpenParams(repository=m.RepositoryRef.of(repo), head=head, base=base)
-        found: PullRequest | None = self._call(
-            "find_pull_request", "pullRequests/findOpen", params, repository=repo.name, head=head
-        )
-        return found
-
-    def open_pull_request(
-        self,
-        *,
-        repo: Repository,
-        head: str,
-        base: str,
-        title: str,
-        body: str,
-        labels: tuple[str, ...],
-    ) -> PullRequest:
-        params = m.OpenParams(
-            repository=m.RepositoryRef.of(repo),
-            head=head,
-            base=base,
-            title=title,
-            body=body,
-            labels=list(labels),
-        )
-        pr: PullRequest = self._call(
-            "open_pull_request", "pullRequests/open", params, repository=repo.name, head=head
-        )
-        return pr
-
-    def update_pull_request(
-        self, *, repo: Repository, number: int, title: str, body: str, labels: tuple[str, ...]
-    ) -> PullRequest:
-        params = m.UpdateParams(
-            repository=m.RepositoryRef.of(repo),
-            number=number,
-            title=title,
-            body=body,
-            labels=list(labels),
-        )
-        pr: PullRequest = self._call(
-            "update_pull_request", "pullRequests/update", params, repository=repo.name, pr=number
-        )
-        return pr
-
-    def merge_pull_request(
-        self, *, repo: Repository, number: int, expected_head_sha: str, message: str
-    ) -> str:
-        params = m.MergeParams(
-            repository=m.RepositoryRef.of(repo),
-            number=number,
-            expected_head_sha=expected_head_sha,
-            message=message,
-        )
-        merged: m.MergeResult = self._call(
-            "merge_pull_request", "pullRequests/merge", params, repository=repo.name, pr=number
-        )
-        return merged.merge_sha
-
-    def close_pull_request(self, *, repo: Repository, number: int, comment: str) -> None:
-        params = m.CloseParams(repository=m.RepositoryRef.of(repo), number=number, comment=comment)
-        self._call(
-            "close_pull_request", "pullRequests/close", params, repository=repo.name, pr=number
-        )
-
-    def comment_pull_request(self, *, repo: Repository, number: int, body: str) -> None:
-        params = m.CommentParams(repository=m.RepositoryRef.of(repo), number=number, body=body)
-        self._call(
-            "comment_pull_request", "pullRequests/comment", params, repository=repo.name, pr=number
-        )
 
     @property
     def reads_reviews(self) -> bool:
         """The plugin speaks v1.1 and says it answers ``pullRequests/reviews``."""
         info = self.info
         return info is not None and info.protocol_version == V1_1 and info.capabilities.reviews
-
-    def get_reviews(
-        self, *, repo: Repository, number: int, teams: Collection[str] = ()
-    ) -> list[Review]:
-        params = m.ReviewsParams(repository=m.RepositoryRef.of(repo), number=number, teams=[*teams])
-        found: list[Review] = self._call(
-            "get_reviews", "pullRequests/reviews", params, repository=repo.name, pr=number
-        )
-        return found
-
-    def get_commit_statuses(
-        self, *, repo: Repository, sha: str, keys: Collection[str] | None = None
-    ) -> list[CommitStatus]:
-        params = m.GetStatusesParams(
-            repository=m.RepositoryRef.of(repo), sha=sha, keys=None if keys is None else list(keys)
-        )
-        found: list[CommitStatus] = self._call(
-            "get_commit_statuses", "commitStatuses/get", params, repository=repo.name, sha=sha
-        )
-        return found
-
-    def set_commit_status(self, *, repo: Repository, sha: str, status: CommitStatus) -> None:
-        params = m.SetStatusParams(repository=m.RepositoryRef.of(repo), sha=sha, status=status)
-        self._call(
-            "set_commit_status",
-            "commitStatuses/set",
-            params,
-            repository=repo.name,
-            sha=sha,
-            key=status.key,
-        )
-
-    def git_environment(self, *, repo: Repository) -> Mapping[str, str]:
-        """The plugin's answer, reused until shortly before it expires (``credentials``)."""
-        cached = self._credentials.get(repo.name)
-        if cached is not None:
-            return cached
-        params = m.GitEnvironmentParams(repository=m.RepositoryRef.of(repo))
-        result: m.GitEnvironmentResult = self._call(
-            "git_environment", "git/environment", params, repository=repo.name
-        )
-        self._credentials.put(repo.name, result.env, result.expires_at)
-        return result.env

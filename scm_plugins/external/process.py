@@ -4,10 +4,12 @@ Concurrency: any number of threads may ``call`` at once. Writes are serialised b
 lock (one whole line at a time); one reader thread matches each response to its
 waiting caller by id, so answers may come in any order; a message without an id (an
 event, ``promoter.scm/v1.1``) goes to ``notified`` on that thread. A caller that times
-out stops waiting and its late answer is dropped. When the process exits, every waiting
-caller gets ``ScmUnavailable`` at once; a stdout line that is not a protocol message
-fails at once the call it was written for, with the line in the error. The process
-gets no secret on its command line; secrets travel in ``initialize`` (see ``host``).
+out stops waiting (``CallTimedOut``) and its late answer is dropped. When the process
+exits, every waiting caller gets ``ScmUnavailable`` at once. A stdout line that is not a
+protocol message, or an answer whose id was never sent, fails at once the call it names
+(every call waiting when it names none), and is counted and logged through the
+provider's ``LineAccount`` (at most once a minute per kind). The process gets no secret
+on its command line; secrets travel in ``initialize`` (see ``host``).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from __future__ import annotations
 import itertools
 import json
 import logging
+import re
 import subprocess
 import threading
 from collections.abc import Callable, Mapping
@@ -23,12 +26,20 @@ from typing import IO, Any
 
 from promoter.errors import ScmUnavailable
 from scm_plugins.external import wire
-from scm_plugins.external.errors import PluginError, PluginTemporaryError, from_error_object
+from scm_plugins.external.accounting import LineAccount, sample
+from scm_plugins.external.errors import (
+    CallTimedOut,
+    PluginError,
+    PluginTemporaryError,
+    from_error_object,
+)
+from scm_plugins.external.stderr import log_stderr
 
 log = logging.getLogger("promoter.plugins")
 GARBAGE_SHOWN = 200
-"""Characters of a malformed stdout line quoted in the error and the log."""
-_LEVELS = {"debug": 10, "info": 20, "warning": 30, "warn": 30, "error": 40}
+"""Characters of a malformed stdout line quoted in the error of the call it fails (what
+looks like a credential blanked: ``accounting.sample``)."""
+_LEADING_ID = re.compile(rb'^\s*\{\s*(?:"jsonrpc"\s*:\s*"2\.0"\s*,\s*)?"id"\s*:\s*(\d{1,18})\b')
 
 
 class _Pending:
@@ -55,9 +66,12 @@ class PluginProcess:
         label: str,
         env: Mapping[str, str],
         notified: Notified | None = None,
+        account: LineAccount | None = None,
     ) -> None:
         self.label = label
         self._notified = notified
+        self.account = account or LineAccount(label, label)
+        """Where the lines the promoter cannot use are counted (the provider's)."""
         self.proc = subprocess.Popen(
             argv,
             stdin=subprocess.PIPE,
@@ -68,6 +82,8 @@ class PluginProcess:
             start_new_session=True,
         )
         self._ids = itertools.count(1)
+        self._issued = 0
+        """The highest id sent: an answer naming a higher one (or no integer) was never asked."""
         self._pending: dict[int, _Pending] = {}
         self._lock = threading.Lock()
         self._write_lock = threading.Lock()
@@ -78,7 +94,11 @@ class PluginProcess:
             target=self._read, args=(self.proc.stdout,), name=f"plugin-{label}-out", daemon=True
         )
         self._logger = threading.Thread(
-            target=self._log, args=(self.proc.stderr,), name=f"plugin-{label}-err", daemon=True
+            target=log_stderr,
+            args=(self.proc.stderr,),
+            kwargs={"fields": self._fields(), "account": self.account},
+            name=f"plugin-{label}-err",
+            daemon=True,
         )
         self._reader.start()
         self._logger.start()
@@ -91,18 +111,24 @@ class PluginProcess:
     def alive(self) -> bool:
         return not self._exited.is_set() and self.proc.poll() is None
 
-    def call(self, method: str, params: dict[str, Any], *, timeout: float) -> Any:
-        """Send one request and wait for its answer; ScmUnavailable on timeout or exit."""
-        ident = next(self._ids)
+    def call(
+        self, method: str, params: dict[str, Any], *, timeout: float, ident: int | None = None
+    ) -> Any:
+        """Send one request and wait for its answer: ``CallTimedOut`` when none comes in
+        time, ``ScmUnavailable`` when the process exits. ``ident``: this id rather than the
+        next one (the conformance kit's ids far from the sequence)."""
         pending = _Pending()
         with self._lock:
             if self._exited.is_set():
                 raise ScmUnavailable(f"plugin {self.label} is not running")
+            if ident is None:
+                ident = next(self._ids)
+            self._issued = max(self._issued, ident)
             self._pending[ident] = pending
         try:
             self._send(wire.request(ident, method, params))
             if not pending.done.wait(timeout):
-                raise ScmUnavailable(
+                raise CallTimedOut(
                     f"plugin {self.label} did not answer {method} within {timeout:g}s"
                 )
         finally:
@@ -111,8 +137,7 @@ class PluginProcess:
         answer = pending.answer
         if answer is None and pending.garbage is not None:
             raise PluginTemporaryError(
-                f"plugin {self.label} wrote a line that is not a protocol message while"
-                f" {method} waited for its answer: {pending.garbage!r}"
+                f"plugin {self.label} wrote {pending.garbage} while {method} waited for its answer"
             )
         if answer is None:
             raise ScmUnavailable(f"plugin {self.label} exited during {method}")
@@ -149,13 +174,22 @@ class PluginProcess:
                     self._notification(message["method"], message.get("params"))
                     continue
                 ident = message.get("id")
+                number = ident if isinstance(ident, int) and not isinstance(ident, bool) else 0
                 with self._lock:
-                    pending = self._pending.get(ident) if isinstance(ident, int) else None
-                if pending is None:
-                    log.debug("plugin answer dropped", extra=self._fields(id=ident))
-                    continue
-                pending.answer = message
-                pending.done.set()
+                    pending = self._pending.get(number)
+                    late = 1 <= number <= self._issued
+                if pending is not None:
+                    pending.answer = message
+                    pending.done.set()
+                elif late:  # the answer of a call that timed out: it was asked, once
+                    self.account.note(
+                        "late_answer",
+                        "plugin answered a call that no longer waits",
+                        level=logging.DEBUG,
+                        id=ident,
+                    )
+                else:
+                    self._unknown(ident)
         except (OSError, ValueError):
             pass
         finally:
@@ -181,38 +215,39 @@ class PluginProcess:
         """A stdout line that is not a protocol message fails at once the call it answered
         (the one its ``id`` names), or every call waiting when it names none: whichever
         it was, its answer will not come."""
-        text = exc.line.decode("utf-8", errors="replace").strip()[:GARBAGE_SHOWN]
-        log.warning(
-            "plugin wrote a malformed message", extra=self._fields(error=str(exc), line=text)
+        text = exc.line.decode("utf-8", errors="replace").strip()
+        self.account.note(
+            "malformed", "plugin wrote a malformed message", text=text, error=str(exc)
         )
         ident = _id_in(exc.line)
+        shown = repr(sample(text, GARBAGE_SHOWN))
+        self._fail_waiting(f"a line that is not a protocol message ({exc}): {shown}", ident)
+
+    def _unknown(self, ident: object) -> None:
+        """An answer naming an id never sent: the call it meant still waits, and would wait
+        its whole time limit; every call waiting fails at once instead (retried)."""
+        shown = repr(ident)[:40]
+        self.account.note("unknown_id", "plugin answered an id no call waits for", id=shown)
+        self._fail_waiting(f"an answer with id {shown}, which no call waits for", None)
+
+    def _fail_waiting(self, what: str, ident: int | None) -> None:
+        """Fail the call ``ident`` names; none when it names one that no longer waits (its
+        answer came too late); every call waiting when it names none, or one never sent."""
         with self._lock:
             named = self._pending.get(ident) if ident is not None else None
-            failed = [named] if named is not None else list(self._pending.values())
+            if named is not None:
+                failed = [named]
+            elif ident is not None and 1 <= ident <= self._issued:
+                failed = []
+            else:
+                failed = list(self._pending.values())
         for pending in failed:
-            pending.garbage = text
+            pending.garbage = what
             pending.done.set()
 
-    def _log(self, stream: IO[bytes]) -> None:
-        """Each stderr line becomes a log line tagged with the plugin (JSON lines keep a level)."""
-        for raw in iter(stream.readline, b""):
-            line = raw.decode("utf-8", errors="replace").rstrip()
-            if not line:
-                continue
-            level, text, fields = logging.INFO, line, {}
-            if line.startswith("{"):
-                try:
-                    data = json.loads(line)
-                except ValueError:
-                    data = None
-                if isinstance(data, dict):
-                    level = _LEVELS.get(str(data.pop("level", "info")).lower(), logging.INFO)
-                    text = str(data.pop("msg", data.pop("message", "")))
-                    fields = {f"plugin_{k}": v for k, v in data.items() if isinstance(k, str)}
-            log.log(level, "plugin log", extra=self._fields(line=text[:4000], **fields))
-
     def _fields(self, **fields: object) -> dict[str, object]:
-        return {"plugin": self.label, "pid": self.proc.pid, **fields}
+        who = {"provider": self.account.provider, "plugin": self.label}
+        return {**who, "pid": self.proc.pid, **fields}
 
     def stop(self, *, grace: float = 2.0) -> None:
         """Ask the plugin to shut down, close its stdin, and kill it if it lingers."""
@@ -236,10 +271,12 @@ class PluginProcess:
 
 
 def _id_in(line: bytes) -> int | None:
-    """The integer ``id`` of a line that is a JSON object but not a valid message."""
+    """The integer ``id`` of a line that is a JSON object but not a valid message (or,
+    for a line cut short, the id its first members name)."""
     try:
         value = json.loads(line)
     except ValueError:
-        return None
+        found = _LEADING_ID.match(line)
+        return int(found.group(1)) if found else None
     ident = value.get("id") if isinstance(value, dict) else None
-    return ident if isinstance(ident, int) else None
+    return ident if isinstance(ident, int) and not isinstance(ident, bool) else None

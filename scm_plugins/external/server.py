@@ -5,6 +5,8 @@ it answers ``initialize`` (building the plugin from the provider's settings and
 secrets), runs the other methods on a few worker threads (answers may leave in any
 order; the host matches them by id), maps ``promoter.errors`` to typed error codes,
 and writes log records to stderr as JSON lines, which the promoter logs as its own.
+A handshake with no settings and no secrets (``promoter plugins list``'s) is answered
+even when ``build`` refuses it; every call after it is then refused with ``build``'s words.
 """
 
 from __future__ import annotations
@@ -83,6 +85,8 @@ class _Server:
         self.out = out
         self.write_lock = threading.Lock()
         self.plugin: ScmPlugin | None = None
+        self.refusal: dict[str, Any] | None = None
+        """Started without settings, which ``build`` refused: every call answers this."""
         self.provider = ""
         self.v1 = False
         """The promoter picked promoter.scm/v1: answers leave out v1.1's members."""
@@ -116,8 +120,10 @@ class _Server:
         try:
             self.plugin = self.build(params)
         except Exception as exc:
-            self.send(wire.error(ident, e.error_object(exc)))
-            return
+            if params.settings or params.secrets:
+                self.send(wire.error(ident, e.error_object(exc)))
+                return
+            self.refusal = e.error_object(exc)  # a bare handshake: say who we are, refuse later
         self.provider = params.provider
         self.v1 = chosen == wire.V1
         info = m.InitializeResult(
@@ -129,6 +135,9 @@ class _Server:
         self.send(wire.result(ident, m.dump(info)))
 
     def handle(self, ident: Any, method: str, raw: Any) -> None:
+        if self.refusal is not None:
+            self.send(wire.error(ident, self.refusal))
+            return
         if self.plugin is None:
             self.fail(ident, e.INVALID_REQUEST, "initialize first")
             return

@@ -1,7 +1,8 @@
 """Framing of ``promoter.scm/v1``: one JSON-RPC 2.0 message per line (UTF-8, ``\\n``-terminated).
 
 A message never contains a raw newline (JSON escapes them inside strings), so a
-line is a whole message. Lines longer than ``MAX_LINE`` are refused.
+line is a whole message. A line longer than ``MAX_LINE`` is read to its end and refused
+as one malformed line (its first KiB kept, to find the ``id`` it answers).
 """
 
 from __future__ import annotations
@@ -50,6 +51,9 @@ def read_message(stream: IO[bytes]) -> dict[str, Any] | None:
         line = stream.readline(MAX_LINE + 1)
         if not line:
             return None
+        if len(line) > MAX_LINE and not line.endswith(b"\n"):
+            while (rest := stream.readline(MAX_LINE)) and not rest.endswith(b"\n"):
+                pass  # the rest of a line too long to be a message: never a message itself
         if line.strip():
             return decode(line)
 

@@ -20,6 +20,7 @@ from promoter.models import CommitStatus, Phase
 from scm_plugins.external import ExternalScm
 from scm_plugins.external.errors import PluginError
 from scm_plugins.registry import build_plugin
+from tests.support import wait_for
 
 from .scripted import write_plugin
 
@@ -208,3 +209,40 @@ def test_a_hung_plugin_is_killed_after_three_time_outs_and_restarted(
     assert local.get_commit_statuses(repo=repo, sha=SHA) == []
     assert local.starts == 2 and local.process is not process
     local.close()
+
+
+def test_two_providers_running_one_plugin_are_told_apart_in_its_log_lines(
+    tmp_path: Path, repo: Repository, caplog: pytest.LogCaptureFixture
+) -> None:
+    write_plugin(tmp_path, "talker", version="promoter.scm/v1")
+    with caplog.at_level(logging.INFO, logger="promoter.plugins"):
+        hosts = [
+            ExternalScm(
+                provider=ScmProvider(
+                    name=name, plugin=ExternalPlugin(name="talker", directory=str(tmp_path))
+                ),
+                state_dir=str(tmp_path / name),
+            )
+            for name in ("east", "west")
+        ]
+        process = hosts[0].process
+        assert process is not None
+        os.kill(process.pid, signal.SIGKILL)
+        wait_for(lambda: any(r.getMessage() == "plugin exited" for r in caplog.records))
+        with pytest.raises(ScmRateLimited):  # restarted, then its usual answer
+            hosts[0].get_commit_statuses(repo=repo, sha=SHA)
+        for host in hosts:
+            host.close()
+    said = {
+        (r.getMessage(), r.provider, r.plugin)  # type: ignore[attr-defined]
+        for r in caplog.records
+        if r.name == "promoter.plugins"
+    }
+    assert said == {
+        ("plugin started", "east", "talker"),
+        ("plugin started", "west", "talker"),
+        ("plugin log", "east", "talker"),
+        ("plugin log", "west", "talker"),
+        ("plugin exited", "east", "talker"),
+        ("plugin crashed", "east", "talker"),
+    }

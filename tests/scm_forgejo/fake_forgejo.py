@@ -14,7 +14,10 @@ injects faults; ``on_handled`` runs after a request changed the state and before
 answer leaves (to crash the plugin there); ``on_push`` where Forgejo would send a push
 webhook after a merge. A PR is opened by ``user`` (the token's
 owner); ``review`` adds a person's review, the genuine ``PullReview`` of
-``tests/fixtures/forgejo/rest/gitea-reviews.json`` with its fields filled in.
+``tests/fixtures/forgejo/rest/gitea-reviews.json`` with its fields filled in. git
+reaches each repository over smart HTTP at ``{url}/{full_name}.git`` with the token
+(``git_http``); ``outage`` takes the whole fake down (a status for every request, or
+connections closed unanswered).
 """
 
 from __future__ import annotations
@@ -31,6 +34,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
+
+from . import git_http
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "forgejo"
 Answer = tuple[int, Any]
@@ -76,6 +81,9 @@ class FakeForgejo:
         """Called as ``(full_name, branch, before, after)`` after a merge moved a branch:
         where Forgejo would send its push webhook."""
         self._faults: list[tuple[str, re.Pattern[str], int, int]] = []
+        self.outage: int | None = None
+        """While set, every request is answered with this status, or (0) its connection
+        closed without an answer: Forgejo down."""
         self.fault_headers: dict[str, str] = {}
         self._lock = threading.RLock()
         self._ids = 1000
@@ -90,6 +98,18 @@ class FakeForgejo:
                 """Quiet."""
 
             def _serve(self) -> None:
+                if fake.outage is not None:  # Forgejo is down: every request, git's too
+                    if fake.outage == 0:
+                        self.close_connection = True  # closed with no answer at all
+                        return
+                    self.send_response(fake.outage)
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
+                    return
+                git = git_http.repository_of(self.path)
+                if git is not None and git[0] in fake.repos:
+                    git_http.serve(self, fake.repos[git[0]].path, git[1], fake.token)
+                    return
                 length = int(self.headers.get("Content-Length") or 0)
                 raw = self.rfile.read(length) if length else b""
                 status, body = fake.handle(
