@@ -33,6 +33,10 @@ Target: at most 4 calls for every environment on GitHub, GitLab and Forgejo (the
 SCM is reported: it is in process and has no webhooks), with no ``--feature``. ``--feature
 deployments --feature reviewers`` turns on issue 31's features that cost calls, to measure
 them (docs/deployments.md, docs/gates.md); the target then does not apply.
+
+``nodelocal`` and ``nodelocal-v1`` (the Node.js example plugin, a local SCM out of process;
+left out without ``node``) are reported like the local SCM, with one target of their own:
+with events that report every write back, a promotion costs no more calls than without.
 """
 
 from __future__ import annotations
@@ -41,6 +45,7 @@ import argparse
 import json
 import logging
 import os
+import shutil
 import sys
 import tempfile
 import threading
@@ -68,6 +73,8 @@ PLUGINS = (
     "github-manual",
     "gitlab-manual",
     "forgejo-manual",
+    "nodelocal",
+    "nodelocal-v1",
 )
 """``-manual``: prod has ``autoMerge: false`` and a person merges its PR in the SCM."""
 FEATURES = ("deployments", "reviewers")
@@ -428,7 +435,59 @@ class ForgejoDriver(Driver):
         self.robot.status(sha, "health")
 
 
+class NodeLocalDriver(Driver):
+    """The Node.js example plugin (``examples/plugins/promoter-scm-nodelocal``): a local SCM
+    out of process. ``nodelocal`` speaks v1.1 and reports every ref it sees move, status it
+    stores and pull request it changes as events, the promoter's own writes included, each
+    50 ms after the change as an SCM's webhook would come (no ref polling); ``nodelocal-v1``
+    speaks v1, sends no event, and the refs are polled. CI and CD report through the
+    daemon's API. The two show whether events cost reads: with them, never more calls."""
+
+    provider = "nodelocal"
+
+    def __init__(self, tmp: Path, manual_prod: bool = False, *, v1: bool = False) -> None:
+        super().__init__(tmp, manual_prod)
+        self.v1 = v1
+
+    @contextmanager
+    def session(self) -> Iterator[Any]:
+        from starlette.testclient import TestClient
+
+        from promoter.cli.sandbox import sandbox_config
+        from promoter.config.loader import parse_config
+        from promoter.wiring import Daemon
+
+        if self.v1:
+            settings, poll = '{protocol: "promoter.scm/v1"}', "0.1s"
+        else:
+            settings, poll = "{eventInterval: 0.1, eventDelay: 0.05}", POLL
+        plugin = (
+            f"plugin: {{name: nodelocal, directory: {common.ROOT / 'examples' / 'plugins'},"
+            f" settings: {settings}}}"
+        )
+        text = sandbox_config(
+            self.gitops.path,
+            self.tmp / "state",
+            daemon={"workers": 2, "maxBackoff": "1s"},
+        )
+        text = text.replace("- name: local\n    local: {}", f"- name: nodelocal\n    {plugin}")
+        served = f"scmProvider: nodelocal\n    pollInterval: {poll}"
+        text = text.replace("scmProvider: local", served)
+        self.daemon = Daemon(parse_config(text), observers=[self.events])
+        self.runtime = self.daemon.runtime
+        with TestClient(self.daemon.app, base_url=common.LOOPBACK) as self.client:
+            yield self
+
+    def ci_green(self, branch: str, sha: str) -> None:
+        self.api_status(sha, "ci")
+
+    def healthy(self, branch: str, sha: str) -> None:
+        self.api_status(sha, "health")
+
+
 DRIVERS: dict[str, Callable[[Path, bool], Driver]] = {
+    "nodelocal": NodeLocalDriver,
+    "nodelocal-v1": lambda tmp, manual: NodeLocalDriver(tmp, manual, v1=True),
     "local": LocalDriver,
     "github": GitHubDriver,
     "gitlab": GitLabDriver,
@@ -504,7 +563,8 @@ def measure(plugin: str, changes: int) -> PluginResult:
     result = PluginResult(plugin)
     provider, _, variant = plugin.partition("-")
     with tempfile.TemporaryDirectory(prefix=f"bench-scm-{provider}-") as tmp:
-        d = DRIVERS[provider](Path(tmp), variant == "manual")
+        driver = DRIVERS.get(plugin) or DRIVERS[provider]
+        d = driver(Path(tmp), variant == "manual")
         with d.session(), CallLog().attached() as log:
             from tests.support import ENVIRONMENTS
 
@@ -598,7 +658,8 @@ def main(argv: list[str] | None = None) -> int:
     ON[:] = args.feature
     common.quiet_logs()
     os.environ.update(common.IDENTITY)
-    results = {p: as_json(measure(p, args.changes)) for p in args.plugin or PLUGINS}
+    chosen = args.plugin or [p for p in PLUGINS if shutil.which("node") or "node" not in p]
+    results = {p: as_json(measure(p, args.changes)) for p in chosen}
     checks = {
         p: {
             "open_to_merge": r["open_to_merge_max"] <= TARGET,
@@ -606,6 +667,11 @@ def main(argv: list[str] | None = None) -> int:
         }
         for p, r in results.items()
     }
+    if "nodelocal" in results and "nodelocal-v1" in results:
+        echoed, without = (
+            results[p]["calls_per_env_promotion"] for p in ("nodelocal", "nodelocal-v1")
+        )
+        checks["nodelocal"]["events_cost_no_calls"] = echoed <= without
     figures = {
         "bench": "scm_calls",
         "changes": args.changes,
@@ -640,9 +706,22 @@ def main(argv: list[str] | None = None) -> int:
             + (f" ({idle_charged} charged)" if idle_charged[0] is not None else "")
             + f"  {r['idle_resync_by_operation']}",
         ]
+    if "events_cost_no_calls" in checks.get("nodelocal", {}):
+        no_dearer = checks["nodelocal"]["events_cost_no_calls"]
+        lines.append(
+            "nodelocal with events vs v1: "
+            f"{results['nodelocal']['calls_per_env_promotion']} vs "
+            f"{results['nodelocal-v1']['calls_per_env_promotion']} calls per environment"
+            f"  [{'ok' if no_dearer else 'MISSED'}]"
+        )
     common.report(figures, lines)
-    scored = {p: c for p, c in checks.items() if not p.startswith("local")}
-    return 0 if all(all(c.values()) for c in scored.values()) else 1
+    scored = [
+        {k: v for k, v in c.items() if k == "events_cost_no_calls"}
+        if p.startswith(("local", "nodelocal"))
+        else c
+        for p, c in checks.items()
+    ]
+    return 0 if all(all(c.values()) for c in scored) else 1
 
 
 if __name__ == "__main__":
