@@ -73,12 +73,13 @@ class LineAccount:
         kind: str,
         message: str,
         *,
-        text: str = "",
+        text: str | Callable[[], str] = "",
         level: int = logging.WARNING,
         metric: bool = True,
         **fields: object,
     ) -> None:
-        """One unusable line of ``kind``; ``text`` is what to quote of it (sampled here)."""
+        """One unusable line of ``kind``; ``text`` is what to quote of it (sampled here; a
+        function is called only when the line is logged: a flood is not serialised)."""
         if metric:
             PLUGIN_LINES_TOTAL.labels(self.provider, kind).inc()
         with self._lock:
@@ -97,6 +98,7 @@ class LineAccount:
             "count": count,
             **fields,
         }
-        if text:
-            extra["sample"] = sample(text)
+        quoted = text() if callable(text) else text
+        if quoted:
+            extra["sample"] = sample(quoted)
         log.log(level, message, extra=extra)

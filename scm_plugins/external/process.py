@@ -215,7 +215,7 @@ class PluginProcess:
         """A stdout line that is not a protocol message fails at once the call it answered
         (the one its ``id`` names), or every call waiting when it names none: whichever
         it was, its answer will not come."""
-        text = exc.line.decode("utf-8", errors="replace").strip()
+        text = exc.line[: GARBAGE_SHOWN * 4].decode("utf-8", errors="replace").strip()
         self.account.note(
             "malformed", "plugin wrote a malformed message", text=text, error=str(exc)
         )

@@ -159,7 +159,12 @@ class Subscription:
     def _dropped(self, kind: str, result: str, message: str, params: Any, **fields: Any) -> None:
         self._count(kind, result)
         self._account.note(
-            f"{result}_event", message, text=_text(params), metric=False, event=kind, **fields
+            f"{result}_event",
+            message,
+            text=lambda: _text(params),
+            metric=False,
+            event=kind,
+            **fields,
         )
 
     def _count(self, kind: str, result: str) -> None:
