@@ -48,8 +48,9 @@ class _Pending:
     def __init__(self) -> None:
         self.done = threading.Event()
         self.answer: dict[str, Any] | None = None
-        self.garbage: str | None = None
-        """A line that is not a protocol message, written while this call waited."""
+        self.garbage: tuple[str, str] | None = None
+        """(what the plugin did, what of it to quote) when it wrote a line that is not a
+        protocol message, or an answer with an id never sent, while this call waited."""
 
 
 Notified = Callable[[str, Any], None]
@@ -136,8 +137,9 @@ class PluginProcess:
                 self._pending.pop(ident, None)
         answer = pending.answer
         if answer is None and pending.garbage is not None:
+            what, quoted = pending.garbage
             raise PluginTemporaryError(
-                f"plugin {self.label} wrote {pending.garbage} while {method} waited for its answer"
+                f"plugin {self.label} {what} while {method} waited for its answer: {quoted}"
             )
         if answer is None:
             raise ScmUnavailable(f"plugin {self.label} exited during {method}")
@@ -221,16 +223,18 @@ class PluginProcess:
         )
         ident = _id_in(exc.line)
         shown = repr(sample(text, GARBAGE_SHOWN))
-        self._fail_waiting(f"a line that is not a protocol message ({exc}): {shown}", ident)
+        what = "wrote a line that is not a protocol message"
+        self._fail_waiting((what, f"{shown} ({exc})"), ident)
 
     def _unknown(self, ident: object) -> None:
         """An answer naming an id never sent: the call it meant still waits, and would wait
         its whole time limit; every call waiting fails at once instead (retried)."""
         shown = repr(ident)[:40]
         self.account.note("unknown_id", "plugin answered an id no call waits for", id=shown)
-        self._fail_waiting(f"an answer with id {shown}, which no call waits for", None)
+        what = f"answered with id {shown}, which no call waits for,"
+        self._fail_waiting((what, "the answer a call waits for will not come"), None)
 
-    def _fail_waiting(self, what: str, ident: int | None) -> None:
+    def _fail_waiting(self, what: tuple[str, str], ident: int | None) -> None:
         """Fail the call ``ident`` names; none when it names one that no longer waits (its
         answer came too late); every call waiting when it names none, or one never sent."""
         with self._lock:
