@@ -17,7 +17,6 @@ from promoter.engine.actions import (
     EnvironmentVerdict,
     EnvState,
     GateVerdict,
-    MergePullRequest,
     OpenPullRequest,
     RecordHealthy,
     UpdatePullRequest,
@@ -27,6 +26,7 @@ from promoter.engine.deployments import deployment_actions
 from promoter.engine.gates import error_reason, evaluate, is_no_op, phase_of
 from promoter.engine.health import up_to_date
 from promoter.engine.mergeable import REQUEUE_MERGEABLE, keep_mergeable
+from promoter.engine.merging import merge_action
 from promoter.engine.pr_text import short
 from promoter.engine.publish import (
     RULE_KEYS,
@@ -228,29 +228,8 @@ def _verdict(
     else:
         outcome.state = EnvState.PROMOTING
         outcome.reason = f"merging pull request #{pr.number} to promote {short(proposed.dry_sha)}"
-        outcome.actions.append(_merge(snapshot, index, proposed, pr))
+        outcome.actions.append(merge_action(snapshot, index, pr.number))
     return outcome
-
-
-def _merge(
-    snapshot: Snapshot, index: int, proposed: CommitState, pr: PullRequest
-) -> MergePullRequest:
-    """Merge ``pr`` with its head as the guard, re-reading the proposed gates first."""
-    env = snapshot.environments[index]
-    assert proposed.dry_sha is not None
-    return MergePullRequest(
-        environment=index,
-        number=pr.number,
-        expected_head_sha=proposed.hydrated_sha,
-        dry_sha=proposed.dry_sha,
-        message=pr_text.merge_message(
-            strategy=snapshot.strategy,
-            branch=env.branch,
-            dry_sha=proposed.dry_sha,
-            number=pr.number,
-        ),
-        required_keys=pr_text.unique(env.proposed_keys),
-    )
 
 
 def open_pull_request(

@@ -18,7 +18,6 @@ from promoter.engine.actions import (
     CommentPullRequest,
     Frozen,
     HoldDryCommit,
-    MergePullRequest,
     PinEnvironment,
     RecordOverride,
     ReleaseHold,
@@ -28,7 +27,8 @@ from promoter.engine.dag import and_downstream
 from promoter.engine.decide import backwards_reason, open_pull_request
 from promoter.engine.freeze import frozen
 from promoter.engine.gates import error_reason, evaluate
-from promoter.engine.pr_text import for_environment, merge_message, short, unique
+from promoter.engine.merging import merge_action
+from promoter.engine.pr_text import for_environment, short
 from promoter.engine.revert import manual_revert
 from promoter.engine.snapshot import Snapshot
 from promoter.models import Phase, PullRequestState
@@ -204,16 +204,7 @@ def promote(
                 f" {markup.markdown(reason)}"
             ),
         ),
-        MergePullRequest(
-            environment=index,
-            number=pr.number,
-            expected_head_sha=env.proposed.hydrated_sha,
-            dry_sha=proposed,
-            message=merge_message(
-                strategy=snapshot.strategy, branch=env.branch, dry_sha=proposed, number=pr.number
-            ),
-            purpose="override",
-        ),
+        merge_action(snapshot, index, pr.number, override=True),
         RecordOverride(environment=index, dry_sha=proposed, reason=reason, at=now),
     ]
 
@@ -223,33 +214,13 @@ def merge(snapshot: Snapshot, index: int, *, by: str | None = None) -> list[Acti
     PR once every gate passes (``promote`` is the way past them). The merge carries the
     head the person saw as its guard: a PR whose head moved is refused, never merged.
     The merge message names ``by``, when given."""
-    asked = f"\nAsked for by {by}.\n" if by else ""
     env = snapshot.environments[index]
     revert = env.revert_pull_request
     latest = env.ledger.reverts[-1] if env.ledger.reverts else None
     if revert is not None and revert.state is PullRequestState.OPEN and latest is not None:
         if revert.head_sha != latest.revert_sha:
             return Refusal(reason=f"revert PR #{revert.number} moved; look at it again")
-        restored = latest.restored_dry_sha
-        message = (
-            merge_message(
-                strategy=snapshot.strategy,
-                branch=env.branch,
-                dry_sha=restored,
-                number=revert.number,
-            )
-            + asked
-        )
-        return [
-            MergePullRequest(
-                environment=index,
-                number=revert.number,
-                expected_head_sha=latest.revert_sha,
-                dry_sha=restored,
-                message=message,
-                purpose="revert",
-            )
-        ]
+        return [merge_action(snapshot, index, revert.number, revert=latest, by=by)]
     problem = error_reason(env)
     if problem is not None:
         return Refusal(reason=problem)
@@ -272,19 +243,7 @@ def merge(snapshot: Snapshot, index: int, *, by: str | None = None) -> list[Acti
             + "; ".join(waiting)
             + " (promoter promote merges past them, kept in the ledger)"
         )
-    return [
-        MergePullRequest(
-            environment=index,
-            number=pr.number,
-            expected_head_sha=env.proposed.hydrated_sha,
-            dry_sha=proposed,
-            message=merge_message(
-                strategy=snapshot.strategy, branch=env.branch, dry_sha=proposed, number=pr.number
-            )
-            + asked,
-            required_keys=unique(env.proposed_keys),
-        )
-    ]
+    return [merge_action(snapshot, index, pr.number, by=by)]
 
 
 def approve(snapshot: Snapshot, index: int, *, user: str) -> list[Action] | Refusal:

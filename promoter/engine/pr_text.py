@@ -1,4 +1,5 @@
-"""The words of a promotion: PR title, body and labels, merge message, closing comments.
+"""The words of a promotion: PR title, body and labels, closing comments (a merge's message
+is ``merging.merge_action``'s).
 
 Everything here is deterministic for identical input, so that the reconciler can
 compare the desired text with the PR's and update it only when it really changed.
@@ -111,20 +112,6 @@ def for_environment(
             required_keys=required_gates(snapshot, index),
         ),
         labels=unique(n for n in snapshot.labels if n not in snapshot.unheld_labels),
-    )
-
-
-def merge_message(*, strategy: str, branch: str, dry_sha: str, number: int) -> str:
-    return f"Promote {short(dry_sha)} to {branch} (#{number})\n\nMerged by promoter for {strategy}."
-
-
-def revert_merge_message(
-    *, strategy: str, branch: str, restored_dry_sha: str, bad_dry_sha: str, number: int
-) -> str:
-    """The merge message of a revert PR: a revert, never titled as a promotion."""
-    return (
-        f"Revert {branch} to {short(restored_dry_sha)} (#{number})\n\n"
-        f"Merged by promoter for {strategy}: reverts {short(bad_dry_sha)}.\n"
     )
 
 

@@ -14,11 +14,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from promoter.engine import pr_text
 from promoter.engine.actions import (
     Action,
     EnvState,
-    MergePullRequest,
     OpenRevert,
     PauseEnvironment,
     ReleaseHold,
@@ -26,6 +24,7 @@ from promoter.engine.actions import (
 from promoter.engine.dag import and_downstream
 from promoter.engine.gates import error_reason
 from promoter.engine.ledger_state import HealthyRecord
+from promoter.engine.merging import merge_action
 from promoter.engine.pr_text import short
 from promoter.engine.snapshot import EnvironmentSnapshot, Snapshot
 from promoter.models import CommitStatus, Phase, PullRequestState
@@ -176,22 +175,7 @@ def _revert_in_flight(
         return False
     restored = short(latest.restored_dry_sha)
     if latest.auto_merge and pr.head_sha == latest.revert_sha and not pr.draft:
-        out.actions.append(
-            MergePullRequest(
-                environment=index,
-                number=pr.number,
-                expected_head_sha=latest.revert_sha,
-                dry_sha=latest.restored_dry_sha,
-                message=pr_text.revert_merge_message(
-                    strategy=snapshot.strategy,
-                    branch=env.branch,
-                    restored_dry_sha=latest.restored_dry_sha,
-                    bad_dry_sha=latest.bad_dry_sha,
-                    number=pr.number,
-                ),
-                purpose="revert",
-            )
-        )
+        out.actions.append(merge_action(snapshot, index, pr.number, revert=latest))
         out.verdict = (EnvState.REVERTING, f"merging revert PR #{pr.number} back to {restored}")
     else:
         out.verdict = (
