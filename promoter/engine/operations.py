@@ -11,7 +11,7 @@ from __future__ import annotations
 from datetime import datetime
 
 from promoter import markup
-from promoter.engine.actions import (
+from promoter.engine.core.actions import (
     Action,
     ApproveChange,
     ApprovePullRequest,
@@ -23,14 +23,14 @@ from promoter.engine.actions import (
     ReleaseHold,
     ResumeEnvironment,
 )
-from promoter.engine.dag import and_downstream
+from promoter.engine.core.dag import and_downstream
+from promoter.engine.core.merging import merge_action
+from promoter.engine.core.pr_text import for_environment, short
+from promoter.engine.core.snapshot import Snapshot
 from promoter.engine.decide import backwards_reason, open_pull_request
-from promoter.engine.freeze import frozen
-from promoter.engine.gates import error_reason, evaluate
-from promoter.engine.merging import merge_action
-from promoter.engine.pr_text import for_environment, short
-from promoter.engine.revert import manual_revert
-from promoter.engine.snapshot import Snapshot
+from promoter.engine.gates.freeze import frozen
+from promoter.engine.gates.gates import error_reason, evaluate
+from promoter.engine.reverts.revert import manual_revert
 from promoter.models import Phase, PullRequestState
 
 

@@ -2,7 +2,7 @@
 
 Reads the ledger from the strategy's last snapshot and the dry commits' times from the
 dry branch's history (through the ``Views`` port); the arithmetic is in
-``promoter.engine.dora``.
+``promoter.engine.reverts.dora``.
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ environment, a prefix finds a dry commit known only as active or only as propose
 
 from __future__ import annotations
 
-from promoter.engine.actions import (
+from promoter.engine.core.actions import (
     CommentPullRequest,
     MergePullRequest,
     PinEnvironment,
@@ -13,14 +13,14 @@ from promoter.engine.actions import (
     ReleaseHold,
     ResumeEnvironment,
 )
+from promoter.engine.core.ledger_state import EnvLedger, Hold, Pin
+from promoter.engine.core.snapshot import Snapshot
 from promoter.engine.decide import backwards_reason
-from promoter.engine.ledger_state import EnvLedger, Hold, Pin
 from promoter.engine.operations import Refusal, full_dry_sha, merge, promote, release, unpin
-from promoter.engine.snapshot import Snapshot
 from promoter.models import PullRequest, PullRequestState
 
+from .reverts.test_revert import edit, revert_of
 from .strategies import NOW, Env, build, dry, hydrated, short
-from .test_revert import edit, revert_of
 
 
 def ready() -> Snapshot:
