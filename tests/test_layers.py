@@ -80,6 +80,8 @@ REVERSE_IMPORTS = [
     ("promoter.wiring", "promoter.kube", "layers"),
     ("promoter.engine.decide", "promoter.git", "layers"),
     ("promoter.http.api", "promoter.notify", "layers"),
+    ("promoter.http.access.roles", "promoter.http.api.writes", "http-rooms"),
+    ("promoter.http.api.routes", "promoter.http.pages.status_page", "http-rooms"),
     ("promoter", "promoter.config", "root"),
     ("promoter.models", "promoter.redaction", "shared"),
     ("promoter.logs", "promoter", "shared-root"),

@@ -7,11 +7,11 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from promoter.http.api.writes import OPERATIONS
 from starlette.routing import Mount, Route
 
 from promoter.cli.sandbox import GitOpsRepo, sandbox_config
 from promoter.config.loader import parse_config
-from promoter.http.writes import OPERATIONS
 from promoter.wiring import Daemon
 
 ROOT = Path(__file__).resolve().parents[2]
