@@ -15,6 +15,7 @@ from promoter.config.models import (
     GitLabWebhook,
     Webhooks,
 )
+from promoter.config.names import environment_branch, environment_index, short_name
 from promoter.config.providers import (
     ExternalPlugin,
     GitHubApp,
@@ -58,8 +59,11 @@ __all__ = [
     "SecretRef",
     "StatusKey",
     "Webhooks",
+    "environment_branch",
+    "environment_index",
     "json_schema",
     "load_config",
     "parse_config",
     "parse_duration",
+    "short_name",
 ]
