@@ -16,6 +16,15 @@ from promoter.config.models import (
     Webhooks,
 )
 from promoter.config.names import environment_branch, environment_index, short_name
+from promoter.config.operations import (
+    OPERATIONS,
+    ROLES,
+    STRATEGY_OPERATION,
+    STRATEGY_OPERATIONS,
+    Argument,
+    Operation,
+    operation,
+)
 from promoter.config.providers import (
     ExternalPlugin,
     GitHubApp,
@@ -34,8 +43,13 @@ from promoter.config.strategies import (
 )
 
 __all__ = [
+    "OPERATIONS",
+    "ROLES",
+    "STRATEGY_OPERATION",
+    "STRATEGY_OPERATIONS",
     "Access",
     "ApiToken",
+    "Argument",
     "AutoRevert",
     "Config",
     "Daemon",
@@ -51,6 +65,7 @@ __all__ = [
     "GitLabWebhook",
     "Grant",
     "LocalProvider",
+    "Operation",
     "PromotionStrategy",
     "Proxy",
     "Repository",
@@ -63,6 +78,7 @@ __all__ = [
     "environment_index",
     "json_schema",
     "load_config",
+    "operation",
     "parse_config",
     "parse_duration",
     "short_name",

@@ -7,10 +7,10 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from promoter.http.api.writes import OPERATIONS
 from starlette.routing import Mount, Route
 
 from promoter.cli.sandbox import GitOpsRepo, sandbox_config
+from promoter.config import STRATEGY_OPERATIONS as OPERATIONS
 from promoter.config.loader import parse_config
 from promoter.wiring import Daemon
 

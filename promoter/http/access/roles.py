@@ -13,7 +13,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
 
-from promoter.config import Grant, Role
+from promoter.config import ROLES, Grant, Role, short_name
 from promoter.http.access.identity import Identity
 
 COVERS: dict[Role, frozenset[Role]] = {
@@ -24,22 +24,9 @@ COVERS: dict[Role, frozenset[Role]] = {
 }
 """The roles each role includes."""
 
-OPERATION_ROLES: dict[str, Role] = {
-    "hold": "operator",
-    "release": "operator",
-    "refresh": "operator",
-    "pin": "operator",
-    "unpin": "operator",
-    "revert": "operator",
-    "set-status": "operator",
-    "approve": "approver",
-    "merge": "approver",
-    "approve-change": "approver",
-    "promote": "admin",
-    "freeze": "admin",
-    "unfreeze": "admin",
-}
-"""The role each write needs; releasing a hold a revert set needs ``admin`` too."""
+OPERATION_ROLES: dict[str, Role] = ROLES
+"""The role each write needs, from the table of operations (``promoter.config.operations``);
+releasing a hold a revert set needs ``admin`` too."""
 
 API_TOKEN_NAME = "api-token"
 """The caller named by ``daemon.apiToken``, the one shared token (admin everywhere)."""
@@ -131,7 +118,7 @@ def _covers(grant: Grant, strategy: str, environment: str | None) -> bool:
     if not grant.environments or environment is None:
         return True
     return _matches(grant.environments, environment) or _matches(
-        grant.environments, environment.rsplit("/", 1)[-1]
+        grant.environments, short_name(environment)
     )
 
 

@@ -16,6 +16,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from promoter.config import Role
+from promoter.errors import AmbiguousName
 from promoter.http.access import (
     AccessControl,
     Forbidden,
@@ -25,7 +26,7 @@ from promoter.http.access import (
     cross_site,
     json_only,
 )
-from promoter.http.api.problems import problem
+from promoter.http.api.problems import ambiguous, problem
 from promoter.http.ports import Audit
 from promoter.state.audit_entry import AuditEntry, Outcome
 
@@ -69,6 +70,12 @@ class Attempt:
                 return self.finish(problem(401, f"{self.action} needs credentials: {_HINT}"))
             return self.finish(problem(403, str(exc)))
         return None
+
+    def ambiguous(self, role: Role, strategy: str, exc: AmbiguousName) -> Response:
+        """409 naming the branches an ambiguous environment name could mean, audited; to a
+        caller with ``role`` somewhere in ``strategy`` (any other is refused as without)."""
+        denied = self.authorize(role, Scope(strategy))
+        return denied if denied is not None else self.finish(ambiguous(exc))
 
     def allows(self, role: Role, scope: Scope) -> bool:
         assert self.identity is not None

@@ -19,11 +19,12 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from promoter.errors import GitError, HoldLapsed, NotOwner
-from promoter.http.access import OPERATION_ROLES, Identity, Scope
+from promoter.config import environment_branch, operation
+from promoter.errors import AmbiguousName, GitError, HoldLapsed, NotOwner
+from promoter.http.access import Identity, Scope
 from promoter.http.api.attempt import Attempt, Attempts
 from promoter.http.api.body import BodyTooLarge, read_body
-from promoter.http.api.problems import invalid, moved, problem, too_large
+from promoter.http.api.problems import ambiguous, invalid, moved, problem, too_large
 from promoter.http.ports import Commands, Views
 
 MAX_REASON = 200
@@ -55,14 +56,12 @@ class FreezeApi:
         self.reader = reader
 
     def routes(self) -> list[Route]:
-        return [
-            Route("/api/v1/freezes", self.list_freezes),
-            Route("/api/v1/freeze", self.freeze, methods=["POST"]),
-            Route("/api/v1/unfreeze", self.unfreeze, methods=["POST"]),
-        ]
+        """The read; the writes' routes are the table's (``Api.routes``)."""
+        return [Route("/api/v1/freezes", self.list_freezes)]
 
     def _scope(self, body: FreezeBody) -> Scope:
-        """The environments the freeze covers: everything, a strategy's, or one."""
+        """The environments the freeze covers: everything, a strategy's, or one
+        (``AmbiguousName`` for a last part several of its branches share)."""
         if body.strategy is None:
             return EVERYTHING
         found = self.views.strategy(body.strategy)
@@ -70,7 +69,7 @@ class FreezeApi:
         if body.environment is None:
             return Scope(body.strategy, tuple(branches))
         env = body.environment
-        branch = next((b for b in branches if env in (b, b.rsplit("/", 1)[-1])), env)
+        branch = environment_branch(branches, env, strategy=body.strategy) or env
         return Scope(body.strategy, (branch,))
 
     async def _begin(self, request: Request, action: str) -> tuple[Attempt, FreezeBody | None]:
@@ -92,7 +91,14 @@ class FreezeApi:
         attempt.repository = found.repository if found is not None else None
         attempt.environment = body.environment
         attempt.detail = {"reason": body.reason}
-        denied = attempt.authorize(OPERATION_ROLES[action], self._scope(body))
+        op = operation(action)
+        assert op is not None
+        try:
+            scope = self._scope(body)
+        except AmbiguousName as exc:
+            attempt.answer = attempt.ambiguous(op.role, str(body.strategy), exc)
+            return attempt, None
+        denied = attempt.authorize(op.role, scope)
         if denied is not None:
             attempt.answer = denied
             return attempt, None
@@ -135,6 +141,8 @@ class FreezeApi:
         attempt.start()
         try:
             result = await run_in_threadpool(call)
+        except AmbiguousName as exc:
+            return attempt.finish(ambiguous(exc))
         except LookupError as exc:
             return attempt.finish(problem(404, str(exc).strip("'\"")))
         except GitError as exc:

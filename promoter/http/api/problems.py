@@ -8,7 +8,14 @@ from typing import Any
 from pydantic import ValidationError
 from starlette.responses import JSONResponse
 
-from promoter.errors import HoldLapsed, NotOwner, ScmError, ScmRateLimited, ScmUnavailable
+from promoter.errors import (
+    AmbiguousName,
+    HoldLapsed,
+    NotOwner,
+    ScmError,
+    ScmRateLimited,
+    ScmUnavailable,
+)
 from promoter.http.api.body import MAX_BODY
 from promoter.redaction import scrub
 
@@ -46,6 +53,11 @@ def moved(exc: NotOwner | HoldLapsed) -> JSONResponse:
     response.headers["Retry-After"] = "1"
     response.headers[MOVED] = "1"
     return response
+
+
+def ambiguous(exc: AmbiguousName) -> JSONResponse:
+    """409: a name that means several environments, and the branches it could mean."""
+    return problem(409, str(exc), candidates=list(exc.candidates))
 
 
 def invalid(what: str, exc: ValueError) -> JSONResponse:

@@ -1,13 +1,16 @@
 """The HTTP API under /api/v1 plus /healthz, /readyz and /metrics.
 
 Reads need the viewer role on what they show (``access``: anonymous reads only when
-configured); the writes are in ``writes``. Handlers only read memory or enqueue keys;
-what reads git runs in the thread pool, never on the event loop. ``/healthz``,
-``/readyz`` and ``/metrics`` answer anyone: probes and scrapers carry no credentials.
+configured); the writes are in ``writes``, ``statuses`` and ``freeze_api``, one route
+each for the rows of the table of operations (``promoter.config.operations``). Handlers
+only read memory or enqueue keys; what reads git runs in the thread pool, never on the
+event loop. ``/healthz``, ``/readyz`` and ``/metrics`` answer anyone: probes and
+scrapers carry no credentials.
 """
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
@@ -17,11 +20,14 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from promoter.config import OPERATIONS as WRITES
+from promoter.config import STRATEGY_OPERATION, Operation
 from promoter.http.access import AccessControl, Identity, Scope, Unauthenticated
 from promoter.http.api.attempt import Attempts
 from promoter.http.api.dora_view import DoraCollector, dora_json, strategy_dora
 from promoter.http.api.freeze_api import FreezeApi
 from promoter.http.api.problems import invalid, problem
+from promoter.http.api.statuses import StatusRoutes
 from promoter.http.api.views import strategy_json, strategy_summary
 from promoter.http.api.writes import MAX_REASON, OPERATIONS, WriteRoutes
 from promoter.http.ports import Commands, Views
@@ -43,6 +49,7 @@ class Api:
         self.access = access
         attempts = Attempts(commands.audit, access)
         self.writes = WriteRoutes(views, commands, attempts)
+        self.statuses = StatusRoutes(views, commands, attempts)
         self.freezes = FreezeApi(
             views=views, commands=commands, attempts=attempts, reader=self.reader
         )
@@ -57,19 +64,24 @@ class Api:
             Route("/api/v1/strategies", self.list_strategies),
             Route("/api/v1/strategies/{name}", self.get_strategy),
             Route("/api/v1/strategies/{name}/dora", self.get_dora),
-            Route(
-                "/api/v1/repositories/{repo}/commits/{sha}/statuses",
-                self.writes.set_status,
-                methods=["POST"],
-            ),
-            Route("/api/v1/refresh", self.writes.refresh, methods=["POST"]),
             *self.freezes.routes(),
+            *(Route(op.path, self._write(op), methods=["POST"]) for op in WRITES),
             Route(
-                "/api/v1/strategies/{name}/{operation:str}",
-                self.writes.operate,
+                STRATEGY_OPERATION.replace("{operation}", "{operation:str}"),
+                self.writes.any_operation,
                 methods=["POST"],
             ),
         ]
+
+    def _write(self, op: Operation) -> Callable[[Request], Awaitable[Response]]:
+        """The handler of a row of the table of operations."""
+        handlers = {
+            "set-status": self.statuses.set_status,
+            "refresh": self.statuses.refresh,
+            "freeze": self.freezes.freeze,
+            "unfreeze": self.freezes.unfreeze,
+        }
+        return handlers.get(op.name) or self.writes.endpoint(op.name)
 
     async def reader(self, request: Request, strategy: str | None = None) -> Identity | Response:
         """The caller when it may read ``strategy`` (None: some strategy), else 401/403."""

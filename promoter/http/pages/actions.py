@@ -1,9 +1,10 @@
 """The buttons of an environment, offered by the caller's role (``roles.OPERATION_ROLES``
-on that environment, as the API checks them): Merge (through the head guard) and Approve
-for approvers, Hold, Release, Pin, Unpin and Revert for operators, Freeze and Unfreeze for
-admins, and the break-glass Promote set apart, behind a confirmation that names the gates
-and holds it skips. A button the role does not allow is not drawn (the API refuses it
-anyway); ``dashboard.js`` asks before each.
+on that environment, as the API checks them), each labelled and asking as its row of the
+table of operations says (``promoter.config.operations``): Merge (through the head guard)
+and Approve for approvers, Hold, Release, Pin, Unpin and Revert for operators, Freeze and
+Unfreeze for admins, and the break-glass Promote set apart, behind a confirmation that
+names the gates and holds it skips. A button the role does not allow is not drawn (the
+API refuses it anyway); ``dashboard.js`` asks before each.
 """
 
 from __future__ import annotations
@@ -12,25 +13,21 @@ from collections.abc import Callable
 from html import escape
 from typing import Any
 
+from promoter.config import OPERATIONS
 from promoter.http.pages.kinds import proposes
 
 Allowed = Callable[[str, str], bool]
 """``allowed(operation, environment)``: whether the caller's role allows it there."""
 
-BUTTONS: tuple[tuple[str, str, str], ...] = (
-    (
-        "merge",
-        "Merge",
-        "Merge PR #{pr} into {env}? Its gates are read again first, and the"
-        " PR merges only at the head they passed on.",
-    ),
-    ("approve", "Approve", "Approve PR #{pr} into {env} as yourself?"),
-    ("hold", "Hold", "Hold the proposed commit out of {env}? Give a reason:"),
-    ("release", "Release", "Release every hold and pause on {env}?"),
-    ("pin", "Pin", "Pin {env} to a dry commit (no promotion past it until unpinned)? Its SHA:"),
-    ("unpin", "Unpin", "Unpin {env}?"),
-    ("revert", "Revert", "Open a revert of {env} to its last healthy commit?"),
+DRAWN = ("merge", "approve", "hold", "release", "pin", "unpin", "revert")
+"""The operations drawn as an environment's buttons, in the order drawn."""
+BUTTONS: tuple[tuple[str, str, str], ...] = tuple(
+    (op.name, op.button, op.question)
+    for op in sorted(
+        (op for op in OPERATIONS if op.name in DRAWN), key=lambda o: DRAWN.index(o.name)
+    )
 )
+"""Each button's operation, label and question."""
 
 
 def _offered(op: str, env: dict[str, Any]) -> bool:
