@@ -12,6 +12,7 @@ from __future__ import annotations
 from html import escape
 from typing import Any
 
+from promoter.config import short_name
 from promoter.http.pages.links import Links
 from promoter.models import DryCommit
 
@@ -53,9 +54,7 @@ def table(history: list[DryCommit], environments: list[dict[str, Any]], links: L
     if not commits:
         return "<p class=muted>no dry commits read yet</p>"
     position = {c.sha: i for i, c in enumerate(history)}
-    head = "".join(
-        f"<th scope=col>{escape(e['branch'].rsplit('/', 1)[-1])}</th>" for e in environments
-    )
+    head = "".join(f"<th scope=col>{escape(short_name(e['branch']))}</th>" for e in environments)
     rows = []
     for c in commits:
         url = links.commit(c.sha)

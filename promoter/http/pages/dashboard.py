@@ -21,7 +21,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
 
-from promoter.config import PromotionStrategy
+from promoter.config import PromotionStrategy, short_name
 from promoter.daemon.reconciler import StrategyView
 from promoter.http.access import OPERATION_ROLES, Identity, Scope
 from promoter.http.api import Api, EventStream, strategy_dora, strategy_json
@@ -227,7 +227,7 @@ def _rollout(detail: dict[str, Any]) -> str:
     states = {e["branch"]: str(e.get("state") or "unknown") for e in detail["environments"]}
 
     def member(branch: str) -> str:
-        return f"{escape(branch.rsplit('/', 1)[-1])} {h.badge(states.get(branch, 'unknown'))}"
+        return f"{escape(short_name(branch))} {h.badge(states.get(branch, 'unknown'))}"
 
     if "tiers" in rollout:
         waves = []
@@ -247,10 +247,7 @@ def _rollout(detail: dict[str, Any]) -> str:
         )
     rows = "".join(
         f"<li>{member(branch)} waits for "
-        + (
-            " and ".join(", ".join(escape(b.rsplit("/", 1)[-1]) for b in g) for g in groups)
-            or "nothing"
-        )
+        + (" and ".join(", ".join(escape(short_name(b)) for b in g) for g in groups) or "nothing")
         + "</li>"
         for branch, groups in rollout["dependsOn"].items()
     )

@@ -17,7 +17,7 @@ from html import escape
 from typing import Any
 from urllib.parse import urlencode
 
-from promoter.config import PromotionStrategy
+from promoter.config import PromotionStrategy, short_name
 from promoter.daemon.reconciler import StrategyView
 from promoter.http.pages.kinds import KINDS, badge, kind_of
 
@@ -90,7 +90,7 @@ def _matches(row: Row, params: Mapping[str, str], *, state: bool = True) -> bool
 def _cells(row: Row, environment: str) -> tuple[Cell, ...]:
     if not environment:
         return row.cells
-    return tuple(c for c in row.cells if environment in (c.branch, c.branch.rsplit("/", 1)[-1]))
+    return tuple(c for c in row.cells if environment in (c.branch, short_name(c.branch)))
 
 
 @dataclass(frozen=True)
@@ -189,7 +189,7 @@ def _table(rows: list[Row]) -> str:
         f"<td><code>{escape(r.repository)}</code></td><td><ul class=envs>"
         + "".join(
             f'<li class="env-cell" data-kind="{c.kind}"><span class=branch>'
-            f"{escape(c.branch.rsplit('/', 1)[-1])}</span> {badge(c.kind)} "
+            f"{escape(short_name(c.branch))}</span> {badge(c.kind)} "
             f'<span class="reason">{escape(c.reason)}</span></li>'
             for c in r.cells
         )

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from html import escape
 
-from promoter.config import PromotionStrategy
+from promoter.config import PromotionStrategy, short_name
 from promoter.engine import shape_of
 from promoter.http.pages.kinds import KINDS
 
@@ -69,7 +69,7 @@ def graph(strategy: PromotionStrategy, kinds: dict[str, str]) -> str:
         nodes.append(
             f'<a href="#env-{escape(branch)}" class="node kind-{escape(kind)}">'
             f'<rect x="{x}" y="{y}" width="{WIDTH}" height="{HEIGHT}" rx="6"/>'
-            f'<text x="{x + 10}" y="{y + 19}" class="name">{escape(branch.rsplit("/", 1)[-1])}'
+            f'<text x="{x + 10}" y="{y + 19}" class="name">{escape(short_name(branch))}'
             f'</text><text x="{x + 10}" y="{y + 37}" class="state">{icon} {escape(words)}</text>'
             "</a>"
         )
