@@ -172,7 +172,7 @@ def serve(args: argparse.Namespace) -> None:
     this process's commands on stdin (one word a line): ``merged`` (how many strategies
     run the change in their first environment), ``idle``, ``cpu`` (the process's CPU
     seconds and its git's), ``stop``."""
-    from promoter.http.loopback import ThreadServer
+    from promoter.http import ThreadServer
     from promoter.wiring import Daemon
 
     common.quiet_logs()
@@ -525,7 +525,7 @@ def rested_rss(child: Child, timeout: float) -> float:
 
 
 def measure(args: argparse.Namespace) -> dict[str, Any]:
-    from promoter.http.loopback import free_port
+    from promoter.http import free_port
 
     with tempfile.TemporaryDirectory(prefix="bench-storm-") as root:
         port = free_port()

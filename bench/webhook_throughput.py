@@ -44,7 +44,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from promoter.http.loopback import free_port
+from promoter.http import free_port
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = ROOT / "tests" / "fixtures" / "github" / "webhooks" / "api.github.com"
@@ -66,7 +66,7 @@ def _receiver_app(state_dir: str) -> Any:
     set as the daemon's (``promoter.daemon.collector``)."""
     from promoter.config import Config
     from promoter.daemon import collector
-    from promoter.http.direct import DirectPostApp
+    from promoter.http import DirectPostApp
     from promoter.state.statuses import StatusCache
     from promoter.state.tracking import ShaIndex
     from webhooks import build_routes

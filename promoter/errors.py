@@ -22,6 +22,7 @@ configuration (the resync skips it)::
     │   ├── ConfigError         the configuration is invalid (every problem): refused at load
     │   ├── CommitNotFound      a SHA (prefix) names no commit, or several: the API answers 422
     │   ├── StatusNotRead       no environment reads that key on that commit: the API answers 409
+    │   ├── AmbiguousName       a short name that several environments share: 409 with them all
     │   ├── MetadataMissing     a hydrated commit has no hydrator metadata: its environment blocked
     │   └── ScmAuthError        credentials refused (401), a permission missing (403): parked
     ├── NotOwner                sharded: another replica holds the repository now: dropped
@@ -34,6 +35,8 @@ Defined next to their use: ``OperationError`` (``promoter.daemon.operations``),
 """
 
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 
 class PromoterError(Exception):
@@ -68,6 +71,21 @@ class StatusNotRead(PermanentError):
     """A commit status no environment would read: a key nothing reads, or the wrong commit
     (a dry SHA where the hydrated one counts, a superseded head); the message names the
     commits that would count."""
+
+
+class AmbiguousName(PermanentError):
+    """A name a person typed is the last part of several environments' branches
+    (``prod`` of ``team-a/prod`` and ``team-b/prod``); ``candidates`` are those branches.
+    Nothing is done: the API answers 409 with them, the CLI lists them."""
+
+    def __init__(self, name: str, candidates: Sequence[str], *, strategy: str = "") -> None:
+        self.name = name
+        self.candidates = tuple(candidates)
+        where = f" of {strategy}" if strategy else ""
+        super().__init__(
+            f"{name!r} names {len(self.candidates)} environments{where}"
+            f" ({', '.join(self.candidates)}): give the whole branch"
+        )
 
 
 class GitError(TemporaryError):

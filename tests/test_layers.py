@@ -83,6 +83,8 @@ REVERSE_IMPORTS = [
     ("promoter.engine.reverts.revert", "promoter.engine.promotion.queue", "engine-rooms"),
     ("promoter.engine.decide", "promoter.engine.operations", "engine-rooms"),
     ("promoter.http.api", "promoter.notify", "layers"),
+    ("promoter.http.access.roles", "promoter.http.api.writes", "http-rooms"),
+    ("promoter.http.api.routes", "promoter.http.pages.status_page", "http-rooms"),
     ("promoter", "promoter.config", "root"),
     ("promoter.models", "promoter.redaction", "shared"),
     ("promoter.logs", "promoter", "shared-root"),

@@ -1,4 +1,4 @@
-"""A small client of the daemon's HTTP API, for the CLI (status, set-status, operations)."""
+"""A small client of the daemon's HTTP API, for the CLI (status, the demo, the writes)."""
 
 from __future__ import annotations
 
@@ -10,6 +10,21 @@ import httpx
 from promoter.errors import PromoterError
 
 TOKEN_HINT = "pass --token TOKEN or set PROMOTER_API_TOKEN (a token of the daemon's access.tokens)"
+
+
+def _refusal(response: httpx.Response) -> str:
+    """What an error answer says; the candidates of an ambiguous name each on a line."""
+    try:
+        answer = response.json()
+    except ValueError:
+        return response.text
+    if not isinstance(answer, dict):
+        return response.text
+    detail = str(answer.get("error", response.text))
+    candidates = answer.get("candidates")
+    if isinstance(candidates, list) and candidates:
+        detail += "\ncandidates:" + "".join(f"\n  {c}" for c in candidates)
+    return detail
 
 
 class ApiClient:
@@ -30,11 +45,7 @@ class ApiClient:
                 raise PromoterError(f"{method} {path}: the daemon refused the token ({TOKEN_HINT})")
             raise PromoterError(f"{method} {path}: the daemon wants a bearer token: {TOKEN_HINT}")
         if response.status_code >= 400:
-            try:
-                detail = response.json().get("error", response.text)
-            except ValueError:
-                detail = response.text
-            raise PromoterError(f"{method} {path}: {response.status_code} {detail}")
+            raise PromoterError(f"{method} {path}: {response.status_code} {_refusal(response)}")
         return response.json()
 
     def strategies(self) -> list[dict[str, Any]]:
@@ -65,7 +76,7 @@ class ApiClient:
         return result
 
     def operate(self, strategy: str, operation: str, **body: Any) -> dict[str, Any]:
-        """revert | hold | release | promote on one environment."""
+        """An operation on one environment (the demo's approval)."""
         result: dict[str, Any] = self._call(
             "POST",
             f"/api/v1/strategies/{strategy}/{operation}",
@@ -74,14 +85,8 @@ class ApiClient:
         return result
 
     def post(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
-        """A write to ``path`` with a JSON body (freeze, unfreeze)."""
+        """A write to ``path`` with a JSON body (a row of the table of operations)."""
         result: dict[str, Any] = self._call("POST", path, json=body)
-        return result
-
-    def refresh(self, strategy: str | None = None) -> dict[str, Any]:
-        result: dict[str, Any] = self._call(
-            "POST", "/api/v1/refresh", json={"strategy": strategy} if strategy else {}
-        )
         return result
 
     def close(self) -> None:

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
-from promoter.cli import freeze, notify, remote, serve, status
+from promoter.cli import notify, remote, serve, status
 from promoter.cli.commands import PATH, Command, build_parser
 from promoter.errors import ConfigError, PromoterError
 from promoter.kube import cli as kube_cli
@@ -208,7 +208,6 @@ COMMANDS: list[Command] = [
         cmd_hydrate,
     ),
     *remote.commands(),
-    *freeze.COMMANDS,
     *notify.COMMANDS,
     Command(
         "crds",

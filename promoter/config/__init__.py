@@ -15,6 +15,16 @@ from promoter.config.models import (
     GitLabWebhook,
     Webhooks,
 )
+from promoter.config.names import environment_branch, environment_index, short_name
+from promoter.config.operations import (
+    OPERATIONS,
+    ROLES,
+    STRATEGY_OPERATION,
+    STRATEGY_OPERATIONS,
+    Argument,
+    Operation,
+    operation,
+)
 from promoter.config.providers import (
     ExternalPlugin,
     GitHubApp,
@@ -33,8 +43,13 @@ from promoter.config.strategies import (
 )
 
 __all__ = [
+    "OPERATIONS",
+    "ROLES",
+    "STRATEGY_OPERATION",
+    "STRATEGY_OPERATIONS",
     "Access",
     "ApiToken",
+    "Argument",
     "AutoRevert",
     "Config",
     "Daemon",
@@ -50,6 +65,7 @@ __all__ = [
     "GitLabWebhook",
     "Grant",
     "LocalProvider",
+    "Operation",
     "PromotionStrategy",
     "Proxy",
     "Repository",
@@ -58,8 +74,12 @@ __all__ = [
     "SecretRef",
     "StatusKey",
     "Webhooks",
+    "environment_branch",
+    "environment_index",
     "json_schema",
     "load_config",
+    "operation",
     "parse_config",
     "parse_duration",
+    "short_name",
 ]

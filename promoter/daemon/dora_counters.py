@@ -2,7 +2,7 @@
 
 True counters (they only go up, from 0 at each start), from which Prometheus computes
 rates over any window (``rate(promoter_dora_deployments_total[1d])``); the 30-day window
-values are gauges computed at scrape time (``promoter.http.dora_view``).
+values are gauges computed at scrape time (``promoter.http.api.dora_view``).
 """
 
 from __future__ import annotations

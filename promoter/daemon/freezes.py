@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime
 
-from promoter.config import Config, PromotionStrategy, Repository
+from promoter.config import Config, PromotionStrategy, Repository, environment_branch
 from promoter.config.freezes import FreezeWindow, GlobalFreezeWindow
 from promoter.daemon.scheduler import every_repository
 from promoter.engine import EnvLedger, Freeze, FreezePeriod
@@ -131,21 +131,17 @@ class Freezes:
         found = self.config.strategy(strategy)
         if found is None:
             raise LookupError(f"no strategy named {strategy!r}")
-        if environment is not None:
-            branches = [e.branch for e in found.environments]
-            match = [b for b in branches if environment in (b, b.rsplit("/", 1)[-1])]
-            if not match:
-                raise LookupError(f"{strategy} has no environment {environment!r}")
+        if environment is not None and self.branch(strategy, environment) is None:
+            raise LookupError(f"{strategy} has no environment {environment!r}")
         return [self.config.repository(found.repository)], [found.name]
 
-    def branch(self, strategy: str, environment: str) -> str:
+    def branch(self, strategy: str, environment: str) -> str | None:
+        """The branch ``environment`` names in ``strategy`` (``AmbiguousName`` for a last
+        part several branches share)."""
         found = self.config.strategy(strategy)
         assert found is not None
-        return next(
-            e.branch
-            for e in found.environments
-            if environment in (e.branch, e.branch.rsplit("/", 1)[-1])
-        )
+        branches = [e.branch for e in found.environments]
+        return environment_branch(branches, environment, strategy=strategy)
 
     def freeze(
         self, *, strategy: str | None, environment: str | None, reason: str, by: str

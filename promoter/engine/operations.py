@@ -11,6 +11,7 @@ from __future__ import annotations
 from datetime import datetime
 
 from promoter import markup
+from promoter.config import environment_index as find_environment
 from promoter.engine.core.actions import (
     Action,
     ApproveChange,
@@ -42,15 +43,10 @@ class Refusal(Frozen):
 
 
 def environment_index(snapshot: Snapshot, environment: str) -> int | None:
-    """The index of ``environment``, named by branch (``environment/dev``) or last part."""
-    return next(
-        (
-            i
-            for i, env in enumerate(snapshot.environments)
-            if environment in (env.branch, env.branch.rsplit("/", 1)[-1])
-        ),
-        None,
-    )
+    """The index of ``environment``, named by branch (``environment/dev``) or last part;
+    ``AmbiguousName`` for a last part several branches share (``promoter.config.names``)."""
+    branches = [env.branch for env in snapshot.environments]
+    return find_environment(branches, environment, strategy=snapshot.strategy)
 
 
 def full_dry_sha(snapshot: Snapshot, sha: str) -> str | Refusal:

@@ -19,7 +19,7 @@ from promoter.config import Config
 from promoter.daemon import Observer, Outcome, Runtime, StrategyView, Workers
 from promoter.daemon.scheduler import every_repository
 from promoter.errors import NotOwner
-from promoter.http.api import Api
+from promoter.http import Api
 from scm_plugins.protocol import ScmPlugin
 
 Forward = Callable[[list[str], bool], None]

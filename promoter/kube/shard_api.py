@@ -40,10 +40,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from promoter.http import Api
-from promoter.http.guard import BrowserGuard, Hosts, json_only
-from promoter.http.problems import MOVED
-from promoter.http.views import strategy_summary
+from promoter.http import MOVED, Api, BrowserGuard, Hosts, json_only, strategy_summary
 from promoter.kube.assignment import loads
 from promoter.kube.leases import shard_lease
 from promoter.kube.peers import KEYS, SIGNATURE, sign, verify

@@ -23,7 +23,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.types import ASGIApp, Message, Receive, Scope
 
-from promoter.http.body import BodyTooLarge, read_body
+from promoter.http import BodyTooLarge, read_body
 from promoter.kube.shard_pass import replay
 
 PATHS = ("/api/v1/freeze", "/api/v1/unfreeze")

@@ -21,9 +21,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from promoter.http.body import BodyTooLarge, read_body
-from promoter.http.guard import HEADERS
-from promoter.http.problems import MOVED
+from promoter.http import HEADERS, MOVED, BodyTooLarge, read_body
 from promoter.kube.peers import SIGNATURE, sign, verify
 
 PASSED = "x-promoter-passed-by"

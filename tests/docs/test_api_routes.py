@@ -10,8 +10,8 @@ from pathlib import Path
 from starlette.routing import Mount, Route
 
 from promoter.cli.sandbox import GitOpsRepo, sandbox_config
+from promoter.config import STRATEGY_OPERATIONS as OPERATIONS
 from promoter.config.loader import parse_config
-from promoter.http.writes import OPERATIONS
 from promoter.wiring import Daemon
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from promoter.config import Config, ScmProvider
-from promoter.http.loopback import ThreadServer, free_port
+from promoter.http import ThreadServer, free_port
 from promoter.kube.api import Kube, loopback_client
 from promoter.kube.app import ReplicaApp
 from promoter.kube.controller import Controller, KubeSettings

@@ -16,7 +16,7 @@ from pathlib import Path
 import httpx
 
 from promoter.cli.sandbox import GitOpsRepo
-from promoter.http.loopback import free_port
+from promoter.http import free_port
 from promoter.kube.serving import ReplicaServer
 from tests.kube.cluster import NS, PEER_TOKEN, fake_cluster, local_objects, wait_until
 from tests.kube.shard_helpers import holders, leased

@@ -27,7 +27,7 @@ from starlette.testclient import TestClient
 
 from promoter.config.loader import load_config
 from promoter.git.stale_lock import STALE_AFTER
-from promoter.http.loopback import free_port
+from promoter.http import free_port
 from promoter.wiring import Daemon as InProcessDaemon
 from scm_plugins.local import LocalScm
 from tests.support import ENVIRONMENTS, GitOpsRepo, local_config, wait_for

@@ -20,7 +20,7 @@ from promoter.config.gates import ArgoCd, Flux
 from promoter.daemon.checks import Target, argocd_check
 from promoter.daemon.flux import flux_check
 from promoter.daemon.gate_calls import GateCalls
-from promoter.http.loopback import ThreadServer, free_port
+from promoter.http import ThreadServer, free_port
 from promoter.models import Phase
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
