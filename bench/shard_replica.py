@@ -27,11 +27,11 @@ if str(ROOT) not in sys.path:
 
 
 from promoter.config import Config, ScmProvider  # noqa: E402
-from promoter.kube.api import Kube, loopback_client  # noqa: E402
+from promoter.kube.client.api import Kube, loopback_client  # noqa: E402
 from promoter.kube.controller import Controller, KubeSettings  # noqa: E402
-from promoter.kube.leader import LeaseSettings  # noqa: E402
+from promoter.kube.leadership.elector import LeaseSettings  # noqa: E402
 from promoter.kube.serving import serve  # noqa: E402
-from promoter.kube.shards import ShardSettings  # noqa: E402
+from promoter.kube.shards.coordinator import ShardSettings  # noqa: E402
 from promoter.logs import setup as setup_logs  # noqa: E402
 from scm_plugins.local import LocalScm  # noqa: E402
 from scm_plugins.protocol import ScmPlugin  # noqa: E402

@@ -13,54 +13,49 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from promoter.kube.api import Kube, KubeError, api_client, loopback_client
     from promoter.kube.app import ReplicaApp
-    from promoter.kube.cluster_scm import ClusterScm, NotLeader
-    from promoter.kube.commit_statuses import CommitStatusIndex
-    from promoter.kube.config_source import Assembled, assemble, config_name
+    from promoter.kube.client.api import Kube, KubeError, api_client, loopback_client
+    from promoter.kube.client.group import GROUP, VERSION
+    from promoter.kube.client.watcher import Watcher
     from promoter.kube.controller import Controller, KubeSettings
-    from promoter.kube.crds import KINDS, crd, rendered
-    from promoter.kube.events import EventRecorder
-    from promoter.kube.leader import LeaderElector, LeaseSettings
-    from promoter.kube.refresh import RefreshForwarder
-    from promoter.kube.resources import (
-        API_VERSION,
-        COMMIT_STATUS_LABEL,
-        GROUP,
-        REFRESH_ANNOTATION,
-        VERSION,
-    )
-    from promoter.kube.status_writer import StatusWriter
-    from promoter.kube.watcher import Watcher
+    from promoter.kube.leadership.elector import LeaderElector, LeaseSettings
+    from promoter.kube.resources.commit_statuses import CommitStatusIndex
+    from promoter.kube.resources.config_source import Assembled, assemble, config_name
+    from promoter.kube.resources.crds import KINDS, crd, rendered
+    from promoter.kube.resources.events import EventRecorder
+    from promoter.kube.resources.refresh import RefreshForwarder
+    from promoter.kube.resources.specs import API_VERSION, COMMIT_STATUS_LABEL, REFRESH_ANNOTATION
+    from promoter.kube.resources.status_writer import StatusWriter
+    from promoter.kube.runtime.scm import ClusterScm, NotLeader
 
 _WHERE = {
-    "API_VERSION": "promoter.kube.resources",
-    "Assembled": "promoter.kube.config_source",
-    "COMMIT_STATUS_LABEL": "promoter.kube.resources",
-    "ClusterScm": "promoter.kube.cluster_scm",
-    "CommitStatusIndex": "promoter.kube.commit_statuses",
+    "API_VERSION": "promoter.kube.resources.specs",
+    "Assembled": "promoter.kube.resources.config_source",
+    "COMMIT_STATUS_LABEL": "promoter.kube.resources.specs",
+    "ClusterScm": "promoter.kube.runtime.scm",
+    "CommitStatusIndex": "promoter.kube.resources.commit_statuses",
     "Controller": "promoter.kube.controller",
-    "EventRecorder": "promoter.kube.events",
-    "GROUP": "promoter.kube.resources",
-    "KINDS": "promoter.kube.crds",
-    "Kube": "promoter.kube.api",
-    "KubeError": "promoter.kube.api",
+    "EventRecorder": "promoter.kube.resources.events",
+    "GROUP": "promoter.kube.client.group",
+    "KINDS": "promoter.kube.resources.crds",
+    "Kube": "promoter.kube.client.api",
+    "KubeError": "promoter.kube.client.api",
     "KubeSettings": "promoter.kube.controller",
-    "LeaderElector": "promoter.kube.leader",
-    "LeaseSettings": "promoter.kube.leader",
-    "NotLeader": "promoter.kube.cluster_scm",
-    "REFRESH_ANNOTATION": "promoter.kube.resources",
-    "RefreshForwarder": "promoter.kube.refresh",
+    "LeaderElector": "promoter.kube.leadership.elector",
+    "LeaseSettings": "promoter.kube.leadership.elector",
+    "NotLeader": "promoter.kube.runtime.scm",
+    "REFRESH_ANNOTATION": "promoter.kube.resources.specs",
+    "RefreshForwarder": "promoter.kube.resources.refresh",
     "ReplicaApp": "promoter.kube.app",
-    "StatusWriter": "promoter.kube.status_writer",
-    "VERSION": "promoter.kube.resources",
-    "Watcher": "promoter.kube.watcher",
-    "api_client": "promoter.kube.api",
-    "assemble": "promoter.kube.config_source",
-    "config_name": "promoter.kube.config_source",
-    "crd": "promoter.kube.crds",
-    "loopback_client": "promoter.kube.api",
-    "rendered": "promoter.kube.crds",
+    "StatusWriter": "promoter.kube.resources.status_writer",
+    "VERSION": "promoter.kube.client.group",
+    "Watcher": "promoter.kube.client.watcher",
+    "api_client": "promoter.kube.client.api",
+    "assemble": "promoter.kube.resources.config_source",
+    "config_name": "promoter.kube.resources.config_source",
+    "crd": "promoter.kube.resources.crds",
+    "loopback_client": "promoter.kube.client.api",
+    "rendered": "promoter.kube.resources.crds",
 }
 
 

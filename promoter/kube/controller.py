@@ -4,7 +4,7 @@ One thread applies changes in order: a changed spec rebuilds the Config and swap
 new Runtime. With one leader, gaining the Lease starts the Runtime (workers, timers, a
 full resync) and losing it stops the Runtime (the SCM plugins were fenced already, at
 the renew deadline). Sharded (``KubeSettings.shards``), every replica runs its Runtime
-on the repositories whose shard Leases it holds (``promoter.kube.sharding``); a shard
+on the repositories whose shard Leases it holds (``promoter.kube.shards.sharding``); a shard
 gained is read afresh at once. The leader still writes what belongs to no repository
 (the Ready status of providers and invalid objects). Status is written by whoever works
 on the object, and only when it changed.
@@ -22,12 +22,13 @@ from typing import Any
 from promoter.config import Config, ScmProvider
 from promoter.daemon import StrategyView
 from promoter.errors import HoldLapsed, NotOwner
-from promoter.kube.api import Kube
-from promoter.kube.cluster_runtime import ClusterRuntime
-from promoter.kube.cluster_scm import ClusterScm, Guard, leader_guard
-from promoter.kube.commit_status_sync import CommitStatusSync
-from promoter.kube.commit_statuses import CommitStatusIndex
-from promoter.kube.config_source import (
+from promoter.kube.client.api import Kube
+from promoter.kube.client.token_review import TokenReviewer
+from promoter.kube.client.watcher import Watcher
+from promoter.kube.leadership.elector import LeaderElector, LeaseSettings
+from promoter.kube.resources.commit_status_sync import CommitStatusSync
+from promoter.kube.resources.commit_statuses import CommitStatusIndex
+from promoter.kube.resources.config_source import (
     Assembled,
     ObjKey,
     SecretFiles,
@@ -36,17 +37,16 @@ from promoter.kube.config_source import (
     object_key,
     split_name,
 )
-from promoter.kube.events import EventRecorder
-from promoter.kube.leader import LeaderElector, LeaseSettings
-from promoter.kube.publisher import Publisher
-from promoter.kube.refresh import RefreshForwarder
-from promoter.kube.resources import REFRESH_ANNOTATION
-from promoter.kube.sharding import Sharding
-from promoter.kube.shards import ShardSettings
-from promoter.kube.status import ready_status, strategy_status
-from promoter.kube.status_writer import StatusWriter
-from promoter.kube.token_review import TokenReviewer
-from promoter.kube.watcher import Watcher
+from promoter.kube.resources.events import EventRecorder
+from promoter.kube.resources.publisher import Publisher
+from promoter.kube.resources.refresh import RefreshForwarder
+from promoter.kube.resources.specs import REFRESH_ANNOTATION
+from promoter.kube.resources.status import ready_status, strategy_status
+from promoter.kube.resources.status_writer import StatusWriter
+from promoter.kube.runtime.runtime import ClusterRuntime
+from promoter.kube.runtime.scm import ClusterScm, Guard, leader_guard
+from promoter.kube.shards.coordinator import ShardSettings
+from promoter.kube.shards.sharding import Sharding
 from promoter.metrics import forget_strategies
 from promoter.wiring import Daemon
 from scm_plugins.protocol import ScmPlugin

@@ -44,13 +44,13 @@ from promoter.http import Api
 from promoter.http.guard import BrowserGuard, Hosts, json_only
 from promoter.http.problems import MOVED
 from promoter.http.views import strategy_summary
-from promoter.kube.assignment import loads
-from promoter.kube.leases import shard_lease
-from promoter.kube.peers import KEYS, SIGNATURE, sign, verify
-from promoter.kube.peers import PATH as KEYS_PATH
-from promoter.kube.shard_freeze import PATHS as FREEZES
-from promoter.kube.shard_freeze import body_of, everywhere, named_strategy
-from promoter.kube.shard_pass import PASSED, pass_on, receive_passed, replay, unavailable
+from promoter.kube.shards.assignment import loads
+from promoter.kube.shards.freezes import PATHS as FREEZES
+from promoter.kube.shards.freezes import body_of, everywhere, named_strategy
+from promoter.kube.shards.leases import shard_lease
+from promoter.kube.shards.passing import PASSED, pass_on, receive_passed, replay, unavailable
+from promoter.kube.shards.peers import KEYS, SIGNATURE, sign, verify
+from promoter.kube.shards.peers import PATH as KEYS_PATH
 
 if TYPE_CHECKING:
     from promoter.kube.controller import Controller

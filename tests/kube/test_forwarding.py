@@ -18,8 +18,8 @@ from promoter.cli.hydrate import hydrate
 from promoter.cli.sandbox import GitOpsRepo, commit_files, init_bare
 from promoter.config import Config
 from promoter.kube.app import ReplicaApp
-from promoter.kube.resources import REFRESH_ANNOTATION
-from promoter.kube.sharding import Sharding
+from promoter.kube.resources.specs import REFRESH_ANNOTATION
+from promoter.kube.shards.sharding import Sharding
 from tests.kube.cluster import NS, Cluster, fake_cluster, local_objects, wait_until
 from tests.kube.shard_helpers import fleet
 from tests.webhooks.helpers import GITHUB_FIXTURES, TestClient
