@@ -31,7 +31,7 @@ from promoter.kube.client.api import Kube, loopback_client  # noqa: E402
 from promoter.kube.controller import Controller, KubeSettings  # noqa: E402
 from promoter.kube.leadership.elector import LeaseSettings  # noqa: E402
 from promoter.kube.serving import serve  # noqa: E402
-from promoter.kube.shards.coordinator import ShardSettings  # noqa: E402
+from promoter.kube.shards.settings import ShardSettings  # noqa: E402
 from promoter.logs import setup as setup_logs  # noqa: E402
 from scm_plugins.local import LocalScm  # noqa: E402
 from scm_plugins.protocol import ScmPlugin  # noqa: E402

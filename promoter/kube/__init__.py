@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from promoter.kube.client.watcher import Watcher
     from promoter.kube.controller import Controller, KubeSettings
     from promoter.kube.leadership.elector import LeaderElector, LeaseSettings
+    from promoter.kube.leadership.mode import NotLeader
     from promoter.kube.resources.commit_statuses import CommitStatusIndex
     from promoter.kube.resources.config_source import Assembled, assemble, config_name
     from promoter.kube.resources.crds import KINDS, crd, rendered
@@ -26,7 +27,7 @@ if TYPE_CHECKING:
     from promoter.kube.resources.refresh import RefreshForwarder
     from promoter.kube.resources.specs import API_VERSION, COMMIT_STATUS_LABEL, REFRESH_ANNOTATION
     from promoter.kube.resources.status_writer import StatusWriter
-    from promoter.kube.runtime.scm import ClusterScm, NotLeader
+    from promoter.kube.runtime.scm import ClusterScm
 
 _WHERE = {
     "API_VERSION": "promoter.kube.resources.specs",
@@ -43,7 +44,7 @@ _WHERE = {
     "KubeSettings": "promoter.kube.controller",
     "LeaderElector": "promoter.kube.leadership.elector",
     "LeaseSettings": "promoter.kube.leadership.elector",
-    "NotLeader": "promoter.kube.runtime.scm",
+    "NotLeader": "promoter.kube.leadership.mode",
     "REFRESH_ANNOTATION": "promoter.kube.resources.specs",
     "RefreshForwarder": "promoter.kube.resources.refresh",
     "ReplicaApp": "promoter.kube.app",

@@ -13,7 +13,7 @@ from promoter.config import Config
 from promoter.errors import ConfigError
 
 if TYPE_CHECKING:
-    from promoter.kube.shards.coordinator import ShardSettings
+    from promoter.kube.shards.settings import ShardSettings
 
 log = logging.getLogger("promoter.kube.cli")
 
@@ -107,7 +107,7 @@ def _own_namespace() -> str:
 
 def shard_settings(args: argparse.Namespace, base: Config) -> ShardSettings | None:
     """What ``--shards`` and its companions ask for; None for one leader."""
-    from promoter.kube.shards.coordinator import ShardSettings
+    from promoter.kube.shards.settings import ShardSettings
 
     if not args.shards:
         return None

@@ -17,7 +17,7 @@ from promoter.kube.client.api import Kube, loopback_client
 from promoter.kube.controller import Controller, KubeSettings
 from promoter.kube.leadership.elector import LeaseSettings
 from promoter.kube.serving import ReplicaServer
-from promoter.kube.shards.coordinator import ShardSettings
+from promoter.kube.shards.settings import ShardSettings
 from scm_plugins.local import LocalScm
 from scm_plugins.protocol import ScmPlugin
 from tests.kube.fake_api import FakeKube

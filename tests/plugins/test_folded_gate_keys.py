@@ -8,8 +8,9 @@ from pathlib import Path
 import pytest
 
 from promoter.config import ScmProvider
+from promoter.kube.leadership.mode import leader_guard
 from promoter.kube.resources.commit_statuses import CommitStatusIndex
-from promoter.kube.runtime.scm import ClusterScm, leader_guard
+from promoter.kube.runtime.scm import ClusterScm
 from scm_plugins.forgejo.plugin import ForgejoScm
 from scm_plugins.github import GitHubScm
 from scm_plugins.local import LocalScm

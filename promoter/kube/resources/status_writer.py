@@ -2,19 +2,21 @@
 
 The writer remembers what it wrote last per object (the watch may not have shown it
 back yet), so two reconciles in a row on unchanged state write once, and an idle
-resync writes nothing.
+resync writes nothing. ``write_ready_statuses`` is what the leader writes of the objects
+that belong to no repository.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from prometheus_client import Counter
 
 from promoter.kube.client.api import Kube, KubeError
-from promoter.kube.resources.status import same
+from promoter.kube.resources.status import ready_status, same, strategy_status
 from promoter.metrics import REGISTRY
 
 log = logging.getLogger("promoter.kube.status")
@@ -27,6 +29,13 @@ STATUS_WRITES = Counter(
 )
 
 Obj = dict[str, Any]
+
+READY_KINDS = {
+    "promotionstrategies": "PromotionStrategy",
+    "gitrepositories": "GitRepository",
+    "scmproviders": "ScmProvider",
+}
+"""The kinds whose Ready status the leader writes (by plural)."""
 
 
 class StatusWriter:
@@ -64,3 +73,26 @@ class StatusWriter:
         STATUS_WRITES.labels(plural).inc()
         log.info("status written", extra={"resource": plural, "object": key[2]})
         return True
+
+
+def write_ready_statuses(
+    writer: StatusWriter,
+    objects: Callable[[str], list[Obj]],
+    problems: Mapping[tuple[str, str, str], str],
+    *,
+    leading: Callable[[], bool],
+) -> None:
+    """The leader's writes: the Ready status of every ScmProvider and GitRepository, and
+    that of every PromotionStrategy left out as invalid (``problems``, by kind, namespace
+    and name), while it still leads. ``objects(plural)``: the objects listed."""
+    for plural, kind in READY_KINDS.items():
+        for obj in objects(plural):
+            if not leading():
+                return
+            meta = obj["metadata"]
+            problem = problems.get((kind, meta["namespace"], meta["name"]))
+            if plural == "promotionstrategies":
+                if problem is not None:
+                    writer.write(plural, obj, strategy_status(obj, None, problem))
+            else:
+                writer.write(plural, obj, ready_status(obj, problem))

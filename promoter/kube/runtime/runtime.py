@@ -5,12 +5,15 @@ controller writes the strategy's status), and the keys that webhooks and the API
 enqueue are split: those this replica works on now (``mine``: with one leader, all of
 them while it leads; sharded, those of the repositories whose shard it holds) go to
 its own queue, the others to ``forward``. A key dequeued that is not ours any more (its
-shard moved while it waited) raises ``NotOwner``, which the workers drop.
+shard moved while it waited) raises ``NotOwner``, which the workers drop. The sharded
+mode reaches the runtime through a few methods of its own as shards move (the port
+``promoter.kube.shards.transfer.RuntimePort``): what it caches forgotten, its mirrors
+refreshed, what it keeps of a repository let go of, its share of the SCM budgets.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from contextlib import AbstractContextManager
 
 from starlette.types import ASGIApp
@@ -20,6 +23,7 @@ from promoter.daemon import Observer, Outcome, Runtime, StrategyView, Workers
 from promoter.daemon.scheduler import every_repository
 from promoter.errors import NotOwner
 from promoter.http.api import Api
+from promoter.kube.runtime.scm import ClusterScm
 from scm_plugins.protocol import ScmPlugin
 
 Forward = Callable[[list[str], bool], None]
@@ -125,21 +129,47 @@ class ClusterRuntime(Runtime):
             self.queue.hurry(ours)
         return theirs
 
-    def let_go(self, repositories: Iterable[str]) -> list[str]:
-        """Shards moved to another replica: let go of what was kept about their
-        repositories (the strategies' views, the commits they tracked and those commits'
-        statuses, pull requests, the mirrors' git processes; the clones stay on disk).
-        Those this replica holds again meanwhile are kept. The repositories let go of."""
-        names = sorted(r for r in set(repositories) if not self.owns(r))
-        moved = set(names)  # one pass over the strategies, not one per repository
-        keys = [s.name for s in self.config.promotion_strategies if s.repository in moved]
-        self.reconciler.forget(keys)
+    # --- what the sharded mode asks as shards move (``shards.transfer.RuntimePort``) ---
+
+    def urgent(self) -> list[str]:
+        return self.queue.urgent()
+
+    def spread(self, keys: list[str], over: float) -> None:
+        self.queue.add_spread(keys, over)
+
+    def unsettle(self, keys: Iterable[str]) -> None:
         for key in keys:
+            self.settled.unsettle(key)
+
+    def forget_repositories(self, repositories: set[str]) -> None:
+        self.pr_cache.forget_repositories(repositories)
+        self.status_cache.forget_repositories(repositories)
+        for repo in repositories:
+            self.mirrors.invalidate(repo)
+
+    def refresh_ahead(self, repositories: list[str]) -> None:
+        self.mirrors.refresh_ahead([self.config.repository(name) for name in repositories])
+
+    def fetch(self, repository: str) -> None:
+        self.mirrors.fresh(self.config.repository(repository))
+
+    def let_go(self, repositories: list[str], strategies: list[str]) -> None:
+        """Let go of what is kept about ``repositories`` and their ``strategies``: the
+        views, the commits tracked and their statuses, pull requests, the mirrors' git
+        processes (the clones stay on disk)."""
+        self.reconciler.forget(strategies)
+        for key in strategies:
             self.settled.forget(key)
+        moved = set(repositories)
         self.status_cache.forget_repositories(moved)
         self.pr_cache.forget_repositories(moved)
-        self.mirrors.release(names)
-        return names
+        self.mirrors.release(repositories)
+
+    def share_budgets(self, shares: Mapping[str, float]) -> None:
+        for name, share in shares.items():
+            plugin = self.plugins.get(name)
+            if isinstance(plugin, ClusterScm):
+                plugin.set_budget_share(share)
 
     def close(self) -> None:
         """Stop if started; else release what construction opened (delivery log, plugins)."""

@@ -5,23 +5,23 @@ reviewer requests, commit verification) are offered when the plugin offers them,
 daemon sees the same features as in standalone mode; those that write are fenced too.
 
 Every write (open, update, merge, close, comment, set a status) runs inside the
-replica's write guard for its repository, which refuses before anything is sent when
-this replica may not write there: with one leader, ``leader_guard`` raises ``NotLeader``
-(temporary) once the Lease is lost; sharded, ``ShardFence.writing`` raises ``NotOwner``
-once the repository's shard Lease has lapsed or is being handed over. So no two
+replica's write guard for its repository (its mode's ``writing``), which refuses before
+anything is sent when this replica may not write there: with one leader,
+``leader_guard`` raises ``NotLeader`` (temporary) once the Lease is lost; sharded,
+``ShardFence.writing`` raises ``NotOwner`` once the repository's shard Lease has lapsed
+or is being handed over. So no two
 replicas ever write for one repository. Reads add the CommitStatus objects of the
 commit to what the SCM reports.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Iterator, Mapping
-from contextlib import AbstractContextManager, contextmanager
+from collections.abc import Callable, Collection, Mapping
+from contextlib import AbstractContextManager
 from functools import wraps
 from typing import Any
 
 from promoter.config import Repository
-from promoter.errors import ScmUnavailable
 from promoter.kube.resources.commit_statuses import CommitStatusIndex, merge
 from promoter.models import CommitStatus, PullRequest
 from scm_plugins.protocol import ScmPlugin
@@ -51,22 +51,6 @@ OPTIONAL_WRITES = frozenset(
     }
 )
 """Optional capabilities that write: each call runs inside the repository's guard."""
-
-
-class NotLeader(ScmUnavailable):
-    """This replica does not hold the Lease: it must not write."""
-
-
-def leader_guard(is_leader: Callable[[], bool]) -> Guard:
-    """The guard of a replica that writes only while it leads."""
-
-    @contextmanager
-    def guard(repository: str) -> Iterator[None]:
-        if not is_leader():
-            raise NotLeader("this replica is not the leader; it writes nothing")
-        yield
-
-    return guard
 
 
 class ClusterScm:

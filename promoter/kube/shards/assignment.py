@@ -19,8 +19,30 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Collection, Mapping
+from dataclasses import dataclass
 
 LOAD_FACTOR = 1.25
+
+
+@dataclass(frozen=True)
+class Work:
+    """The shards with work now: their weight (strategies) and repositories."""
+
+    weights: Mapping[str, float]
+    repositories: Mapping[str, list[str]]
+
+
+@dataclass(frozen=True)
+class Table:
+    """What the last round saw and decided (for the API, metrics and forwarding)."""
+
+    members: dict[str, str]
+    """Live member -> its address."""
+    assigned: dict[str, str]
+    """Shard -> the member the assignment gives it to."""
+    holders: dict[str, str]
+    """Shard -> the member whose Lease holds it now ("" when free)."""
+    work: Work
 
 
 def _hash(text: str) -> int:

@@ -33,23 +33,17 @@ import logging
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
-from typing import Any
 
 from promoter.kube.client.api import Kube, KubeError, Obj
 from promoter.kube.client.watcher import Watcher
 from promoter.kube.leadership.elector import LeaseSettings
-from promoter.kube.shards.assignment import assign
+from promoter.kube.shards.assignment import Table, Work, assign
 from promoter.kube.shards.fence import ShardFence
-from promoter.kube.shards.lease_writer import LeaseWriter
+from promoter.kube.shards.lease_writer import LeaseWriter, renew_every
 from promoter.kube.shards.leases import (
-    ADDRESS_ANNOTATION,
     MEMBER,
-    REPOSITORIES_ANNOTATION,
-    SHARD,
-    STRATEGIES_ANNOTATION,
     LeaseSource,
     Observed,
     Seen,
@@ -57,75 +51,16 @@ from promoter.kube.shards.leases import (
     shard_lease,
 )
 from promoter.kube.shards.metrics import record_round, record_transition
+from promoter.kube.shards.settings import ShardSettings
 
 log = logging.getLogger("promoter.kube.shards")
 
 LAPSE_MARGIN = 0.01
 """Seconds past a Lease's lapse before the round that takes it over (clock reads round)."""
 
-RENEW_TRIES = 3
-"""Rounds a held Lease has left for its renewal when it is renewed: a write that fails
-or answers late is tried again that often before the hold lapses."""
-
 WRITERS = 8
 """Lease writes a round makes at once: renewing 64 shards one after the other would take
 longer than the renew deadline on a slow API server."""
-
-
-def renew_every(lease: LeaseSettings) -> float:
-    """Seconds between two renewals of a Lease this replica holds.
-
-    A hold lasts ``renew_deadline`` from the start of its last renewal; renewing at
-    every round (``retry_period``), as one leader's Lease is, would write each of a
-    group's Leases every round: 138 writes every 2 s at 128 shards and 10 replicas, each
-    a watch event on every replica. A Lease is renewed at the first round that leaves
-    fewer than ``RENEW_TRIES`` more before the hold would lapse (half a round early,
-    for rounds that run a little early), or once a third of the deadline has passed,
-    whichever comes first, and at every round when the timings leave no room for
-    that: every 4 s with the manifests' 15/10/2 s, every round with shorter deadlines.
-    """
-    tries = lease.renew_deadline - (RENEW_TRIES + 0.5) * lease.retry_period
-    return max(lease.retry_period * 0.5, min(tries, lease.renew_deadline / 3))
-
-
-@dataclass(frozen=True)
-class ShardSettings:
-    """How repositories are sharded, and where this replica is reached."""
-
-    count: int = 64
-    group: str = "promoter"
-    address: str = ""
-    """``http://host:port`` other replicas forward webhooks and API writes to."""
-    peer_token: str | None = field(default=None, repr=False)
-    """The secret replicas sign forwarded work with (``promoter.kube.shards.peers``)."""
-    owner: dict[str, Any] | None = None
-    """The Pod that owns the member Lease, as an ownerReference (Kubernetes deletes the
-    Lease with the Pod)."""
-
-    def __post_init__(self) -> None:
-        if not 1 <= self.count <= 4096:
-            raise ValueError("the shard count must be between 1 and 4096")
-
-
-@dataclass(frozen=True)
-class Work:
-    """The shards with work now: their weight (strategies) and repositories."""
-
-    weights: Mapping[str, float]
-    repositories: Mapping[str, list[str]]
-
-
-@dataclass(frozen=True)
-class Table:
-    """What the last round saw and decided (for the API, metrics and forwarding)."""
-
-    members: dict[str, str]
-    """Live member -> its address."""
-    assigned: dict[str, str]
-    """Shard -> the member the assignment gives it to."""
-    holders: dict[str, str]
-    """Shard -> the member whose Lease holds it now ("" when free)."""
-    work: Work
 
 
 class ShardCoordinator:
@@ -395,14 +330,8 @@ class ShardCoordinator:
 
     def _write(self, shard: str, seen: Seen | None, work: Work, *, holder: str) -> bool:
         """Create or replace the shard's Lease naming ``holder``; True when written."""
-        repos = work.repositories.get(shard, [])
-        annotations = {
-            ADDRESS_ANNOTATION: self.settings.address if holder else "",
-            STRATEGIES_ANNOTATION: str(int(work.weights.get(shard, 0))),
-            REPOSITORIES_ANNOTATION: str(len(repos)),
-        }
-        name = shard_lease(self.settings.group, shard)
-        started = self.writer.put(name, SHARD, holder, annotations, seen)
+        address = self.settings.address if holder else ""
+        started = self.writer.put_shard(shard, seen, work, holder=holder, address=address)
         if started is None:
             return False
         if holder:
@@ -412,9 +341,8 @@ class ShardCoordinator:
     def _renew_member(self, seen: Seen | None, now: float) -> None:
         if self._stopping or self._due(self._member_name, now):
             holder = "" if self._stopping else self.identity
-            annotations = {ADDRESS_ANNOTATION: self.settings.address}
             owner = self.settings.owner
-            self.writer.put(self._member_name, MEMBER, holder, annotations, seen, owner=owner)
+            self.writer.put_member(self._member_name, seen, holder, self.settings.address, owner)
 
     # --- what others read ----------------------------------------------------------------
 

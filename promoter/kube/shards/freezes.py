@@ -4,7 +4,7 @@ covers.
 A freeze (or its lifting) is a ledger note in each repository it covers, and only the
 replica holding a repository's shard may push there. So ``POST /api/v1/freeze`` and
 ``/unfreeze`` naming a strategy are passed to the replica that works on it
-(``shard_pass``); one of everything is done here first (this replica's checks of the
+(``passing``); one of everything is done here first (this replica's checks of the
 caller, its own repositories) and, when that succeeded, passed to every other live
 replica, which writes it in its own. The answer names the strategies of all of them;
 a replica that did not answer makes it a 503 naming it (the freeze stands where it was

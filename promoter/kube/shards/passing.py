@@ -49,7 +49,7 @@ DROPPED = frozenset(
 KEPT = ("content-type", "retry-after", "www-authenticate", "cache-control", MOVED)
 """Headers of the owner's answer given to the caller (the entry adds its own security
 headers, as to every answer); ``MOVED`` tells the replica that passed a write on that the
-owner wrote nothing, its shard moving (``promoter.kube.shard_api``)."""
+owner wrote nothing, its shard moving (``promoter.kube.shards.routes``)."""
 
 
 def _signed(method: str, target: str, client: str) -> str:

@@ -8,7 +8,7 @@ owner slow to answer, busy taking shards over, delays only its own keys). The ca
 signed with the replicas' shared secret (HMAC-SHA256 over a timestamp, the method and
 path and the body; the receiver accepts a minute either way, and a replay only wakes
 strategies again); it is a replica's call, never a browser's
-(``promoter.kube.shard_api`` refuses one that carries a browser's headers or is not
+(``promoter.kube.shards.routes`` refuses one that carries a browser's headers or is not
 JSON). The other calls between replicas (a strategy list, a request passed to the owner)
 are signed the same way. When the owner is not known (its shard is changing hands), does
 not answer, or no secret is set, the keys take the slower road through the API server

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from promoter.cli.sandbox import GitOpsRepo, git
-from promoter.kube.runtime.scm import NotLeader
+from promoter.kube.leadership.mode import NotLeader
 from tests.kube.cluster import FAST_LEASE, NS, fake_cluster, local_objects, wait_until
 from tests.kube.test_promotion import ENVS, at
 

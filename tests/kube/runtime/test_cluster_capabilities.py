@@ -10,8 +10,9 @@ from typing import Any
 import pytest
 
 from promoter.config import Repository
+from promoter.kube.leadership.mode import NotLeader, leader_guard
 from promoter.kube.resources.commit_statuses import CommitStatusIndex
-from promoter.kube.runtime.scm import ClusterScm, NotLeader, leader_guard
+from promoter.kube.runtime.scm import ClusterScm
 from scm_plugins.protocol import (
     Approvals,
     Deployments,

@@ -5,6 +5,7 @@ not its background reads, which the next owner's take-over makes anyway."""
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any, cast
@@ -17,9 +18,10 @@ from promoter.kube.client.api import CONNECTIONS, Kube, loopback_client
 from promoter.kube.leadership.elector import LeaseSettings
 from promoter.kube.resources.refresh import RefreshForwarder
 from promoter.kube.resources.specs import REFRESH_ANNOTATION
+from promoter.kube.runtime.mode import Replica
 from promoter.kube.runtime.runtime import ClusterRuntime
-from promoter.kube.shards.coordinator import ShardSettings
-from promoter.kube.shards.sharding import Sharding
+from promoter.kube.shards.mode import ShardedMode
+from promoter.kube.shards.settings import ShardSettings
 from tests.kube.cluster import NS, fake_cluster, wait_until
 from tests.kube.shard_helpers import fleet, settled
 
@@ -88,36 +90,79 @@ def config(strategies: dict[str, str]) -> Config:
     )
 
 
-def alone(cfg: Config) -> Sharding:
-    """A replica's sharding with no API server behind it (nothing is started)."""
+class RecordingRuntime:
+    """A ``RuntimePort`` that keeps what the sharded mode asks of it."""
+
+    def __init__(self, cfg: Config, queue: WorkQueue | None = None) -> None:
+        self.config = cfg
+        self.queue = queue or WorkQueue()
+        self.enqueued: list[list[str]] = []
+        self.forgotten: list[list[str]] = []
+        self.ahead: list[list[str]] = []
+
+    def urgent(self) -> list[str]:
+        return self.queue.urgent()
+
+    def enqueue(self, keys: Iterable[str]) -> None:
+        self.enqueued.append(list(keys))
+
+    def spread(self, keys: list[str], over: float) -> None:
+        self.queue.add_spread(keys, over)
+
+    def unsettle(self, keys: Iterable[str]) -> None:
+        return None
+
+    def forget_repositories(self, repositories: set[str]) -> None:
+        self.forgotten.append(sorted(repositories))
+
+    def refresh_ahead(self, repositories: list[str]) -> None:
+        self.ahead.append(list(repositories))
+
+    def fetch(self, repository: str) -> None:
+        return None
+
+    def let_go(self, repositories: list[str], strategies: list[str]) -> None:
+        return None
+
+    def share_budgets(self, shares: Mapping[str, float]) -> None:
+        return None
+
+
+def alone(cfg: Config, forwarded: list[list[str]] | None = None) -> ShardedMode:
+    """A replica's sharded mode with no API server behind it (nothing is started); the
+    keys it hands over through their annotation go to ``forwarded``."""
     lease = LeaseSettings(namespace="ns", lease_duration=5, renew_deadline=3, retry_period=1)
-    return Sharding(
+    sent = forwarded if forwarded is not None else []
+    replica = SimpleNamespace(
+        assembled=SimpleNamespace(config=cfg),
+        forwarder=SimpleNamespace(forward=sent.append),
+        signal=lambda: None,
+        strategy_objects=lambda: [],
+    )
+    return ShardedMode(
         Kube(loopback_client("http://127.0.0.1:9")),
         lease,
         ShardSettings(count=64),
         "me",
-        config=lambda: cfg,
-        fallback=lambda keys: None,
-        moved=lambda: None,
+        replica=cast(Replica, replica),
+        leading=lambda: False,
     )
 
 
 def test_a_shard_handed_over_passes_on_its_webhooks_work_not_its_background_reads() -> None:
     cfg = config({"web": "r1", "resync": "r1", "other": "r2", "elsewhere": "r3"})
-    sharding = alone(cfg)
+    forwarded: list[list[str]] = []
+    sharding = alone(cfg, forwarded)
     assert sharding.shard_of("r1") != sharding.shard_of("r3")
     queue = WorkQueue()
     queue.add_many(["resync", "elsewhere", "web"])  # the resync's reads, then a webhook's
     queue.hurry(["web", "elsewhere"])
-    runtime = SimpleNamespace(queue=queue, config=cfg)
-    sharding._on_revoke(sharding.shard_of("r1"))  # r1's shard is being handed over
-    forwarded: list[list[str]] = []
-    gained = sharding.step(
-        cast(ClusterRuntime, runtime), annotated=lambda: [], forward=forwarded.append
-    )
+    runtime = RecordingRuntime(cfg, queue)
+    sharding.moves.revoked(sharding.shard_of("r1"))  # r1's shard is being handed over
+    gained = sharding.follow(runtime)
     assert not gained
     assert forwarded == [["web"]]  # not "resync" (read anyway), not r3's (still ours)
-    sharding.step(cast(ClusterRuntime, runtime), annotated=lambda: [], forward=forwarded.append)
+    sharding.follow(runtime)
     assert forwarded == [["web"]]  # handed over once
 
 
@@ -168,39 +213,14 @@ def test_a_stopping_replica_annotates_its_webhooks_work_before_it_releases_its_s
         assert annotated[0] < min(released), writes
 
 
-class RecordingMirrors:
-    def __init__(self) -> None:
-        self.invalidated: list[str] = []
-        self.ahead: list[list[str]] = []
-
-    def invalidate(self, name: str) -> None:
-        self.invalidated.append(name)
-
-    def refresh_ahead(self, repos: list[Any]) -> None:
-        self.ahead.append([r.name for r in repos])
-
-
 def test_a_take_over_refreshes_its_mirrors_ahead_the_urgent_strategies_repositories_first() -> None:
     cfg = config({"a": "r1", "b": "r2", "web": "r3", "c": "r3", "kept": "r4"})
     sharding = alone(cfg)
-    mirrors = RecordingMirrors()
-    forgets = SimpleNamespace(forget_repositories=lambda names: None)
-    enqueued: list[list[str]] = []
-    runtime = SimpleNamespace(
-        config=cfg,
-        queue=WorkQueue(),
-        mirrors=mirrors,
-        pr_cache=forgets,
-        status_cache=forgets,
-        settled=SimpleNamespace(unsettle=lambda key: None),
-        enqueue=enqueued.append,
-    )
-    sharding.take_over(
-        cast(ClusterRuntime, runtime), {"r1", "r2", "r3"}, urgent={"web"}, at_rest={"b"}
-    )
-    assert mirrors.ahead == [["r3", "r1", "r2"]]  # not r4: still another replica's
-    assert sorted(mirrors.invalidated) == ["r1", "r2", "r3"]
-    assert enqueued == [["web"]]
+    runtime = RecordingRuntime(cfg)
+    sharding.take_over(runtime, {"r1", "r2", "r3"}, urgent={"web"}, at_rest={"b"})
+    assert runtime.ahead == [["r3", "r1", "r2"]]  # not r4: still another replica's
+    assert runtime.forgotten == [["r1", "r2", "r3"]]
+    assert runtime.enqueued == [["web"]]
 
 
 def test_a_key_found_not_ours_is_passed_on_only_when_a_webhook_or_a_person_brought_it(

@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from promoter.kube.leadership.elector import LeaseSettings
-from promoter.kube.shards.coordinator import RENEW_TRIES, renew_every
+from promoter.kube.shards.lease_writer import RENEW_TRIES, renew_every
 from tests.kube.cluster import fake_cluster, wait_until
 from tests.kube.shard_helpers import fleet, settled
 

@@ -15,9 +15,9 @@ import pytest
 from promoter.cli.client import ApiClient
 from promoter.cli.status_table import render
 from promoter.errors import NotOwner
-from promoter.kube import shard_api
 from promoter.kube.controller import Controller
 from promoter.kube.resources.specs import REFRESH_ANNOTATION
+from promoter.kube.shards import routes as shard_api
 from promoter.kube.shards.peers import PATH, SIGNATURE, sign
 from tests.kube.cluster import NS, PEER_TOKEN, Cluster, fake_cluster, wait_until
 from tests.kube.shard_helpers import fleet, holders, owner_of, promoted, settled

@@ -15,7 +15,7 @@ import pytest
 from promoter.config import Repository
 from promoter.git import GitMirror
 from promoter.git.pool import MirrorPool
-from promoter.kube.shards.sharding import BACKGROUND_NICE, background_priority
+from promoter.kube.shards.transfer import BACKGROUND_NICE, background_priority
 from tests.kube.cluster import fake_cluster, wait_until
 from tests.kube.shard_helpers import fleet
 

@@ -3,25 +3,22 @@
 * ``POST /internal/v1/keys``: keys another replica forwarded (``peers``): a replica's
   call, signed with the replicas' secret, never a browser's (one carrying ``Origin`` or
   ``Sec-Fetch-*`` is refused, and its body must be declared JSON).
-* ``GET /api/v1/shards``: the members, the assignment and who holds each shard (for a
-  caller who may read some strategy).
-* ``GET /api/v1/strategies``: every strategy the caller may read, each reported by the
-  replica that works on it (asked with ``?scope=local``, all at once, in a call signed
-  as a replica's); those whose owner did not answer are listed with their owner and no
-  state.
+* ``GET /api/v1/shards`` (for a caller who may read some strategy) and
+  ``GET /api/v1/strategies``: every replica's (``views``).
 * ``POST /api/v1/freeze`` and ``/unfreeze``: by the replicas whose repositories the
-  freeze covers (``shard_freeze``).
+  freeze covers (``freezes``).
 * ``GET /api/v1/strategies/{name}``, ``/dashboard/{name}``, ``/strategies/{name}``, a
   strategy's audit (``/api/v1/audit?strategy=``, ``/audit?strategy=``), and
   the writes (``POST .../statuses``, ``POST /api/v1/strategies/{name}/{operation}``) are
-  passed to the owner when it is another replica (``shard_pass``), so that they act
+  passed to the owner when it is another replica (``passing``), so that they act
   where the work is done, after the owner's own checks of the caller. One that comes
   while the shard moves waits for its next owner (up to ``MOVE_WAIT``), then is
   refused 503 with ``Retry-After``.
 
 What this module answers goes through the same browser guard as the daemon's own
 routes (the Host check and the security headers). Everything else falls through to
-the replica's own app.
+the replica's own app. The routes read the replica's shards through ``views.Shards``
+and its runtime of the moment through ``runtime()``, nothing else of it.
 """
 
 from __future__ import annotations
@@ -32,10 +29,8 @@ import logging
 import re
 import time
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any
 
 import httpx
-from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -43,17 +38,13 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from promoter.http import Api
 from promoter.http.guard import BrowserGuard, Hosts, json_only
 from promoter.http.problems import MOVED
-from promoter.http.views import strategy_summary
-from promoter.kube.shards.assignment import loads
+from promoter.kube.runtime.runtime import ClusterRuntime
 from promoter.kube.shards.freezes import PATHS as FREEZES
 from promoter.kube.shards.freezes import body_of, everywhere, named_strategy
-from promoter.kube.shards.leases import shard_lease
 from promoter.kube.shards.passing import PASSED, pass_on, receive_passed, replay, unavailable
-from promoter.kube.shards.peers import KEYS, SIGNATURE, sign, verify
+from promoter.kube.shards.peers import KEYS, SIGNATURE, verify
 from promoter.kube.shards.peers import PATH as KEYS_PATH
-
-if TYPE_CHECKING:
-    from promoter.kube.controller import Controller
+from promoter.kube.shards.views import Listing, Shards, others, shard_table
 
 log = logging.getLogger("promoter.kube.shard_api")
 
@@ -61,7 +52,6 @@ STRATEGY = re.compile(r"^/(?:api/v1/strategies|dashboard|strategies)/([^/]+)(?:/
 STATUSES = re.compile(r"^/api/v1/repositories/([^/]+)/commits/[^/]+/statuses$")
 AUDIT = ("/api/v1/audit", "/audit")
 """Passed to the owner when they ask for one strategy's audit (``?strategy=``)."""
-LOCAL = "/api/v1/strategies?scope=local"
 BROWSER = ("origin", "sec-fetch-site", "sec-fetch-mode", "sec-fetch-dest")
 """Headers a browser sends with a fetch (and a form), which a replica never does."""
 MOVE_WAIT = 5.0
@@ -73,27 +63,32 @@ Answer = Callable[[Request], Awaitable[Response]]
 
 
 class ShardRoutes:
-    def __init__(self, controller: Controller) -> None:
-        self.controller = controller
-        assert controller.sharding is not None
-        self.sharding = controller.sharding
+    """A ``promoter.kube.runtime.mode.Routes``; ``runtime()``: the replica's of the moment."""
+
+    def __init__(self, shards: Shards, *, runtime: Callable[[], ClusterRuntime]) -> None:
+        self.shards = shards
+        self.runtime = runtime
         self._client = httpx.AsyncClient(timeout=5.0)
+        self.listing = Listing(shards, runtime, self._api, self._client)
 
     @property
     def token(self) -> str | None:
-        return self.sharding.settings.peer_token
+        return self.shards.settings.peer_token
 
     def _api(self) -> Api:
-        api = self.controller.runtime.api
+        api = self.runtime().api
         assert api is not None
         return api
+
+    def _app(self) -> ASGIApp:
+        app = self.runtime().app
+        assert app is not None
+        return app
 
     async def handle(self, scope: Scope, receive: Receive, send: Send) -> bool:
         """Answer the request when it is one of ours; False to let the app answer it."""
         if any(k == PASSED.encode() for k, _ in scope["headers"]):
-            app = self.controller.runtime.app
-            assert app is not None
-            await receive_passed(scope, receive, send, app=app, token=self.token)
+            await receive_passed(scope, receive, send, app=self._app(), token=self.token)
             return True
         if scope["method"] == "POST" and scope["path"] in FREEZES:
             await self._freeze(scope, receive, send)
@@ -116,21 +111,21 @@ class ShardRoutes:
 
     async def _freeze(self, scope: Scope, receive: Receive, send: Send) -> None:
         """A freeze or its lifting, by the replicas whose repositories it covers."""
-        app = self.controller.runtime.app
-        assert app is not None
+        app = self._app()
         body, again = await body_of(scope, receive)
         strategy = named_strategy(body or b"")
-        runtime = self.controller.runtime
+        runtime = self.runtime()
         if body is None or (strategy is not None and runtime.config.strategy(strategy) is None):
             await app(scope, again, send)  # the API refuses it
             return
         answer: Answer
         if strategy is None:
-            members = self.sharding.coordinator.table.members
-            others = [a for m, a in sorted(members.items()) if m != self.sharding.identity and a]
+            addresses = others(self.shards)
 
             async def answer(request: Request) -> Response:
-                return await everywhere(scope, body, app=app, others=others, pass_on=self._pass_to)
+                return await everywhere(
+                    scope, body, app=app, others=addresses, pass_on=self._pass_to
+                )
         else:
             found = await self._settled(
                 lambda: self._strategy_route(strategy), deadline=time.monotonic() + MOVE_WAIT
@@ -147,7 +142,7 @@ class ShardRoutes:
         await BrowserGuard(respond, hosts=self._api().access.hosts)(scope, again, send)
 
     async def _pass_to(self, request: Request, address: str) -> Response:
-        identity = self.sharding.identity
+        identity = self.shards.identity
         return await pass_on(self._client, request, address, identity=identity, token=self.token)
 
     def _route(self, request: Request) -> Answer | None:
@@ -157,7 +152,7 @@ class ShardRoutes:
         if path == "/api/v1/shards" and method == "GET":
             return self._shards
         if path == "/api/v1/strategies" and method == "GET":
-            return self._strategies
+            return self.listing.strategies
         return self._owner_elsewhere(request)
 
     # --- forwarded keys -------------------------------------------------------------------
@@ -176,111 +171,21 @@ class ShardRoutes:
             wake = bool(data.get("wake"))
         except (ValueError, KeyError, TypeError):
             return JSONResponse({"error": "body must be {keys: [...]}"}, status_code=400)
-        rest = self.controller.runtime.receive(keys, wake=wake)
+        rest = self.runtime().receive(keys, wake=wake)
         if rest:
-            self.controller.forwarder.forward(rest)
+            self.shards.annotate(rest)
         return JSONResponse({"accepted": len(keys) - len(rest)}, status_code=202)
 
     async def _shards(self, request: Request) -> Response:
         who = await self._api().reader(request)
         if isinstance(who, Response):
             return who
-        return JSONResponse(self.table())
-
-    # --- the shards -------------------------------------------------------------------------
-
-    def table(self) -> dict[str, Any]:
-        coordinator = self.sharding.coordinator
-        table = coordinator.table
-        weights = table.work.weights
-        per_member = loads(table.assigned, weights)
-        held: dict[str, float] = {}
-        for shard, holder in table.holders.items():
-            if holder:
-                held[holder] = held.get(holder, 0.0) + weights.get(shard, 0.0)
-        total = sum(weights.values())
-        average = total / len(table.members) if table.members else 0.0
-        return {
-            "identity": self.sharding.identity,
-            "shardCount": self.sharding.settings.count,
-            "balance": round(max(per_member.values()) / average, 3) if average else None,
-            "members": [
-                {
-                    "identity": member,
-                    "address": address,
-                    "self": member == self.sharding.identity,
-                    "assignedStrategies": int(per_member.get(member, 0)),
-                    "heldStrategies": int(held.get(member, 0)),
-                    "heldShards": sum(1 for h in table.holders.values() if h == member),
-                }
-                for member, address in sorted(table.members.items())
-            ],
-            "shards": [
-                {
-                    "name": shard,
-                    "lease": shard_lease(self.sharding.settings.group, shard),
-                    "holder": table.holders.get(shard) or None,
-                    "assigned": table.assigned.get(shard),
-                    "strategies": int(weights.get(shard, 0)),
-                    "repositories": sorted(table.work.repositories.get(shard, [])),
-                }
-                for shard in sorted(weights)
-            ],
-        }
-
-    # --- strategies, wherever they are worked on --------------------------------------------
-
-    def _local(self) -> list[dict[str, Any]]:
-        runtime = self.controller.runtime
-        me = self.sharding.identity
-        return [
-            strategy_summary(s, runtime.view(s.name), owner=me)
-            for s in runtime.strategies()
-            if runtime.mine(s.name)
-        ]
-
-    async def _strategies(self, request: Request) -> Response:
-        local = request.query_params.get("scope") == "local"
-        signature = request.headers.get(SIGNATURE, "")
-        readable: Callable[[str], bool]
-        if local and verify(self.token, signature, b"", what=f"GET {LOCAL}"):
-            readable = lambda name: True  # noqa: E731  the entry replica filters
-        else:
-            api = self._api()
-            who = await api.reader(request)
-            if isinstance(who, Response):
-                return who
-            readable = lambda name: api.readable(who, name)  # noqa: E731
-        mine = [s for s in await run_in_threadpool(self._local) if readable(s["name"])]
-        if local:
-            return JSONResponse({"strategies": mine})
-        members = self.sharding.coordinator.table.members
-        others = [a for m, a in sorted(members.items()) if m != self.sharding.identity and a]
-        answers = await asyncio.gather(*(self._ask(a) for a in others))
-        found = {s["name"]: s for s in mine}
-        for answer in answers:
-            found.update({s["name"]: s for s in answer})
-        runtime = self.controller.runtime
-        listed = [
-            found.get(s.name) or strategy_summary(s, None, owner=self.sharding.owner(s.name))
-            for s in runtime.strategies()
-            if readable(s.name)
-        ]
-        return JSONResponse({"strategies": listed})
-
-    async def _ask(self, address: str) -> list[dict[str, Any]]:
-        headers = {SIGNATURE: sign(self.token, b"", what=f"GET {LOCAL}")} if self.token else {}
-        try:
-            answer = await self._client.get(address.rstrip("/") + LOCAL, headers=headers)
-            strategies: list[dict[str, Any]] = answer.json()["strategies"]
-        except (httpx.HTTPError, ValueError, KeyError, TypeError):
-            return []
-        return strategies
+        return JSONResponse(shard_table(self.shards))
 
     def _owner_elsewhere(self, request: Request) -> Answer | None:
         """How to answer a request about another replica's strategy or repository (by
         that replica); None when it is this replica's, or about no strategy."""
-        runtime = self.controller.runtime
+        runtime = self.runtime()
         path = request.url.path
         name = request.query_params.get("strategy") if path in AUDIT else None
         if (match := STRATEGY.match(path)) and runtime.config.strategy(match[1]) is not None:
@@ -288,21 +193,21 @@ class ShardRoutes:
         if name is not None and runtime.config.strategy(name) is not None:
             return self._strategy_route(name)
         if (match := STATUSES.match(path)) and request.method == "POST":
-            if self.sharding.fence.owns(match[1]) or not runtime.has_repository(match[1]):
+            if self.shards.owns(match[1]) or not runtime.has_repository(match[1]):
                 return None
-            return self._to_owner(self.sharding.locate_repository(match[1]))
+            return self._to_owner(self.shards.locate_repository(match[1]))
         return None
 
     def _strategy_route(self, strategy: str) -> Answer | None:
         """None when this replica works on ``strategy``, else how its owner answers."""
-        if self.controller.runtime.mine(strategy):
+        if self.runtime().mine(strategy):
             return None
-        return self._to_owner(self.sharding.locate(strategy))
+        return self._to_owner(self.shards.locate(strategy))
 
     def _to_owner(self, located: tuple[str, str] | None) -> Answer:
         """Passed to the replica ``located`` (identity, address); ``_changing`` while
         its shard has no holder that can answer (a move under way)."""
-        if located is None or not located[1] or located[0] == self.sharding.identity:
+        if located is None or not located[1] or located[0] == self.shards.identity:
             return self._changing
         address = located[1]
 
@@ -345,9 +250,7 @@ class ShardRoutes:
     def _answering(self, answer: Answer | None, hosts: Hosts) -> ASGIApp:
         """The app that answers: this replica's own, or one that passes to ``answer``."""
         if answer is None:
-            app = self.controller.runtime.app
-            assert app is not None
-            return app
+            return self._app()
         passed = answer
 
         async def respond(scope: Scope, receive: Receive, send: Send) -> None:
