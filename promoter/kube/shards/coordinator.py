@@ -17,14 +17,22 @@ the hold would lapse), and then, shard by shard:
   it could renew them (no write for them meanwhile; renewed with nobody else having
   held them, they are *regained*: what webhooks named meanwhile is read again).
 
-A round writes up to ``WRITERS`` Leases at once.
-
 So a hand-over takes a few watch events (tens of milliseconds), not rounds. A member
 is live while its member Lease changes within ``lease_duration``; a dead replica's
 member and shard Leases stop changing together, so its shards are taken over
 ``lease_duration`` after its last renewal was seen (the loop wakes when a Lease is due
 to lapse, not at the next ``retry_period``). Replicas
 may disagree on the member set for a moment; the Leases decide, never the assignment.
+
+Threads. The loop runs the rounds on a thread of its own; a round acts on its shards on
+up to ``WRITERS`` pool threads at once (a write per Lease). What those threads share is
+each behind a lock: the shards held, ever held, regained and being handed over, and the
+transitions counted, in ``Holdings`` (one lock); the copies of the Leases written in
+``LeaseWriter``, when each was seen to change in ``Observed``; the writes in flight in
+the ``ShardFence``. ``table`` and ``rounds`` are written by the loop alone (``table``
+replaced whole after each round, never changed), so other threads read them without a
+lock; ``_stopping`` is a flag the stopping thread sets and the rounds read. Nothing else
+is shared.
 """
 
 from __future__ import annotations
@@ -41,6 +49,7 @@ from promoter.kube.client.watcher import Watcher
 from promoter.kube.leadership.elector import LeaseSettings
 from promoter.kube.shards.assignment import Table, Work, assign
 from promoter.kube.shards.fence import ShardFence
+from promoter.kube.shards.holdings import Holdings
 from promoter.kube.shards.lease_writer import LeaseWriter, renew_every
 from promoter.kube.shards.leases import (
     MEMBER,
@@ -102,9 +111,7 @@ class ShardCoordinator:
         self.observed = Observed()
         self.table = Table({}, {}, {}, Work({}, {}))
         self.rounds = 0
-        self.transitions: Counter[str] = Counter()
-        """Shards acquired, released (handed over), lost (taken by another replica) and
-        lapsed (not renewed within the renew deadline)."""
+        self.holdings = Holdings()
         self.leases = Watcher(
             LeaseSource(kube, settings.group), "leases", lease.namespace, self._changed
         )
@@ -116,13 +123,6 @@ class ShardCoordinator:
             observed=self.observed,
             clock=clock,
         )
-        self._held: set[str] = set()
-        self._ever: set[str] = set()
-        """The shards this process has held: renewing one of them after its hold lapsed,
-        nobody else having written its Lease since, is a regain, not a take-over."""
-        self._regained: set[str] = set()
-        self._revoked_at: dict[str, float] = {}
-        self._count_lock = threading.Lock()
         self._pool = ThreadPoolExecutor(max_workers=WRITERS, thread_name_prefix="shard-lease")
         self._stopping = False
         self._stop = threading.Event()
@@ -162,7 +162,13 @@ class ShardCoordinator:
         return member_lease(self.settings.group, self.identity)
 
     def held(self) -> set[str]:
-        return set(self._held)
+        return self.holdings.held()
+
+    @property
+    def transitions(self) -> Counter[str]:
+        """Shards acquired, released (handed over), lost (taken by another replica) and
+        lapsed (not renewed within the renew deadline), so far."""
+        return self.holdings.transitions()
 
     def _changed(self, kind: str, obj: Obj, before: Obj | None) -> None:
         """A watch event: a round at once when a Lease changed hands (not on renewals)."""
@@ -214,20 +220,18 @@ class ShardCoordinator:
             self.prepare({shard for shard, member in assigned.items() if member == self.identity})
             now = self.clock()
         self._renew_member(self._latest(listed, self._member_name), now)
-        lapsed = self._held - self.fence.held()
+        lapsed = self.holdings.lapse(self.fence.held())
         if lapsed:  # not renewed in time: when renewed again, they are read afresh
             log.warning("shard holds lapsed", extra={"shards": sorted(lapsed)})
-            self._held -= lapsed
             for _ in lapsed:
-                self._count("lapsed")
-        before = set(self._held)
-        self._regained = set()
+                record_transition(self.identity, "lapsed")
+        before = self.holdings.begin_round()
 
         def act(shard: str) -> str:
             seen = self._latest(listed, shard_lease(self.settings.group, shard))
             return self._shard(shard, seen, assigned.get(shard) == self.identity, work, now)
 
-        shards = sorted(set(work.weights) | self._held)
+        shards = sorted(set(work.weights) | before)
         holders = dict(zip(shards, self._pool.map(act, shards), strict=True))
         self.table = Table(members, assigned, holders, work)
         self.rounds += 1
@@ -237,20 +241,20 @@ class ShardCoordinator:
             members=len(table.members),
             weights=table.work.weights,
             assigned=table.assigned,
-            held=self._held,
+            held=self.holdings.held(),
         )
-        gained, lost = self._held - before - self._regained, before - self._held
-        if gained or lost or self._regained:
+        gained, lost, regained = self.holdings.end_round(before)
+        if gained or lost or regained:
             log.info(
                 "shards moved",
                 extra={
                     "gained": sorted(gained),
                     "lost": sorted(lost),
-                    "regained": sorted(self._regained),
+                    "regained": sorted(regained),
                     "members": len(members),
                 },
             )
-            self.on_change(gained, lost, self._regained)
+            self.on_change(gained, lost, regained)
 
     def _latest(self, listed: dict[str, Seen], name: str) -> Seen | None:
         return self.writer.latest(listed, name)
@@ -261,18 +265,16 @@ class ShardCoordinator:
     def _shard(self, shard: str, seen: Seen | None, mine: bool, work: Work, now: float) -> str:
         """Act on one shard; who holds it afterwards (as far as we know)."""
         holder = seen.holder if seen is not None else ""
-        if shard in self._held and holder != self.identity:
+        if holder != self.identity and self.holdings.holds(shard):
             self._lose(shard, "taken over")  # another replica holds it: not ours any more
         if holder == self.identity:
             if mine and not self._stopping:
-                self._revoked_at.pop(shard, None)
-                lapsed = shard not in self._held
-                if (lapsed or self._due(seen.name if seen else "", now)) and self._write(
+                self.holdings.keep(shard)
+                held = self.holdings.holds(shard)
+                if (not held or self._due(seen.name if seen else "", now)) and self._write(
                     shard, seen, work, holder=self.identity
                 ):
-                    if lapsed and shard in self._ever:
-                        self._regained.add(shard)
-                    self._gain(shard)
+                    self.holdings.renew(shard, was_held=held)
                 return self.identity
             return self._hand_over(shard, seen, work, now)
         if not mine or self._stopping:
@@ -281,21 +283,17 @@ class ShardCoordinator:
             self.lease.lease_duration
         )
         if free and self._write(shard, seen, work, holder=self.identity):
-            self._gain(shard)
-            self._count("acquired")
+            if self.holdings.acquire(shard):
+                record_transition(self.identity, "acquired")
             return self.identity
         return holder
-
-    def _gain(self, shard: str) -> None:
-        self._held.add(shard)
-        self._ever.add(shard)
 
     def _hand_over(self, shard: str, seen: Seen | None, work: Work, now: float) -> str:
         """A shard we hold but should not: no new writes; released once drained."""
         self.fence.revoke(shard)
-        if shard not in self._revoked_at:
+        first, since = self.holdings.revoke(shard, now)
+        if first:
             self.on_revoke(shard)
-        since = self._revoked_at.setdefault(shard, now)
         if self.fence.in_flight(shard) and now - since < self.lease.renew_deadline:
             self._wake_when_drained(shard)
             if self._due(seen.name if seen else "", now):
@@ -303,7 +301,8 @@ class ShardCoordinator:
             return self.identity
         if self._write(shard, seen, work, holder=""):
             self._lose(shard, "released")
-            self._count("released")
+            self.holdings.count("released")
+            record_transition(self.identity, "released")
             return ""
         return self.identity
 
@@ -314,18 +313,12 @@ class ShardCoordinator:
 
         threading.Thread(target=wait, name=f"drain-{shard}", daemon=True).start()
 
-    def _count(self, kind: str) -> None:
-        with self._count_lock:
-            self.transitions[kind] += 1
-        record_transition(self.identity, kind)
-
     def _lose(self, shard: str, why: str) -> None:
         self.fence.drop(shard)
-        self._revoked_at.pop(shard, None)
-        if shard in self._held:
-            self._held.discard(shard)
-            if why == "taken over":
-                self._count("lost")
+        taken = why == "taken over"
+        if self.holdings.lose(shard, taken=taken):
+            if taken:
+                record_transition(self.identity, "lost")
             log.info("shard left", extra={"shard": shard, "why": why})
 
     def _write(self, shard: str, seen: Seen | None, work: Work, *, holder: str) -> bool:

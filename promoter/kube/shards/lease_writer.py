@@ -5,11 +5,14 @@ the write returned is the newest, and renewing on top of the watch's older copy 
 be refused (409). So each write is kept, and a write goes on top of whichever copy is
 newer. A refused write forgets ours: the next one starts from the watch's. A Lease held
 is written again every ``renew_every``.
+
+A round writes its Leases on several threads at once: the copies kept are behind a lock.
 """
 
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Callable
 
 from promoter.kube.client.api import Kube, KubeError, Obj
@@ -68,19 +71,22 @@ class LeaseWriter:
         self.duration = duration
         self.observed = observed
         self.clock = clock
+        self._lock = threading.Lock()
         self._written: dict[str, tuple[Obj, float]] = {}
         """Our latest write of each Lease, and when it began."""
 
     def latest(self, listed: dict[str, Seen], name: str) -> Seen | None:
         """The newest copy of Lease ``name``: the watch's, or the one we last wrote."""
-        ours = self._written.get(name)
+        with self._lock:
+            ours = self._written.get(name)
         seen = listed.get(name)
         found = newest(seen.lease if seen else None, ours[0] if ours else None)
         return Seen.of(found) if found is not None else None
 
     def due(self, name: str, now: float, every: float) -> bool:
         """Whether our Lease ``name`` was last written ``every`` seconds ago or more."""
-        written = self._written.get(name)
+        with self._lock:
+            written = self._written.get(name)
         return written is None or now - written[1] >= every
 
     def put(
@@ -110,10 +116,12 @@ class LeaseWriter:
         try:
             written = self.kube.write_lease(self.namespace, body, create=seen is None)
         except KubeError as exc:
-            self._written.pop(name, None)
+            with self._lock:
+                self._written.pop(name, None)
             log.info("lease not written", extra={"lease": name, "error": str(exc)})
             return None
-        self._written[name] = (written, started)
+        with self._lock:
+            self._written[name] = (written, started)
         self.observed.wrote(Seen.of(written), started)
         return started
 

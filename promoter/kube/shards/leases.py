@@ -15,6 +15,7 @@ resourceVersion), never by comparing the writer's wall clock with ours.
 from __future__ import annotations
 
 import math
+import threading
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -100,33 +101,39 @@ class Seen:
 
 
 class Observed:
-    """When each Lease was last seen to change, on this process's clock."""
+    """When each Lease was last seen to change, on this process's clock (thread-safe: a
+    round's writers tell it of their writes while the round reads it)."""
 
     def __init__(self) -> None:
+        self._lock = threading.Lock()
         self._seen: dict[str, tuple[tuple[str, str, str], float]] = {}
 
     def update(self, leases: dict[str, Seen], now: float) -> None:
-        for name, seen in leases.items():
-            mark = (seen.holder, seen.renewed, seen.version)
-            known = self._seen.get(name)
-            if known is None or known[0] != mark:
-                self._seen[name] = (mark, now)
-        for gone in set(self._seen) - set(leases):
-            del self._seen[gone]
+        with self._lock:
+            for name, seen in leases.items():
+                mark = (seen.holder, seen.renewed, seen.version)
+                known = self._seen.get(name)
+                if known is None or known[0] != mark:
+                    self._seen[name] = (mark, now)
+            for gone in set(self._seen) - set(leases):
+                del self._seen[gone]
 
     def wrote(self, seen: Seen, now: float) -> None:
         """We wrote this Lease ourselves (its next listing is a change we made)."""
-        self._seen[seen.name] = ((seen.holder, seen.renewed, seen.version), now)
+        with self._lock:
+            self._seen[seen.name] = ((seen.holder, seen.renewed, seen.version), now)
 
     def next_lapse(self, now: float, duration: float) -> float | None:
         """Seconds until the next held Lease reaches ``duration`` without a change (its
         holder presumed gone), or None when none is on its way there."""
-        ahead = [at + duration - now for (holder, _, _), at in self._seen.values() if holder]
+        with self._lock:
+            ahead = [at + duration - now for (holder, _, _), at in self._seen.values() if holder]
         return min((wait for wait in ahead if wait > 0), default=None)
 
     def age(self, name: str, now: float) -> float:
         """Seconds since the Lease last changed (infinite when never seen)."""
-        known = self._seen.get(name)
+        with self._lock:
+            known = self._seen.get(name)
         return math.inf if known is None else now - known[1]
 
 
