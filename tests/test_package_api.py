@@ -4,7 +4,8 @@ Every package declares ``__all__``, every name in it exists, and what a module i
 from another package is in that package's ``__all__`` (or is one of its modules). The
 engine is stricter: outside ``promoter/engine``, and outside the engine's own rule tests
 (which test its modules one by one), it is imported through its package alone. The order
-of ``__all__`` is ruff's (RUF022).
+of ``__all__`` is ruff's (RUF022). Kubernetes mode too: outside ``promoter/kube`` and its own
+tests, it is imported through ``promoter.kube`` alone.
 """
 
 from __future__ import annotations
@@ -22,6 +23,11 @@ SCANNED = (*SOURCES, "tests", "bench")
 ENGINE = "promoter.engine"
 ENGINE_RULE_TESTS = ("tests/engine/", "tests/gates/", "tests/rollouts/")
 """The engine's own tests, which may import its modules."""
+KUBE = "promoter.kube"
+KUBE_TESTS = ("tests/kube/",)
+"""Kubernetes mode's own tests, which may import its modules."""
+THROUGH_PACKAGE = {ENGINE: ENGINE_RULE_TESTS, KUBE: KUBE_TESTS}
+"""Packages imported through their ``__init__`` alone, but by their own tests."""
 
 
 def module_name(path: Path) -> str:
@@ -98,7 +104,8 @@ def test_what_a_package_gives_others_is_in_its_public_api() -> None:
         if module not in PACKAGES or within(importer, module):
             continue
         public = declared_all(module) or []
-        modules_allowed = module != ENGINE or path.startswith(ENGINE_RULE_TESTS)
+        own_tests = THROUGH_PACKAGE.get(module)
+        modules_allowed = own_tests is None or path.startswith(own_tests)
         for name in names:
             if name in public or (modules_allowed and is_module(f"{module}.{name}")):
                 continue
@@ -106,12 +113,20 @@ def test_what_a_package_gives_others_is_in_its_public_api() -> None:
     assert outside == []
 
 
-def test_the_engine_is_imported_through_its_package_only() -> None:
-    through_modules = [
+def through_modules(package: str, own_tests: tuple[str, ...]) -> list[str]:
+    """The imports of ``package``'s modules from outside it and its own tests."""
+    return [
         f"{path}:{line} imports {module}"
         for path, importer, line, module, _ in imports()
-        if module.startswith(ENGINE + ".")
-        and not within(importer, ENGINE)
-        and not path.startswith(ENGINE_RULE_TESTS)
+        if module.startswith(package + ".")
+        and not within(importer, package)
+        and not path.startswith(own_tests)
     ]
-    assert through_modules == []
+
+
+def test_the_engine_is_imported_through_its_package_only() -> None:
+    assert through_modules(ENGINE, ENGINE_RULE_TESTS) == []
+
+
+def test_kubernetes_mode_is_imported_through_its_package_only() -> None:
+    assert through_modules(KUBE, KUBE_TESTS) == []

@@ -129,12 +129,12 @@ def shard_settings(args: argparse.Namespace, base: Config) -> ShardSettings | No
     )
 
 
-def serve(args: argparse.Namespace, base: Config) -> int:
+def serve_kubernetes(args: argparse.Namespace, base: Config) -> int:
     """Run one replica until SIGTERM."""
     from promoter.kube.client.api import Kube, api_client
     from promoter.kube.controller import Controller, KubeSettings
     from promoter.kube.leadership.elector import LeaseSettings
-    from promoter.kube.serving import serve as serve_replica
+    from promoter.kube.serving import serve_replica
 
     if base.scm_providers or base.repositories or base.promotion_strategies:
         raise ConfigError(

@@ -31,7 +31,7 @@ GRACE_SECONDS = 60
 """How long uvicorn's shutdown waits for the requests in progress."""
 
 
-def serve(controller: Controller, *, host: str, port: int) -> bool:
+def serve_replica(controller: Controller, *, host: str, port: int) -> bool:
     """Serve the replica (``ReplicaApp``) until SIGTERM; whether it started."""
     from promoter.kube.app import ReplicaApp
 
