@@ -112,8 +112,8 @@ class Controller:
             on_stopped=self.signal,
         )
         self.sharding: ShardedMode | None = None
-        """The sharded mode, for what looks inside a replica (tests, benchmarks); None
-        with one leader. The controller itself only asks ``mode``."""
+        """The sharded mode, for the tests that look inside a replica; None with one
+        leader. The controller itself only asks ``mode``."""
         self.mode: Mode = self._mode(kube)
         self.watchers = {
             plural: Watcher(
