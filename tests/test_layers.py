@@ -92,6 +92,8 @@ REVERSE_IMPORTS = [
     ("promoter.notify.notifier", "promoter.state", "notify"),
     ("promoter.wiring", "promoter.engine", "wiring"),
     ("promoter.kube.controller", "promoter.git", "kube"),
+    ("promoter.kube.shards.routes", "promoter.kube.controller", "kube-rooms"),
+    ("promoter.kube.client.api", "promoter.kube.resources.specs", "kube-rooms"),
     ("scm_plugins.github.plugin", "promoter.state", "plugins-below"),
     ("promoter.daemon.executor", "scm_plugins.github", "plugins-above"),
     ("promoter.cli.main", "scm_plugins.registry", "plugins-above"),

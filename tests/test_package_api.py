@@ -2,10 +2,10 @@
 
 Every package declares ``__all__``, every name in it exists, and what a module imports
 from another package is in that package's ``__all__`` (or is one of its modules). The
-engine and the HTTP layer are stricter: outside ``promoter/engine`` and the engine's own
-rule tests (which test its modules one by one), the engine is imported through its
-package alone; outside ``promoter/http`` and its tests (``tests/http``, laid out as its
-rooms), so is ``promoter.http``. The order of ``__all__`` is ruff's (RUF022).
+packages with rooms are stricter (``THROUGH_PACKAGE``): outside the package and its own
+tests (which test its rooms and modules one by one), the engine, the HTTP layer and
+Kubernetes mode are imported through their package alone. The order of ``__all__`` is
+ruff's (RUF022).
 """
 
 from __future__ import annotations
@@ -26,7 +26,10 @@ ENGINE_RULE_TESTS = ("tests/engine/",)
 HTTP = "promoter.http"
 HTTP_TESTS = ("tests/http/",)
 """The HTTP layer's own tests, which may import its rooms and modules."""
-THROUGH_PACKAGE = {ENGINE: ENGINE_RULE_TESTS, HTTP: HTTP_TESTS}
+KUBE = "promoter.kube"
+KUBE_TESTS = ("tests/kube/",)
+"""Kubernetes mode's own tests, which may import its rooms and modules."""
+THROUGH_PACKAGE = {ENGINE: ENGINE_RULE_TESTS, HTTP: HTTP_TESTS, KUBE: KUBE_TESTS}
 """The packages imported through the package alone, and the tests that may reach in."""
 
 
@@ -114,7 +117,7 @@ def test_what_a_package_gives_others_is_in_its_public_api() -> None:
 
 
 @pytest.mark.parametrize("package", sorted(THROUGH_PACKAGE))
-def test_the_engine_and_http_are_imported_through_their_package_only(package: str) -> None:
+def test_a_package_with_rooms_is_imported_through_its_package_only(package: str) -> None:
     through_modules = [
         f"{path}:{line} imports {module}"
         for path, importer, line, module, _ in imports()

@@ -17,7 +17,7 @@ from pathlib import Path
 from promoter.cli import notify, remote, serve, status
 from promoter.cli.commands import PATH, Command, build_parser
 from promoter.errors import ConfigError, PromoterError
-from promoter.kube import cli as kube_cli
+from promoter.kube import cmd_crds, crds_arguments
 
 EXIT_INVALID = 2
 DESCRIPTION = """\
@@ -212,8 +212,8 @@ COMMANDS: list[Command] = [
     Command(
         "crds",
         "write the Kubernetes CRDs generated from the models (docs/kubernetes.md)",
-        kube_cli.crds_arguments,
-        kube_cli.cmd_crds,
+        crds_arguments,
+        cmd_crds,
     ),
     Command(
         "completion",

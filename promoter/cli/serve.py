@@ -15,7 +15,7 @@ from types import FrameType
 from promoter.cli.commands import PATH
 from promoter.config import Config
 from promoter.errors import ConfigError
-from promoter.kube import cli as kube_cli
+from promoter.kube import add_serve_arguments, serve_kubernetes
 
 DESCRIPTION = """\
 Run the daemon: webhook receivers, the API, /healthz, /readyz and /metrics.
@@ -40,7 +40,7 @@ def arguments(p: argparse.ArgumentParser) -> None:
         "--state-dir", metavar=PATH, help="use this directory instead of daemon.stateDir"
     )
     p.add_argument("--plain-logs", action="store_true", help="key=value logs instead of JSON lines")
-    kube_cli.add_serve_arguments(p)
+    add_serve_arguments(p)
 
 
 def _terminated(signum: int, frame: FrameType | None) -> None:
@@ -70,7 +70,7 @@ def run(args: argparse.Namespace) -> int:
     previous = signal.signal(signal.SIGTERM, _terminated)
     try:
         if args.kubernetes:
-            return kube_cli.serve(args, config)
+            return serve_kubernetes(args, config)
         daemon = Daemon(config)
         uvicorn.run(
             daemon.app,

@@ -16,7 +16,7 @@ from promoter.wiring import Daemon
 
 ROOT = Path(__file__).resolve().parents[2]
 SHARDED = {"GET /api/v1/shards"}
-"""Served by each replica in Kubernetes mode with shards (``promoter.kube.shard_api``)."""
+"""Served by each replica in Kubernetes mode with shards (``promoter.kube.shards.routes``)."""
 
 
 def served(tmp_path: Path) -> set[str]:
