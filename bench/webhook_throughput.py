@@ -63,9 +63,9 @@ CONNECTIONS = [1, 8, 32]
 def _receiver_app(state_dir: str) -> Any:
     """The receivers as the daemon mounts them (``promoter.http.app.build_app``): a POST to
     a webhook path goes straight to its receiver, in a process whose garbage collector is
-    set as the daemon's (``promoter.daemon.collector``)."""
+    set as the daemon's (``promoter.daemon.memory.collector``)."""
     from promoter.config import Config
-    from promoter.daemon import collector
+    from promoter.daemon.memory import collector
     from promoter.http.direct import DirectPostApp
     from promoter.state.statuses import StatusCache
     from promoter.state.tracking import ShaIndex

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from promoter.daemon.reader import SnapshotReader
+from promoter.daemon.reading.reader import SnapshotReader
 
 
 class Announcements:

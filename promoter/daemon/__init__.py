@@ -4,16 +4,16 @@ A reconcile reads a strategy fresh (``reader``), asks the engine, and carries ou
 actions (``executor``); manual operations go through the same path (``operations``).
 """
 
-from promoter.daemon.events import ActionEvent, Observer
-from promoter.daemon.executor import Executor
-from promoter.daemon.operations import OperationError, Operations
-from promoter.daemon.outcome import Outcome
-from promoter.daemon.queue import ShutDown, WorkQueue
-from promoter.daemon.reader import SnapshotReader
-from promoter.daemon.reconciler import Reconciler, StrategyView
+from promoter.daemon.acting.events import ActionEvent, Observer
+from promoter.daemon.acting.executor import Executor
+from promoter.daemon.acting.outcome import Outcome
+from promoter.daemon.loop.queue import ShutDown, WorkQueue
+from promoter.daemon.loop.reconciler import Reconciler, StrategyView
+from promoter.daemon.loop.scheduler import Scheduler
+from promoter.daemon.loop.workers import Workers
+from promoter.daemon.operations.manual import OperationError, Operations
+from promoter.daemon.reading.reader import SnapshotReader
 from promoter.daemon.runtime import Runtime
-from promoter.daemon.scheduler import Scheduler
-from promoter.daemon.workers import Workers
 
 __all__ = [
     "ActionEvent",

@@ -11,8 +11,8 @@ from collections.abc import Iterable
 from typing import Protocol
 
 from promoter.config import PromotionStrategy
-from promoter.daemon.freezes import FreezeResult
-from promoter.daemon.operation_results import (
+from promoter.daemon.loop.reconciler import StrategyView
+from promoter.daemon.operations.results import (
     ApproveChangeResult,
     ApproveResult,
     HoldResult,
@@ -23,7 +23,7 @@ from promoter.daemon.operation_results import (
     RevertResult,
     UnpinResult,
 )
-from promoter.daemon.reconciler import StrategyView
+from promoter.daemon.reading.freezes import FreezeResult
 from promoter.models import CommitStatus, DryCommit
 from promoter.state.audit_entry import AuditEntry, AuditPage, AuditQuery
 

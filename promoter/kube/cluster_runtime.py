@@ -17,7 +17,7 @@ from starlette.types import ASGIApp
 
 from promoter.config import Config
 from promoter.daemon import Observer, Outcome, Runtime, StrategyView, Workers
-from promoter.daemon.scheduler import every_repository
+from promoter.daemon.reading.scope import every_repository
 from promoter.errors import NotOwner
 from promoter.http.api import Api
 from scm_plugins.protocol import ScmPlugin

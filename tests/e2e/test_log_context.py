@@ -11,7 +11,7 @@ from typing import Any
 
 from promoter.config import Repository
 from promoter.daemon import Workers, WorkQueue
-from promoter.daemon.outcome import Outcome
+from promoter.daemon.acting.outcome import Outcome
 from promoter.errors import ScmUnavailable
 from promoter.logs import log_context
 from promoter.models import PullRequest

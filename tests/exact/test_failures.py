@@ -12,9 +12,9 @@ import pytest
 from starlette.testclient import TestClient
 
 from promoter.daemon import Runtime
-from promoter.daemon.outcome import Outcome
-from promoter.daemon.queue import WorkQueue
-from promoter.daemon.workers import Workers
+from promoter.daemon.acting.outcome import Outcome
+from promoter.daemon.loop.queue import WorkQueue
+from promoter.daemon.loop.workers import Workers
 from promoter.errors import ScmAuthError, ScmConflict, ScmNotFound
 from promoter.models import CommitStatus, Phase
 from promoter.wiring import Daemon
