@@ -16,6 +16,7 @@ from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
+from promoter import tuning
 from promoter.activity import ACTIVITY
 from promoter.config import Config, PromotionStrategy, Repository
 from promoter.daemon.acting.events import Observer
@@ -26,7 +27,7 @@ from promoter.daemon.loop.reconciler import Reconciler, StrategyView
 from promoter.daemon.loop.resync import Resync
 from promoter.daemon.loop.scheduler import Scheduler
 from promoter.daemon.loop.workers import Workers
-from promoter.daemon.memory import collector, trim
+from promoter.daemon.memory import trim
 from promoter.daemon.memory.compact import FieldSets
 from promoter.daemon.memory.settled import SettledIndex
 from promoter.daemon.operations.manual import Operations
@@ -125,7 +126,7 @@ class Runtime:
             config, self.queue, self.mirrors, plan=self.resync, index=self.settled, owns=owns
         )
         self.memory = trim.MemoryTrim(
-            idle=self.queue.idle, finished=lambda: self.queue.finished, trim=trim.libc_trim()
+            idle=self.queue.idle, finished=lambda: self.queue.finished, trim=tuning.libc_trim()
         )
         self.started = False
         self._closers: list[Any] = []
@@ -327,7 +328,7 @@ class Runtime:
     def start(self) -> None:
         if self.started:
             return
-        collector.tune()
+        tuning.tune()
         self.workers.start()
         self.scheduler.every(LEDGER_FLUSH_INTERVAL, self.ledger.flush_all, "ledger-flush")
         self.scheduler.every(LEDGER_FLUSH_INTERVAL, self.audit.flush_all, "audit-flush")

@@ -15,13 +15,13 @@ back, 12 ms to give back 160 MB.
 once the work queue has been idle, with no reconcile finished, for ``REST`` seconds
 after some work, and at most once every ``SPACING`` seconds: a steady trickle of
 webhooks, each followed by a moment of rest, does not trim after every one (the pages
-given back are faulted in again when the heap grows). Where the C library has no
-``malloc_trim`` (musl, macOS), nothing is done.
+given back are faulted in again when the heap grows). The trim itself is the process-wide
+tuning's (``promoter.tuning.libc_trim``); where the C library has no ``malloc_trim``
+(musl, macOS), nothing is done.
 """
 
 from __future__ import annotations
 
-import ctypes
 import logging
 import time
 from collections.abc import Callable
@@ -34,17 +34,6 @@ REST = 1.0
 """Seconds the queue stays idle, with no reconcile finished, before a trim."""
 SPACING = 30.0
 """Seconds at least between two trims."""
-
-
-def libc_trim() -> Callable[[], int] | None:
-    """``malloc_trim(0)`` of the C library the process runs on, or None when it has none."""
-    try:
-        func = ctypes.CDLL(None).malloc_trim
-    except (OSError, AttributeError, TypeError):
-        return None
-    func.argtypes = [ctypes.c_size_t]
-    func.restype = ctypes.c_int
-    return lambda: int(func(0))
 
 
 class MemoryTrim:
@@ -61,7 +50,7 @@ class MemoryTrim:
         spacing: float = SPACING,
     ) -> None:
         """``idle``: nothing ready or running in the work queue; ``finished``: how many
-        reconciles have finished so far; ``trim``: ``libc_trim()``'s function, or None."""
+        reconciles have finished so far; ``trim``: ``promoter.tuning.libc_trim()``, or None."""
         self._idle = idle
         self._finished = finished
         self._trim = trim

@@ -14,7 +14,8 @@ from pathlib import Path
 
 from starlette.testclient import TestClient
 
-from promoter.daemon.memory.trim import MemoryTrim, libc_trim
+from promoter.daemon.memory.trim import MemoryTrim
+from promoter.tuning import libc_trim
 from promoter.wiring import Daemon
 from tests.support import GitOpsRepo, local_config, wait_for
 
@@ -99,7 +100,8 @@ def test_without_malloc_trim_in_the_c_library_nothing_is_done() -> None:
 HOLES = textwrap.dedent(
     """
     import json, sys
-    from promoter.daemon.memory.trim import MemoryTrim, libc_trim
+    from promoter.daemon.memory.trim import MemoryTrim
+    from promoter.tuning import libc_trim
 
     def rss_mb():
         for line in open("/proc/self/status"):
