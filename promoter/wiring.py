@@ -18,8 +18,7 @@ from starlette.routing import BaseRoute
 import webhooks
 from promoter.config import Config
 from promoter.config.loader import load_config
-from promoter.daemon import Observer, Runtime
-from promoter.daemon.acting import dora_counters
+from promoter.daemon import Observer, Runtime, dora_counters
 from promoter.errors import ConfigError
 from promoter.http import AccessControl, Api, TokenReview, build_app
 from promoter.models import utcnow

@@ -2,9 +2,10 @@
 
 Every package declares ``__all__``, every name in it exists, and what a module imports
 from another package is in that package's ``__all__`` (or is one of its modules). The
-engine is stricter: outside ``promoter/engine``, and outside the engine's own rule tests
-(which test its modules one by one), it is imported through its package alone. The order
-of ``__all__`` is ruff's (RUF022).
+engine and the daemon are stricter: outside ``promoter/engine``, and outside the engine's
+own rule tests (which test its modules one by one), the engine is imported through its
+package alone; so is the daemon outside ``promoter/daemon`` and its own tests
+(``tests/daemon``, one folder a room). The order of ``__all__`` is ruff's (RUF022).
 """
 
 from __future__ import annotations
@@ -22,6 +23,11 @@ SCANNED = (*SOURCES, "tests", "bench")
 ENGINE = "promoter.engine"
 ENGINE_RULE_TESTS = ("tests/engine/", "tests/gates/", "tests/rollouts/")
 """The engine's own tests, which may import its modules."""
+DAEMON = "promoter.daemon"
+DAEMON_TESTS = ("tests/daemon/",)
+"""The daemon's own tests, which may import its modules."""
+THROUGH_PACKAGE = {ENGINE: ENGINE_RULE_TESTS, DAEMON: DAEMON_TESTS}
+"""The packages imported through their ``__init__`` alone, but by their own tests."""
 
 
 def module_name(path: Path) -> str:
@@ -98,7 +104,7 @@ def test_what_a_package_gives_others_is_in_its_public_api() -> None:
         if module not in PACKAGES or within(importer, module):
             continue
         public = declared_all(module) or []
-        modules_allowed = module != ENGINE or path.startswith(ENGINE_RULE_TESTS)
+        modules_allowed = module not in THROUGH_PACKAGE or path.startswith(THROUGH_PACKAGE[module])
         for name in names:
             if name in public or (modules_allowed and is_module(f"{module}.{name}")):
                 continue
@@ -106,12 +112,13 @@ def test_what_a_package_gives_others_is_in_its_public_api() -> None:
     assert outside == []
 
 
-def test_the_engine_is_imported_through_its_package_only() -> None:
+@pytest.mark.parametrize("package", sorted(THROUGH_PACKAGE))
+def test_the_engine_and_the_daemon_are_imported_through_their_package_only(package: str) -> None:
     through_modules = [
         f"{path}:{line} imports {module}"
         for path, importer, line, module, _ in imports()
-        if module.startswith(ENGINE + ".")
-        and not within(importer, ENGINE)
-        and not path.startswith(ENGINE_RULE_TESTS)
+        if module.startswith(package + ".")
+        and not within(importer, package)
+        and not path.startswith(THROUGH_PACKAGE[package])
     ]
     assert through_modules == []

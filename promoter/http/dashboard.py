@@ -21,7 +21,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
 
 from promoter.config import PromotionStrategy
-from promoter.daemon.loop.reconciler import StrategyView
+from promoter.daemon import StrategyView
 from promoter.http import changes, overview
 from promoter.http import dashboard_html as h
 from promoter.http.actions import Allowed, strategy_buttons

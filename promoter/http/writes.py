@@ -22,8 +22,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from promoter.daemon.operations.manual import OperationError
-from promoter.daemon.operations.results import OperationResult
+from promoter.daemon import OperationError, OperationResult
 from promoter.errors import (
     CommitNotFound,
     GitError,

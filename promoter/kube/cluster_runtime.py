@@ -16,8 +16,7 @@ from contextlib import AbstractContextManager
 from starlette.types import ASGIApp
 
 from promoter.config import Config
-from promoter.daemon import Observer, Outcome, Runtime, StrategyView, Workers
-from promoter.daemon.reading.scope import every_repository
+from promoter.daemon import Observer, Outcome, Runtime, StrategyView, Workers, every_repository
 from promoter.errors import NotOwner
 from promoter.http.api import Api
 from scm_plugins.protocol import ScmPlugin

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from promoter.config import Config
-from promoter.daemon.checks.gate_calls import GateCalls, words_of
+from promoter.daemon import GateCalls, words_of
 from promoter.errors import HoldLapsed, NotOwner
 from promoter.kube.cluster_runtime import ClusterRuntime
 from promoter.kube.commit_statuses import CommitStatusIndex, needs_mirror, parse

@@ -12,7 +12,7 @@ from typing import Any, cast
 import pytest
 
 from promoter.config import Config
-from promoter.daemon.loop.queue import WorkQueue
+from promoter.daemon import WorkQueue
 from promoter.kube.api import CONNECTIONS, Kube, loopback_client
 from promoter.kube.cluster_runtime import ClusterRuntime
 from promoter.kube.leader import LeaseSettings
