@@ -84,7 +84,7 @@ class Reconciler:
     conflicts: MergeConflicts = field(default_factory=MergeConflicts)
     shapes: Shapes = field(default_factory=Shapes)
     field_sets: FieldSets = field(default_factory=FieldSets)
-    """Shares the field-name sets of the models the views keep (``daemon.compact``)."""
+    """Shares the field-name sets of the models the views keep (``daemon.memory.compact``)."""
     """Shared by every reader: dry SHAs and merge conflicts by immutable SHAs (and the
     notes parsed), and what each strategy's configuration gives its snapshots."""
     _lock: threading.Lock = field(default_factory=threading.Lock)

@@ -3,7 +3,7 @@
 Each runs under the strategy's lock (never beside a reconcile of it), reads the strategy
 fresh, asks the engine what the request means (``promoter.engine.operations``) and carries
 out its answer through the executor, like a reconcile would; the API then wakes the strategy.
-Each answers a typed result (``operation_results``); its log lines carry the strategy, the
+Each answers a typed result (``results``); its log lines carry the strategy, the
 ``manual_operation`` and the environment (``promoter.logs.log_context``).
 """
 
