@@ -19,7 +19,7 @@ in a shuffled order. It waits until every change is merged (each strategy's firs
 environment runs the change, as the daemon sees it), then for the daemon to fall idle,
 and compares the daemon's resident memory (``/proc``) before and after, each read once
 the daemon has rested ``REST`` seconds (it gives freed memory back to the system a
-second or two after its last reconcile, ``promoter.daemon.memory_trim``): the daemon's
+second or two after its last reconcile, ``promoter.daemon.memory.trim``): the daemon's
 alone, GitHub's state and the
 work of answering it being in the other process (until 2026-11-27 the fake ran in the
 daemon's process through ``responses``, its state and its garbage counted with the daemon's).

@@ -62,10 +62,10 @@ CONNECTIONS = [1, 8, 32]
 
 def _receiver_app(state_dir: str) -> Any:
     """The receivers as the daemon mounts them (``promoter.http.app.build_app``): a POST to
-    a webhook path goes straight to its receiver, in a process whose garbage collector is
-    set as the daemon's (``promoter.daemon.collector``)."""
+    a webhook path goes straight to its receiver, in a process tuned as the daemon's
+    (``promoter.tuning``: its garbage collector among other things)."""
+    from promoter import tuning
     from promoter.config import Config
-    from promoter.daemon import collector
     from promoter.http import DirectPostApp
     from promoter.state.statuses import StatusCache
     from promoter.state.tracking import ShaIndex
@@ -92,7 +92,7 @@ def _receiver_app(state_dir: str) -> Any:
             "webhooks": {"github": {"secrets": [{"fromEnv": SECRET_ENV}]}},
         }
     )
-    collector.tune()  # the process's collector, as the daemon sets it when it starts
+    tuning.tune()  # the process, as the daemon sets it when it starts
     queued: set[str] = set()
     routes = build_routes(
         config=config,

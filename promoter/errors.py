@@ -2,7 +2,7 @@
 
 Third-party exceptions (PyGithub, python-gitlab, GitPython) are translated into
 these once, at the boundary, with the original kept as ``__cause__``. The tree, with
-what each class means and what a worker (``promoter.daemon.workers``) does when a
+what each class means and what a worker (``promoter.daemon.loop.workers``) does when a
 reconcile raises it. Backoff is exponential per strategy, capped at ``daemon.maxBackoff``
 and reset by a success; a parked strategy waits for a webhook, a moved ref or a new
 configuration (the resync skips it)::
@@ -28,7 +28,7 @@ configuration (the resync skips it)::
     ├── NotOwner                sharded: another replica holds the repository now: dropped
     └── ScmError                what an SCM plugin raises: every Scm* class above is one too
 
-Defined next to their use: ``OperationError`` (``promoter.daemon.operations``),
+Defined next to their use: ``OperationError`` (``promoter.daemon.operations.manual``),
 ``LedgerUnreadable`` (``promoter.state.ledger``), ``HydrateError``
 (``promoter.cli.hydrate``), all permanent; ``PluginError`` (permanent) and
 ``PluginTemporaryError`` (``scm_plugins.external.errors``).

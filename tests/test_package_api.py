@@ -3,8 +3,8 @@
 Every package declares ``__all__``, every name in it exists, and what a module imports
 from another package is in that package's ``__all__`` (or is one of its modules). The
 packages with rooms are stricter (``THROUGH_PACKAGE``): outside the package and its own
-tests (which test its rooms and modules one by one), the engine, the HTTP layer and
-Kubernetes mode are imported through their package alone. The order of ``__all__`` is
+tests (which test its rooms and modules one by one), the engine, the daemon, the HTTP
+layer and Kubernetes mode are imported through their package alone. The order of ``__all__`` is
 ruff's (RUF022).
 """
 
@@ -29,7 +29,15 @@ HTTP_TESTS = ("tests/http/",)
 KUBE = "promoter.kube"
 KUBE_TESTS = ("tests/kube/",)
 """Kubernetes mode's own tests, which may import its rooms and modules."""
-THROUGH_PACKAGE = {ENGINE: ENGINE_RULE_TESTS, HTTP: HTTP_TESTS, KUBE: KUBE_TESTS}
+DAEMON = "promoter.daemon"
+DAEMON_TESTS = ("tests/daemon/",)
+"""The daemon's own tests, which may import its rooms and modules."""
+THROUGH_PACKAGE = {
+    ENGINE: ENGINE_RULE_TESTS,
+    DAEMON: DAEMON_TESTS,
+    HTTP: HTTP_TESTS,
+    KUBE: KUBE_TESTS,
+}
 """The packages imported through the package alone, and the tests that may reach in."""
 
 

@@ -10,7 +10,7 @@ import pytest
 from starlette.testclient import TestClient
 
 from promoter.cli.sandbox import git
-from promoter.daemon.operations import OperationError
+from promoter.daemon import OperationError
 from promoter.engine import HealthyRecord
 from promoter.wiring import Daemon
 from tests.support import ENVIRONMENTS, GitOpsRepo, local_config, wait_for

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from promoter.config import PromotionStrategy
-from promoter.daemon.reconciler import StrategyView
+from promoter.daemon import StrategyView
 from promoter.engine import (
     CommitState,
     EnvironmentSnapshot,

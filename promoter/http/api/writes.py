@@ -28,8 +28,7 @@ from promoter.config import (
     environment_branch,
     operation,
 )
-from promoter.daemon.operation_results import OperationResult
-from promoter.daemon.operations import OperationError
+from promoter.daemon import OperationError, OperationResult
 from promoter.errors import (
     AmbiguousName,
     GitError,

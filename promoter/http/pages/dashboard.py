@@ -22,7 +22,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
 
 from promoter.config import PromotionStrategy, short_name
-from promoter.daemon.reconciler import StrategyView
+from promoter.daemon import StrategyView
 from promoter.http.access import OPERATION_ROLES, Identity, Scope
 from promoter.http.api import Api, EventStream, strategy_dora, strategy_json
 from promoter.http.pages import changes, overview

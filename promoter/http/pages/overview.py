@@ -18,7 +18,7 @@ from typing import Any
 from urllib.parse import urlencode
 
 from promoter.config import PromotionStrategy, short_name
-from promoter.daemon.reconciler import StrategyView
+from promoter.daemon import StrategyView
 from promoter.http.pages.kinds import KINDS, badge, kind_of
 
 PAGE = 50

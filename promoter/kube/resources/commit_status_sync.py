@@ -22,8 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from promoter.config import Config
-from promoter.daemon import Runtime
-from promoter.daemon.gate_calls import GateCalls, words_of
+from promoter.daemon import GateCalls, Runtime, words_of
 from promoter.errors import HoldLapsed, NotOwner
 from promoter.kube.resources.commit_statuses import CommitStatusIndex, needs_mirror, parse
 from promoter.kube.resources.config_source import split_name

@@ -19,8 +19,7 @@ from contextlib import AbstractContextManager
 from starlette.types import ASGIApp
 
 from promoter.config import Config
-from promoter.daemon import Observer, Outcome, Runtime, StrategyView, Workers
-from promoter.daemon.scheduler import every_repository
+from promoter.daemon import Observer, Outcome, Runtime, StrategyView, Workers, every_repository
 from promoter.errors import NotOwner
 from promoter.http import Api
 from promoter.kube.runtime.scm import ClusterScm

@@ -10,7 +10,7 @@ import pytest
 from starlette.applications import Starlette
 from starlette.testclient import TestClient
 
-from promoter.daemon.operation_results import (
+from promoter.daemon import (
     ApproveChangeResult,
     ApproveResult,
     HoldResult,

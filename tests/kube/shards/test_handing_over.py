@@ -13,7 +13,7 @@ from typing import Any, cast
 import pytest
 
 from promoter.config import Config
-from promoter.daemon.queue import WorkQueue
+from promoter.daemon import WorkQueue
 from promoter.kube.client.api import CONNECTIONS, Kube, loopback_client
 from promoter.kube.leadership.elector import LeaseSettings
 from promoter.kube.resources.refresh import RefreshForwarder
