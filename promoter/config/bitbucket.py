@@ -12,6 +12,7 @@ from typing import Literal
 from pydantic import Field, field_validator, model_validator
 
 from promoter.config.base import Spec
+from promoter.config.durations import Duration
 from promoter.config.secrets import SecretRef
 from promoter.config.transport import insecure, refusal
 
@@ -79,6 +80,11 @@ class BitbucketCloudProvider(Spec):
     )
     merge_strategy: CloudMergeStrategy = Field(
         default="merge_commit", description="How Bitbucket merges a promotion pull request."
+    )
+    rate_limit_wait: Duration = Field(
+        default=60.0,
+        description="How long calls wait after a 429, which says no time (the hourly limit "
+        "rolls: room comes back as the hour's oldest calls leave it).",
     )
     allow_insecure: bool = Field(default=False, description=ALLOW_INSECURE)
 

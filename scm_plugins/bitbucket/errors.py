@@ -92,8 +92,10 @@ def exception_name(data: Any) -> str:
     return ""
 
 
-def retry_after(headers: Mapping[str, str], *, now: float | None = None) -> float:
-    """Seconds to wait after a 429: ``Retry-After`` (seconds or a date), else the default."""
+def retry_after(
+    headers: Mapping[str, str], *, now: float | None = None, default: float = DEFAULT_RETRY_AFTER
+) -> float:
+    """Seconds to wait after a 429: ``Retry-After`` (seconds or a date), else ``default``."""
     value = {k.lower(): v for k, v in headers.items()}.get("retry-after")
     if value:
         try:
@@ -104,19 +106,22 @@ def retry_after(headers: Mapping[str, str], *, now: float | None = None) -> floa
                 return _clamp(when - (time.time() if now is None else now))
             except (TypeError, ValueError):
                 pass
-    return DEFAULT_RETRY_AFTER
+    return default
 
 
 def _clamp(seconds: float) -> float:
     return min(max(seconds, 0.0), MAX_WAIT)
 
 
-def from_answer(error: BitbucketHTTPError, *, product: str) -> ScmError:
-    """The ScmError for one Bitbucket answer of 400 or more."""
+def from_answer(
+    error: BitbucketHTTPError, *, product: str, wait: float = DEFAULT_RETRY_AFTER
+) -> ScmError:
+    """The ScmError for one Bitbucket answer of 400 or more (``wait``: after a 429 that
+    says no time)."""
     status, message = error.status, error.message
     text = f"{product} answered {status}: {message}"
     if status == 429:
-        return ScmRateLimited(text, retry_after=retry_after(error.headers))
+        return ScmRateLimited(text, retry_after=retry_after(error.headers, default=wait))
     if status in (401, 403):
         return ScmAuthError(text)
     if status in (404, 410):
@@ -133,10 +138,12 @@ def from_answer(error: BitbucketHTTPError, *, product: str) -> ScmError:
     return ScmError(text)
 
 
-def translate(exc: BaseException, *, product: str) -> ScmError | None:
+def translate(
+    exc: BaseException, *, product: str, wait: float = DEFAULT_RETRY_AFTER
+) -> ScmError | None:
     """``ScmCalls`` translator: Bitbucket's answers and transport errors to ScmError."""
     if isinstance(exc, BitbucketHTTPError):
-        return from_answer(exc, product=product)
+        return from_answer(exc, product=product, wait=wait)
     if isinstance(exc, requests.exceptions.SSLError):
         return ScmUnavailable(f"{product}: TLS verification failed (check caBundle)")
     if isinstance(exc, requests.Timeout):

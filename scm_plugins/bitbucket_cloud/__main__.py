@@ -53,7 +53,9 @@ def build(params: m.InitializeParams) -> BitbucketCloudScm:
     try:
         provider = ScmProvider.model_validate({"name": params.provider, "bitbucketCloud": section})
     except ValidationError as exc:
-        raise ConfigError([str(e["msg"]) for e in exc.errors()]) from None
+        raise ConfigError(
+            [str(e["msg"]).removeprefix("Value error, ") for e in exc.errors()]
+        ) from None
     state = params.state_dir or tempfile.gettempdir()
     return BitbucketCloudScm(provider=provider, state_dir=state)
 

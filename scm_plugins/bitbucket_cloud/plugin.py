@@ -51,8 +51,11 @@ class BitbucketCloudScm:
             raise ConfigError([f"SCM provider {provider.name!r} has no bitbucketCloud section"])
         config: BitbucketCloudProvider = provider.bitbucket_cloud
         self._config = config
+        wait = config.rate_limit_wait
         self.calls = ScmCalls(
-            PROVIDER, lambda exc: translate(exc, product=PRODUCT), budget=CredentialBudget(limits)
+            PROVIDER,
+            lambda exc: translate(exc, product=PRODUCT, wait=wait),
+            budget=CredentialBudget(limits),
         )
         self._credentials = Credentials(config, self.calls)
         session = requests.Session()

@@ -40,7 +40,9 @@ def build(params: m.InitializeParams) -> BitbucketDataCenterScm:
             {"name": params.provider, "bitbucketDataCenter": section}
         )
     except ValidationError as exc:
-        raise ConfigError([str(e["msg"]) for e in exc.errors()]) from None
+        raise ConfigError(
+            [str(e["msg"]).removeprefix("Value error, ") for e in exc.errors()]
+        ) from None
     state = params.state_dir or tempfile.gettempdir()
     return BitbucketDataCenterScm(provider=provider, state_dir=state)
 

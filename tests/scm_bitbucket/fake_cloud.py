@@ -214,7 +214,8 @@ class FakeCloud(FakeServer):
         if strategy not in STRATEGIES:
             return self.error(400, f"merge_strategy: {strategy} is not allowed")
         head = tip(repo.path, pr["source"]["branch"]["name"])
-        assert head is not None
+        before = tip(repo.path, pr["destination"]["branch"]["name"])
+        assert head is not None and before is not None
         made = merge(
             repo.path,
             base_branch=pr["destination"]["branch"]["name"],
@@ -228,6 +229,8 @@ class FakeCloud(FakeServer):
             return self.error(400, "You can't merge until you resolve all merge conflicts.")
         self._close(repo, pr, "MERGED")
         pr["merge_commit"] = {"hash": made[:12], "links": {}}
+        if self.on_push is not None:
+            self.on_push(name, pr["destination"]["branch"]["name"], before, made)
         return 200, self._view(repo, pr), {}
 
     def _decline(self, repo: Repo, name: str, body: Any, q: dict[str, str], n: str) -> Answer:

@@ -281,6 +281,7 @@ class FakeDataCenter(FakeServer):
         if strategy not in STRATEGIES:
             return self.error(400, f"Merge strategy {strategy} is not enabled")
         head = pr["fromRef"]["latestCommit"]
+        before = pr["toRef"]["latestCommit"]
         made = merge(
             repo.path,
             base_branch=pr["toRef"]["displayId"],
@@ -302,6 +303,8 @@ class FakeDataCenter(FakeServer):
             )
         self._end(pr, "MERGED")
         pr["properties"] = {"mergeCommit": {"id": made, "displayId": made[:11]}}
+        if self.on_push is not None:
+            self.on_push(name, pr["toRef"]["displayId"], before, made)
         return 200, self._view(repo, pr), {}
 
     def _decline(self, repo: Repo, name: str, body: Any, q: dict[str, str], n: str) -> Answer:

@@ -104,6 +104,9 @@ class FakeServer:
 
     calls: list[Call] = field(default_factory=list)
     on_handled: Callable[[str, str, int], None] | None = None
+    on_push: Callable[[str, str, str, str], None] | None = None
+    """Called as ``(full_name, branch, before, after)`` after a merge moved a branch: where
+    Bitbucket sends its push webhook."""
     limited_until: float = 0.0
 
     def __post_init__(self) -> None:
