@@ -181,6 +181,26 @@ class BitbucketCI:
                 self.push(branch, before[branch], gitops.tip(branch))
         return change
 
+    def person_merges(self, number: int) -> None:
+        """A person presses "Merge" in Bitbucket; its webhooks follow (the push, from the
+        fake, and the pull request's own event)."""
+        merged = self.fake.person_merges(self.full_name, number)
+        if self.product == "cloud":
+            payload = _genuine("cloud", "pr_fulfilled.json")
+            payload["pullrequest"].update(
+                {k: merged[k] for k in ("id", "state", "source", "destination")}
+            )
+            event = "pullrequest:fulfilled"
+        else:
+            payload = _genuine("datacenter", "pr_merged.json")
+            payload["pullRequest"].update(
+                {k: merged[k] for k in ("id", "version", "state", "fromRef", "toRef")}
+            )
+            event = "pr:merged"
+        if "repository" in payload:
+            self._repository(payload)
+        assert self.deliver(event, payload) == 202
+
     # --- statuses ----------------------------------------------------------------------
 
     def status(self, sha: str, key: str, phase: str = "success") -> None:
