@@ -66,7 +66,7 @@ def _builtins() -> None:
         ours = "?"
     kinds = dict(BUILTIN)
     kinds.update({ep.name: ep.value for ep in entry_points(group="promoter.scm_plugins")})
-    print(f"\n{'BUILT IN':<22} {'VERSION':<10} {'RUNS':<18} FACTORY")
+    print(f"{'BUILT IN':<22} {'VERSION':<10} {'RUNS':<18} FACTORY")
     for kind, target in sorted(kinds.items()):
         print(f"{kind:<22} {ours:<10} {'in process':<18} {target}")
 
