@@ -57,7 +57,11 @@ class FakeDataCenter(FakeServer):
         self.legacy_only = False
         self.repos: dict[str, Repo] = {}
         self._template = _genuine("rest/pr.json")
-        self.base_url = self.url + CONTEXT
+
+    @property
+    def base_url(self) -> str:
+        """The instance's URL, with its context path."""
+        return self.url + CONTEXT
 
     def __enter__(self) -> FakeDataCenter:
         self.start()

@@ -139,6 +139,15 @@ class FakeServer:
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
         self._thread = threading.Thread(target=self.server.serve_forever, daemon=True)
 
+    def use_tls(self, certfile: Path, keyfile: Path) -> None:
+        """Answer over TLS with this certificate (before ``start``)."""
+        import ssl
+
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.load_cert_chain(certfile, keyfile)
+        self.server.socket = context.wrap_socket(self.server.socket, server_side=True)
+        self.url = self.url.replace("http://", "https://", 1)
+
     def start(self) -> None:
         self._thread.start()
 
