@@ -19,7 +19,7 @@ from promoter.config import BitbucketDataCenterProvider, Repository, ScmProvider
 from promoter.errors import ConfigError
 from promoter.models import CommitStatus, PullRequest, Review
 from scm_plugins.bitbucket import BitbucketApi, git_environment, translate
-from scm_plugins.bitbucket_datacenter.pulls import Pulls, repo_path
+from scm_plugins.bitbucket_datacenter.pulls import Pulls
 from scm_plugins.bitbucket_datacenter.statuses import Statuses
 from scm_plugins.budget import CredentialBudget, Limits
 from scm_plugins.calls import ScmCalls
@@ -145,10 +145,6 @@ class BitbucketDataCenterScm:
         return git_environment(
             repo.url, authorization=f"Bearer {self._token}", ca_bundle=self._config.ca_bundle
         )
-
-    def repository_api(self, repo: Repository) -> str:
-        """The repository's REST path (for logs and tests)."""
-        return repo_path(repo)
 
     def set_budget_share(self, share: float) -> None:
         """Spend only ``share`` of the token's limits (other replicas use the rest)."""
