@@ -24,7 +24,8 @@ from pathlib import Path
 from typing import Any
 
 from tests.fixture_paths import FIXTURES
-from tests.scm_bitbucket.fake_http import Answer, FakeServer, is_ancestor, merge, tip
+from tests.scm_bitbucket import fake_datacenter_builds as builds_api
+from tests.scm_bitbucket.fake_http import Answer, FakeServer, has_commit, is_ancestor, merge, tip
 
 GENUINE = FIXTURES / "bitbucket-datacenter"
 CONTEXT = "/bitbucket"
@@ -101,9 +102,8 @@ class FakeDataCenter(FakeServer):
         path = path.removeprefix(CONTEXT)
         legacy = re.fullmatch(r"/rest/build-status/1\.0/commits/([0-9a-f]{40})", path)
         if legacy:
-            return self._builds(
-                method, self._repo_of(legacy.group(1)), legacy.group(1), query, body
-            )
+            sha = legacy.group(1)
+            return builds_api.answer(self, method, self._repo_of(sha).builds, sha, query, body)
         match = re.fullmatch(r"/rest/api/latest/projects/([^/]+)/repos/([^/]+)(/.*)", path)
         if match is None:
             return self.error(404, f"no resource at {path}")
@@ -115,11 +115,11 @@ class FakeDataCenter(FakeServer):
                 "com.atlassian.bitbucket.repository.NoSuchRepositoryException",
             )
         repo, rest = self.repos[name], match.group(3)
-        builds = re.fullmatch(r"/commits/([0-9a-f]{40})/builds", rest)
-        if builds:
+        found_builds = re.fullmatch(r"/commits/([0-9a-f]{40})/builds", rest)
+        if found_builds:
             if self.legacy_only:
                 return self.error(404, f"no resource at {path}")
-            return self._builds(method, repo, builds.group(1), query, body)
+            return builds_api.answer(self, method, repo.builds, found_builds.group(1), query, body)
         for pattern, verb, handler in (
             (r"/pull-requests", "GET", self._list),
             (r"/pull-requests", "POST", self._create),
@@ -137,7 +137,7 @@ class FakeDataCenter(FakeServer):
 
     def _repo_of(self, sha: str) -> Repo:
         for repo in self.repos.values():
-            if subprocess_has(repo.path, sha):
+            if has_commit(repo.path, sha):
                 return repo
         return next(iter(self.repos.values()))
 
@@ -328,43 +328,6 @@ class FakeDataCenter(FakeServer):
         repo.comments.setdefault(int(n), []).append(str(body.get("text") or ""))
         return 201, {"id": len(repo.comments[int(n)]), "version": 0, "text": body.get("text")}, {}
 
-    # --- build statuses ----------------------------------------------------------------
-
-    def _builds(
-        self, method: str, repo: Repo, sha: str, query: dict[str, str], body: Any
-    ) -> Answer:
-        kept = repo.builds.setdefault(sha, {})
-        if method == "POST":
-            body = body or {}
-            if body.get("state") not in ("SUCCESSFUL", "FAILED", "INPROGRESS", "CANCELLED"):
-                return self.error(400, "state must be one of SUCCESSFUL, FAILED, INPROGRESS")
-            if not body.get("key") or not body.get("url"):
-                return self.error(400, "key and url are required")
-            kept[body["key"]] = {
-                "key": body["key"],
-                "state": body["state"],
-                "name": body.get("name", ""),
-                "url": body["url"],
-                "description": body.get("description", ""),
-                "dateAdded": _ms(),
-            }
-            return 204, None, {}
-        if method != "GET":
-            return self.error(405, "method not allowed")
-        items = list(kept.values())
-        limit, start = int(query.get("limit", 25)), int(query.get("start", 0))
-        last = start + limit >= len(items)
-        page: dict[str, Any] = {
-            "size": len(items[start : start + limit]),
-            "limit": limit,
-            "start": start,
-            "isLastPage": last,
-            "values": copy.deepcopy(items[start : start + limit]),
-        }
-        if not last:
-            page["nextPageStart"] = start + limit
-        return 200, page, {}
-
     # --- people --------------------------------------------------------------------------
 
     def review(self, full_name: str, number: int, user: str, status: str = "APPROVED") -> None:
@@ -409,13 +372,3 @@ class FakeDataCenter(FakeServer):
             repo = self.repos[full_name]
             self._view(repo, repo.pulls[number])
             self._end(repo.pulls[number], "DECLINED")
-
-
-def subprocess_has(repo: Path, sha: str) -> bool:
-    from tests.scm_bitbucket.fake_http import git
-
-    try:
-        git(repo, "cat-file", "-e", f"{sha}^{{commit}}")
-    except RuntimeError:
-        return False
-    return True

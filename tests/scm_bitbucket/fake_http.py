@@ -38,6 +38,14 @@ def tip(repo: Path, branch: str) -> str | None:
         return None
 
 
+def has_commit(repo: Path, sha: str) -> bool:
+    try:
+        git(repo, "cat-file", "-e", f"{sha}^{{commit}}")
+    except RuntimeError:
+        return False
+    return True
+
+
 def is_ancestor(repo: Path, older: str, newer: str) -> bool:
     done = subprocess.run(
         ["git", "-C", str(repo), "merge-base", "--is-ancestor", older, newer], capture_output=True
@@ -112,6 +120,7 @@ class FakeServer:
     def __post_init__(self) -> None:
         self.lock = threading.RLock()
         self._faults: list[_Fault] = []
+        self._limit_next: float | None = None
         fake = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -172,6 +181,11 @@ class FakeServer:
         """The rate limit is spent: every request is refused with 429 for ``seconds``."""
         self.limited_until = time.monotonic() + seconds
 
+    def limit_from_next(self, seconds: float) -> None:
+        """The rate limit is spent at the next request: it and every request for ``seconds``
+        after it are refused with 429 (a loaded machine cannot make the window pass first)."""
+        self._limit_next = seconds
+
     def handle(self, method: str, target: str, headers: dict[str, str], raw: bytes) -> Answer:
         url = urlsplit(target)
         query = {k: v[0] for k, v in parse_qs(url.query).items()}
@@ -189,6 +203,10 @@ class FakeServer:
     ) -> Answer:
         if not self.authorized(headers.get("authorization", ""), path):
             return self.error(401, "Unauthorized: the credentials were refused")
+        pending = self._limit_next
+        if pending is not None:
+            self._limit_next = None
+            self.limited_until = time.monotonic() + pending
         if time.monotonic() < self.limited_until:
             return self.rate_limited()
         for i, fault in enumerate(self._faults):

@@ -164,7 +164,7 @@ def test_a_rate_limit_is_waited_out_once_not_retried_in_a_loop(harness: Harness)
     h = harness
     provider = f"bitbucket-{h.product}"
     limited_before = calls(provider, outcome="rate_limited")
-    h.fake.limit_for(0.5)
+    h.fake.limit_from_next(0.5)
     change = h.gitops.change("1.1.0", "Bump guestbook to 1.1.0")
     h.promote(DEV, change)
     refused = [c for c in h.fake.calls if c.status == 429]
