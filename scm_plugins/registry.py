@@ -14,6 +14,8 @@ BUILTIN = {
     "local": "scm_plugins.local:LocalScm",
     "github": "scm_plugins.github:GitHubScm",
     "gitlab": "scm_plugins.gitlab:GitLabScm",
+    "bitbucket-cloud": "scm_plugins.bitbucket_cloud:BitbucketCloudScm",
+    "bitbucket-datacenter": "scm_plugins.bitbucket_datacenter:BitbucketDataCenterScm",
     "plugin": "scm_plugins.external:ExternalScm",  # any executable speaking promoter.scm/v1
 }
 

@@ -1,5 +1,5 @@
-"""Webhook receivers for GitHub, GitLab and Forgejo/Gitea: verify, de-duplicate, normalise, enqueue,
-answer 202.
+"""Webhook receivers for GitHub, GitLab, Forgejo/Gitea and Bitbucket (Cloud, Data Center): verify,
+de-duplicate, normalise, enqueue, answer 202.
 
 The daemon mounts what ``build_routes`` returns::
 
@@ -24,6 +24,8 @@ from promoter.config import Config
 from promoter.state.pulls import PullRequestCache
 from promoter.state.statuses import StatusCache
 from promoter.state.tracking import ShaIndex
+from webhooks.bitbucket_cloud import BitbucketCloud
+from webhooks.bitbucket_datacenter import BitbucketDataCenter
 from webhooks.deliveries import FILE_NAME, MIN_RETENTION, DeliveryLog
 from webhooks.dispatch import Applied, Dispatcher, HasTip
 from webhooks.events import (
@@ -32,6 +34,7 @@ from webhooks.events import (
     Ping,
     PullRequestChange,
     Push,
+    PushBatch,
     RepoIdentity,
     StatusBatch,
     StatusChange,
@@ -46,6 +49,8 @@ from webhooks.verify import GitHubSignature, GitLabToken, SignedDelivery
 
 __all__ = [
     "Applied",
+    "BitbucketCloud",
+    "BitbucketDataCenter",
     "DeliveryLog",
     "Dispatcher",
     "Event",
@@ -59,6 +64,7 @@ __all__ = [
     "PluginEvents",
     "PullRequestChange",
     "Push",
+    "PushBatch",
     "Receiver",
     "RepoIdentity",
     "SignedDelivery",
@@ -73,7 +79,8 @@ log = logging.getLogger("promoter.webhooks")
 
 
 class WebhookRoutes(list[BaseRoute]):
-    """The routes ``POST /webhooks/{github,gitlab,forgejo}`` (a plain list).
+    """The routes ``POST /webhooks/{github,gitlab,forgejo,bitbucket-cloud,bitbucket-datacenter}``
+    (a plain list).
 
     Also carries what the daemon may need afterwards: the receivers, the delivery
     log, the dispatcher (which plugins' events go through too), and ``close()`` for
@@ -124,7 +131,15 @@ def build_routes(
         [s.resolve() for s in hooks.gitlab.signing_secrets],
     )
     forgejo = Forgejo([s.resolve() for s in hooks.forgejo.secrets])
+    cloud = BitbucketCloud([s.resolve() for s in hooks.bitbucket_cloud.secrets])
+    datacenter = BitbucketDataCenter([s.resolve() for s in hooks.bitbucket_data_center.secrets])
     kinds = {config.provider(r.scm_provider).kind for r in config.repositories}
+    for receiver in (cloud, datacenter):
+        if not receiver and receiver.name in kinds:
+            log.warning(
+                "webhook has no secret, every delivery is refused",
+                extra={"provider": receiver.name},
+            )
     if not hooks.github.secrets and "github" in kinds:
         log.warning(
             "webhook has no secret, every delivery is refused", extra={"provider": "github"}
@@ -147,6 +162,6 @@ def build_routes(
     )
     receivers = [
         Receiver(p, dispatcher=dispatcher, deliveries=deliveries, max_body=hooks.max_body_bytes)
-        for p in (github, gitlab, forgejo)
+        for p in (github, gitlab, forgejo, cloud, datacenter)
     ]
     return WebhookRoutes(receivers, deliveries, dispatcher)

@@ -19,6 +19,7 @@ from webhooks.events import (
     Ping,
     PullRequestChange,
     Push,
+    PushBatch,
     StatusBatch,
     StatusChange,
 )
@@ -77,10 +78,14 @@ class Dispatcher:
         return self.apply_to(event, repos)
 
     def apply_to(
-        self, event: Push | StatusChange | StatusBatch | PullRequestChange, repos: tuple[str, ...]
+        self,
+        event: Push | PushBatch | StatusChange | StatusBatch | PullRequestChange,
+        repos: tuple[str, ...],
     ) -> Applied:
         """``event`` about these configured repositories: for a source that names them
         itself (a plugin's events, ``webhooks.plugin_events``)."""
+        if isinstance(event, PushBatch):
+            return self._batch(event, repos)
         enqueue = self._enqueue
         if isinstance(event, Push):
             keys = self._push(event, repos)
@@ -99,6 +104,16 @@ class Dispatcher:
         if keys:
             enqueue(keys)
         return Applied("accepted", keys, repos)
+
+    def _batch(self, event: PushBatch, repos: tuple[str, ...]) -> Applied:
+        """Each ref of the push as a push of its own; accepted when one of them is."""
+        keys: set[str] = set()
+        for push in event.pushes:
+            applied = self.apply_to(push, repos)
+            keys |= applied.keys
+        if not keys:
+            return Applied("ignored", repositories=repos, reason="nothing the promoter watches")
+        return Applied("accepted", frozenset(keys), repos)
 
     def _push(self, event: Push, repos: tuple[str, ...]) -> frozenset[str] | None:
         branch = event.branch

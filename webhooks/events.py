@@ -49,6 +49,14 @@ class Push:
 
 
 @dataclass(frozen=True, slots=True)
+class PushBatch:
+    """Several refs moved in one delivery: Bitbucket lists every ref a push moved."""
+
+    repo: RepoIdentity
+    pushes: tuple[Push, ...]
+
+
+@dataclass(frozen=True, slots=True)
 class StatusChange:
     """One gate result for one SHA: a commit status, a check run or suite, a pipeline."""
 
@@ -100,4 +108,4 @@ class Ignored:
     reason: str
 
 
-Event = Push | StatusChange | StatusBatch | PullRequestChange | Ping | Ignored
+Event = Push | PushBatch | StatusChange | StatusBatch | PullRequestChange | Ping | Ignored

@@ -4,10 +4,16 @@ Everything else receives a validated ``Config``; nothing below reads files or th
 """
 
 from promoter.config.access import Access, ApiToken, Grant, Proxy, Role
+from promoter.config.bitbucket import (
+    BitbucketCloudProvider,
+    BitbucketDataCenterProvider,
+    BitbucketOAuth,
+)
 from promoter.config.durations import Duration, parse_duration
 from promoter.config.gates import GateSpec
 from promoter.config.loader import json_schema, load_config, parse_config
 from promoter.config.models import (
+    BitbucketWebhook,
     Config,
     Daemon,
     ForgejoWebhook,
@@ -51,6 +57,10 @@ __all__ = [
     "ApiToken",
     "Argument",
     "AutoRevert",
+    "BitbucketCloudProvider",
+    "BitbucketDataCenterProvider",
+    "BitbucketOAuth",
+    "BitbucketWebhook",
     "Config",
     "Daemon",
     "Duration",

@@ -44,10 +44,19 @@ class ForgejoWebhook(Spec):
     )
 
 
+class BitbucketWebhook(Spec):
+    secrets: list[SecretRef] = Field(
+        default_factory=list,
+        description="HMAC secrets of X-Hub-Signature; several at once while rotating.",
+    )
+
+
 class Webhooks(Spec):
     github: GitHubWebhook = Field(default_factory=GitHubWebhook)
     gitlab: GitLabWebhook = Field(default_factory=GitLabWebhook)
     forgejo: ForgejoWebhook = Field(default_factory=ForgejoWebhook)
+    bitbucket_cloud: BitbucketWebhook = Field(default_factory=BitbucketWebhook)
+    bitbucket_data_center: BitbucketWebhook = Field(default_factory=BitbucketWebhook)
     max_body_bytes: int = Field(default=5 * 1024 * 1024, gt=0)
     delivery_retention: Duration = Field(default=2 * 86400.0, description="Keep delivery ids.")
 

@@ -9,6 +9,7 @@ from typing import Any, Literal
 from pydantic import Field, field_validator, model_validator
 
 from promoter.config.base import Spec
+from promoter.config.bitbucket import BitbucketCloudProvider, BitbucketDataCenterProvider
 from promoter.config.durations import Duration
 from promoter.config.secrets import SecretRef
 from promoter.config.transport import insecure, refusal
@@ -129,27 +130,41 @@ class ExternalPlugin(Spec):
         return [*base, *self.args]
 
 
+KINDS = {
+    "github": "github",
+    "gitlab": "gitlab",
+    "bitbucket_cloud": "bitbucket-cloud",
+    "bitbucket_data_center": "bitbucket-datacenter",
+    "local": "local",
+    "plugin": "plugin",
+}
+"""Each section of a provider, and the name of the plugin that serves it."""
+
+
 class ScmProvider(Spec):
-    """Where an SCM lives and how to log in: exactly one of github, gitlab, local, plugin."""
+    """Where an SCM lives and how to log in: exactly one of github, gitlab, bitbucketCloud,
+    bitbucketDataCenter, local, plugin."""
 
     name: str = Field(pattern=r"^[a-zA-Z0-9][a-zA-Z0-9_.-]*$")
     github: GitHubProvider | None = None
     gitlab: GitLabProvider | None = None
+    bitbucket_cloud: BitbucketCloudProvider | None = None
+    bitbucket_data_center: BitbucketDataCenterProvider | None = None
     local: LocalProvider | None = None
     plugin: ExternalPlugin | None = None
 
     @model_validator(mode="after")
     def _exactly_one_kind(self) -> ScmProvider:
-        kinds = [k for k in ("github", "gitlab", "local", "plugin") if getattr(self, k) is not None]
+        kinds = [k for k in KINDS if getattr(self, k) is not None]
         if len(kinds) != 1:
-            raise ValueError("give exactly one of github, gitlab, local or plugin")
+            raise ValueError(
+                "give exactly one of github, gitlab, bitbucketCloud, bitbucketDataCenter, "
+                "local or plugin"
+            )
         return self
 
     @property
     def kind(self) -> str:
         """The plugin name that serves this provider."""
-        for kind in ("github", "gitlab", "local"):
-            if getattr(self, kind) is not None:
-                return kind
-        assert self.plugin is not None
-        return "plugin"
+        section = next(k for k in KINDS if getattr(self, k) is not None)
+        return KINDS[section]

@@ -61,7 +61,7 @@ def insecure_repositories(data: dict[str, object]) -> Iterator[tuple[YamlPath, s
     for provider in providers if isinstance(providers, list) else []:
         if not isinstance(provider, dict) or not isinstance(provider.get("name"), str):
             continue
-        for kind in ("github", "gitlab"):
+        for kind in ("github", "gitlab", "bitbucketCloud", "bitbucketDataCenter"):
             if isinstance(provider.get(kind), dict):
                 sections[provider["name"]] = provider[kind]
     repositories = data.get("repositories")

@@ -54,12 +54,30 @@ def _spec(args: argparse.Namespace, name: str | None) -> ExternalPlugin:
     )
 
 
+def _builtins() -> None:
+    """The plugins the promoter runs in process (the registry's, and entry points')."""
+    from importlib.metadata import PackageNotFoundError, entry_points, version
+
+    from scm_plugins.registry import BUILTIN
+
+    try:
+        ours = version("promoter")
+    except PackageNotFoundError:  # pragma: no cover - run from a source tree
+        ours = "?"
+    kinds = dict(BUILTIN)
+    kinds.update({ep.name: ep.value for ep in entry_points(group="promoter.scm_plugins")})
+    print(f"{'BUILT IN':<22} {'VERSION':<10} {'RUNS':<18} FACTORY")
+    for kind, target in sorted(kinds.items()):
+        print(f"{kind:<22} {ours:<10} {'in process':<18} {target}")
+
+
 def cmd_list(args: argparse.Namespace) -> int:
     found = discover(directories=args.dir, environ=os.environ)
     if not found:
         print("no promoter-scm-* executable found")
+        _builtins()
         return 0
-    print(f"{'NAME':<16} {'VERSION':<10} {'PROTOCOL':<18} PATH")
+    print(f"{'NAME':<22} {'VERSION':<10} {'PROTOCOL':<18} PATH")
     with tempfile.TemporaryDirectory(prefix="promoter-plugins-") as tmp:
         for plugin in found:
             spec = ExternalPlugin(command=[str(plugin.path)], timeout=args.timeout)
@@ -70,12 +88,13 @@ def cmd_list(args: argparse.Namespace) -> int:
                     provider=ScmProvider(name=plugin.name, plugin=spec), state_dir=tmp
                 )
             except PromoterError as exc:
-                print(f"{plugin.name:<16} {'?':<10} {'-':<18} {plugin.path}  ({exc})")
+                print(f"{plugin.name:<22} {'?':<10} {'-':<18} {plugin.path}  ({exc})")
                 continue
             info = host.info
             host.close()
             assert info is not None
-            print(f"{info.name:<16} {info.version:<10} {info.protocol_version:<18} {plugin.path}")
+            print(f"{info.name:<22} {info.version:<10} {info.protocol_version:<18} {plugin.path}")
+    _builtins()
     return 0
 
 
@@ -110,7 +129,11 @@ def add_arguments(plugins: argparse.ArgumentParser) -> None:
     common.add_argument("--dir", action="append", default=[], help="look here before PATH")
     common.add_argument("--timeout", type=float, default=30.0, help="seconds per call")
 
-    s = psub.add_parser("list", parents=[common], help="every promoter-scm-* with its version")
+    s = psub.add_parser(
+        "list",
+        parents=[common],
+        help="every promoter-scm-* with its version, and the plugins built in",
+    )
     s.set_defaults(func=cmd_list)
 
     s = psub.add_parser("check", parents=[common], help="run the conformance kit on a plugin")
