@@ -14,6 +14,7 @@ BUILTIN = {
     "local": "scm_plugins.local:LocalScm",
     "github": "scm_plugins.github:GitHubScm",
     "gitlab": "scm_plugins.gitlab:GitLabScm",
+    "azure-devops": "scm_plugins.azure_devops:AzureDevOpsScm",
     "plugin": "scm_plugins.external:ExternalScm",  # any executable speaking promoter.scm/v1
 }
 

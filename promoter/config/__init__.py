@@ -8,6 +8,7 @@ from promoter.config.durations import Duration, parse_duration
 from promoter.config.gates import GateSpec
 from promoter.config.loader import json_schema, load_config, parse_config
 from promoter.config.models import (
+    AzureDevOpsWebhook,
     Config,
     Daemon,
     ForgejoWebhook,
@@ -16,6 +17,7 @@ from promoter.config.models import (
     Webhooks,
 )
 from promoter.config.providers import (
+    AzureDevOpsProvider,
     ExternalPlugin,
     GitHubApp,
     GitHubProvider,
@@ -36,6 +38,8 @@ __all__ = [
     "Access",
     "ApiToken",
     "AutoRevert",
+    "AzureDevOpsProvider",
+    "AzureDevOpsWebhook",
     "Config",
     "Daemon",
     "Duration",
