@@ -88,10 +88,11 @@ class Heads:
         with self._lock:
             if project:
                 self._projects[where.key] = project
-            self._drop(where.key, number)
+            known = self._drop(where.key, number)
             if data.get("status") != "active" or not head:
                 return
-            self._open[(where.key, number)] = (head, 1 if opened else None)
+            iteration = 1 if opened else known[1] if known and known[0] == head else None
+            self._open[(where.key, number)] = (head, iteration)
             self._by_sha[(where.key, head)] = number
             while len(self._open) > self._max:
                 (key, oldest), (sha, _) = self._open.popitem(last=False)
@@ -119,7 +120,8 @@ class Heads:
         with self._lock:
             return self._projects.get(where.key, "")
 
-    def _drop(self, key: str, number: int) -> None:
+    def _drop(self, key: str, number: int) -> tuple[str, int | None] | None:
         old = self._open.pop((key, number), None)
         if old is not None and self._by_sha.get((key, old[0])) == number:
             del self._by_sha[(key, old[0])]
+        return old
