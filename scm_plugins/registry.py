@@ -33,6 +33,15 @@ def factory(kind: str) -> PluginFactory:
     return built
 
 
+def builtins() -> dict[str, str]:
+    """Every plugin the promoter builds in process, by name, and what builds it (the
+    ``promoter.scm_plugins`` entry points with the built-ins; ``plugin`` is the host of the
+    out-of-process ones, not a plugin)."""
+    found = {name: target for name, target in BUILTIN.items() if name != "plugin"}
+    found.update({ep.name: ep.value for ep in entry_points(group="promoter.scm_plugins")})
+    return dict(sorted(found.items()))
+
+
 def build_plugin(provider: ScmProvider, *, state_dir: str) -> ScmPlugin:
     """A plugin instance for one configured provider."""
     return factory(provider.kind)(provider=provider, state_dir=state_dir)

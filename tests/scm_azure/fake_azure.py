@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import base64
 import json
-import math
 import re
 import threading
 import time
@@ -32,7 +31,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, quote, unquote, urlsplit
 
-from tests.scm_azure import fake_events, fake_gates, fake_git, fake_pulls
+from tests.scm_azure import fake_events, fake_gates, fake_git, fake_pulls, fake_routes
+from tests.scm_azure.fake_limits import Tstu
 from tests.scm_azure.fake_state import Answer, AzureError, Call, FakeRepo, Policy, not_found
 
 ORGANIZATION = "fabrikam"
@@ -41,9 +41,8 @@ NO_VERSION = (
     'either as part of the Accept header (e.g. "application/json; api-version=1.0") or as a '
     "query parameter (e.g. '?api-version=1.0')."
 )
-API = re.compile(r"^/([^/]+)/_apis/git/repositories/([^/]+)(/.*)?$")
-EVALUATIONS = re.compile(r"^/([^/]+)/_apis/policy/evaluations$")
 GIT = re.compile(r"^/([^/]+)/_git/([^/]+?)(?:\.git)?(/.*)$")
+CHALLENGE = {"WWW-Authenticate": 'Basic realm="https://dev.azure.com/"'}
 SIGN_IN = b"<html><head><title>Azure DevOps Services | Sign In</title></head></html>"
 
 
@@ -66,8 +65,7 @@ class FakeAzure:
         self._repos: dict[tuple[str, str], FakeRepo] = {}
         self._projects: dict[str, str] = {}
         self._faults: list[tuple[str, re.Pattern[str], Answer, list[int]]] = []
-        self._tstu: tuple[int, float] | None = None
-        self._spent: list[float] = []
+        self.limits = Tstu(None)
         self._pending: list[dict[str, Any]] = []
         self._ids = 100
         self._notifications = 0
@@ -163,13 +161,15 @@ class FakeAzure:
 
     def tstu(self, limit: int, window: float = 300.0) -> None:
         """Throttle as Azure does: at most ``limit`` calls per sliding ``window`` seconds."""
-        self._tstu, self._spent = (limit, window), []
+        self.limits = Tstu(limit, window)
 
     def require_reviewers(self, repo: FakeRepo, count: int = 1) -> None:
         repo.policies.append(Policy("reviewers", count=count, id=len(repo.policies) + 1))
 
     def require_status(self, repo: FakeRepo, genre: str, name: str, *, reset: bool = True) -> None:
-        repo.policies.append(Policy("status", genre=genre, name=name, reset=reset, id=len(repo.policies) + 1))
+        repo.policies.append(
+            Policy("status", genre=genre, name=name, reset=reset, id=len(repo.policies) + 1)
+        )
 
     def failing_policies(self, repo: FakeRepo, number: int) -> list[Policy]:
         passed = ("approved", "notApplicable")
@@ -214,7 +214,9 @@ class FakeAzure:
 
     def emit(self, repo: FakeRepo, event_type: str, resource: dict[str, Any]) -> None:
         self._notifications += 1
-        self._pending.append(fake_events.pull_request(self, event_type, resource, self._notifications))
+        self._pending.append(
+            fake_events.pull_request(self, event_type, resource, self._notifications)
+        )
 
     def pushed(
         self, repo: FakeRepo, updates: list[tuple[str, str | None, str]], by: Any = None
@@ -248,7 +250,9 @@ class FakeAzure:
         with self._lock:
             answer = self._rest(method, path, query, headers, raw)
             sent = _parsed(raw)
-            self.calls.append(Call(self.clock(), method, f"{path}?{url.query}", answer.status, sent))
+            self.calls.append(
+                Call(self.clock(), method, f"{path}?{url.query}", answer.status, sent)
+            )
         if answer.status == 203:
             return answer, SIGN_IN, "text/html; charset=utf-8"
         data = b"" if answer.body is None else json.dumps(answer.body).encode()
@@ -270,8 +274,8 @@ class FakeAzure:
         if not self._authorized(headers):
             if headers.get("x-tfs-fedauthredirect", "").lower() != "suppress":
                 return Answer(203)
-            return Answer(401, None, {"WWW-Authenticate": 'Basic realm="https://dev.azure.com/"'})
-        limited = self._throttle()
+            return Answer(401, None, CHALLENGE)
+        limited = self.limits.take(self.clock())
         if limited.status == 429:
             return limited
         for i, (m, pattern, answer, left) in enumerate(self._faults):
@@ -281,104 +285,36 @@ class FakeAzure:
                     del self._faults[i]
                 return Answer(answer.status, answer.body, {**limited.headers, **answer.headers})
         if "api-version" not in query:
-            error = AzureError(400, NO_VERSION.format(method=method), "VssVersionNotSpecifiedException")
+            error = AzureError(
+                400, NO_VERSION.format(method=method), "VssVersionNotSpecifiedException"
+            )
             return error.answer()
         try:
             body = json.loads(raw) if raw else {}
-            answer = self._route(method, path, query, headers, body)
+            answer = fake_routes.route(self, method, path, query, headers, body)
         except AzureError as refused:
             answer = refused.answer()
         answer.headers.update(limited.headers)
         return answer
 
-    def _throttle(self) -> Answer:
-        if self._tstu is None:
-            return Answer(200)
-        limit, window = self._tstu
-        now = self.clock()
-        self._spent = [t for t in self._spent if t > now - window]
-        reset = (self._spent[0] + window) if self._spent else now
-        if len(self._spent) >= limit:
-            wait = max(1, math.ceil(reset - now))
-            return Answer(
-                429,
-                AzureError(
-                    429,
-                    "TF400733: The request has been canceled: Request was blocked due to "
-                    "exceeding usage of resource 'ATCPU' in namespace 'User'.",
-                    "RequestBlockedException",
-                ).answer().body,
-                {
-                    "Retry-After": str(wait),
-                    "X-RateLimit-Resource": "Core:ATCPU",
-                    "X-RateLimit-Delay": "0.000",
-                    "X-RateLimit-Limit": str(limit),
-                    "X-RateLimit-Remaining": "0",
-                    "X-RateLimit-Reset": str(int(reset)),
-                },
-            )
-        self._spent.append(now)
-        return Answer(
-            200,
-            headers={
-                "X-RateLimit-Limit": str(limit),
-                "X-RateLimit-Remaining": str(limit - len(self._spent)),
-                "X-RateLimit-Reset": str(int(self._spent[0] + window)),
-            },
-        )
-
-    def _repo(self, project: str, name: str) -> FakeRepo:
+    def find(self, project: str, name: str) -> FakeRepo:
+        """A repository by project and name or id, as the API path names it."""
         for repo in self._repos.values():
             if repo.project == project and name.lower() in (repo.name.lower(), repo.id):
                 return repo
         raise not_found("repository")
 
-    def _route(
-        self, method: str, path: str, query: dict[str, str], headers: dict[str, str], body: Any
-    ) -> Answer:
-        found = EVALUATIONS.match(path)
-        if found is not None and method == "GET":
-            return fake_gates.evaluations(self, found.group(1), query)
-        found = API.match(path)
-        if found is None:
-            raise AzureError(404, "The controller for path was not found.", "HttpException")
-        repo, rest = self._repo(found.group(1), found.group(2)), (found.group(3) or "").lower()
-        etag = headers.get("if-none-match", "")
-        pull = re.fullmatch(r"/pullrequests/(\d+)(/[a-z]+)?(?:/(.+))?", rest)
-        if rest == "/pullrequests":
-            return fake_pulls.search(self, repo, query) if method == "GET" else fake_pulls.create(self, repo, body)
-        if pull is not None:
-            number, part, more = int(pull.group(1)), pull.group(2) or "", pull.group(3)
-            if number not in repo.pulls:
-                raise not_found()
-            routes: dict[tuple[str, str], Callable[[], Answer]] = {
-                ("GET", ""): lambda: Answer(200, fake_pulls.view(self, repo, number)),
-                ("PATCH", ""): lambda: fake_pulls.update(self, repo, number, body),
-                ("GET", "/reviewers"): lambda: fake_gates.reviewers(repo, number),
-                ("POST", "/labels"): lambda: fake_pulls.add_label(repo, number, body),
-                ("DELETE", "/labels"): lambda: fake_pulls.remove_label(repo, number, unquote(more or "")),
-                ("POST", "/threads"): lambda: fake_pulls.add_thread(self, repo, number, body),
-                ("GET", "/statuses"): lambda: fake_gates.pr_statuses(repo, number, etag),
-                ("POST", "/statuses"): lambda: fake_gates.post_pr_status(self, repo, number, body),
-                ("GET", "/iterations"): lambda: fake_gates.iterations(repo, number),
-            }
-            handler = routes.get((method, part))
-            if handler is not None:
-                return handler()
-        commit = re.fullmatch(r"/commits/([0-9a-f]{40})/statuses", rest)
-        if commit is not None and method == "GET":
-            return fake_gates.commit_statuses(repo, commit.group(1), query, etag)
-        if commit is not None and method == "POST":
-            return fake_gates.post_commit_status(self, repo, commit.group(1), body)
-        raise AzureError(404, "The controller for path was not found.", "HttpException")
-
     def _git(
         self, found: re.Match[str], method: str, query: str, headers: dict[str, str], raw: bytes
     ) -> tuple[Answer, bytes, str]:
         if not self._authorized(headers):
-            return Answer(401, None, {"WWW-Authenticate": 'Basic realm="https://dev.azure.com/"'}), b"", ""
+            return (
+                Answer(401, None, {"WWW-Authenticate": 'Basic realm="https://dev.azure.com/"'}),
+                b"",
+                "",
+            )
         try:
-            repo = self._repo(found.group(1), found.group(2))
+            repo = self.find(found.group(1), found.group(2))
         except AzureError:
             return Answer(404), b"", ""
         receiving = found.group(3).endswith("/git-receive-pack")

@@ -80,7 +80,9 @@ def push(
             continue
         span = after if not before or before == ZERO else f"{before}..{after}"
         for sha in fake_git.git(repo.path, "rev-list", "-n", "100", span).split():
-            commits.append({**template, "commitId": sha, "url": f"{fake.api_url(repo)}/commits/{sha}"})
+            commits.append(
+                {**template, "commitId": sha, "url": f"{fake.api_url(repo)}/commits/{sha}"}
+            )
     resource.update(
         commits=commits[:100],
         refUpdates=[

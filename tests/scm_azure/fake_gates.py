@@ -19,12 +19,29 @@ from typing import TYPE_CHECKING, Any
 
 from tests.scm_azure import fake_git
 from tests.scm_azure.fake_pulls import refresh
-from tests.scm_azure.fake_state import IDENTITY, Answer, AzureError, FakeRepo, Policy, now
+from tests.scm_azure.fake_state import (
+    IDENTITY,
+    Answer,
+    AzureError,
+    FakeRepo,
+    Policy,
+    invalid,
+    not_found,
+    now,
+)
 
 if TYPE_CHECKING:
     from tests.scm_azure.fake_azure import FakeAzure
 
-STATES = {"notSet", "pending", "succeeded", "failed", "error", "notApplicable", "partiallySucceeded"}
+STATES = {
+    "notSet",
+    "pending",
+    "succeeded",
+    "failed",
+    "error",
+    "notApplicable",
+    "partiallySucceeded",
+}
 REJECTED_BY_POLICY = (
     "Pull request status rejected by status policy. Policy configuration requires status "
     "to be posted on iteration"
@@ -32,19 +49,18 @@ REJECTED_BY_POLICY = (
 ARTIFACT = re.compile(r"^vstfs:///CodeReview/CodeReviewId/([0-9a-f-]+)/(\d+)$")
 
 
-def _invalid(what: str) -> AzureError:
-    return AzureError(400, f"Invalid argument value.\r\nParameter name: {what}", "InvalidArgumentValueException")
-
-
 def _status(fake: FakeAzure, body: dict[str, Any], **extra: Any) -> dict[str, Any]:
     context = body.get("context") or {}
     if body.get("state") not in STATES or not isinstance(context, dict) or not context.get("name"):
-        raise _invalid("status")
+        raise invalid("status")
     return {
         "id": fake.next_id(),
         "state": body["state"],
         "description": str(body.get("description") or ""),
-        "context": {"name": context["name"], **({"genre": context["genre"]} if context.get("genre") else {})},
+        "context": {
+            "name": context["name"],
+            **({"genre": context["genre"]} if context.get("genre") else {}),
+        },
         "creationDate": now(),
         "updatedDate": now(),
         "createdBy": dict(IDENTITY),
@@ -70,7 +86,11 @@ def _listed(items: list[dict[str, Any]], if_none_match: str) -> Answer:
 
 def commit_statuses(repo: FakeRepo, sha: str, query: dict[str, str], if_none_match: str) -> Answer:
     if not fake_git.git(repo.path, "cat-file", "-t", sha, check=False) == "commit":
-        raise AzureError(404, f"TF401175:The specified commit {sha} was not found.", "GitCommitDoesNotExistException")
+        raise AzureError(
+            404,
+            f"TF401175:The specified commit {sha} was not found.",
+            "GitCommitDoesNotExistException",
+        )
     items = sorted(repo.commit_statuses.get(sha, []), key=lambda i: -int(i["id"]))
     if query.get("latestOnly", "").lower() == "true":
         items = _latest(items)
@@ -85,22 +105,26 @@ def post_commit_status(fake: FakeAzure, repo: FakeRepo, sha: str, body: dict[str
 
 def pr_statuses(repo: FakeRepo, number: int, if_none_match: str) -> Answer:
     if number not in repo.pulls:
-        raise AzureError(404, "TF401180: The requested pull request was not found.", "GitPullRequestNotFoundException")
-    return _listed(sorted(repo.pr_statuses.get(number, []), key=lambda i: int(i["id"])), if_none_match)
+        raise not_found()
+    return _listed(
+        sorted(repo.pr_statuses.get(number, []), key=lambda i: int(i["id"])), if_none_match
+    )
 
 
 def post_pr_status(fake: FakeAzure, repo: FakeRepo, number: int, body: dict[str, Any]) -> Answer:
     if number not in repo.pulls:
-        raise AzureError(404, "TF401180: The requested pull request was not found.", "GitPullRequestNotFoundException")
+        raise not_found()
     refresh(repo, number)
     iteration = body.get("iterationId")
     if iteration is not None and not 1 <= int(iteration) <= len(repo.iterations.get(number, [])):
-        raise _invalid("iterationId")
+        raise invalid("iterationId")
     context = body.get("context") or {}
     watched = [
         p
         for p in repo.policies
-        if p.kind == "status" and p.reset and (p.genre, p.name) == (context.get("genre", ""), context.get("name"))
+        if p.kind == "status"
+        and p.reset
+        and (p.genre, p.name) == (context.get("genre", ""), context.get("name"))
     ]
     if watched and iteration is None:
         raise AzureError(403, REJECTED_BY_POLICY, "GitPullRequestStatusRejectedByPolicyException")
@@ -112,7 +136,7 @@ def post_pr_status(fake: FakeAzure, repo: FakeRepo, number: int, body: dict[str,
 
 def iterations(repo: FakeRepo, number: int) -> Answer:
     if number not in repo.pulls:
-        raise AzureError(404, "TF401180: The requested pull request was not found.", "GitPullRequestNotFoundException")
+        raise not_found()
     refresh(repo, number)
     found = repo.iterations.get(number, [])
     return Answer(200, {"value": found, "count": len(found)})
@@ -120,7 +144,7 @@ def iterations(repo: FakeRepo, number: int) -> Answer:
 
 def reviewers(repo: FakeRepo, number: int) -> Answer:
     if number not in repo.pulls:
-        raise AzureError(404, "TF401180: The requested pull request was not found.", "GitPullRequestNotFoundException")
+        raise not_found()
     found = repo.reviewers.get(number, [])
     return Answer(200, {"value": found, "count": len(found)})
 
@@ -176,10 +200,12 @@ def record(fake: FakeAzure, repo: FakeRepo, number: int, policy: Policy) -> dict
 def evaluations(fake: FakeAzure, project: str, query: dict[str, str]) -> Answer:
     found = ARTIFACT.match(query.get("artifactId", ""))
     if found is None or found.group(1) != fake.project_id(project):
-        raise _invalid("artifactId")
+        raise invalid("artifactId")
     number = int(found.group(2))
-    repo = next((r for r in fake.repositories() if r.project == project and number in r.pulls), None)
+    repo = next(
+        (r for r in fake.repositories() if r.project == project and number in r.pulls), None
+    )
     if repo is None:
-        raise AzureError(404, "TF401180: The requested pull request was not found.", "GitPullRequestNotFoundException")
+        raise not_found()
     items = [record(fake, repo, number, p) for p in repo.policies]
     return Answer(200, {"value": items, "count": len(items)})

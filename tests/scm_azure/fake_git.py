@@ -113,7 +113,9 @@ def complete(
         new = source if is_ancestor(path, target, source) else _replayed(path, target, source)
     elif strategy == "rebaseMerge":
         replayed = _replayed(path, target, source)
-        new = _commit(path, git(path, "rev-parse", f"{replayed}^{{tree}}"), [target, replayed], message)
+        new = _commit(
+            path, git(path, "rev-parse", f"{replayed}^{{tree}}"), [target, replayed], message
+        )
     else:
         raise ValueError(strategy)
     done = subprocess.run(

@@ -19,7 +19,15 @@ import uuid
 from typing import TYPE_CHECKING, Any
 
 from tests.scm_azure import fake_git
-from tests.scm_azure.fake_state import IDENTITY, Answer, AzureError, FakeRepo, genuine, now
+from tests.scm_azure.fake_state import (
+    IDENTITY,
+    Answer,
+    AzureError,
+    FakeRepo,
+    genuine,
+    not_found,
+    now,
+)
 
 if TYPE_CHECKING:
     from tests.scm_azure.fake_azure import FakeAzure
@@ -90,12 +98,15 @@ def view(fake: FakeAzure, repo: FakeRepo, number: int) -> dict[str, Any]:
 
 def search(fake: FakeAzure, repo: FakeRepo, query: dict[str, str]) -> Answer:
     status = query.get("searchCriteria.status", "active")
-    source, target = query.get("searchCriteria.sourceRefName"), query.get("searchCriteria.targetRefName")
+    source, target = (
+        query.get("searchCriteria.sourceRefName"),
+        query.get("searchCriteria.targetRefName"),
+    )
     found = []
     for number, pr in sorted(repo.pulls.items(), reverse=True):  # newest first, as Azure
         if status != "all" and pr["status"] != status:
             continue
-        if source and pr["sourceRefName"] != source or target and pr["targetRefName"] != target:
+        if (source and pr["sourceRefName"] != source) or (target and pr["targetRefName"] != target):
             continue
         found.append(view(fake, repo, number))
     top = int(query.get("$top", 101))
@@ -113,7 +124,10 @@ def create(fake: FakeAzure, repo: FakeRepo, body: dict[str, Any]) -> Answer:
             "InvalidArgumentValueException",
         )
     for pr in repo.pulls.values():
-        if pr["status"] == "active" and (pr["sourceRefName"], pr["targetRefName"]) == (source, target):
+        if pr["status"] == "active" and (pr["sourceRefName"], pr["targetRefName"]) == (
+            source,
+            target,
+        ):
             raise AzureError(
                 409,
                 "TF401179: An active pull request for the source and target branch already exists.",
@@ -153,13 +167,15 @@ def _label(name: Any) -> dict[str, Any]:
 def update(fake: FakeAzure, repo: FakeRepo, number: int, body: dict[str, Any]) -> Answer:
     pr = repo.pulls.get(number)
     if pr is None:
-        raise AzureError(404, "TF401180: The requested pull request was not found.", "GitPullRequestNotFoundException")
+        raise not_found()
     if body.get("status") == "completed":
         return complete(fake, repo, number, body)
     if pr["status"] != "active":
         raise AzureError(409, NOT_EDITABLE, "GitPullRequestCannotBeEditedException")
     if len(str(body.get("description") or "")) > 4000:
-        raise AzureError(400, "The description is limited to 4000 characters.", "InvalidArgumentValueException")
+        raise AzureError(
+            400, "The description is limited to 4000 characters.", "InvalidArgumentValueException"
+        )
     for field in ("title", "description"):
         if field in body:
             pr[field] = str(body[field])
@@ -197,7 +213,9 @@ def finish(fake: FakeAzure, repo: FakeRepo, number: int, by: dict[str, str] | No
     """The completion itself: the target branch moves, the pull request is completed."""
     pr = repo.pulls[number]
     options = pr.get("completionOptions") or {}
-    strategy = options.get("mergeStrategy") or ("squash" if options.get("squashMerge") else "noFastForward")
+    strategy = options.get("mergeStrategy") or (
+        "squash" if options.get("squashMerge") else "noFastForward"
+    )
     branch = _branch(pr["targetRefName"])
     head = fake_git.tip(repo.path, _branch(pr["sourceRefName"]))
     target = fake_git.tip(repo.path, branch)
@@ -226,7 +244,7 @@ def finish(fake: FakeAzure, repo: FakeRepo, number: int, by: dict[str, str] | No
 def add_label(repo: FakeRepo, number: int, body: dict[str, Any]) -> Answer:
     pr = repo.pulls.get(number)
     if pr is None or not body.get("name"):
-        raise AzureError(404, "TF401180: The requested pull request was not found.", "GitPullRequestNotFoundException")
+        raise not_found()
     label = next((x for x in pr["labels"] if x["name"] == body["name"]), None)
     if label is None:
         label = _label(body["name"])
@@ -238,14 +256,21 @@ def remove_label(repo: FakeRepo, number: int, name: str) -> Answer:
     pr = repo.pulls.get(number)
     kept = [x for x in (pr or {}).get("labels", []) if x["name"] != name]
     if pr is None or len(kept) == len(pr["labels"]):
-        raise AzureError(404, f"TF401445: The label {name} does not exist.", "WebApiTagNotFoundException")
+        raise AzureError(
+            404, f"TF401445: The label {name} does not exist.", "WebApiTagNotFoundException"
+        )
     pr["labels"] = kept
     return Answer(204)
 
 
 def add_thread(fake: FakeAzure, repo: FakeRepo, number: int, body: dict[str, Any]) -> Answer:
     if number not in repo.pulls or not body.get("comments"):
-        raise AzureError(404, "TF401180: The requested pull request was not found.", "GitPullRequestNotFoundException")
-    thread = {"id": fake.next_id(), "status": body.get("status", "active"), "comments": body["comments"], "publishedDate": now()}
+        raise not_found()
+    thread = {
+        "id": fake.next_id(),
+        "status": body.get("status", "active"),
+        "comments": body["comments"],
+        "publishedDate": now(),
+    }
     repo.threads.setdefault(number, []).append(thread)
     return Answer(200, thread)

@@ -68,10 +68,16 @@ class AzureError(Exception):
 
 def not_found(what: str = "pull request") -> AzureError:
     if what == "pull request":
-        return AzureError(
-            404, "TF401180: The requested pull request was not found.", "GitPullRequestNotFoundException"
-        )
-    return AzureError(404, f"TF401019: The {what} does not exist.", "GitRepositoryNotFoundException")
+        message, kind = "TF401180: The requested pull request was not found.", "PullRequest"
+    else:
+        message, kind = f"TF401019: The {what} does not exist.", "Repository"
+    return AzureError(404, message, f"Git{kind}NotFoundException")
+
+
+def invalid(what: str) -> AzureError:
+    """Azure's ``InvalidArgumentValueException`` (400)."""
+    message = f"Invalid argument value.\r\nParameter name: {what}"
+    return AzureError(400, message, "InvalidArgumentValueException")
 
 
 @dataclass

@@ -28,9 +28,7 @@ def test_a_wrong_pat_fails_the_kit_with_an_auth_error_that_never_shows_the_pat(
     azure: FakeAzure, bare: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv(TOKEN_ENV, "not-the-pat")
-    repo = Repository(
-        name="scratch", url=str(bare), scm_provider="azure", path=f"{PROJECT}/{NAME}"
-    )
+    repo = Repository(name="scratch", url=str(bare), scm_provider="azure", path=f"{PROJECT}/{NAME}")
     report = run_conformance(
         plugin_spec(azure), Scratch(repo, str(bare)), state_dir=str(tmp_path / "s")
     )
@@ -45,9 +43,7 @@ def test_the_azure_devops_plugin_passes_the_conformance_kit(
     azure: FakeAzure, bare: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv(TOKEN_ENV, TOKEN)
-    repo = Repository(
-        name="scratch", url=str(bare), scm_provider="azure", path=f"{PROJECT}/{NAME}"
-    )
+    repo = Repository(name="scratch", url=str(bare), scm_provider="azure", path=f"{PROJECT}/{NAME}")
     report = run_conformance(
         plugin_spec(azure), Scratch(repo, str(bare)), state_dir=str(tmp_path / "state")
     )
