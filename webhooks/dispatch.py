@@ -19,6 +19,7 @@ from webhooks.events import (
     Ping,
     PullRequestChange,
     Push,
+    PushBatch,
     StatusBatch,
     StatusChange,
 )
@@ -77,15 +78,19 @@ class Dispatcher:
         return self.apply_to(event, repos)
 
     def apply_to(
-        self, event: Push | StatusChange | StatusBatch | PullRequestChange, repos: tuple[str, ...]
+        self,
+        event: Push | PushBatch | StatusChange | StatusBatch | PullRequestChange,
+        repos: tuple[str, ...],
     ) -> Applied:
         """``event`` about these configured repositories: for a source that names them
         itself (a plugin's events, ``webhooks.plugin_events``)."""
         enqueue = self._enqueue
-        if isinstance(event, Push):
-            keys = self._push(event, repos)
-            if self._already_have(event, repos):  # our own merge, say: nothing to fetch
-                enqueue = self._wake
+        if isinstance(event, Push | PushBatch):
+            pushes = event.pushes if isinstance(event, PushBatch) else (event,)
+            found = [self._push(push, repos) for push in pushes]
+            keys = frozenset().union(*(k for k in found if k)) or None
+            if all(self._already_have(push, repos) for push in pushes):
+                enqueue = self._wake  # our own merge, say: nothing to fetch
         elif isinstance(event, StatusChange | StatusBatch):
             tracking = self._shas.strategies_for(event.sha)
             changes = event.changes if isinstance(event, StatusBatch) else (event,)

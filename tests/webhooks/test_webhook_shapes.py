@@ -16,10 +16,11 @@ from hypothesis import strategies as st
 from tests.fixture_paths import FIXTURES
 from tests.webhooks.helpers import GITHUB_FIXTURES, GITLAB_EVENT_OF_KIND, GITLAB_FIXTURES
 from tests.webhooks.test_webhook_fuzz import mutated
-from webhooks import Forgejo, GitHub, GitLab, payload
+from webhooks import AzureDevOps, Forgejo, GitHub, GitLab, ServiceHookAuth, payload
 from webhooks.events import Event
 
 FORGEJO_FIXTURES = FIXTURES / "forgejo" / "webhooks"
+AZURE_FIXTURES = FIXTURES / "azure-devops" / "webhooks"
 NOW = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
 
 
@@ -59,15 +60,23 @@ def _forgejo_cases() -> list[tuple[str, Path]]:
     return [(p.stem.split("-")[1], p) for p in sorted(FORGEJO_FIXTURES.glob("*.json"))]
 
 
+def _azure_cases() -> list[tuple[str, Path]]:
+    return [("", p) for p in sorted(AZURE_FIXTURES.glob("*.json"))]  # the event is in the body
+
+
 PROVIDERS: dict[str, Any] = {
     "github": GitHub(["s"]),
     "gitlab": GitLab(["t"]),
     "forgejo": Forgejo(["s"]),
+    "azure-devops": AzureDevOps(
+        ServiceHookAuth(username=None, passwords=["p"], header=None, tokens=[])
+    ),
 }
 CASES = [
     *(("github", e, p) for e, p in _github_cases()),
     *(("gitlab", e, p) for e, p in _gitlab_cases()),
     *(("forgejo", e, p) for e, p in _forgejo_cases()),
+    *(("azure-devops", e, p) for e, p in _azure_cases()),
 ]
 HEADERS = {"content-type": "application/json"}
 
