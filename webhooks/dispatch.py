@@ -158,10 +158,13 @@ class Dispatcher:
             if self._pr_cache is not None:
                 # What the promoter knew of this PR may be wrong now (a person merged or
                 # closed it, its head moved): the next reconcile reads it from the SCM,
-                # unless the event says the very PR it knew has ended.
+                # unless the event says the very PR it knew has ended, or was just opened
+                # at the head it knows (the promoter's own opening).
                 key = (repo, event.head_branch, event.base_branch)
                 if event.state is not PullRequestState.OPEN and event.number is not None:
                     self._pr_cache.ended(key, event.number)
+                elif event.action == "opened" and event.number is not None and event.head_sha:
+                    self._pr_cache.opened(key, event.number, event.head_sha)
                 else:
                     self._pr_cache.forget(key)
             keys |= self._index.for_pull_request(repo, event.head_branch, event.base_branch)

@@ -74,6 +74,20 @@ class PullRequestCache:
                 self._entries.pop(key, None)
                 self._settled.discard(key)
 
+    def opened(self, key: Key, number: int, head_sha: str) -> None:
+        """A webhook says PR ``number`` of ``key`` was opened with head ``head_sha``.
+
+        When that is the very PR known, at that head (the webhook of the promoter's own
+        opening), it tells nothing new and what is known stays; anything else is dropped,
+        to be read again.
+        """
+        with self._lock:
+            entry = self._entries.get(key)
+            known = entry[0] if entry is not None else None
+            if known is None or (known.number, known.head_sha) != (number, head_sha):
+                self._entries.pop(key, None)
+                self._settled.discard(key)
+
     def forget(self, key: Key) -> None:
         with self._lock:
             self._entries.pop(key, None)

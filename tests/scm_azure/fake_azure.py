@@ -59,6 +59,8 @@ class FakeAzure:
         self.clock = clock
         self.calls: list[Call] = []
         self.on_event: Callable[[dict[str, Any]], None] | None = None
+        self.before: Callable[[str, str, Any], None] | None = None
+        """Called as ``(method, path, body)`` before a REST call is answered (to race it)."""
         self.complete_later = False
         """Azure queues completions: a PATCH answers ``queued``, the next read finishes it."""
         self.subscription = str(uuid.uuid4())
@@ -247,6 +249,8 @@ class FakeAzure:
         found = GIT.match(path)
         if found is not None:
             return self._git(found, method, url.query, headers, raw)
+        if self.before is not None:
+            self.before(method, path, _parsed(raw))
         with self._lock:
             answer = self._rest(method, path, query, headers, raw)
             sent = _parsed(raw)
