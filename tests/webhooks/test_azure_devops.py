@@ -19,8 +19,9 @@ from starlette.testclient import TestClient
 
 from promoter.config import parse_config
 from promoter.errors import ConfigError
+from promoter.models import PullRequest, PullRequestState
 from promoter.state import ShaIndex, StatusCache
-from promoter.state.pulls import PullRequestCache
+from promoter.state.pulls import MISSING, PullRequestCache
 from webhooks import build_routes
 from webhooks.azure_devops import ServiceHookAuth
 
@@ -250,3 +251,27 @@ def test_a_comment_is_an_event_the_promoter_has_no_use_for(app: App) -> None:
     assert response.status_code == 202
     assert response.json()["result"] == "ignored"
     assert app.enqueued == []
+
+
+def test_the_hook_of_a_pull_request_the_promoter_opened_keeps_it_known(app: App) -> None:
+    created = genuine("pr_created.json")  # #1, mytopic into master, head 53d54ac9
+    key = ("fabrikam", "mytopic", "master")
+    known = PullRequest(
+        id="1",
+        number=1,
+        head_branch="mytopic",
+        base_branch="master",
+        head_sha="53d54ac915144006c2c9e90d2c7d3880920db49c",
+        state=PullRequestState.OPEN,
+    )
+    app.pulls.put(key, known)
+    assert app.deliver(created).status_code == 202
+    assert app.pulls.get(key) == known  # no read of what the promoter knows already
+    moved = genuine("pr_created.json")  # opened at another head (filled in): read again
+    moved["id"] = "2ab4e3d3-0000-4000-8000-000000000002"
+    moved["resource"]["lastMergeSourceCommit"]["commitId"] = "1" * 40
+    assert app.deliver(moved).status_code == 202
+    assert app.pulls.get(key) is MISSING
+    app.pulls.put(key, known)
+    assert app.deliver(genuine("pr_updated.json")).status_code == 202  # completed
+    assert app.pulls.get(key) is None  # none open now
