@@ -22,9 +22,9 @@ from starlette.testclient import TestClient
 from promoter.daemon import Runtime
 from tests.support import ENVIRONMENTS, GitOpsRepo, wait_for
 
-from .conftest import TOKEN_ENV
 from .fake_azure import FakeAzure
 from .fake_state import FakeRepo
+from .names import TOKEN_ENV
 
 HOOK_ENV, HOOK_PASSWORD = "PROMOTER_TEST_AZURE_HOOK", "azure-hook-password-0123"
 HOOK_USER = "azure-service-hook"
@@ -95,7 +95,8 @@ class AzureCI:
             repo,
             gitops,
         )
-        self.answers: list[tuple[str, int]] = []
+        self.answers: list[tuple[str, int, tuple[str, ...]]] = []
+        """Each delivery's event, the daemon's answer, and the refs a push moved."""
         self.held = False
         """While True, deliveries wait in ``withheld`` (Azure's are late)."""
         self.withheld: list[dict[str, Any]] = []
@@ -125,8 +126,9 @@ class AzureCI:
                 "Authorization": basic(HOOK_USER, password),
             },
         )
+        refs = tuple(u["name"] for u in payload["resource"].get("refUpdates") or ())
         with self._lock:
-            self.answers.append((payload["eventType"], response.status_code))
+            self.answers.append((payload["eventType"], response.status_code, refs))
         return response.status_code
 
     def hydrate(self, version: str, message: str) -> str:

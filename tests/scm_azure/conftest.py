@@ -2,24 +2,25 @@
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
+from starlette.testclient import TestClient
 
 from promoter.cli.sandbox import init_bare
-from promoter.config import Repository, ScmProvider
+from promoter.config import Repository, ScmProvider, parse_config
+from promoter.wiring import Daemon
 from scm_plugins.azure_devops import AzureDevOpsScm
+from tests.support import ENVIRONMENTS, GitOpsRepo, wait_for
 
+from .azure_ci import HOOK_ENV, HOOK_PASSWORD, AzureCI, config_text
 from .fake_azure import FakeAzure
 from .fake_state import FakeRepo
+from .names import BIN, NAME, PROJECT, TOKEN, TOKEN_ENV
 
-TOKEN = "azure-devops-test-pat-0123456789abcdef"
-TOKEN_ENV = "PROMOTER_TEST_AZURE_DEVOPS_PAT"
-PROJECT, NAME = "Fabrikam Fiber", "gitops"
-BIN = Path(sys.executable).parent
-"""Where pip installed the ``promoter-scm-azure-devops`` console script (the venv's bin)."""
+__all__ = ["BIN", "NAME", "PROJECT", "TOKEN", "TOKEN_ENV", "provider"]
 
 
 @pytest.fixture
@@ -61,3 +62,27 @@ def plugin(
 @pytest.fixture
 def repo(azure: FakeAzure, fake_repo: FakeRepo) -> Repository:
     return Repository(name="gitops", url=azure.clone_url(fake_repo), scm_provider="azure")
+
+
+@pytest.fixture
+def harness(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest
+) -> Iterator[AzureCI]:
+    """The daemon on the fake; ``request.param`` holds more ``config_text`` settings."""
+    monkeypatch.setenv(TOKEN_ENV, TOKEN)
+    monkeypatch.setenv(HOOK_ENV, HOOK_PASSWORD)
+    gitops = GitOpsRepo.create(tmp_path)
+    with FakeAzure(token=TOKEN) as fake:
+        repo = fake.add_repository(PROJECT, NAME, gitops.path)
+        settings: dict[str, Any] = getattr(request, "param", {})
+        text = config_text(fake.clone_url(repo), tmp_path / "state", fake.url, **settings)
+        daemon = Daemon(parse_config(text))
+        with TestClient(daemon.app) as client:
+            ci = AzureCI(client, daemon.runtime, fake, repo, gitops)
+            wait_for(
+                lambda: ci.env(ENVIRONMENTS[-1])["state"] == "up-to-date", what="a first reconcile"
+            )
+            for branch in ENVIRONMENTS:
+                ci.status(gitops.tip(branch), "health")
+            ci.settle()
+            yield ci

@@ -7,22 +7,15 @@ paths first: a forged delivery, a head that moves under a completion, a 429.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
-from starlette.testclient import TestClient
 
 from promoter.cli.sandbox import git
-from promoter.config import parse_config
 from promoter.metrics import REGISTRY
-from promoter.wiring import Daemon
-from tests.support import ENVIRONMENTS, GitOpsRepo, wait_for
+from tests.support import ENVIRONMENTS, wait_for
 
-from .azure_ci import HOOK_ENV, HOOK_PASSWORD, AzureCI, config_text
-from .conftest import NAME, PROJECT, TOKEN, TOKEN_ENV
-from .fake_azure import FakeAzure
+from .azure_ci import AzureCI
 
 DEV, STAGING, PROD = ENVIRONMENTS
 
@@ -54,28 +47,6 @@ def operations() -> dict[str, float]:
 def _moves(delivery: dict[str, Any], ref: str) -> bool:
     updates = delivery["resource"].get("refUpdates") or []
     return delivery["eventType"] == "git.push" and ref in [u["name"] for u in updates]
-
-
-@pytest.fixture
-def harness(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest
-) -> Iterator[AzureCI]:
-    """The daemon on the fake; ``request.param`` holds more ``config_text`` settings."""
-    monkeypatch.setenv(TOKEN_ENV, TOKEN)
-    monkeypatch.setenv(HOOK_ENV, HOOK_PASSWORD)
-    gitops = GitOpsRepo.create(tmp_path)
-    with FakeAzure(token=TOKEN) as fake:
-        repo = fake.add_repository(PROJECT, NAME, gitops.path)
-        settings: dict[str, Any] = getattr(request, "param", {})
-        text = config_text(fake.clone_url(repo), tmp_path / "state", fake.url, **settings)
-        daemon = Daemon(parse_config(text))
-        with TestClient(daemon.app) as client:
-            ci = AzureCI(client, daemon.runtime, fake, repo, gitops)
-            wait_for(lambda: ci.env(PROD)["state"] == "up-to-date", what="a first reconcile")
-            for branch in ENVIRONMENTS:
-                ci.status(gitops.tip(branch), "health")
-            ci.settle()
-            yield ci
 
 
 def test_a_forged_service_hook_is_refused_and_wakes_nothing(harness: AzureCI) -> None:
@@ -226,3 +197,31 @@ def test_an_abandoned_pull_request_is_opened_again(harness: AzureCI) -> None:
     )
     assert again["pullRequestId"] != first["pullRequestId"]
     h.promote(DEV, change)
+
+
+REVERT = ", autoRevert: {enabled: true, settleTime: 0.3s, autoMerge: true}"
+
+
+@pytest.mark.parametrize("harness", [{"staging": REVERT}], indirect=True)
+def test_a_failing_environment_is_reverted_by_a_pull_request_on_azure_devops(
+    harness: AzureCI,
+) -> None:
+    h = harness
+    good = h.hydrate("1.1.0", "Bump guestbook to 1.1.0")
+    for branch in ENVIRONMENTS:
+        h.promote(branch, good)
+    wait_for(lambda: h.env(STAGING)["lastHealthy"], what="staging recorded healthy")
+    healthy_tree = git(h.gitops.path, "rev-parse", f"{STAGING}^{{tree}}")
+    bad = h.hydrate("1.2.0", "Bump guestbook to 1.2.0")
+    h.promote(DEV, bad)
+    pr = h.open_pull(STAGING)
+    h.status(pr["lastMergeSourceCommit"]["commitId"], "ci")
+    wait_for(lambda: h.active_dry(STAGING) == bad, what="staging at the bad change")
+    h.status(h.gitops.tip(STAGING), "health", "failure")
+    wait_for(lambda: h.active_dry(STAGING) == good, what="staging reverted")
+    [revert] = [p for p in h.pulls(STAGING) if "revert" in [x["name"] for x in p["labels"]]]
+    assert revert["status"] == "completed"
+    assert revert["sourceRefName"].startswith(f"refs/heads/{STAGING}-revert-")
+    assert git(h.gitops.path, "rev-parse", f"{STAGING}^{{tree}}") == healthy_tree
+    pushed = [ref for event, _, refs in h.answers if event == "git.push" for ref in refs]
+    assert revert["sourceRefName"] in pushed  # pushed through Azure's git: its git.push came
