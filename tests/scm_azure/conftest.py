@@ -20,7 +20,7 @@ from .fake_azure import FakeAzure
 from .fake_state import FakeRepo
 from .names import BIN, NAME, PROJECT, TOKEN, TOKEN_ENV
 
-__all__ = ["BIN", "NAME", "PROJECT", "TOKEN", "TOKEN_ENV", "provider"]
+__all__ = ["BIN", "NAME", "PROJECT", "TOKEN", "TOKEN_ENV", "build_plugin", "provider"]
 
 
 @pytest.fixture
@@ -49,12 +49,19 @@ def provider(url: str, **settings: object) -> ScmProvider:
     )
 
 
+def build_plugin(
+    url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, **settings: object
+) -> AzureDevOpsScm:
+    """The plugin, built in process as the registry builds it, for the fake at ``url``."""
+    monkeypatch.setenv(TOKEN_ENV, TOKEN)
+    return AzureDevOpsScm(provider=provider(url, **settings), state_dir=str(tmp_path / "state"))
+
+
 @pytest.fixture
 def plugin(
     azure: FakeAzure, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> Iterator[AzureDevOpsScm]:
-    monkeypatch.setenv(TOKEN_ENV, TOKEN)
-    built = AzureDevOpsScm(provider=provider(azure.url), state_dir=str(tmp_path / "state"))
+    built = build_plugin(azure.url, tmp_path, monkeypatch)
     yield built
     built.close()
 

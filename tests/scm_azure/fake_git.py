@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import tempfile
 from pathlib import Path
 
 AZURE_IDENTITY = {
@@ -87,15 +88,33 @@ def _commit(path: Path, tree: str, parents: list[str], message: str) -> str:
 
 
 def _replayed(path: Path, target: str, source: str) -> str:
-    """The source's commits (not in the target) replayed onto the target, oldest first."""
-    current = target
-    for commit in git(path, "rev-list", "--reverse", "--no-merges", f"{target}..{source}").split():
-        tree = merged_tree(path, current, commit)
-        if tree is None:
-            raise Conflict(commit)
-        message = git(path, "log", "-1", "--format=%B", commit)
-        current = _commit(path, tree, [current], message)
-    return current
+    """The source's commits (not in the target) cherry-picked onto the target, oldest first,
+    in a throw-away worktree of the bare repository."""
+    with tempfile.TemporaryDirectory(prefix="fake-azure-rebase-") as tmp:
+        work = Path(tmp) / "work"
+        git(path, "worktree", "add", "--detach", "-q", str(work), target)
+        try:
+            for commit in git(
+                path, "rev-list", "--reverse", "--no-merges", f"{target}..{source}"
+            ).split():
+                done = subprocess.run(
+                    ["git", "-C", str(work), "cherry-pick", "--allow-empty", commit],
+                    capture_output=True,
+                    env={**os.environ, **AZURE_IDENTITY},
+                    check=False,
+                )
+                if done.returncode != 0:
+                    raise Conflict(commit)
+            head = subprocess.run(
+                ["git", "-C", str(work), "rev-parse", "HEAD"],
+                capture_output=True,
+                text=True,
+                check=True,
+            )
+            return head.stdout.strip()
+        finally:
+            git(path, "worktree", "remove", "--force", str(work), check=False)
+            git(path, "worktree", "prune", check=False)
 
 
 def complete(
