@@ -101,15 +101,26 @@ class AzureCI:
         """While True, deliveries wait in ``withheld`` (Azure's are late)."""
         self.withheld: list[dict[str, Any]] = []
         self._lock = threading.Lock()
+        self._threads: list[threading.Thread] = []
         fake.on_event = self.sent
+
+    def close(self) -> None:
+        """Azure stops sending; the deliveries under way reach the daemon before it stops."""
+        self.fake.on_event = None
+        with self._lock:
+            threads, self._threads = self._threads, []
+        for thread in threads:
+            thread.join(timeout=30)
 
     def sent(self, payload: dict[str, Any]) -> None:
         """Azure sends a delivery: it reaches the daemon from another thread."""
+        thread = threading.Thread(target=self.deliver, args=(payload,), daemon=True)
         with self._lock:
             if self.held:
                 self.withheld.append(payload)
                 return
-        threading.Thread(target=self.deliver, args=(payload,), daemon=True).start()
+            self._threads.append(thread)
+        thread.start()
 
     def release(self) -> None:
         with self._lock:

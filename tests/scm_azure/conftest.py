@@ -92,4 +92,7 @@ def harness(
             for branch in ENVIRONMENTS:
                 ci.status(gitops.tip(branch), "health")
             ci.settle()
-            yield ci
+            try:
+                yield ci
+            finally:
+                ci.close()
