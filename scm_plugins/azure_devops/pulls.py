@@ -115,7 +115,7 @@ class Pulls:
         have, wanted = set(pr.labels), set(labels)
         for name in sorted(wanted - have):
             self._client.request(
-                "add_label",
+                "label_pull_request",
                 "POST",
                 f"{where.api}/pullRequests/{number}/labels",
                 body={"name": name},
@@ -123,7 +123,7 @@ class Pulls:
             )
         for name in sorted(have - wanted):
             self._client.request(
-                "remove_label",
+                "label_pull_request",
                 "DELETE",
                 f"{where.api}/pullRequests/{number}/labels/{segment(name)}",
                 pr=number,
