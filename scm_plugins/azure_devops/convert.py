@@ -15,6 +15,7 @@ from collections.abc import Iterable, Mapping
 from datetime import datetime
 from typing import Any
 
+from promoter.errors import ScmUnavailable
 from promoter.models import CommitStatus, Phase, PullRequest, PullRequestState, Review, utcnow
 
 HEADS = "refs/heads/"
@@ -63,8 +64,11 @@ def web_url(data: Mapping[str, Any]) -> str:
 
 
 def pull_request(data: Mapping[str, Any]) -> PullRequest:
-    """A ``GitPullRequest`` as the promoter's PullRequest; ``number`` is pullRequestId."""
-    number = int(data["pullRequestId"])
+    """A ``GitPullRequest`` as the promoter's PullRequest; ``number`` is pullRequestId.
+    An answer without one is no pull request: ScmUnavailable, as any answer not understood."""
+    number = data.get("pullRequestId") if isinstance(data, dict) else None
+    if not isinstance(number, int) or isinstance(number, bool):
+        raise ScmUnavailable("Azure DevOps answered a pull request without its pullRequestId")
     state = STATES.get(str(data.get("status")), PullRequestState.CLOSED)
     merged = commit_id(data, "lastMergeCommit") if state is PullRequestState.MERGED else ""
     labels = [label for label in data.get("labels") or () if isinstance(label, dict)]

@@ -82,7 +82,9 @@ class Heads:
 
     def seen(self, where: Where, data: Mapping[str, Any], *, opened: bool = False) -> None:
         """A pull request as Azure answered it (``opened``: just created, iteration 1)."""
-        number = int(data["pullRequestId"])
+        number = data.get("pullRequestId")
+        if not isinstance(number, int):
+            return  # not a pull request: convert.pull_request says so
         head = convert.commit_id(data, "lastMergeSourceCommit")
         project = convert.project_id(data)
         with self._lock:

@@ -217,3 +217,11 @@ def test_a_retry_after_as_a_date_or_a_reset_time_is_read() -> None:
     assert retry_after({"X-RateLimit-Reset": "1000"}, now=990.0) == 10.0
     assert retry_after({}, now=0.0) == 60.0
     assert retry_after({"Retry-After": "0"}, now=0.0) == 1.0  # never a busy loop
+
+
+def test_a_pull_request_answered_without_its_id_is_unavailable_not_a_crash(
+    azure: FakeAzure, plugin: AzureDevOpsScm, repo: Repository
+) -> None:
+    azure.fail_next("POST", r"/pullrequests$", 201, message="not a pull request")
+    with pytest.raises(ScmUnavailable, match="without its pullRequestId"):
+        plugin.open_pull_request(repo=repo, head="a", base="b", title="t", body="", labels=())
