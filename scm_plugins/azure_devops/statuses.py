@@ -47,7 +47,9 @@ class Statuses:
     ) -> list[CommitStatus]:
         wanted = None if keys is None else set(keys)
         found: dict[str, CommitStatus] = {}
-        if wanted is None or not all(k.startswith(OWN) for k in wanted):
+        pr = self._heads.pull_request_of(where, sha)
+        own = wanted is not None and all(k.startswith(OWN) for k in wanted)
+        if pr is None or not own:  # the promoter's own checks alone are on the PR
             data = self._client.request(
                 "get_commit_statuses",
                 "GET",
@@ -57,7 +59,6 @@ class Statuses:
                 sha=sha,
             )
             found = convert.latest_statuses(values(data), source=COMMIT_SOURCE)
-        pr = self._heads.pull_request_of(where, sha)
         if pr is not None and (wanted is None or not wanted <= set(found)):
             number, iteration = pr
             iteration = iteration or self._iteration(where, number, sha)

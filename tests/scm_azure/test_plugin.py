@@ -241,3 +241,20 @@ def test_labels_are_added_and_taken_off_and_a_long_body_is_cut(
     [stored] = azure.pulls(fake_repo)
     assert {x["name"] for x in stored["labels"]} == {"promotion", "new"} == set(updated.labels)
     assert updated.state is PullRequestState.OPEN and stored["title"] == "t2"
+
+
+def test_the_promoter_s_check_on_a_commit_heading_no_pull_request_is_a_commit_status(
+    azure: FakeAzure,
+    fake_repo: FakeRepo,
+    plugin: AzureDevOpsScm,
+    repo: Repository,
+    scratch: Scratch,
+) -> None:
+    sha = scratch.commit(scratch.branch("base"), "base")
+    hold = CommitStatus(key="promoter/hold", phase=Phase.FAILURE, description="held")
+    plugin.set_commit_status(repo=repo, sha=sha, status=hold)
+    assert [s["context"] for s in fake_repo.commit_statuses[sha]] == [
+        {"genre": "promoter", "name": "hold"}
+    ]
+    found = plugin.get_commit_statuses(repo=repo, sha=sha, keys=["promoter/hold"])
+    assert [(s.key, s.phase) for s in found] == [("promoter/hold", Phase.FAILURE)]
