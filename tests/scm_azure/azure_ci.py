@@ -71,7 +71,7 @@ daemon:
   stateDir: {state}
   workers: 2
   maxBackoff: 1s
-  resyncInterval: 60s
+  resyncInterval: 5m
 """
 
 
