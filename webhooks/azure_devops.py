@@ -12,8 +12,9 @@ channel.
 The event is in the body (``eventType``); the delivery id is the event's ``id``, the same
 on a retry (else ``subscriptionId:notificationId``). Handled: ``git.push`` (every ref the
 push moved; a ref is new when the push brought its commit), ``git.pullrequest.created``,
-``git.pullrequest.updated`` and ``git.pullrequest.merged`` (its merge commit created; the
-pull request's ``status`` says whether it was completed). Azure has no event for a commit
+``git.pullrequest.updated`` and ``git.pullrequest.merged`` (Azure made its merge commit,
+which it does after each push too: nothing new of a pull request the promoter knows at that
+head; the pull request's ``status`` says whether it was completed). Azure has no event for a commit
 or pull-request status: a status posted there is read at the next reconcile. Anything
 else is Ignored.
 """
@@ -42,6 +43,8 @@ _STATES = {
     "abandoned": PullRequestState.CLOSED,
 }
 _URL_FIELDS = ("remoteUrl", "webUrl", "sshUrl")
+ACTIONS = {"git.pullrequest.created": "opened", "git.pullrequest.merged": "merge_attempted"}
+"""What each event says of an active pull request (``updated``: it changed, read it again)."""
 _IDS = msgspec.json.Decoder(shapes.AzureIds)
 
 
@@ -182,7 +185,7 @@ def _pull_request(resource: p.JsonObject, kind: str) -> Event:
     state = _STATES.get(p.opt_text(resource, "status", limit=32))
     if state is None:
         return Ignored("pull request status not handled")
-    action = {"git.pullrequest.created": "opened"}.get(kind, "synchronize")
+    action = ACTIONS.get(kind, "synchronize")
     head = p.opt_obj(resource, "lastMergeSourceCommit")
     return PullRequestChange(
         repo=_repo(resource),

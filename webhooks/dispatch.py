@@ -41,6 +41,9 @@ class Applied:
 
 
 PING = Applied("ping")
+QUIET = frozenset({"opened", "merge_attempted"})
+"""Pull request actions that tell nothing new of the PR the promoter knows at that head: its
+opening (the promoter's own), and the merge commit Azure DevOps made for it."""
 
 
 class Dispatcher:
@@ -163,7 +166,7 @@ class Dispatcher:
                 key = (repo, event.head_branch, event.base_branch)
                 if event.state is not PullRequestState.OPEN and event.number is not None:
                     self._pr_cache.ended(key, event.number)
-                elif event.action == "opened" and event.number is not None and event.head_sha:
+                elif event.action in QUIET and event.number is not None and event.head_sha:
                     self._pr_cache.opened(key, event.number, event.head_sha)
                 else:
                     self._pr_cache.forget(key)

@@ -273,5 +273,9 @@ def test_the_hook_of_a_pull_request_the_promoter_opened_keeps_it_known(app: App)
     assert app.deliver(moved).status_code == 202
     assert app.pulls.get(key) is MISSING
     app.pulls.put(key, known)
+    attempted = genuine("pr_merged.json")  # Azure made its merge commit: still active
+    attempted["resource"]["status"] = "active"
+    assert app.deliver(attempted).status_code == 202
+    assert app.pulls.get(key) == known
     assert app.deliver(genuine("pr_updated.json")).status_code == 202  # completed
     assert app.pulls.get(key) is None  # none open now
