@@ -10,6 +10,8 @@ completion that conflicts leaves it active with ``mergeStatus: conflicts``; one 
 blocking branch policy refuses leaves it active with ``mergeStatus: rejectedByPolicy`` (what
 Azure answers then is not documented: the plugin reads the policy evaluations to say why,
 whatever the answer); ``complete_later`` queues a completion that the next read finishes.
+A pull request created is announced twice, as Azure does: created, then its merge commit
+made ("merge attempted", ``git.pullrequest.merged``).
 """
 
 from __future__ import annotations
@@ -157,6 +159,7 @@ def create(fake: FakeAzure, repo: FakeRepo, body: dict[str, Any]) -> Answer:
     )
     repo.pulls[number] = pr
     fake.emit(repo, "git.pullrequest.created", view(fake, repo, number))
+    fake.emit(repo, "git.pullrequest.merged", view(fake, repo, number))  # its merge commit
     return Answer(201, view(fake, repo, number))
 
 
