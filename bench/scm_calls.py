@@ -1,11 +1,12 @@
 """SCM calls per environment promotion, for each SCM plugin: local, GitHub, GitLab, Forgejo,
-Bitbucket Cloud and Bitbucket Data Center.
+Bitbucket Cloud, Bitbucket Data Center and Azure DevOps.
 
 Each plugin drives the daemon (in process, through its starlette app) over one
 strategy (dev -> staging -> prod) and a real bare git repository; GitHub, GitLab,
-Forgejo and Bitbucket are the test suites' stateful HTTP-level fakes
+Forgejo, Bitbucket and Azure DevOps are the test suites' stateful HTTP-level fakes
 (``tests/scm_github/fake_github.py``, ``tests/scm_gitlab/fake_gitlab.py``,
-``tests/scm_forgejo/fake_forgejo.py``, ``tests/scm_bitbucket/fake_*.py``), so every
+``tests/scm_forgejo/fake_forgejo.py``, ``tests/scm_bitbucket/fake_*.py``,
+``tests/scm_azure/fake_azure.py``: Azure's git served over HTTP too), so every
 call goes through the real plugin and its HTTP client (Forgejo's out of process, counted
 per protocol call). For each of ``--changes`` dry changes the benchmark hydrates every
 environment, then for each environment waits for the promotion PR, reports CI green
@@ -13,10 +14,11 @@ on its head and, once merged, the environment's health on the new commit, as CI 
 CD would (GitHub: status / check run on the SCM plus its webhook; GitLab: pipeline
 plus Pipeline Hook, health through the daemon's API; Forgejo: statuses on the SCM plus
 its webhook; Bitbucket Cloud: build statuses on the SCM plus ``repo:commit_status_created``;
-Bitbucket Data Center, which sends no build events: both through the API; local: both
-through the API). The Bitbucket Cloud plugin reads branch tips with ``git ls-remote``
-(full SHAs, the head before a merge): reported as ``git ls-remote`` per environment, not
-as SCM calls.
+Bitbucket Data Center, which sends no build events: both through the API; Azure DevOps,
+which has no status event: both through the API, its service hooks for pushes and pull
+requests; local: both through the API). The Bitbucket Cloud plugin reads branch tips with
+``git ls-remote`` (full SHAs, the head before a merge): reported as ``git ls-remote`` per
+environment, not as SCM calls.
 
 Counted with ``promoter_scm_calls_total``, minus the status writes the benchmark
 itself makes through the daemon's API (those are CI's calls, not the promoter's):
@@ -35,7 +37,8 @@ itself makes through the daemon's API (those are CI's calls, not the promoter's)
 
     python bench/scm_calls.py [--changes 3] [--plugin github --plugin gitlab-manual ...]
 
-Target: at most 4 calls for every environment on GitHub, GitLab and Forgejo (the local
+Target: at most 4 calls for every environment on GitHub, GitLab, Forgejo and Azure DevOps
+(the local
 SCM is reported: it is in process and has no webhooks), with no ``--feature``. ``--feature
 deployments --feature reviewers`` turns on issue 31's features that cost calls, to measure
 them (docs/deployments.md, docs/gates.md); the target then does not apply.
@@ -78,6 +81,8 @@ PLUGINS = (
     "bitbucket-datacenter",
     "bitbucket-cloud-manual",
     "bitbucket-datacenter-manual",
+    "azure-devops",
+    "azure-devops-manual",
 )
 """``-manual``: prod has ``autoMerge: false`` and a person merges its PR in the SCM."""
 FEATURES = ("deployments", "reviewers")
@@ -516,6 +521,57 @@ class BitbucketDataCenterDriver(BitbucketDriver):
     product = "datacenter"
 
 
+class AzureDevOpsDriver(Driver):
+    """The Azure DevOps plugin in process, over the fake Azure DevOps (its API and its git
+    over HTTP); its service hooks as Azure sends them (pushes, pull requests created,
+    updated, completed); CI and CD report through the daemon's API (Azure sends no event
+    for a status)."""
+
+    provider = "azure-devops"
+
+    @contextmanager
+    def session(self) -> Iterator[Any]:
+        from starlette.testclient import TestClient
+
+        from promoter.config.loader import parse_config
+        from promoter.wiring import Daemon
+        from tests.scm_azure.azure_ci import HOOK_ENV, HOOK_PASSWORD, AzureCI, config_text
+        from tests.scm_azure.fake_azure import FakeAzure
+        from tests.scm_azure.names import NAME, PROJECT, TOKEN, TOKEN_ENV
+
+        os.environ[TOKEN_ENV], os.environ[HOOK_ENV] = TOKEN, HOOK_PASSWORD
+        with FakeAzure(token=TOKEN) as fake:
+            self.repo = fake.add_repository(PROJECT, NAME, self.gitops.path)
+            self.fake = fake
+            text = config_text(
+                fake.clone_url(self.repo),
+                self.tmp / "state",
+                fake.url,
+                prod=", autoMerge: false" if self.manual_prod else "",
+            )
+            self.daemon = Daemon(parse_config(featured(text)), observers=[self.events])
+            self.runtime = self.daemon.runtime
+            with TestClient(self.daemon.app, base_url=common.LOOPBACK) as self.client:
+                self.robot = AzureCI(self.client, self.runtime, fake, self.repo, self.gitops)
+                try:
+                    yield self
+                finally:
+                    self.robot.close()
+
+    def hydrate(self, version: str, message: str) -> str:
+        return str(self.robot.hydrate(version, message))
+
+    def person_merges(self, number: int, head_sha: str) -> None:
+        person = {"uniqueName": "ada@fabrikam.example", "displayName": "Ada Lovelace"}
+        self.fake.person_completes(self.repo, number, person)
+
+    def ci_green(self, branch: str, sha: str) -> None:
+        self.api_status(sha, "ci")
+
+    def healthy(self, branch: str, sha: str) -> None:
+        self.api_status(sha, "health")
+
+
 DRIVERS: dict[str, Callable[[Path, bool], Driver]] = {
     "local": LocalDriver,
     "github": GitHubDriver,
@@ -523,6 +579,7 @@ DRIVERS: dict[str, Callable[[Path, bool], Driver]] = {
     "forgejo": ForgejoDriver,
     "bitbucket-cloud": BitbucketCloudDriver,
     "bitbucket-datacenter": BitbucketDataCenterDriver,
+    "azure-devops": AzureDevOpsDriver,
 }
 
 

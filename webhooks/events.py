@@ -17,7 +17,8 @@ class RepoIdentity:
     """How an event names its repository: any of path, numeric id and clone/web URLs."""
 
     provider: str
-    """``github`` or ``gitlab``: which kind of configured repository it can match."""
+    """``github``, ``gitlab``, ``forgejo``, ``azure-devops``: which kind of configured
+    repository it can match."""
     full_path: str
     """GitHub ``full_name`` (owner/name) or GitLab ``path_with_namespace``; may be empty."""
     project_id: int | None = None
@@ -50,7 +51,7 @@ class Push:
 
 @dataclass(frozen=True, slots=True)
 class PushBatch:
-    """Several refs moved in one delivery: Bitbucket lists every ref a push moved."""
+    """Several refs moved in one delivery: Bitbucket and Azure DevOps list every ref it moved."""
 
     repo: RepoIdentity
     pushes: tuple[Push, ...]

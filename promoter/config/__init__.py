@@ -13,6 +13,7 @@ from promoter.config.durations import Duration, parse_duration
 from promoter.config.gates import GateSpec
 from promoter.config.loader import json_schema, load_config, parse_config
 from promoter.config.models import (
+    AzureDevOpsWebhook,
     BitbucketWebhook,
     Config,
     Daemon,
@@ -32,6 +33,7 @@ from promoter.config.operations import (
     operation,
 )
 from promoter.config.providers import (
+    AzureDevOpsProvider,
     ExternalPlugin,
     GitHubApp,
     GitHubProvider,
@@ -57,6 +59,8 @@ __all__ = [
     "ApiToken",
     "Argument",
     "AutoRevert",
+    "AzureDevOpsProvider",
+    "AzureDevOpsWebhook",
     "BitbucketCloudProvider",
     "BitbucketDataCenterProvider",
     "BitbucketOAuth",

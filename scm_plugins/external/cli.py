@@ -1,5 +1,8 @@
 """``promoter plugins list|check`` and ``promoter schema --plugin-protocol``.
 
+``plugins list`` shows the plugins built in (and those of the ``promoter.scm_plugins``
+entry points), then every ``promoter-scm-*`` executable found with its version and protocol.
+
 ``add_commands(subparsers)`` adds the ``plugins`` command to the promoter's parser;
 ``print_protocol_schema()`` serves ``schema --plugin-protocol``.
 """
@@ -12,6 +15,7 @@ import os
 import shlex
 import sys
 import tempfile
+from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +25,14 @@ from scm_plugins.external.conformance import run_conformance
 from scm_plugins.external.discovery import discover
 from scm_plugins.external.host import ExternalScm
 from scm_plugins.external.scratch import Scratch, init_bare
+from scm_plugins.registry import builtins
+
+
+def promoter_version() -> str:
+    try:
+        return version("promoter")
+    except PackageNotFoundError:
+        return "?"
 
 
 def print_protocol_schema() -> int:
@@ -54,30 +66,14 @@ def _spec(args: argparse.Namespace, name: str | None) -> ExternalPlugin:
     )
 
 
-def _builtins() -> None:
-    """The plugins the promoter runs in process (the registry's, and entry points')."""
-    from importlib.metadata import PackageNotFoundError, entry_points, version
-
-    from scm_plugins.registry import BUILTIN
-
-    try:
-        ours = version("promoter")
-    except PackageNotFoundError:  # pragma: no cover - run from a source tree
-        ours = "?"
-    kinds = dict(BUILTIN)
-    kinds.update({ep.name: ep.value for ep in entry_points(group="promoter.scm_plugins")})
-    print(f"{'BUILT IN':<22} {'VERSION':<10} {'RUNS':<18} FACTORY")
-    for kind, target in sorted(kinds.items()):
-        print(f"{kind:<22} {ours:<10} {'in process':<18} {target}")
-
-
 def cmd_list(args: argparse.Namespace) -> int:
+    print(f"{'NAME':<22} {'VERSION':<10} {'PROTOCOL':<18} PATH")
+    for name, target in builtins().items():  # in process: the promoter's own version
+        print(f"{name:<22} {promoter_version():<10} {'built-in':<18} {target}")
     found = discover(directories=args.dir, environ=os.environ)
     if not found:
         print("no promoter-scm-* executable found")
-        _builtins()
         return 0
-    print(f"{'NAME':<22} {'VERSION':<10} {'PROTOCOL':<18} PATH")
     with tempfile.TemporaryDirectory(prefix="promoter-plugins-") as tmp:
         for plugin in found:
             spec = ExternalPlugin(command=[str(plugin.path)], timeout=args.timeout)
@@ -94,7 +90,6 @@ def cmd_list(args: argparse.Namespace) -> int:
             host.close()
             assert info is not None
             print(f"{info.name:<22} {info.version:<10} {info.protocol_version:<18} {plugin.path}")
-    _builtins()
     return 0
 
 

@@ -16,10 +16,20 @@ from hypothesis import strategies as st
 from tests.fixture_paths import FIXTURES
 from tests.webhooks.helpers import GITHUB_FIXTURES, GITLAB_EVENT_OF_KIND, GITLAB_FIXTURES
 from tests.webhooks.test_webhook_fuzz import mutated
-from webhooks import BitbucketCloud, BitbucketDataCenter, Forgejo, GitHub, GitLab, payload
+from webhooks import (
+    AzureDevOps,
+    BitbucketCloud,
+    BitbucketDataCenter,
+    Forgejo,
+    GitHub,
+    GitLab,
+    ServiceHookAuth,
+    payload,
+)
 from webhooks.events import Event
 
 FORGEJO_FIXTURES = FIXTURES / "forgejo" / "webhooks"
+AZURE_FIXTURES = FIXTURES / "azure-devops" / "webhooks"
 BITBUCKET_EVENTS = {
     "bitbucket-cloud": {
         "push": "repo:push",
@@ -90,18 +100,26 @@ def _bitbucket_cases() -> list[tuple[str, str, Path]]:
     return cases
 
 
+def _azure_cases() -> list[tuple[str, Path]]:
+    return [("", p) for p in sorted(AZURE_FIXTURES.glob("*.json"))]  # the event is in the body
+
+
 PROVIDERS: dict[str, Any] = {
     "github": GitHub(["s"]),
     "gitlab": GitLab(["t"]),
     "forgejo": Forgejo(["s"]),
     "bitbucket-cloud": BitbucketCloud(["s"]),
     "bitbucket-datacenter": BitbucketDataCenter(["s"]),
+    "azure-devops": AzureDevOps(
+        ServiceHookAuth(username=None, passwords=["p"], header=None, tokens=[])
+    ),
 }
 CASES = [
     *(("github", e, p) for e, p in _github_cases()),
     *(("gitlab", e, p) for e, p in _gitlab_cases()),
     *(("forgejo", e, p) for e, p in _forgejo_cases()),
     *_bitbucket_cases(),
+    *(("azure-devops", e, p) for e, p in _azure_cases()),
 ]
 HEADERS = {"content-type": "application/json"}
 

@@ -9,6 +9,8 @@ ignoring case:
 - the e-mail's local part is the login, after an SCM's numeric prefix (GitHub's
   ``12345+ada@users.noreply.github.com``, GitLab's ``12345-ada@users.noreply.gitlab.com``;
   Forgejo's ``ada@noreply.example.org`` and a plain ``ada@example.com`` need none);
+- or the whole e-mail is the login (Azure DevOps names a person by the unique name they
+  sign in with, ``ada@example.com``);
 - or the author's name is the login, or the reviewer's display name.
 
 A wrong match only leaves an approval out (more approvals are needed); a missed one
@@ -42,7 +44,8 @@ def is_author(review: Review, author: Author) -> bool:
     if not login:
         return False
     names = {login, _fold(review.name)} - {""}
-    return login_of(author.email) == login or _fold(author.name) in names
+    email = _fold(author.email)
+    return login_of(author.email) == login or email == login or _fold(author.name) in names
 
 
 def not_counted(

@@ -139,6 +139,19 @@ def test_a_reviewer_is_matched_by_e_mail_login_author_name_or_display_name() -> 
     assert not is_author(Review(user="", approved=True), Author(name="", email=""))
 
 
+def test_an_azure_devops_reviewer_is_matched_by_the_whole_e_mail_they_sign_in_with() -> None:
+    author = Author(name="A. Lovelace", email="Ada@Fabrikam.example")
+    ada = Review(user="ada@fabrikam.example", approved=True, name="Ada Lovelace")
+    assert is_author(ada, author)
+    snapshot = approved(ada, authors=(author,))
+    assert verdict(snapshot, 1, KEY).reason == (
+        "waiting for 1 approval (0 so far; not counted: ada@fabrikam.example wrote a change "
+        "being promoted)"
+    )
+    other = Review(user="ada@partner.example", approved=True, name="Ada Byron")
+    assert not is_author(other, author)
+
+
 people = st.lists(
     st.sampled_from(["ada", "grace", "linus", "Ada", "GRACE"]), min_size=0, max_size=4
 )
