@@ -83,5 +83,7 @@ def test_promoter_plugins_check_passes_for_azure_devops(
     )
     out = capsys.readouterr().out
     assert code == 0, out
-    assert "12/12 passed; not offered: events" in out  # reviews included
+    # its HTTP client ignores the proxy variables, which is how the kit cuts an SCM off
+    not_offered = "events, own writes known in events, outage answered unavailable"
+    assert f"15/15 passed; not offered: {not_offered}" in out  # reviews included
     assert TOKEN not in out

@@ -86,7 +86,8 @@ def test_promoter_plugins_check_passes_for_each_bitbucket(
     )
     out = capsys.readouterr().out
     assert code == 0, out
-    assert "12/12 passed; not offered: events" in out
+    assert "16/16 passed; not offered: events, own writes known in events" in out
+    assert "pass  outage answered unavailable" in out
     assert PASSWORD not in out and TOKEN not in out
 
 
