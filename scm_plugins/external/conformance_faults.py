@@ -109,6 +109,11 @@ def outage(
                     " the promoter takes that for a hung plugin; answer unavailable"
                 ) from None
             except ScmError as exc:
+                if host.starts != 1 or process is None or not process.alive:
+                    raise Failed(
+                        "the plugin exited while its SCM was unreachable: answer unavailable"
+                        f" and keep running ({str(exc)[:120]})"
+                    ) from None
                 raise Failed(
                     f"answered {type(exc).__name__} while its SCM was unreachable: answer"
                     f" unavailable or temporary ({str(exc)[:120]})"

@@ -6,10 +6,11 @@ waiting caller by id, so answers may come in any order; a message without an id 
 event, ``promoter.scm/v1.1``) goes to ``notified`` on that thread. A caller that times
 out stops waiting (``CallTimedOut``) and its late answer is dropped. When the process
 exits, every waiting caller gets ``ScmUnavailable`` at once. A stdout line that is not a
-protocol message, or an answer whose id was never sent, fails at once the call it names
-(every call waiting when it names none), and is counted and logged through the
-provider's ``LineAccount`` (at most once a minute per kind). The process gets no secret
-on its command line; secrets travel in ``initialize`` (see ``host``).
+protocol message, or an answer whose id no call waits for (never sent, or answered
+already) fails at once the call it names (every call waiting when it names none), and
+is counted and logged through the provider's ``LineAccount`` (at most once a minute per
+kind). The process gets no secret on its command line; secrets travel in
+``initialize`` (see ``host``).
 """
 
 from __future__ import annotations
@@ -39,6 +40,8 @@ log = logging.getLogger("promoter.plugins")
 GARBAGE_SHOWN = 200
 """Characters of a malformed stdout line quoted in the error of the call it fails (what
 looks like a credential blanked: ``accounting.sample``)."""
+TIMED_OUT_KEPT = 1024
+"""Ids of calls that timed out remembered at most, so that their late answers are known."""
 _LEADING_ID = re.compile(rb'^\s*\{\s*(?:"jsonrpc"\s*:\s*"2\.0"\s*,\s*)?"id"\s*:\s*(\d{1,18})\b')
 
 
@@ -83,8 +86,9 @@ class PluginProcess:
             start_new_session=True,
         )
         self._ids = itertools.count(1)
-        self._issued = 0
-        """The highest id sent: an answer naming a higher one (or no integer) was never asked."""
+        self._timed_out: dict[int, None] = {}
+        """Ids of calls that stopped waiting (oldest first): their answers come late. Any
+        other id that no call waits for was never sent, or was answered already."""
         self._pending: dict[int, _Pending] = {}
         self._lock = threading.Lock()
         self._write_lock = threading.Lock()
@@ -124,11 +128,11 @@ class PluginProcess:
                 raise ScmUnavailable(f"plugin {self.label} is not running")
             if ident is None:
                 ident = next(self._ids)
-            self._issued = max(self._issued, ident)
             self._pending[ident] = pending
         try:
             self._send(wire.request(ident, method, params))
             if not pending.done.wait(timeout):
+                self._gave_up(ident)
                 raise CallTimedOut(
                     f"plugin {self.label} did not answer {method} within {timeout:g}s"
                 )
@@ -179,11 +183,12 @@ class PluginProcess:
                 number = ident if isinstance(ident, int) and not isinstance(ident, bool) else 0
                 with self._lock:
                     pending = self._pending.get(number)
-                    late = 1 <= number <= self._issued
+                    late = number in self._timed_out
+                    self._timed_out.pop(number, None)
                 if pending is not None:
                     pending.answer = message
                     pending.done.set()
-                elif late:  # the answer of a call that timed out: it was asked, once
+                elif late:  # the answer of a call that timed out
                     self.account.note(
                         "late_answer",
                         "plugin answered a call that no longer waits",
@@ -202,6 +207,12 @@ class PluginProcess:
                 pending.done.set()
             if not self._stopping:
                 log.warning("plugin exited", extra=self._fields(returncode=self.proc.poll()))
+
+    def _gave_up(self, ident: int) -> None:
+        with self._lock:
+            self._timed_out[ident] = None
+            while len(self._timed_out) > TIMED_OUT_KEPT:
+                del self._timed_out[next(iter(self._timed_out))]
 
     def _notification(self, method: str, params: Any) -> None:
         """A message without ``id``: an event (v1.1), handed on; never fails the reader."""
@@ -227,8 +238,9 @@ class PluginProcess:
         self._fail_waiting((what, f"{shown} ({exc})"), ident)
 
     def _unknown(self, ident: object) -> None:
-        """An answer naming an id never sent: the call it meant still waits, and would wait
-        its whole time limit; every call waiting fails at once instead (retried)."""
+        """An answer naming an id no call waits for (never sent, or answered already): the
+        call it meant still waits, and would wait its whole time limit; every call waiting
+        fails at once instead (retried)."""
         shown = repr(ident)[:40]
         self.account.note("unknown_id", "plugin answered an id no call waits for", id=shown)
         what = f"answered with id {shown}, which no call waits for,"
@@ -241,7 +253,7 @@ class PluginProcess:
             named = self._pending.get(ident) if ident is not None else None
             if named is not None:
                 failed = [named]
-            elif ident is not None and 1 <= ident <= self._issued:
+            elif ident is not None and ident in self._timed_out:
                 failed = []
             else:
                 failed = list(self._pending.values())

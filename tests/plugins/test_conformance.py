@@ -55,6 +55,39 @@ def test_a_plugin_that_breaks_the_contract_fails_the_kit_with_a_table(
     assert "pass  handshake" in out and "FAIL  git credentials" in out and "skip  merge" in out
 
 
+def flawed(flaw: str) -> ExternalPlugin:
+    return ExternalPlugin(
+        command=[sys.executable, str(Path(__file__).with_name("flawed_local.py")), flaw]
+    )
+
+
+def test_the_kit_fails_a_plugin_that_answers_a_far_id_under_another(tmp_path: Path) -> None:
+    report = run_conformance(flawed("int32-ids"), scratch(tmp_path), state_dir=str(tmp_path / "s"))
+    checks = {c.name: c for c in report.checks}
+    assert not report.ok
+    assert checks["ids answered as sent"].passed is False
+    assert "which no call waits for" in checks["ids answered as sent"].detail
+    assert [c.name for c in report.checks if c.passed is False] == ["ids answered as sent"]
+
+
+@pytest.mark.parametrize(
+    ("flaw", "said"),
+    [
+        ("outage-internal", "answered PluginError while its SCM was unreachable"),
+        ("outage-exits", "exited while its SCM was unreachable"),
+    ],
+)
+def test_the_kit_fails_a_plugin_that_takes_its_scm_being_down_for_anything_but_unavailable(
+    tmp_path: Path, flaw: str, said: str
+) -> None:
+    report = run_conformance(flawed(flaw), scratch(tmp_path), state_dir=str(tmp_path / "s"))
+    checks = {c.name: c for c in report.checks}
+    assert not report.ok
+    assert checks["outage answered unavailable"].passed is False
+    assert said in checks["outage answered unavailable"].detail
+    assert [c.name for c in report.checks if c.passed is False] == ["outage answered unavailable"]
+
+
 def test_plugins_list_shows_every_plugin_with_its_version_and_protocol(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
