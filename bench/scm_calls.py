@@ -722,7 +722,7 @@ def measure(plugin: str, changes: int) -> PluginResult:
             for branch in ENVIRONMENTS:
                 d.healthy(branch, d.gitops.tip(branch))
             settle(d)
-            before, actors, charged = Counters.now(provider), d.actor_calls, d.charged()
+            before, actors, charged = Counters.now(d.provider), d.actor_calls, d.charged()
             since = time.perf_counter()
             windows: list[Window] = []
             for n in range(changes):
@@ -731,7 +731,7 @@ def measure(plugin: str, changes: int) -> PluginResult:
                 for branch in ENVIRONMENTS:
                     windows.append(promote(d, log, change, branch, mark))
                 settle(d)
-            result.total = Counters.now(provider) - before
+            result.total = Counters.now(d.provider) - before
             result.actor_calls = d.actor_calls - actors
             after_charged = d.charged()
             if charged is not None and after_charged is not None:
@@ -749,11 +749,11 @@ def measure(plugin: str, changes: int) -> PluginResult:
                     result.window_ops[call.operation] = result.window_ops.get(call.operation, 0) + 1
             # Idle resyncs, as the periodic timer runs them (statuses and PRs read again).
             for _ in range(2):
-                idle_before, idle_charged = Counters.now(provider), d.charged()
+                idle_before, idle_charged = Counters.now(d.provider), d.charged()
                 d.runtime.scheduler.resync()
                 time.sleep(0.05)
                 settle(d)
-                result.idle.append(Counters.now(provider) - idle_before)
+                result.idle.append(Counters.now(d.provider) - idle_before)
                 end_charged = d.charged()
                 result.idle_charged.append(
                     None
