@@ -18,7 +18,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sized
 
-from webhooks.deliveries import DeliveryLog
+from webhooks.deliveries.log import DeliveryLog
 
 
 def _alone(loop: asyncio.AbstractEventLoop) -> bool:

@@ -35,7 +35,7 @@ import threading
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
-from webhooks.delivery_journal import ADDED, FORGOTTEN
+from webhooks.deliveries.journal import ADDED, FORGOTTEN
 
 GENERATION_KEYS = 65_536
 """Keys a generation takes before the next one is begun."""
