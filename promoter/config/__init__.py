@@ -3,7 +3,7 @@
 Everything else receives a validated ``Config``; nothing below reads files or the environment.
 """
 
-from promoter.config.access import Access, ApiToken, Grant, Proxy, Role
+from promoter.config.access import Access, ApiToken, Grant, Oidc, Proxy, Role
 from promoter.config.bitbucket import (
     BitbucketCloudProvider,
     BitbucketDataCenterProvider,
@@ -79,6 +79,7 @@ __all__ = [
     "GitLabWebhook",
     "Grant",
     "LocalProvider",
+    "Oidc",
     "Operation",
     "PromotionStrategy",
     "Proxy",

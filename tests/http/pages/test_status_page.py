@@ -42,8 +42,12 @@ def test_the_page_shows_each_environment_its_gates_and_the_promotion_pr(
     assert page.headers["content-type"].startswith("text/html")
     html = page.text
     for branch in ("environment/dev", "environment/staging", "environment/prod"):
-        assert f'<section id="{branch}">' in html
-    assert '<span class="badge blocked">blocked</span>' in html
+        assert f'<section id="{branch}" data-kind="' in html
+    dev_section = html.split('<section id="environment/dev"', 1)[1].split("</section>")[0]
+    assert 'data-kind="waiting"' in dev_section  # waiting for CI: blue, never red
+    assert '<span class="kind kind-waiting">' in dev_section
+    assert '<span class="state">blocked</span>' in dev_section
+    assert "badge blocked" not in html
     assert "<code>ci</code>: waiting for ci: report it on" in html
     assert f"#{waiting['pullRequest']['number']} (open)" in html  # type: ignore[index]
     assert 'href="/api/v1/strategies/guestbook"' in html
