@@ -177,7 +177,7 @@ def _cell(cell: Cell, now: datetime) -> str:
     return (
         f'<li class="cell env-cell kind-{escape(cell.kind)}" data-kind="{escape(cell.kind)}" '
         f'title="{escape(title)}"><span class="icon" aria-hidden="true">{icon}</span>'
-        f'<span class="env">{escape(env)}</span>'
+        f'<span class="where">{escape(env)}</span>'
         f'<span class="sr-only"> {escape(words)}</span>'
         f"<code>{escape(cell.sha[:7])}</code>"
         + (f'<span class="since" title="{escape(when)}">{escape(age)}</span>' if age else "")
