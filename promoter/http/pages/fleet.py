@@ -154,8 +154,9 @@ def _table(found: Overview, kept: Mapping[str, str], now: datetime) -> str:
 def _row(row: Row, now: datetime) -> str:
     oldest = _age(row.oldest, now)
     owner = f' data-owner="{escape(row.owner)}"' if row.owner else ""
+    since = f' data-oldest="{row.oldest.isoformat()}"' if row.oldest else ""
     return (
-        f'<tr class="strategy" data-kind="{KIND_ORDER[row.urgency]}"{owner}>'
+        f'<tr class="strategy" data-kind="{KIND_ORDER[row.urgency]}"{owner}{since}>'
         f'<th scope="row"><a class="row-link" href="/dashboard/{escape(quote(row.name))}">'
         f"{escape(row.name)}</a></th>"
         f'<td class="repo">{escape(row.repository)}</td>'

@@ -1,8 +1,8 @@
-"""A fleet for the browser tests: a real daemon reconciles the sandbox's strategy once (a
-change waiting for CI in dev); its view is then served as the views of ``count``
-strategies, in five states (as read, failing, paused, up to date, error), over a dozen
-repositories and seven labels, their changes waiting since different times, through the
-real ``Api``, dashboard and app on 127.0.0.1."""
+"""A fleet for the browser tests: a real daemon reconciles a strategy of four environments
+on the sandbox's repository once (a change waiting for CI); its view is then served as the
+views of ``count`` strategies, in five states (as read, failing, paused, up to date,
+error), over a dozen repositories and seven labels, their changes waiting since different
+times, through the real ``Api``, dashboard and app on 127.0.0.1."""
 
 from __future__ import annotations
 
@@ -18,10 +18,16 @@ from promoter.engine import EnvState
 from promoter.http import AccessControl, Api, ThreadServer, build_app, free_port
 from promoter.models import DryCommit, Phase
 from promoter.wiring import Daemon
-from tests.support import GitOpsRepo, local_config, wait_for
+from tests.support import ENVIRONMENTS, GitOpsRepo, local_config, wait_for
 
 STATES = ("waiting", "failing", "paused", "up-to-date", "error")
 """The kind of dev in each variant, in order: strategy ``i`` is variant ``i % 5``."""
+FOUR = [*ENVIRONMENTS[:2], "environment/prod-eu", "environment/prod-us"]
+"""The fleet's environments: four, two of them with longer names."""
+STRATEGY = (
+    "  - name: fleet\n    repository: gitops\n    activeCommitStatuses: [{key: health}]\n"
+    "    proposedCommitStatuses: [{key: ci}]\n    environments:\n"
+) + "".join(f"      - {{branch: {branch}}}\n" for branch in FOUR)
 AGES = 13
 """Distinct ages of the waiting change: strategy ``i``'s change is ``i % 13`` hours older."""
 
@@ -41,9 +47,9 @@ class FleetViews:
             for i in range(count)
         ]
         self.by_name = {s.name: s for s in self.list}
-        self.views = {
-            s.name: views[i % len(STATES)][i % AGES] for i, s in enumerate(self.list)
-        }
+        self.views = {s.name: views[i % len(STATES)][i % AGES] for i, s in enumerate(self.list)}
+        self.states = {s.name: STATES[i % len(STATES)] for i, s in enumerate(self.list)}
+        """The kind of dev in each strategy."""
         self.started = True
 
     def strategies(self) -> list[PromotionStrategy]:
@@ -92,8 +98,15 @@ def variants(view: StrategyView) -> list[StrategyView]:
     decision = view.decision
     return [
         view,
-        replace(view, decision=decision.model_copy(update={"environments": (failing, *decision.environments[1:])})),  # noqa: E501
-        replace(view, snapshot=view.snapshot.model_copy(update={"environments": (paused, *envs[1:])})),  # noqa: E501
+        replace(
+            view,
+            decision=decision.model_copy(
+                update={"environments": (failing, *decision.environments[1:])}
+            ),
+        ),  # noqa: E501
+        replace(
+            view, snapshot=view.snapshot.model_copy(update={"environments": (paused, *envs[1:])})
+        ),  # noqa: E501
         replace(view, decision=decision.model_copy(update={"environments": tuple(done)})),
         replace(view, error="the SCM answered 502 Bad Gateway"),
     ]
@@ -126,23 +139,24 @@ class Fleet:
 @contextmanager
 def serve_fleet(tmp_path: Path, count: int) -> Iterator[Fleet]:
     """The fleet of ``count`` strategies served on 127.0.0.1 (this machine's local admin)."""
-    gitops = GitOpsRepo.create(tmp_path)
-    config = local_config(gitops.path, tmp_path / "state")
+    gitops = GitOpsRepo.create(tmp_path, [*ENVIRONMENTS, *FOUR[2:]])
+    config = local_config(gitops.path, tmp_path / "state", extra_strategy=STRATEGY)
     runtime = Daemon(config).runtime
     runtime.start()
     try:
         gitops.change("1.1.0", "Bump guestbook to 1.1.0")
-        runtime.enqueue(["guestbook"])
+        runtime.enqueue(["fleet"])
 
         def waiting() -> StrategyView | None:
-            view = runtime.view("guestbook")
+            view = runtime.view("fleet")
             if view is None or view.decision is None or view.snapshot is None:
                 return None
             return view if view.snapshot.environments[0].changelog else None
 
         view = wait_for(waiting, timeout=60, what="dev waiting for CI on 1.1.0")
         shapes = [[aged(v, hours) for hours in range(AGES)] for v in variants(view)]
-        views = FleetViews(config.promotion_strategies[0], shapes, count)
+        base = next(s for s in config.promotion_strategies if s.name == "fleet")
+        views = FleetViews(base, shapes, count)
         api = Api(views=views, commands=runtime, access=AccessControl.from_config(config))
         app = build_app(api, start=lambda: None, stop=lambda: None)
         port = free_port()
