@@ -1,6 +1,6 @@
 """The sign-in routes: ``GET /auth/login`` sends the browser to the company's identity
 provider, ``GET /auth/callback`` takes it back and starts a session, ``POST /auth/logout``
-ends it (same origin only, with the session's CSRF token).
+ends it (same origin only, with the session's CSRF token: the header's form sends it).
 
 Every refusal is a page that says why and offers to sign in again; it is logged with its
 reason (never a code, a token or a cookie). Without ``access.oidc`` each route says that
@@ -70,7 +70,7 @@ class SignInPages:
         if sign_in is None:
             return _not_configured()
         why = cross_site(request, public_origin=self.access.public_origin)
-        if why is not None:
+        if why is not None and not _own_form(request):
             return _failed(403, f"Sign-out refused: {why}.", "/")
         session = sign_in.sessions.read(request)
         if session is not None:
@@ -81,6 +81,14 @@ class SignInPages:
         answer = RedirectResponse("/", status_code=303)
         sign_in.sessions.clear(answer, sign_in.sessions.session_cookie)
         return answer
+
+
+def _own_form(request: Request) -> bool:
+    """A form of this daemon's own page: the browser says same-origin, and sends the Origin
+    ``null`` (the pages' ``Referrer-Policy: no-referrer`` hides it from a form's POST). The
+    session's CSRF token is checked all the same."""
+    site = request.headers.get("sec-fetch-site", "").strip().lower()
+    return site == "same-origin" and request.headers.get("origin", "").strip() == "null"
 
 
 async def _form_token(request: Request) -> str:

@@ -250,6 +250,9 @@ def test_signing_out_ends_the_session_and_every_copy_of_its_cookie(site: Site) -
         token = page.text.split('name="csrf" value="', 1)[1].split('"', 1)[0]
         refused = browser.post(f"{site.url}/auth/logout", data={"csrf": "guess"})
         assert refused.status_code == 403
+        foreign = {"origin": "http://evil.example", "sec-fetch-site": "cross-site"}
+        forged = browser.post(f"{site.url}/auth/logout", data={"csrf": token}, headers=foreign)
+        assert forged.status_code == 403 and session_cookie(browser) is not None
         out = browser.post(f"{site.url}/auth/logout", data={"csrf": token})
         assert out.status_code == 303 and session_cookie(browser) is None
     with site.browser() as thief:

@@ -103,10 +103,10 @@ def variants(view: StrategyView) -> list[StrategyView]:
             decision=decision.model_copy(
                 update={"environments": (failing, *decision.environments[1:])}
             ),
-        ),  # noqa: E501
+        ),
         replace(
             view, snapshot=view.snapshot.model_copy(update={"environments": (paused, *envs[1:])})
-        ),  # noqa: E501
+        ),
         replace(view, decision=decision.model_copy(update={"environments": tuple(done)})),
         replace(view, error="the SCM answered 502 Bad Gateway"),
     ]

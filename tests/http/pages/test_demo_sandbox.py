@@ -180,7 +180,7 @@ def test_a_change_waits_fails_a_gate_and_the_release_manager_merges_prod_from_th
     screenshot(browser, tmp_path, "dashboard-failing-gate")
     browser.get(f"{box.url}/?state=failing")
     WebDriverWait(browser, 10).until(lambda b: overview_kinds(b)[:1] == ["failing"])
-    assert "1" in text_of(browser, 'ul.counts a[href*="state=failing"]')
+    assert "1" in text_of(browser, "ul.counts a[aria-current]")  # the count filtered by
     assert "ci" in text_of(browser, "table.overview .reason")
 
     done: set[tuple[str, str]] = set()
@@ -202,7 +202,7 @@ def test_a_change_waits_fails_a_gate_and_the_release_manager_merges_prod_from_th
         (b.get_attribute("data-op"), b.get_attribute("data-env"))
         for b in browser.find_elements(By.CSS_SELECTOR, "button[data-op]")
     }
-    assert offered == {("approve", PROD), ("merge", PROD)}  # an approver of prod, nothing else
+    assert offered == {("approve", PROD)}  # an approver of prod; nothing merges before it
     assert answer(browser, "approve", PROD) == f"approve on {PROD}: done"
 
     def prod_ready() -> bool:
@@ -210,6 +210,9 @@ def test_a_change_waits_fails_a_gate_and_the_release_manager_merges_prod_from_th
         return box.envs()[PROD]["state"] == "ready"
 
     wait_for(prod_ready, timeout=30, what="prod ready, waiting for a person to merge")
+    WebDriverWait(browser, 15).until(
+        lambda b: b.find_elements(By.CSS_SELECTOR, f'button[data-op="merge"][data-env="{PROD}"]')
+    )
     WebDriverWait(browser, 15).until(
         lambda b: (
             b.find_elements(By.CSS_SELECTOR, f'[id="env-{PROD}"] .gate-success')
@@ -255,7 +258,7 @@ def test_after_a_revert_the_page_shows_where_each_change_is_and_prod_history_sto
     assert "held (revert)" in text_of(browser, f'[aria-label="history of {PROD}"]')
     assert kind_of(browser, PROD) == "held"  # the revert's hold, not a failure of prod's own
     no_serious_violation(browser)
-    screenshot(browser, tmp_path, "dashboard-after-revert", at="h2 + table.changes")
+    screenshot(browser, tmp_path, "dashboard-after-revert", at="h2 + .scroll table.changes")
 
     demo_cli._act_three(box.demo, box.client, time.monotonic())
     prod = f'[aria-label="history of {PROD}"] li.healthy'
