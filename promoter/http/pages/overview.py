@@ -45,6 +45,11 @@ class Cell:
     """When the oldest change not yet here was made (``waiting``), else since when it runs
     what it runs."""
     waiting: bool = False
+    short: str = field(init=False, compare=False)
+    """The branch's last part (``prod``), which the environment filter also takes."""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "short", short_name(self.branch))
 
 
 @dataclass(frozen=True)
@@ -144,24 +149,20 @@ class Query:
         )
 
 
-def _matches(row: Row, query: Query, *, state: bool = True) -> bool:
+def _named(row: Row, query: Query) -> bool:
+    """Whether ``row`` matches the search's words, the repository and the label."""
     for word in query.words:
         if not any(word in text.lower() for text in (row.name, row.repository, *row.labels)):
             return False
     if query.repository and row.repository != query.repository:
         return False
-    if query.label and query.label not in row.labels:
-        return False
-    cells = _cells(row, query.environment)
-    if not cells:
-        return False
-    return not (state and query.state) or any(c.kind == query.state for c in cells)
+    return not query.label or query.label in row.labels
 
 
 def _cells(row: Row, environment: str) -> tuple[Cell, ...]:
     if not environment:
         return row.cells
-    return tuple(c for c in row.cells if environment in (c.branch, short_name(c.branch)))
+    return tuple(c for c in row.cells if environment in (c.branch, c.short))
 
 
 @dataclass(frozen=True)
@@ -195,10 +196,13 @@ def overview(rows: Iterable[Row], params: Mapping[str, str]) -> Overview:
     counts: Counter[str] = Counter()
     matched: list[Row] = []
     for row in all_rows:
-        if not _matches(row, query, state=False):
+        if not _named(row, query):
             continue
-        counts.update(c.kind for c in _cells(row, query.environment))
-        if _matches(row, query):
+        cells = _cells(row, query.environment)
+        if not cells:
+            continue
+        counts.update(c.kind for c in cells)
+        if not query.state or any(c.kind == query.state for c in cells):
             matched.append(row)
     matched.sort(key=_key(query), reverse=query.descending)
     pages = max(1, -(-len(matched) // PAGE))

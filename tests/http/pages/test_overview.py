@@ -16,7 +16,7 @@ from promoter.http.pages.kinds import kind_of
 from promoter.http.pages.links import Links, links_for
 from promoter.http.pages.node import node
 from promoter.http.pages.overview import PAGE, Cell, Row, overview
-from promoter.http.pages.pipeline import depths, graph, upstreams
+from promoter.http.pages.pipeline import depths, graph, rollout_list, upstreams
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
 
@@ -254,3 +254,20 @@ def test_an_environment_up_to_date_proposes_nothing_though_its_next_commit_diffe
     html = node(merged, {}, NOW, links=Links(), changed=[], allowed=lambda o, e: False)
     assert "What the proposal changes" not in html
     assert html.count('class="hydrated"') == 1
+
+
+def test_the_rollout_list_draws_a_waiting_environment_by_its_kind_never_red() -> None:
+    detail = {
+        "rollout": {"dependsOn": {"environment/eu": [["environment/qa"]]}},
+        "environments": [
+            {"branch": "environment/qa", "state": "up-to-date"},
+            {
+                "branch": "environment/eu",
+                "state": "blocked",
+                "gates": [{"name": "ci", "phase": "pending"}],
+            },
+        ],
+    }
+    html = rollout_list(detail)
+    assert '<span class="kind kind-waiting">' in html
+    assert "blocked" not in html and "kind-failing" not in html
