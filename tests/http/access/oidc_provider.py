@@ -5,8 +5,8 @@ the redirect URI and the PKCE verifier, takes each code once, and answers an ID 
 signed with RS256 (PyJWT and cryptography, as a real provider's library would).
 
 ``mischief`` makes the next ID tokens wrong in one way (another audience or issuer, an
-expired one, a signature by a key it does not publish, another nonce) so the tests can see
-each refused."""
+expired one, a signature by a key it does not publish, another nonce), or its discovery
+document (garbage, a 503, another issuer), so the tests can see each refused."""
 
 from __future__ import annotations
 
@@ -85,6 +85,13 @@ class OidcProvider:
             self._server.stop()
 
     async def discovery(self, request: Request) -> Response:
+        broken = self.mischief.get("discovery")
+        if broken == "garbage":
+            return Response("<html>a login page</html>", media_type="text/html")
+        if broken == "5xx":
+            return JSONResponse({"error": "down for maintenance"}, status_code=503)
+        if broken == "issuer":
+            return JSONResponse({"issuer": "https://idp.example.com", "jwks_uri": self.url})
         return JSONResponse(
             {
                 "issuer": self.url,

@@ -15,8 +15,11 @@ from pathlib import Path
 
 import httpx
 import pytest
+from pydantic import ValidationError
 
-from promoter.http import ThreadServer, free_port
+from promoter.config import Config
+from promoter.errors import ConfigError
+from promoter.http import AccessControl, ThreadServer, free_port
 from promoter.http.access.sessions import Sessions
 from promoter.wiring import Daemon
 from tests.http.access.oidc_provider import CLIENT_SECRET, OidcProvider, Person
@@ -217,6 +220,34 @@ def test_a_provider_that_cannot_be_reached_leaves_the_sign_in_page_saying_so(
             assert answer.status_code == 502
             assert "The identity provider cannot be used now" in answer.text
             assert "cannot be reached" in answer.text
+
+
+@pytest.mark.parametrize(
+    ("broken", "said"),
+    [
+        ("garbage", "is not JSON"),
+        ("5xx", "the provider answered 503"),
+        ("issuer", "the discovery document names another issuer"),
+    ],
+)
+def test_a_provider_whose_discovery_document_is_wrong_is_not_used(
+    site: Site, broken: str, said: str
+) -> None:
+    site.provider.mischief = {"discovery": broken}
+    with site.browser() as browser:
+        answer = browser.get(f"{site.url}/auth/login")
+        assert answer.status_code == 502 and said in answer.text
+        assert "promoter-sign-in" not in answer.headers.get("set-cookie", "")
+
+
+def test_sign_in_needs_a_url_to_come_back_to_and_an_https_issuer() -> None:
+    base = {"scmProviders": [{"name": "local", "local": {}}], "daemon": {"stateDir": "/tmp/x"}}
+    oidc = {"issuer": "https://idp.example.com", "clientId": "promoter"}
+    with pytest.raises(ConfigError, match=r"set daemon\.publicUrl"):
+        AccessControl.from_config(Config.model_validate({**base, "access": {"oidc": oidc}}))
+    plain = {**oidc, "issuer": "http://idp.example.com"}
+    with pytest.raises(ValidationError, match="must be https"):
+        Config.model_validate({**base, "access": {"oidc": plain}})
 
 
 def test_a_person_signed_in_has_their_groups_roles_and_reads_the_status_page(site: Site) -> None:
