@@ -149,7 +149,6 @@ def test_a_change_waits_fails_a_gate_and_the_release_manager_merges_prod_from_th
     assert "guestbook" in text_of(browser, "table.overview")
     assert "3" in text_of(browser, 'ul.counts a[href*="state=up-to-date"]')
     no_serious_violation(browser)
-    screenshot(browser, tmp_path, "dashboard-overview")
 
     change = box.demo.gitops.change(
         "1.1.0", "Bump guestbook to 1.1.0", values="image: guestbook:1.1.0\nreplicas: 3\n"

@@ -240,7 +240,7 @@ def test_the_keyboard_searches_moves_through_rows_shows_reasons_opens_and_lists_
 
 @pytest.mark.parametrize("width", [360, 1280, 2560])
 def test_no_box_overflows_on_the_fleet_or_a_strategy_of_four_environments(
-    fleet: Fleet, browser: webdriver.Chrome, width: int
+    fleet: Fleet, browser: webdriver.Chrome, width: int, tmp_path: Path
 ) -> None:
     at_width(browser, width)
     loaded(browser, f"{fleet.url}/")
@@ -251,5 +251,8 @@ def test_no_box_overflows_on_the_fleet_or_a_strategy_of_four_environments(
         browser.get(f"{fleet.url}/dashboard/{name}")
         WebDriverWait(browser, 10).until(lambda b: b.find_elements(By.CSS_SELECTOR, "section.env"))
         assert overflows(browser) == [], name
+        if width == 1280 and fleet.views.states[name] == "waiting":
+            at_review_size(browser)
+            screenshot(browser, tmp_path, "dashboard-strategy")
     if width == 360:
         assert serious_violations(browser) == []
