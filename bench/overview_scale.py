@@ -8,8 +8,8 @@ page), median and worst of ``--rounds`` (a row is made once per view: the first 
 which makes them all, is reported apart); and, when Debian's Chromium is installed, in
 the browser at 1280x800, median of ``--rounds`` (Navigation and Paint Timing): the first
 contentful paint and the time to interactive (painted, and the page's script has bound
-its keys and filters: the ``promoter-interactive`` mark) from the navigation's start, the page loaded
-(request to ``load``), and a filter typed into the search until its rows are shown
+its keys and filters: the ``promoter-interactive`` mark) from the navigation's start, the
+page loaded (request to ``load``), and a filter typed into the search until its rows are shown
 (``promoter-filtered``; the script waits 120 ms after the last key before it asks).
 
 Target: each under 1 s (exit 1 when missed).
