@@ -10,6 +10,7 @@ from starlette.testclient import TestClient
 
 from promoter.wiring import Daemon
 from tests.e2e.test_local_promotion import set_status
+from tests.people import access_yaml, bearer
 from tests.support import GitOpsRepo, local_config, wait_for
 
 PUBLIC_URL = "https://promoter.example.invalid"
@@ -90,3 +91,20 @@ def test_an_unknown_strategy_is_a_404_page(client: TestClient) -> None:
     response = client.get("/strategies/%3Cb%3Enope")
     assert response.status_code == 404
     assert "<b>" not in response.text
+
+
+def test_with_tokens_and_no_sign_in_the_page_says_how_to_read_it(
+    gitops: GitOpsRepo, tmp_path: Path
+) -> None:
+    people = access_yaml(tmp_path / "tokens", {"sam": ["role: operator, strategies: [other-*]"]})
+    config = local_config(gitops.path, tmp_path / "state", access=people)
+    with TestClient(Daemon(config).app, base_url="http://127.0.0.1") as client:
+        nobody = client.get("/strategies/guestbook")
+        assert nobody.status_code == 401
+        assert "Sign in" not in nobody.text  # nothing to sign in with
+        assert 'href="/dashboard/guestbook"' in nobody.text
+        assert "<code>promoter status guestbook</code>" in nobody.text
+        assert "PROMOTER_API_TOKEN" in nobody.text
+        sam = client.get("/strategies/guestbook", headers=bearer("sam"))
+        assert sam.status_code == 403
+        assert "no grant gives you the viewer role on <strong>guestbook</strong>" in sam.text
