@@ -16,6 +16,7 @@ from pathlib import Path
 import httpx
 import pytest
 from pydantic import ValidationError
+from starlette.testclient import TestClient
 
 from promoter.config import Config
 from promoter.errors import ConfigError
@@ -289,3 +290,33 @@ def test_signing_out_ends_the_session_and_every_copy_of_its_cookie(site: Site) -
     with site.browser() as thief:
         thief.cookies.set("promoter-session", copy)
         assert thief.get(f"{site.url}/api/v1/whoami").status_code == 401
+
+
+def test_a_daemon_on_loopback_with_only_sign_in_takes_no_caller_as_local_admin(
+    gitops: GitOpsRepo, tmp_path: Path
+) -> None:
+    oidc, _ = oidc_yaml(tmp_path, "http://127.0.0.1:9")
+    access = "  grants:\n" + GRANTS + "\n" + oidc.rstrip()
+    config = local_config(
+        gitops.path, tmp_path / "state", publicUrl="http://127.0.0.1:8080", access=access
+    )
+    with TestClient(Daemon(config).app, base_url="http://127.0.0.1") as client:
+        who = client.get("/api/v1/whoami").json()
+        assert (who["via"], who["roles"]) == ("local", [])  # this machine, but no role
+        assert client.get("/api/v1/strategies/guestbook").status_code == 401
+        body = {"environment": DEV, "reason": "r"}
+        assert client.post(HOLD, json=body).status_code == 401
+        page = client.get("/strategies/guestbook")
+        assert page.status_code == 401 and 'href="/auth/login?next=' in page.text
+
+
+def test_a_token_sent_with_a_session_cookie_names_the_caller(site: Site) -> None:
+    with site.browser() as browser:
+        assert sign_in(site, browser, RELEASE).status_code == 303
+        who = browser.get(f"{site.url}/api/v1/whoami", headers=bearer("ci")).json()
+        assert (who["name"], who["via"]) == ("ci", "token")
+        body = {"environment": DEV, "reason": "by the token, no CSRF token needed"}
+        held = browser.post(f"{site.url}{HOLD}", json=body, headers=bearer("ci"))
+        assert held.status_code == 200, held.text
+        refused = browser.post(f"{site.url}{HOLD}", json=body)  # the session alone: no CSRF
+        assert refused.status_code == 401
