@@ -47,6 +47,26 @@ def attribute(browser: webdriver.Chrome, css: str, name: str) -> str:
     return str(found)
 
 
+def offered(browser: webdriver.Chrome) -> set[tuple[str, str]]:
+    """The (operation, environment) of every operation button, read in one step."""
+    found = browser.execute_script(
+        "return [...document.querySelectorAll('button[data-op]')]"
+        ".map((b) => [b.dataset.op, b.dataset.env])"
+    )
+    return {(str(op), str(env)) for op, env in found}
+
+
+def texts_at(browser: webdriver.Chrome, xpath: str) -> list[str]:
+    """The visible text of every element at ``xpath``, read in one step."""
+    found = browser.execute_script(
+        "const r = document.evaluate(arguments[0], document, null,"
+        " XPathResult.ORDERED_NODE_SNAPSHOT_TYPE, null);"
+        " return Array.from({length: r.snapshotLength}, (_, i) => r.snapshotItem(i).innerText)",
+        xpath,
+    )
+    return [str(t) for t in found]
+
+
 def at_review_size(browser: webdriver.Chrome) -> None:
     """A 1280x800 viewport at scale 1, whatever the window is."""
     width, height = SIZE

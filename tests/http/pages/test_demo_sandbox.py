@@ -27,9 +27,11 @@ from promoter.cli.sandbox import STRATEGY
 from tests.http.pages.pages import (
     at_review_size,
     attribute,
+    offered,
     screenshot,
     serious_violations,
     text_of,
+    texts_at,
 )
 from tests.support import wait_for
 
@@ -197,11 +199,7 @@ def test_a_change_waits_fails_a_gate_and_the_release_manager_merges_prod_from_th
     browser.get(f"{box.url}/dashboard/{STRATEGY}")
     browser.find_element(By.ID, "token").send_keys(box.demo.approver_token + "\n")
     WebDriverWait(browser, 10).until(lambda b: "release-manager" in text_of(b, ".who"))
-    offered = {
-        (b.get_attribute("data-op"), b.get_attribute("data-env"))
-        for b in browser.find_elements(By.CSS_SELECTOR, "button[data-op]")
-    }
-    assert offered == {("approve", PROD)}  # an approver of prod; nothing merges before it
+    assert offered(browser) == {("approve", PROD)}  # an approver of prod; nothing merges before it
     assert answer(browser, "approve", PROD) == f"approve on {PROD}: done"
 
     def prod_ready() -> bool:
@@ -250,7 +248,7 @@ def test_after_a_revert_the_page_shows_where_each_change_is_and_prod_history_sto
 
     browser.get(f"{box.url}/dashboard/{STRATEGY}")
     row = f'//table[@class="changes"]//tr[th//code[text()="{bad[:8]}"]]'
-    cells = [c.text for c in browser.find_elements(By.XPATH, f"{row}/td")]
+    cells = texts_at(browser, f"{row}/td")
     assert [c.split()[-1] for c in cells] == ["runs", "reverted", "held"]
     staging = text_of(browser, f'[aria-label="history of {STAGING}"]')
     assert f"{bad[:8]}" in staging and "revert (PR #" in staging
@@ -264,8 +262,10 @@ def test_after_a_revert_the_page_shows_where_each_change_is_and_prod_history_sto
 
     def good_entry() -> str:
         browser.get(f"{box.url}/dashboard/{STRATEGY}")
-        entries = browser.find_elements(By.CSS_SELECTOR, prod)
-        return next((e.text for e in entries if good[:8] in e.text), "")
+        entries = browser.execute_script(
+            "return [...document.querySelectorAll(arguments[0])].map((e) => e.innerText)", prod
+        )
+        return next((str(e) for e in entries if good[:8] in e), "")
 
     before = good_entry()
     assert "ran healthy" in before  # prod runs the fix now, not this commit

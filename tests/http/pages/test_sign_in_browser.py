@@ -22,7 +22,13 @@ from selenium.webdriver.support.ui import WebDriverWait
 from promoter.http import ThreadServer, free_port
 from promoter.wiring import Daemon
 from tests.http.access.oidc_provider import CLIENT_SECRET, OidcProvider, Person
-from tests.http.pages.pages import at_review_size, screenshot, serious_violations, text_of
+from tests.http.pages.pages import (
+    at_review_size,
+    offered,
+    screenshot,
+    serious_violations,
+    text_of,
+)
 from tests.people import access_yaml, bearer
 from tests.support import GitOpsRepo, local_config, wait_for
 
@@ -86,13 +92,6 @@ def play_ci_and_health(url: str, change: str, done: set[str]) -> None:
                     json={"key": key, "phase": "success"},
                     headers=CI,
                 ).raise_for_status()
-
-
-def offered(browser: webdriver.Chrome) -> set[tuple[str, str]]:
-    return {
-        (str(b.get_attribute("data-op")), str(b.get_attribute("data-env")))
-        for b in browser.find_elements(By.CSS_SELECTOR, "button[data-op]")
-    }
 
 
 def answer(browser: webdriver.Chrome, op: str, env: str) -> str:
