@@ -14,6 +14,7 @@ from selenium import webdriver
 from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
 from selenium.webdriver.remote.webelement import WebElement
+from selenium.webdriver.support import expected_conditions
 from selenium.webdriver.support.ui import WebDriverWait
 
 from promoter.http.pages.kinds import KINDS
@@ -228,7 +229,7 @@ def test_the_keyboard_searches_moves_through_rows_shows_reasons_opens_and_lists_
     assert "j or ↓" in text_of(browser, "#keys")
     browser.switch_to.active_element.send_keys(Keys.ESCAPE)
     WebDriverWait(browser, 5).until(lambda b: not b.find_element(By.ID, "keys").is_displayed())
-    browser.execute_script("document.querySelector('tr.strategy:nth-child(3) a.row-link').focus()")
+    assert focused(browser) == third  # the list of keys gave the focus back to the row
     browser.switch_to.active_element.send_keys(Keys.ENTER)
     WebDriverWait(browser, 10).until(lambda b: b.current_url.endswith(f"/dashboard/{third}"))
     WebDriverWait(browser, 10).until(lambda b: b.find_elements(By.CSS_SELECTOR, "section.env"))
@@ -236,6 +237,17 @@ def test_the_keyboard_searches_moves_through_rows_shows_reasons_opens_and_lists_
     assert focused(browser).startswith("environment/dev")
     browser.switch_to.active_element.send_keys("j")
     assert focused(browser).startswith("environment/staging")
+    for _ in range(40):  # Tab from the environment reaches its operations
+        browser.switch_to.active_element.send_keys(Keys.TAB)
+        if browser.execute_script("return document.activeElement.matches('button[data-op]')"):
+            break
+    button = browser.switch_to.active_element
+    assert button.get_attribute("data-env") == "environment/staging", button.text
+    button.send_keys(Keys.ENTER)  # it asks before it does anything
+    WebDriverWait(browser, 5).until(expected_conditions.alert_is_present())
+    asked = browser.switch_to.alert
+    assert "environment/staging" in asked.text
+    asked.dismiss()
 
 
 @pytest.mark.parametrize("width", [360, 1280, 2560])
