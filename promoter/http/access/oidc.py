@@ -28,6 +28,8 @@ ALGORITHMS = ("RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES
 LEEWAY = 60.0
 """Seconds of clock skew allowed on ``exp`` and ``iat``."""
 DISCOVERY_TTL = 3600.0
+FAMILIES = {"RS": "RSA", "PS": "RSA", "ES": "EC"}
+"""The type of key (``kty``) each family of ``ALGORITHMS`` signs with."""
 KEYS_REFRESH = 60.0
 """An unknown ``kid`` fetches the provider's keys again, at most this often."""
 MAX_DOCUMENT = 512 * 1024
@@ -72,7 +74,7 @@ class Provider:
         self._clock = clock
         self._lock = threading.Lock()
         self._endpoints: tuple[float, Endpoints] | None = None
-        self._keys: tuple[float, jwt.PyJWKSet] | None = None
+        self._keys: tuple[float, list[Key]] | None = None
 
     def authorization_url(self, *, state: str, nonce: str, challenge: str) -> str:
         """Where the browser signs in: the code flow, PKCE with S256."""
@@ -159,7 +161,7 @@ class Provider:
             raise Refused("the ID token comes from another issuer (iss)") from exc
         except jwt.InvalidSignatureError as exc:
             raise Refused("the ID token's signature does not verify") from exc
-        except jwt.InvalidTokenError as exc:
+        except jwt.PyJWTError as exc:
             raise Refused(f"the ID token is not valid: {str(exc)[:200]}") from exc
         audiences = claims["aud"] if isinstance(claims["aud"], list) else [claims["aud"]]
         if len(audiences) > 1 and claims.get("azp") != self.client_id:
@@ -170,28 +172,27 @@ class Provider:
         return claims
 
     def _key(self, kid: str, algorithm: str) -> jwt.PyJWK:
-        """The provider's key ``kid`` (its keys read again once when it is unknown)."""
+        """The provider's key ``kid`` that signs with ``algorithm`` (its keys read again
+        once when there is none)."""
         for fresh in (False, True):
-            keys = self._key_set(fresh)
-            found = [k for k in keys.keys if (k.key_id or "") == kid or not kid]
-            usable = [k for k in found if k.algorithm_name in (algorithm, None, "")]
+            found = [k for k in self._key_set(fresh) if (k.jwk.key_id or "") == kid or not kid]
+            usable = [k.jwk for k in found if k.signs(algorithm)]
             if (kid and usable) or (not kid and len(usable) == 1):
                 return usable[0]
             if not kid and len(usable) > 1:
                 raise Refused("the ID token names no key (kid) and the provider has several")
         raise Refused(f"the ID token is signed by a key the provider does not list ({kid[:40]})")
 
-    def _key_set(self, fresh: bool) -> jwt.PyJWKSet:
+    def _key_set(self, fresh: bool) -> list[Key]:
         with self._lock:
             kept = self._keys
         now = self._clock()
         if kept is not None and (not fresh or kept[0] > now - KEYS_REFRESH):
             return kept[1]
         document = self._get(self.endpoints().jwks)
-        try:
-            keys = jwt.PyJWKSet.from_dict(document)
-        except (jwt.PyJWKSetError, jwt.InvalidKeyError) as exc:
-            raise Refused("the provider's keys (jwks_uri) hold no usable key") from exc
+        keys = _keys(document)
+        if not keys:
+            raise Refused("the provider's keys (jwks_uri) hold no usable key")
         with self._lock:
             self._keys = (now, keys)
         return keys
@@ -213,6 +214,36 @@ class Provider:
         if len(answer.content) > MAX_DOCUMENT:
             raise Refused(f"the provider's answer from {_where(url)} is too large")
         return answer
+
+
+@dataclass(frozen=True)
+class Key:
+    """One of the provider's keys, and the algorithm it names (many name none)."""
+
+    jwk: jwt.PyJWK
+    named: str | None
+
+    def signs(self, algorithm: str) -> bool:
+        """Whether an ID token signed with ``algorithm`` may be checked with this key:
+        the algorithm it names, else any algorithm of its type of key."""
+        if self.named:
+            return self.named == algorithm
+        return self.jwk.key_type == FAMILIES.get(algorithm[:2])
+
+
+def _keys(document: dict[str, Any]) -> list[Key]:
+    """The usable keys of a JWKS (a key of a type or curve not supported is left out)."""
+    found = []
+    for raw in document.get("keys") or []:
+        if not isinstance(raw, dict) or raw.get("use", "sig") != "sig":
+            continue
+        try:
+            jwk = jwt.PyJWK(raw)
+        except jwt.PyJWTError:
+            continue
+        named = raw.get("alg")
+        found.append(Key(jwk, named if isinstance(named, str) else None))
+    return found
 
 
 def _endpoints(document: dict[str, Any], issuer: str) -> Endpoints:

@@ -5,8 +5,10 @@ the redirect URI and the PKCE verifier, takes each code once, and answers an ID 
 signed with RS256 (PyJWT and cryptography, as a real provider's library would).
 
 ``mischief`` makes the next ID tokens wrong in one way (another audience or issuer, an
-expired one, a signature by a key it does not publish, another nonce), or its discovery
-document (garbage, a 503, another issuer), so the tests can see each refused."""
+expired one, a signature by a key it does not publish, another nonce, another algorithm
+such as ``none`` or a MAC), or its discovery document (garbage, a 503, another issuer), so
+the tests can see each refused; ``keys_without_alg`` publishes its key without ``alg``, as
+many providers do."""
 
 from __future__ import annotations
 
@@ -19,7 +21,7 @@ from typing import Any
 from urllib.parse import parse_qs, urlencode
 
 import jwt
-from cryptography.hazmat.primitives.asymmetric import rsa
+from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from jwt.algorithms import RSAAlgorithm
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -59,6 +61,8 @@ class OidcProvider:
         self.redirect_uri = redirect_uri
         self.key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
         self.other_key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+        self.ec_key = ec.generate_private_key(ec.SECP256R1())
+        """Signs when ``mischief["alg"]`` is an ES algorithm: a key it does not publish."""
         self.person: Person | None = None
         """Who signs in at the authorization endpoint next."""
         self.codes: dict[str, Code] = {}
@@ -108,7 +112,8 @@ class OidcProvider:
 
     async def jwks(self, request: Request) -> Response:
         public = RSAAlgorithm.to_jwk(self.key.public_key(), as_dict=True)
-        return JSONResponse({"keys": [{**public, "kid": "k1", "use": "sig", "alg": "RS256"}]})
+        named = {} if "keys_without_alg" in self.mischief else {"alg": "RS256"}
+        return JSONResponse({"keys": [{**public, "kid": "k1", "use": "sig", **named}]})
 
     async def authorize(self, request: Request) -> Response:
         params = request.query_params
@@ -169,5 +174,12 @@ class OidcProvider:
         claims.update({k: v for k, v in trick.items() if k in ("aud", "iss", "nonce")})
         if "expired" in trick:
             claims["exp"], claims["iat"] = now - 3600, now - 7200
-        key = self.other_key if "other_key" in trick else self.key
-        return jwt.encode(claims, key, algorithm="RS256", headers={"kid": "k1"})
+        key: Any = self.other_key if "other_key" in trick else self.key
+        algorithm = str(trick.get("alg", "RS256"))
+        if algorithm == "none":
+            key = None
+        elif algorithm.startswith("ES"):
+            key = self.ec_key
+        elif algorithm.startswith("HS"):
+            key = b"a secret anyone could have chosen, 32+ bytes"
+        return jwt.encode(claims, key, algorithm=algorithm, headers={"kid": "k1"})

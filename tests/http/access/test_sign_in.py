@@ -154,6 +154,10 @@ def test_a_replayed_callback_and_a_replayed_code_are_refused(site: Site) -> None
         ({"expired": True}, "has expired"),
         ({"other_key": True}, "signature does not verify"),
         ({"nonce": "another-nonce"}, "nonce is not this sign-in"),
+        ({"alg": "none"}, "is signed with 'none', not a key's"),
+        ({"alg": "HS256"}, "is signed with 'HS256', not a key's"),
+        ({"alg": "ES256"}, "signed by a key the provider does not list"),
+        ({"alg": "ES256", "keys_without_alg": True}, "signed by a key the provider does not list"),
     ],
 )
 def test_an_id_token_that_is_not_for_this_sign_in_is_refused(
@@ -320,3 +324,14 @@ def test_a_token_sent_with_a_session_cookie_names_the_caller(site: Site) -> None
         assert held.status_code == 200, held.text
         refused = browser.post(f"{site.url}{HOLD}", json=body)  # the session alone: no CSRF
         assert refused.status_code == 401
+
+
+def test_a_key_published_without_alg_verifies_each_rsa_signature_it_can_make(
+    site: Site,
+) -> None:
+    for algorithm in ("RS256", "RS384", "PS256"):
+        site.provider.mischief = {"keys_without_alg": True, "alg": algorithm}
+        with site.browser() as browser:
+            signed = sign_in(site, browser, ADA)
+            assert signed.status_code == 303, (algorithm, signed.text)
+            assert session_cookie(browser) is not None
