@@ -12,8 +12,9 @@ UUIDs) then lands among the pages of one generation, not of the whole window: in
 table ordered by key, each batch dirtied most of its pages, and an insert cost more the
 larger the window (docs/performance.md, section 4, "The delivery log past its memory
 bound"). A lookup asks each generation (one primary-key search each); the log makes one
-only when its Bloom filter says the id may be stored. Pruning drops a generation whole once its newest key is
-older than the cutoff, and the keys older than it from the generation that straddles it.
+only when its Bloom filter says the id may be stored. Pruning drops a generation whole
+once its newest key is older than the cutoff, and the keys older than it from the
+generation that straddles it.
 
 A file of an earlier layout (the ids' text, table ``deliveries``; or one table of keys,
 ``delivery_keys``) is converted when it is opened, the time each id was received kept.
