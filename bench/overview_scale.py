@@ -1,14 +1,18 @@
-"""The dashboard's overview with many strategies: server time and browser time.
+"""The dashboard's fleet view with many strategies: server time and browser time.
 
 A real daemon reconciles the sandbox's strategy once (a change waiting for CI in dev);
 its view is then served as the view of ``--strategies`` strategies (in four states: as
 read, failing, held and up to date), through the real ``Api`` and dashboard. Measured:
-the server's time to answer ``/`` (the first page, a filter, the last page), median and
-worst of ``--rounds`` (a row is made once per view: the first answer, which makes them all,
-is reported apart); and, when Debian's Chromium is installed, the browser's time from
-the request to the page loaded (Navigation Timing), median of ``--rounds``.
+the server's time to answer ``/`` (the first page, a filter, a sort by state, the last
+page), median and worst of ``--rounds`` (a row is made once per view: the first answer,
+which makes them all, is reported apart); and, when Debian's Chromium is installed, in
+the browser at 1280x800, median of ``--rounds`` (Navigation and Paint Timing): the first
+contentful paint and the time to interactive (painted, and the page's script has bound
+its keys and filters: the ``promoter-interactive`` mark) from the navigation's start, the
+page loaded (request to ``load``), and a filter typed into the search until its rows are shown
+(``promoter-filtered``; the script waits 120 ms after the last key before it asks).
 
-Target: both under 1 s at 10,000 strategies (exit 1 when missed).
+Target: each under 1 s (exit 1 when missed).
 """
 
 from __future__ import annotations
@@ -61,6 +65,9 @@ class ManyViews:
 
     def view(self, name: str) -> StrategyView | None:
         return self.views.get(name)
+
+    def owner(self, name: str) -> str | None:
+        return None
 
     def has_repository(self, name: str) -> bool:
         return name == "gitops"
@@ -116,7 +123,12 @@ def _with(view: StrategyView, first: Any) -> Any:
 
 
 def server_times(client: Any, rounds: int) -> dict[str, list[float]]:
-    paths = {"first": "/", "filtered": "/?state=failing&environment=dev", "last": "/?page=9999"}
+    paths = {
+        "first": "/",
+        "filtered": "/?state=failing&environment=dev",
+        "sorted": "/?sort=state",
+        "last": "/?page=9999",
+    }
     out: dict[str, list[float]] = {k: [] for k in paths}
     for _ in range(rounds):
         for key, path in paths.items():
@@ -127,7 +139,30 @@ def server_times(client: Any, rounds: int) -> dict[str, list[float]]:
     return out
 
 
-def browser_times(url: str, rounds: int) -> list[float] | None:
+TIMINGS = """
+const nav = performance.getEntriesByType("navigation")[0];
+const paint = performance.getEntriesByName("first-contentful-paint")[0];
+const ready = performance.getEntriesByName("promoter-interactive")[0];
+const painted = paint ? paint.startTime : null;
+return {load: nav.loadEventEnd - nav.requestStart, paint: painted,
+        interactive: ready && painted !== null ? Math.max(ready.startTime, painted) : null};
+"""
+TYPE = """
+const done = arguments[arguments.length - 1];
+performance.clearMarks("promoter-filtered");
+const field = document.getElementById("q");
+const start = performance.now();
+field.value = arguments[0];
+field.dispatchEvent(new Event("input", {bubbles: true}));
+const wait = () => {
+  const found = performance.getEntriesByName("promoter-filtered")[0];
+  if (found) done(found.startTime - start); else setTimeout(wait, 5);
+};
+wait();
+"""
+
+
+def browser_times(url: str, rounds: int) -> dict[str, list[float]] | None:
     if not (shutil.which(CHROMIUM) and shutil.which(DRIVER)):
         return None
     from selenium import webdriver
@@ -138,21 +173,22 @@ def browser_times(url: str, rounds: int) -> list[float] | None:
     for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--window-size=1280,800"):
         options.add_argument(flag)
     driver = webdriver.Chrome(service=Service(DRIVER), options=options)
+    driver.set_script_timeout(30)
+    out: dict[str, list[float]] = {"load": [], "paint": [], "interactive": [], "typed": []}
     try:
-        times = []
-        for _ in range(rounds):
+        for i in range(rounds):
             driver.get(url)
             wait_for(
                 lambda: driver.execute_script("return document.readyState") == "complete",
                 timeout=30,
                 what="the page loaded",
             )
-            nav = driver.execute_script(
-                "const n = performance.getEntriesByType('navigation')[0];"
-                "return n.loadEventEnd - n.requestStart;"
-            )
-            times.append(float(nav))
-        return times
+            found = driver.execute_script(TIMINGS)
+            for key in ("load", "paint", "interactive"):
+                if found[key] is not None:
+                    out[key].append(float(found[key]))
+            out["typed"].append(float(driver.execute_async_script(TYPE, f"app-0{i % 10}")))
+        return out
     finally:
         driver.quit()
 
@@ -206,28 +242,34 @@ def main() -> int:
             runtime.stop()
     finally:
         shutil.rmtree(base, ignore_errors=True)
+    shown = {k: v for k, v in (browser or {}).items() if v}
     figures: dict[str, Any] = {
         "bench": "overview_scale",
         "strategies": args.strategies,
         **{f"server_{k}_ms": round(statistics.median(v), 1) for k, v in server.items()},
         "server_worst_ms": round(max(max(v) for v in server.values()), 1),
         "server_cold_ms": round(cold, 1),
-        "browser_ms": round(statistics.median(browser), 1) if browser else None,
-        "browser_worst_ms": round(max(browser), 1) if browser else None,
+        **{f"browser_{k}_ms": round(statistics.median(v), 1) for k, v in shown.items()},
+        **{f"browser_{k}_worst_ms": round(max(v), 1) for k, v in shown.items()},
         "machine": machine(),
     }
-    missed = max(figures["server_worst_ms"], cold) > TARGET_MS or (
-        browser is not None and figures["browser_ms"] > TARGET_MS
+    missed = max(figures["server_worst_ms"], cold) > TARGET_MS or any(
+        statistics.median(v) > TARGET_MS for v in shown.values()
     )
     report(
         figures,
         [
             f"{args.strategies} strategies, {args.rounds} rounds",
-            "server: first page {server_first_ms} ms, filtered {server_filtered_ms} ms, "
-            "last page {server_last_ms} ms (worst {server_worst_ms} ms); the first answer, which "
-            "makes every row, {server_cold_ms} ms".format(**figures),
-            f"browser: request to loaded {figures['browser_ms']} ms (median), "
-            f"worst {figures['browser_worst_ms']} ms",
+            "server: first page {server_first_ms} ms, filtered {server_filtered_ms} ms, sorted"
+            " {server_sorted_ms} ms, last page {server_last_ms} ms (worst {server_worst_ms} ms);"
+            " the first answer, which makes every row, {server_cold_ms} ms".format(**figures),
+            "browser (median, worst): first paint {}, interactive {}, loaded {}, typed filter "
+            "shown {} ms".format(
+                *(
+                    f"{figures.get(f'browser_{k}_ms')}/{figures.get(f'browser_{k}_worst_ms')}"
+                    for k in ("paint", "interactive", "load", "typed")
+                )
+            ),
             f"target: under {TARGET_MS:.0f} ms: {'missed' if missed else 'met'}",
         ],
     )

@@ -13,7 +13,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from promoter.config.access import Access, ApiToken, Grant, Proxy, Role
+    from promoter.config.access import Access, ApiToken, Grant, Oidc, Proxy, Role
     from promoter.config.bitbucket import (
         BitbucketCloudProvider,
         BitbucketDataCenterProvider,
@@ -65,6 +65,7 @@ HOMES = {
         "Access",
         "ApiToken",
         "Grant",
+        "Oidc",
         "Proxy",
         "Role",
     ),
@@ -158,6 +159,7 @@ __all__ = [
     "GitLabWebhook",
     "Grant",
     "LocalProvider",
+    "Oidc",
     "Operation",
     "PromotionStrategy",
     "Proxy",

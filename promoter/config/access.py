@@ -1,8 +1,9 @@
 """The ``access:`` section of promoter.yaml: who may call the daemon, as whom, with what role.
 
 A caller is named by an API token (``tokens``), by an authenticating proxy's identity
-header (``proxy``, believed only from ``proxy.trustedAddresses``) or, in Kubernetes
-mode, by a TokenReview of its bearer token (``kubernetes.tokenReview``). ``grants``
+header (``proxy``, believed only from ``proxy.trustedAddresses``), by a sign-in with the
+company's OpenID Connect provider (``oidc``: a session cookie) or, in Kubernetes mode, by a
+TokenReview of its bearer token (``kubernetes.tokenReview``). ``grants``
 give names and groups a role, scoped per strategy and environment. ``anonymous`` is the
 role of a caller without credentials; ``hosts`` are the Host names the daemon answers to.
 """
@@ -11,11 +12,14 @@ from __future__ import annotations
 
 from ipaddress import IPv4Network, IPv6Network
 from typing import Literal
+from urllib.parse import urlsplit
 
 from pydantic import Field, model_validator
 
 from promoter.config.base import Spec
+from promoter.config.durations import Duration
 from promoter.config.secrets import SecretRef
+from promoter.config.transport import is_loopback_host
 
 Role = Literal["viewer", "operator", "approver", "admin"]
 ROLES: tuple[Role, ...] = ("viewer", "operator", "approver", "admin")
@@ -47,6 +51,56 @@ class Proxy(Spec):
         min_length=1,
         description="The proxy's own addresses (CIDR): the header is believed only from them.",
     )
+
+
+class Oidc(Spec):
+    """Sign-in with an OpenID Connect provider (authorization code with PKCE): the ID
+    token's user and groups name the caller, kept in a signed session cookie."""
+
+    issuer: str = Field(
+        min_length=1,
+        description="The provider's issuer URL; its /.well-known/openid-configuration is read.",
+    )
+    client_id: str = Field(min_length=1, description="The daemon's client ID at the provider.")
+    client_secret: SecretRef | None = Field(
+        default=None, description="The client's secret (none: a public client, PKCE alone)."
+    )
+    scopes: list[str] = Field(
+        default_factory=lambda: ["openid", "email", "profile"],
+        description="The scopes asked for (openid is always asked for).",
+    )
+    username_claim: str = Field(
+        default="email", min_length=1, description="The ID token's claim naming the person."
+    )
+    groups_claim: str = Field(
+        default="groups", min_length=1, description="The ID token's claim listing groups."
+    )
+    redirect_url: str | None = Field(
+        default=None,
+        description="Where the provider sends the browser back (default: daemon.publicUrl"
+        " + /auth/callback).",
+    )
+    session_key: SecretRef | None = Field(
+        default=None,
+        description="The key that signs session cookies (default: a random key per process:"
+        " sessions end when it restarts, and replicas do not share them).",
+    )
+    session_ttl: Duration = Field(
+        default=8 * 3600.0, gt=0, description="How long a session lasts after sign-in."
+    )
+    timeout: Duration = Field(
+        default=10.0, gt=0, description="Deadline of each call to the provider."
+    )
+
+    @model_validator(mode="after")
+    def _https(self) -> Oidc:
+        for name, url in (("issuer", self.issuer), ("redirectUrl", self.redirect_url or "")):
+            parts = urlsplit(url)
+            if url and (parts.scheme not in ("http", "https") or not parts.hostname):
+                raise ValueError(f"oidc.{name} is not an http(s) URL: {url!r}")
+            if url and parts.scheme == "http" and not is_loopback_host(parts.hostname or ""):
+                raise ValueError(f"oidc.{name} must be https (http only on loopback): {url!r}")
+        return self
 
 
 class KubernetesAccess(Spec):
@@ -93,6 +147,7 @@ class Access(Spec):
     )
     tokens: list[ApiToken] = Field(default_factory=list)
     proxy: Proxy | None = None
+    oidc: Oidc | None = None
     kubernetes: KubernetesAccess = Field(default_factory=KubernetesAccess)
     grants: list[Grant] = Field(default_factory=list)
 
@@ -110,5 +165,6 @@ class Access(Spec):
             api_token
             or bool(self.tokens)
             or self.proxy is not None
+            or self.oidc is not None
             or (self.kubernetes.token_review)
         )

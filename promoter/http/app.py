@@ -19,10 +19,10 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from promoter.http.access import BrowserGuard
+from promoter.http.access import CALLBACK, LOGIN, LOGOUT, BrowserGuard
 from promoter.http.api import Api, EventStream
 from promoter.http.direct import DirectPostApp
-from promoter.http.pages import STATIC, Dashboard, status_page, wants_html
+from promoter.http.pages import STATIC, Dashboard, SignInPages, status_page, wants_html
 
 
 def _index(dashboard: Dashboard) -> Callable[[Request], Awaitable[Response]]:
@@ -46,6 +46,7 @@ def _json_index() -> JSONResponse:
             "events": "/events",
             "audit": "/api/v1/audit",
             "whoami": "/api/v1/whoami",
+            "signIn": LOGIN,
         }
     )
 
@@ -80,6 +81,7 @@ def build_app(
 
     stream = EventStream(api.views)
     dashboard = Dashboard(api, stream)
+    sign_in = SignInPages(api.access)
     routes: list[BaseRoute] = [
         *extra_routes,  # webhooks first: the router tries routes in order
         Route("/", _index(dashboard)),
@@ -87,6 +89,9 @@ def build_app(
         Route("/audit", dashboard.audit),
         Route("/events", _events(api, stream)),
         Route("/strategies/{name}", status_page(api)),
+        Route(LOGIN, sign_in.login),
+        Route(CALLBACK, sign_in.callback),
+        Route(LOGOUT, sign_in.logout, methods=["POST"]),
         Mount("/static", StaticFiles(directory=STATIC), name="static"),
         *api.routes(),
     ]

@@ -1,6 +1,8 @@
 """The daemon's access rules, put together from the configuration: who a request is
-(``identity.Credentials``), what it may do (``roles.Policy``), the Host names it answers
-to (``guard.Hosts``) and the origin of its own pages.
+(``identity.Credentials``, or a signed-in session: ``sign_in.SignIn``), what it may do
+(``roles.Policy``), the Host names it answers to (``guard.Hosts``) and the origin of its
+own pages. A credential sent with the request (a bearer token, a proxy's header) goes
+before a session cookie.
 
 With no credential configured, a daemon listening on loopback takes every caller of
 this machine as ``local``, an admin (the demo's and the README's set-up); the browser
@@ -20,6 +22,7 @@ from promoter.errors import ConfigError
 from promoter.http.access.guard import Hosts, origin_of
 from promoter.http.access.identity import Credentials, Identity, TokenReview, Unauthenticated
 from promoter.http.access.roles import API_TOKEN_NAME, Policy
+from promoter.http.access.sign_in import SignIn
 
 WILDCARDS = ("0.0.0.0", "::", "")
 
@@ -30,6 +33,8 @@ class AccessControl:
     policy: Policy
     hosts: Hosts
     public_origin: str | None = None
+    sign_in: SignIn | None = None
+    """Sign-in with the company's identity provider (``access.oidc``), when configured."""
 
     @classmethod
     def from_config(cls, config: Config, *, review: TokenReview | None = None) -> AccessControl:
@@ -73,6 +78,7 @@ class AccessControl:
             ),
             hosts=Hosts(names),
             public_origin=origin_of(daemon.public_url),
+            sign_in=_sign_in(config),
         )
 
     @classmethod
@@ -81,4 +87,24 @@ class AccessControl:
         return cls(Credentials(tokens={}, local=True), Policy([], anonymous="admin"), Hosts([]))
 
     async def identify(self, request: Request) -> Identity | Unauthenticated:
-        return await self.credentials.identify(request)
+        found = await self.credentials.identify(request)
+        if self.sign_in is None or isinstance(found, Unauthenticated) or found.credentialed:
+            return found
+        return self.sign_in.identify(request) or found
+
+
+def _sign_in(config: Config) -> SignIn | None:
+    """``access.oidc``'s sign-in: it needs a URL the provider sends browsers back to."""
+    oidc = config.access.oidc
+    if oidc is None:
+        return None
+    if not oidc.redirect_url and not config.daemon.public_url:
+        raise ConfigError(
+            [
+                "access.oidc: set daemon.publicUrl (or oidc.redirectUrl): the provider sends"
+                " browsers back to its /auth/callback"
+            ]
+        )
+    return SignIn.from_config(
+        oidc, public_url=config.daemon.public_url, grants=config.access.grants
+    )

@@ -23,7 +23,7 @@ from starlette.requests import Request
 from promoter.config import Proxy
 from promoter.errors import ConfigError
 
-Via = Literal["token", "proxy", "kubernetes", "local", "anonymous"]
+Via = Literal["token", "proxy", "kubernetes", "oidc", "local", "anonymous"]
 
 FORWARDED = ("forwarded", "x-forwarded-for", "x-real-ip")
 """Headers a reverse proxy adds: a request carrying one did not come from this machine's

@@ -1,7 +1,8 @@
 """The dashboard's audit page: the writes people and systems asked for, newest first.
 
-Rendered from the answer of ``GET /api/v1/audit`` (the same filters, the same rule for
-who may read it); every value is escaped, since most of it is what callers sent.
+Rendered from the answer of ``GET /api/v1/audit`` (the same filters, offered as a form
+and kept in the URL; the same rule for who may read it); every value is escaped, since
+most of it is what callers sent.
 """
 
 from __future__ import annotations
@@ -19,13 +20,43 @@ from promoter.http.pages import dashboard_html as h
 FILTERS = ("strategy", "environment", "who", "action", "outcome")
 
 
-def audit_page(answer: Response, params: Mapping[str, str]) -> str:
+OUTCOMES = ("allowed", "refused", "failed", "interrupted", "started")
+
+
+def _form(shown: Mapping[str, str]) -> str:
+    """The filters, kept in the URL: a GET form, no script needed."""
+
+    def field(name: str, size: int) -> str:
+        value = escape(shown.get(name, ""))
+        return (
+            f'<label>{name} <input name="{name}" size="{size}" value="{value}" '
+            'autocomplete="off"></label>'
+        )
+
+    chosen = shown.get("outcome", "")
+    options = "".join(
+        f'<option value="{o}"{" selected" if o == chosen else ""}>{o or "any"}</option>'
+        for o in ("", *OUTCOMES)
+    )
+    return (
+        '<form class="filters" method="get" action="/audit" role="search"'
+        ' aria-label="filter the audit">'
+        + field("strategy", 14)
+        + field("environment", 10)
+        + field("who", 12)
+        + field("action", 10)
+        + f'<label>outcome <select name="outcome">{options}</select></label>'
+        + '<button type="submit">Filter</button> <a href="/audit">clear</a></form>'
+    )
+
+
+def audit_page(answer: Response, params: Mapping[str, str], visitor: h.Visitor = h.NOBODY) -> str:
     """The page for an answer of the audit API (an error answer shows its error)."""
     data: dict[str, Any] = json.loads(bytes(answer.body))
-    if answer.status_code >= 400:
-        body = f"<h1>Audit</h1><p>{escape(str(data.get('error', '')))}</p>"
-        return h.page("audit", body)
     shown = {k: params[k] for k in FILTERS if params.get(k)}
+    if answer.status_code >= 400:
+        body = f"<h1>Audit</h1>{_form(shown)}<p>{escape(str(data.get('error', '')))}</p>"
+        return h.page("audit", body, visitor=visitor)
     caption = ", ".join(f"{k} {v}" for k, v in shown.items()) or "every write"
     rows = "".join(_row(e) for e in data["entries"]) or "<tr><td colspan=8>nothing</td></tr>"
     more = ""
@@ -33,16 +64,19 @@ def audit_page(answer: Response, params: Mapping[str, str]) -> str:
         query = urlencode({**shown, "before": data["next"]})
         more = f'<p><a href="/audit?{escape(query)}">older</a></p>'
     body = (
-        "<h1>Audit</h1><table><caption>"
+        "<h1>Audit</h1>"
+        + _form(shown)
+        + '<div class="scroll" tabindex="0" role="region" aria-label="audit entries">'
+        "<table><caption>"
         + escape(caption)
         + "</caption><tr><th scope=col>when</th><th scope=col>who</th>"
         "<th scope=col>from</th><th scope=col>what</th><th scope=col>where</th>"
         "<th scope=col>details</th><th scope=col>outcome</th><th scope=col>answer</th></tr>"
         + rows
-        + "</table>"
+        + "</table></div>"
         + more
     )
-    return h.page("audit", body)
+    return h.page("audit", body, visitor=visitor)
 
 
 def _row(e: dict[str, Any]) -> str:

@@ -5,7 +5,8 @@ is (``changes``), each environment's history and DORA figures; and the audit of 
 
 Built from the same JSON views as the API, with the same rule for reading (the viewer
 role); reads the daemon only through ``Views``. A caller the daemon does not know yet
-gets the page's frame (401): its script asks for a token and fetches the page with it.
+gets the page's frame (401): a link to sign in (``access.oidc``), and the token field,
+whose script fetches the page with the token typed in.
 """
 
 from __future__ import annotations
@@ -15,24 +16,24 @@ from datetime import UTC, datetime
 from html import escape
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import quote, urlencode
 
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
 
-from promoter.config import PromotionStrategy, short_name
+from promoter.config import PromotionStrategy
 from promoter.daemon import StrategyView
 from promoter.http.access import OPERATION_ROLES, Identity, Scope
 from promoter.http.api import Api, EventStream, strategy_dora, strategy_json
-from promoter.http.pages import changes, overview
+from promoter.http.pages import changes, fleet, overview
 from promoter.http.pages import dashboard_html as h
-from promoter.http.pages.actions import Allowed, strategy_buttons
+from promoter.http.pages.actions import Allowed, strategy_buttons, strategy_frozen
 from promoter.http.pages.audit_page import audit_page
 from promoter.http.pages.kinds import kind_of, proposes
 from promoter.http.pages.links import links_for
 from promoter.http.pages.node import Files, history, node
-from promoter.http.pages.pipeline import graph
+from promoter.http.pages.pipeline import graph, rollout_list
 from promoter.http.pages.timeline import timeline
 from promoter.http.pages.when import when
 from promoter.models import DryCommit
@@ -49,17 +50,39 @@ def wants_html(request: Request) -> bool:
     return "text/html" in request.headers.get("accept", "")
 
 
-def refused(answer: Response) -> HTMLResponse:
-    """The page's frame when the caller may not read it: 401 asks for a token."""
+def refused(answer: Response, visitor: h.Visitor = h.NOBODY) -> HTMLResponse:
+    """The page's frame when the caller may not read it: 401 asks for a token, or offers
+    the sign-in when it is configured."""
     if answer.status_code == 401:
+        sign_in = ""
+        if visitor.sign_in:
+            href = escape("/auth/login?" + urlencode({"next": visitor.here}))
+            sign_in = (
+                f'<p><a class="button" href="{href}">Sign in with your company account</a></p>'
+                "<p>Or, with an API token:</p>"
+            )
         body = (
             "<h1>Who are you?</h1><p>This daemon shows its dashboard to the callers it"
-            " knows. Paste your API token in the field above; it is kept in this tab"
-            " only.</p>"
+            f" knows.</p>{sign_in}<p>Paste your API token in the field above; it is kept in"
+            " this tab only.</p>"
         )
-        return HTMLResponse(h.page("sign in", body, auth="needed"), status_code=401)
+        return HTMLResponse(
+            h.page("sign in", body, auth="needed", visitor=visitor), status_code=401
+        )
     body = "<h1>Not for you</h1><p>Your identity has no viewer role here.</p>"
-    return HTMLResponse(h.page("forbidden", body, auth="refused"), status_code=403)
+    return HTMLResponse(h.page("forbidden", body, auth="refused", visitor=visitor), status_code=403)
+
+
+def visitor_of(api: Api, request: Request, who: Identity | None = None) -> h.Visitor:
+    """What the frame says about the caller: sign-in offered, signed in, CSRF token."""
+    sign_in = api.access.sign_in
+    here = request.url.path + (f"?{request.url.query}" if request.url.query else "")
+    if sign_in is None:
+        return h.Visitor(here=here)
+    session = sign_in.sessions.read(request)
+    if session is None or (who is not None and who.via != "oidc"):
+        return h.Visitor(sign_in=True, here=here)
+    return h.Visitor(csrf=session.csrf, signed_in=session.name, sign_in=True, here=here)
 
 
 class Dashboard:
@@ -74,37 +97,41 @@ class Dashboard:
         """Every strategy the caller reads, filtered and paged (``overview``)."""
         who = await self.api.reader(request)
         if isinstance(who, Response):
-            return refused(who)
+            return refused(who, visitor_of(self.api, request))
         params = dict(request.query_params)
-        return await run_in_threadpool(self._index, who, params)
+        visitor = visitor_of(self.api, request, who)
+        return await run_in_threadpool(self._index, who, params, visitor)
 
     async def audit(self, request: Request) -> Response:
         """The audit of writes, newest first (``?strategy=``, ``?who=``, ``?outcome=``)."""
         answer = await self.api.audit(request)
         if answer.status_code in (401, 403):
-            return refused(answer)
-        return HTMLResponse(audit_page(answer, request.query_params))
+            return refused(answer, visitor_of(self.api, request))
+        who = await self.api.access.identify(request)
+        visitor = visitor_of(self.api, request, who if isinstance(who, Identity) else None)
+        return HTMLResponse(audit_page(answer, request.query_params, visitor))
 
-    def _index(self, who: Identity, params: dict[str, str]) -> HTMLResponse:
+    def _index(self, who: Identity, params: dict[str, str], visitor: h.Visitor) -> HTMLResponse:
         readable = [s for s in self.views.strategies() if self.api.readable(who, s.name)]
         rows = (self._row(s) for s in readable)
         found = overview.overview(rows, params)
-        body = h.who(who) + overview.render(found, params, len(readable))
-        return HTMLResponse(h.page("strategies", body))
+        body = h.who(who) + fleet.render(found, params, len(readable), datetime.now(UTC))
+        return HTMLResponse(h.page("strategies", body, visitor=visitor))
 
     async def strategy(self, request: Request) -> Response:
         """One strategy (read in the thread pool: the dry history is a git call)."""
         name = request.path_params["name"]
         who = await self.api.reader(request, name)
         if isinstance(who, Response):
-            return refused(who)
-        return await run_in_threadpool(self._strategy, name, who)
+            return refused(who, visitor_of(self.api, request))
+        visitor = visitor_of(self.api, request, who)
+        return await run_in_threadpool(self._strategy, name, who, visitor)
 
-    def _strategy(self, name: str, who: Identity) -> HTMLResponse:
+    def _strategy(self, name: str, who: Identity, visitor: h.Visitor) -> HTMLResponse:
         strategy = self.views.strategy(name)
         if strategy is None:
             body = f"<h1>Not found</h1><p>No strategy named {escape(name)!r}.</p>"
-            return HTMLResponse(h.page("not found", body), status_code=404)
+            return HTMLResponse(h.page("not found", body, visitor=visitor), status_code=404)
         event_id = self.events.page_id(name)  # before the page is made
         view = self.views.view(name)
         detail = strategy_json(strategy, view)
@@ -130,9 +157,9 @@ class Dashboard:
             parts.append(f"<p>{h.badge('waiting')} {escape(str(detail['waiting']))}</p>")
         kinds = {e["branch"]: kind_of(e) for e in detail["environments"]}
         parts.append('<h2 class="sr-only">Pipeline</h2>' + graph(strategy, kinds))
-        parts.append(_rollout(detail))
+        parts.append(rollout_list(detail))
         everywhere = all(allowed("freeze", e["branch"]) for e in detail["environments"])
-        parts.append(strategy_buttons(everywhere))
+        parts.append(strategy_buttons(everywhere, frozen=strategy_frozen(name, detail)))
         parts.append('<div class="columns">')
         parts.extend(
             node(
@@ -142,11 +169,12 @@ class Dashboard:
                 links=links,
                 changed=self._changed(name, env),
                 allowed=allowed,
+                strategy=name,
             )
             for env in detail["environments"]
         )
         parts.append("</div><h2>Where each change is</h2>")
-        parts.append(changes.table(history_, detail["environments"], links))
+        parts.append(_scroll(changes.table(history_, detail["environments"], links), "changes"))
         parts.append("<h2>History</h2>")
         if view is not None and view.snapshot is not None:
             parts.append('<div class="columns">')
@@ -156,8 +184,8 @@ class Dashboard:
                 parts.append(history(env.branch, entries, now))
             parts.append("</div>")
         figures = strategy_dora(self.views, name, now=now)
-        parts.append(
-            "<h2>DORA, last 30 days</h2><table><caption>Per environment</caption>"
+        dora = (
+            "<table><caption>Per environment</caption>"
             + h.DORA_HEAD
             + "".join(
                 f"<tr><th scope=row>{escape(f.environment)}</th>{h.dora_cells(f)}</tr>"
@@ -165,7 +193,10 @@ class Dashboard:
             )
             + "</table>"
         )
-        return HTMLResponse(h.page(name, "\n".join(parts), strategy=name, event_id=event_id))
+        parts.append("<h2>DORA, last 30 days</h2>" + _scroll(dora, "DORA figures"))
+        return HTMLResponse(
+            h.page(name, "\n".join(parts), strategy=name, event_id=event_id, visitor=visitor)
+        )
 
     def _row(self, strategy: PromotionStrategy) -> overview.Row:
         """A strategy's overview row, made again only when its view or configuration is
@@ -218,37 +249,7 @@ class Dashboard:
         return self._diffs[key]
 
 
-def _rollout(detail: dict[str, Any]) -> str:
-    """The rollout's shape when it is not a line: its waves (tiers) or what each
-    environment waits for, each environment with its state."""
-    rollout = detail.get("rollout")
-    if not rollout:
-        return ""
-    states = {e["branch"]: str(e.get("state") or "unknown") for e in detail["environments"]}
-
-    def member(branch: str) -> str:
-        return f"{escape(short_name(branch))} {h.badge(states.get(branch, 'unknown'))}"
-
-    if "tiers" in rollout:
-        waves = []
-        for tier in rollout["tiers"]:
-            notes = [f"{tier['require']} of {len(tier['environments'])} go on"]
-            if tier.get("maxParallel"):
-                notes.append(f"{tier['maxParallel']} at once")
-            members = ", ".join(member(b) for b in tier["environments"])
-            waves.append(
-                f"<li><strong>{escape(tier['name'])}</strong> "
-                f'<span class="muted">({escape("; ".join(notes))})</span>: {members}</li>'
-            )
-        return (
-            '<h2>Rollout</h2><ol class="waves" aria-label="tiers, in order">'
-            + "".join(waves)
-            + "</ol>"
-        )
-    rows = "".join(
-        f"<li>{member(branch)} waits for "
-        + (" and ".join(", ".join(escape(short_name(b)) for b in g) for g in groups) or "nothing")
-        + "</li>"
-        for branch, groups in rollout["dependsOn"].items()
-    )
-    return f'<h2>Rollout</h2><ul class="waves">{rows}</ul>'
+def _scroll(table: str, label: str) -> str:
+    """A wide table in a region of its own that scrolls sideways on a narrow screen
+    (focusable, so a keyboard scrolls it too)."""
+    return f'<div class="scroll" tabindex="0" role="region" aria-label="{label}">{table}</div>'

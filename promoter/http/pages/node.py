@@ -92,6 +92,7 @@ def node(
     links: Links,
     changed: Files,
     allowed: Allowed,
+    strategy: str = "",
 ) -> str:
     branch = escape(env["branch"])
     state = str(env.get("state") or "unknown")
@@ -100,8 +101,8 @@ def node(
     rows = [
         f'<section class="env" id="env-{branch}" aria-labelledby="h-{branch}" '
         f'data-state="{escape(state)}" data-kind="{kind}">',
-        f'<h2 id="h-{branch}">{branch} {badge(kind)} <span class="engine-state muted">'
-        f"{escape(state)}</span></h2>",
+        f'<h2 id="h-{branch}" tabindex="-1"><span class="name">{branch}</span> {badge(kind)}'
+        f' <span class="engine-state muted">{escape(state)}</span></h2>',
         f'<p class="reason">{escape(str(env.get("reason") or ""))}</p><dl>',
         f"<dt>running</dt><dd class=active>{dry(active.get('drySha'), commits, links, now)}</dd>",
         hydrated(active, links),
@@ -155,7 +156,7 @@ def node(
         )
         rows.append("</ul>")
     rows.append(files(env, changed, links))
-    rows.append(buttons(env, allowed))
+    rows.append(buttons(env, allowed, strategy=strategy))
     rows.append("</section>")
     return "\n".join(r for r in rows if r)
 

@@ -1,28 +1,37 @@
-"""The overview at ``/``: every strategy's environments by kind of state, with their
-reasons, searched, filtered and paged, and the count of environments of each kind.
+"""The fleet view's data at ``/``: one row per strategy, one cell per environment (its kind
+of state, the dry SHA it runs or proposes, since when, and why), filtered, sorted, counted
+and paged on the server (``fleet`` draws it).
 
 Built for 1 to 10,000 strategies: a row is read from the strategy's last view in memory
-(no git, no SCM), the filters and counts run over every row, and only one page of rows is
-drawn. ``?q=`` searches names, repositories and labels; ``?repository=``, ``?state=``
-(a kind), ``?environment=`` (a branch or its last part) and ``?label=`` filter;
-``?page=`` pages.
+(no git, no SCM), the filters, counts and sort run over every row, and only one page of
+rows is drawn. ``?q=`` searches names, repositories and labels, and takes ``state:``,
+``env:``, ``repo:`` and ``label:`` words; ``?repository=``, ``?state=`` (a kind),
+``?environment=`` (a branch or its last part) and ``?label=`` filter; ``?sort=`` (name,
+state, age, repository) and ``?dir=desc`` order; ``?page=`` pages.
 """
 
 from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
-from html import escape
+from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
-from urllib.parse import urlencode
 
 from promoter.config import PromotionStrategy, short_name
 from promoter.daemon import StrategyView
-from promoter.http.pages.kinds import KINDS, badge, kind_of
+from promoter.engine import EnvironmentSnapshot
+from promoter.http.pages.kinds import KINDS, kind_of
 
-PAGE = 50
+PAGE = 100
 FILTERS = ("q", "repository", "state", "environment", "label")
+SORTS = ("name", "state", "age", "repository")
+"""The orders a person may ask for: by name; most urgent state first; the oldest change
+still waiting first; by repository."""
+WORDS = {"state": "state", "env": "environment", "environment": "environment",
+         "repo": "repository", "repository": "repository", "label": "label"}  # fmt: skip
+"""``key:value`` words of the search, and the filter each one is."""
+URGENCY = {kind: i for i, kind in enumerate(KINDS)}
 
 
 @dataclass(frozen=True)
@@ -30,6 +39,17 @@ class Cell:
     branch: str
     kind: str
     reason: str
+    sha: str = ""
+    """The dry commit shown: the one it proposes while a change waits, else the one it runs."""
+    since: datetime | None = None
+    """When the oldest change not yet here was made (``waiting``), else since when it runs
+    what it runs."""
+    waiting: bool = False
+    short: str = field(init=False, compare=False)
+    """The branch's last part (``prod``), which the environment filter also takes."""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "short", short_name(self.branch))
 
 
 @dataclass(frozen=True)
@@ -39,6 +59,16 @@ class Row:
     labels: tuple[str, ...]
     cells: tuple[Cell, ...]
     owner: str | None = None
+    urgency: int = field(init=False)
+    """The most urgent kind among its environments (``KINDS``' order)."""
+    oldest: datetime | None = field(init=False)
+    """When the oldest change still waiting somewhere was made (None: none waits)."""
+
+    def __post_init__(self) -> None:
+        urgency = min((URGENCY.get(c.kind, len(URGENCY)) for c in self.cells), default=99)
+        waiting = [c.since for c in self.cells if c.waiting and c.since is not None]
+        object.__setattr__(self, "urgency", urgency)
+        object.__setattr__(self, "oldest", min(waiting, default=None))
 
 
 def row_of(strategy: PromotionStrategy, view: StrategyView | None) -> Row:
@@ -54,7 +84,7 @@ def row_of(strategy: PromotionStrategy, view: StrategyView | None) -> Row:
         verdicts = {v.branch: v for v in view.decision.environments}
         for env in snapshot.environments:
             verdict = verdicts.get(env.branch)
-            summary: dict[str, Any] = {
+            summary = {
                 "state": verdict.state.value if verdict else "unknown",
                 "error": env.error or (None if view.outage else view.error),
                 "gates": [{"name": g.name, "phase": g.phase.value} for g in verdict.gates]
@@ -69,28 +99,70 @@ def row_of(strategy: PromotionStrategy, view: StrategyView | None) -> Row:
             reason = verdict.reason if verdict else ""
             if view.error:
                 reason = view.failure()[1]
-            cells.append(Cell(env.branch, kind_of(summary), reason))
+            cells.append(_cell(env, kind_of(summary), reason))
     return Row(strategy.name, strategy.repository, tuple(strategy.labels), tuple(cells))
 
 
-def _matches(row: Row, params: Mapping[str, str], *, state: bool = True) -> bool:
-    q = params.get("q", "").strip().lower()
-    if q and not any(q in text.lower() for text in (row.name, row.repository, *row.labels)):
+def _cell(env: EnvironmentSnapshot, kind: str, reason: str) -> Cell:
+    running = env.active.dry_sha if env.active is not None else None
+    proposed = env.proposed.dry_sha if env.proposed is not None else None
+    if kind != "up-to-date" and proposed and proposed != running:
+        dates = [c.date for c in env.changelog if c.date is not None]
+        return Cell(env.branch, kind, reason, proposed, min(dates, default=None), waiting=True)
+    return Cell(env.branch, kind, reason, running or "", env.active_since)
+
+
+@dataclass(frozen=True)
+class Query:
+    """What a person asked of the overview, read from the URL."""
+
+    words: tuple[str, ...] = ()
+    repository: str = ""
+    state: str = ""
+    environment: str = ""
+    label: str = ""
+    sort: str = "name"
+    descending: bool = False
+    page: int = 1
+
+    @classmethod
+    def of(cls, params: Mapping[str, str]) -> Query:
+        found = {k: params.get(k, "").strip() for k in FILTERS if k != "q"}
+        words = []
+        for word in params.get("q", "").split():
+            key, colon, value = word.partition(":")
+            if colon and key.lower() in WORDS and value:
+                found[WORDS[key.lower()]] = value
+            else:
+                words.append(word.lower())
+        try:
+            page = max(1, int(params.get("page", "1")))
+        except ValueError:
+            page = 1
+        sort = params.get("sort", "name")
+        return cls(
+            words=tuple(words),
+            sort=sort if sort in SORTS else "name",
+            descending=params.get("dir") == "desc",
+            page=page,
+            **found,
+        )
+
+
+def _named(row: Row, query: Query) -> bool:
+    """Whether ``row`` matches the search's words, the repository and the label."""
+    for word in query.words:
+        if not any(word in text.lower() for text in (row.name, row.repository, *row.labels)):
+            return False
+    if query.repository and row.repository != query.repository:
         return False
-    if params.get("repository") and row.repository != params["repository"]:
-        return False
-    if params.get("label") and params["label"] not in row.labels:
-        return False
-    cells = _cells(row, params.get("environment", ""))
-    if not cells:
-        return False
-    return not (state and params.get("state")) or any(c.kind == params["state"] for c in cells)
+    return not query.label or query.label in row.labels
 
 
 def _cells(row: Row, environment: str) -> tuple[Cell, ...]:
     if not environment:
         return row.cells
-    return tuple(c for c in row.cells if environment in (c.branch, short_name(c.branch)))
+    return tuple(c for c in row.cells if environment in (c.branch, c.short))
 
 
 @dataclass(frozen=True)
@@ -104,26 +176,37 @@ class Overview:
     pages: int
     repositories: list[str]
     labels: list[str]
+    query: Query = Query()
+
+
+def _key(query: Query) -> Callable[[Row], Any]:
+    if query.sort == "state":
+        return lambda r: (r.urgency, r.name)
+    if query.sort == "repository":
+        return lambda r: (r.repository, r.name)
+    if query.sort == "age":  # the oldest waiting first; rows where nothing waits last
+        return lambda r: (r.oldest is None, r.oldest.timestamp() if r.oldest else 0.0, r.name)
+    return lambda r: r.name
 
 
 def overview(rows: Iterable[Row], params: Mapping[str, str]) -> Overview:
-    """Filter ``rows``, count their environments' kinds, and cut out the page asked for."""
+    """Filter ``rows``, count their environments' kinds, sort them, cut out the page."""
+    query = Query.of(params)
     all_rows = list(rows)
-    environment = params.get("environment", "")
     counts: Counter[str] = Counter()
     matched: list[Row] = []
     for row in all_rows:
-        if not _matches(row, params, state=False):
+        if not _named(row, query):
             continue
-        counts.update(c.kind for c in _cells(row, environment))
-        if _matches(row, params):
+        cells = _cells(row, query.environment)
+        if not cells:
+            continue
+        counts.update(c.kind for c in cells)
+        if not query.state or any(c.kind == query.state for c in cells):
             matched.append(row)
-    try:
-        page = max(1, int(params.get("page", "1")))
-    except ValueError:
-        page = 1
+    matched.sort(key=_key(query), reverse=query.descending)
     pages = max(1, -(-len(matched) // PAGE))
-    page = min(page, pages)
+    page = min(query.page, pages)
     return Overview(
         rows=matched[(page - 1) * PAGE : page * PAGE],
         matched=len(matched),
@@ -132,95 +215,5 @@ def overview(rows: Iterable[Row], params: Mapping[str, str]) -> Overview:
         pages=pages,
         repositories=sorted({r.repository for r in all_rows}),
         labels=sorted({label for r in all_rows for label in r.labels}),
-    )
-
-
-def render(found: Overview, params: Mapping[str, str], total: int) -> str:
-    """The overview's HTML: counts (each a link filtering by that kind), the filter form,
-    the page of rows and the pager."""
-    kept = {k: params[k] for k in FILTERS if params.get(k)}
-
-    def link(**change: str) -> str:
-        query = {**kept, **change}
-        return "/?" + urlencode({k: v for k, v in query.items() if v})
-
-    counts = "".join(
-        f'<li><a href="{escape(link(state=kind, page=""))}">{badge(kind)} '
-        f'<strong class="count">{found.counts[kind]}</strong></a></li>'
-        for kind in KINDS
-    )
-    parts = [
-        f"<h1>Strategies</h1><p class=muted>{found.matched} of {total} strategies"
-        f"{' match' if kept else ''}</p>",
-        f'<ul class="counts" aria-label="environments by state">{counts}</ul>',
-        _form(found, kept),
-        _table(found.rows),
-        _pager(found, link),
-    ]
-    return "\n".join(parts)
-
-
-def _form(found: Overview, kept: Mapping[str, str]) -> str:
-    def select(name: str, label: str, options: Iterable[tuple[str, str]]) -> str:
-        chosen = kept.get(name, "")
-        items = "".join(
-            f'<option value="{escape(v)}"{" selected" if v == chosen else ""}>{escape(t)}</option>'
-            for v, t in [("", "any"), *options]
-        )
-        return f'<label>{label} <select name="{name}">{items}</select></label>'
-
-    return (
-        '<form class="filters" method="get" action="/" role="search">'
-        f'<label>search <input type="search" name="q" value="{escape(kept.get("q", ""))}">'
-        "</label>"
-        + select("state", "state", [(k, w) for k, (w, _) in KINDS.items()])
-        + select("repository", "repository", [(r, r) for r in found.repositories])
-        + f'<label>environment <input name="environment" size="10" '
-        f'value="{escape(kept.get("environment", ""))}"></label>'
-        + select("label", "label", [(x, x) for x in found.labels])
-        + '<button type="submit">Filter</button> <a href="/">clear</a></form>'
-    )
-
-
-def _table(rows: list[Row]) -> str:
-    body = "".join(
-        f'<tr><th scope=row><a href="/dashboard/{escape(r.name)}">{escape(r.name)}</a>'
-        f'<span class="owner" data-owner="{escape(r.owner or "")}"></span></th>'
-        f"<td><code>{escape(r.repository)}</code></td><td><ul class=envs>"
-        + "".join(
-            f'<li class="env-cell" data-kind="{c.kind}"><span class=branch>'
-            f"{escape(short_name(c.branch))}</span> {badge(c.kind)} "
-            f'<span class="reason">{escape(c.reason)}</span></li>'
-            for c in r.cells
-        )
-        + "</ul></td></tr>"
-        for r in rows
-    )
-    return (
-        '<table class="overview"><caption>Each strategy\'s environments, their state and '
-        "why</caption><tr><th scope=col>strategy</th><th scope=col>repository</th>"
-        f"<th scope=col>environments</th></tr>{body or _empty()}</table>"
-    )
-
-
-def _empty() -> str:
-    return '<tr><td colspan="3">no strategy matches</td></tr>'
-
-
-def _pager(found: Overview, link: Callable[..., str]) -> str:
-    if found.pages == 1:
-        return ""
-    prev = (
-        f'<a rel="prev" href="{escape(link(page=str(found.page - 1)))}">previous</a>'
-        if found.page > 1
-        else ""
-    )
-    nxt = (
-        f'<a rel="next" href="{escape(link(page=str(found.page + 1)))}">next</a>'
-        if found.page < found.pages
-        else ""
-    )
-    return (
-        f'<nav class="pager" aria-label="pages">{prev} page {found.page} of {found.pages} '
-        f"{nxt}</nav>"
+        query=query,
     )

@@ -2,16 +2,18 @@
 column right of the deepest one it waits for; a tier is a column), an edge from each
 environment to each that waits for it (``engine.dag.shape_of``: tiers, ``dependsOn``, or
 the line), each node with its kind of state. An inline SVG, styled by the stylesheet;
-each node links to the environment's details below it.
+each node links to the environment's details below it. And the rollout's waves, or what
+each environment waits for, as a list, each environment with its kind of state.
 """
 
 from __future__ import annotations
 
 from html import escape
+from typing import Any
 
 from promoter.config import PromotionStrategy, short_name
 from promoter.engine import shape_of
-from promoter.http.pages.kinds import KINDS
+from promoter.http.pages.kinds import KINDS, badge, kind_of
 
 WIDTH, HEIGHT, GAP_X, GAP_Y, PAD = 170, 46, 60, 16, 8
 
@@ -92,3 +94,39 @@ def graph(strategy: PromotionStrategy, kinds: dict[str, str]) -> str:
         + "".join(labels + edges + nodes)
         + "</svg>"
     )
+
+
+def rollout_list(detail: dict[str, Any]) -> str:
+    """The rollout's shape when it is not a line: its waves (tiers) or what each
+    environment waits for, each environment with its state."""
+    rollout = detail.get("rollout")
+    if not rollout:
+        return ""
+    kinds = {e["branch"]: kind_of(e) for e in detail["environments"]}
+
+    def member(branch: str) -> str:
+        return f"{escape(short_name(branch))} {badge(kinds.get(branch, 'waiting'))}"
+
+    if "tiers" in rollout:
+        waves = []
+        for tier in rollout["tiers"]:
+            notes = [f"{tier['require']} of {len(tier['environments'])} go on"]
+            if tier.get("maxParallel"):
+                notes.append(f"{tier['maxParallel']} at once")
+            members = ", ".join(member(b) for b in tier["environments"])
+            waves.append(
+                f"<li><strong>{escape(tier['name'])}</strong> "
+                f'<span class="muted">({escape("; ".join(notes))})</span>: {members}</li>'
+            )
+        return (
+            '<h2>Rollout</h2><ol class="waves" aria-label="tiers, in order">'
+            + "".join(waves)
+            + "</ol>"
+        )
+    rows = "".join(
+        f"<li>{member(branch)} waits for "
+        + (" and ".join(", ".join(escape(short_name(b)) for b in g) for g in groups) or "nothing")
+        + "</li>"
+        for branch, groups in rollout["dependsOn"].items()
+    )
+    return f'<h2>Rollout</h2><ul class="waves">{rows}</ul>'

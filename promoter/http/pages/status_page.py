@@ -5,7 +5,10 @@ the same view as ``GET /api/v1/strategies/{name}``: per environment its state an
 reason, every gate with its verdict, the running and proposed commits, the
 promotion PR, the last healthy commit, holds and pauses. No script, and its style is a
 file (``/static/status.css``: the CSP allows nothing inline); it reloads itself every
-few seconds. Every value from git, the SCM or a person is escaped.
+few seconds. Every value from git, the SCM or a person is escaped. Each environment is
+drawn by its kind of state, as on the dashboard (waiting is never red). A caller it may
+not be shown to is told what to do: sign in (``access.oidc``), which a session cookie then
+carries to this page too, or use a token through the dashboard or the CLI.
 """
 
 from __future__ import annotations
@@ -13,11 +16,13 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from html import escape
 from typing import Any
+from urllib.parse import quote, urlencode
 
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
 
 from promoter.http.api import Api, strategy_json
+from promoter.http.pages.kinds import badge, kind_of
 
 REFRESH_SECONDS = 10
 
@@ -30,14 +35,49 @@ def status_page(api: Api) -> Callable[[Request], Awaitable[Response]]:
         name = request.path_params["name"]
         who = await api.reader(request, name)
         if isinstance(who, Response):
-            message = f"<p>reading {escape(name)} needs credentials; open the dashboard</p>"
-            return HTMLResponse(message, status_code=who.status_code)
+            signed = api.access.sign_in is not None
+            return HTMLResponse(_refused(name, who.status_code, signed), who.status_code)
         strategy = api.views.strategy(name)
         if strategy is None:
             return HTMLResponse(f"<p>no strategy named {escape(name)!r}</p>", status_code=404)
         return HTMLResponse(render(strategy_json(strategy, api.views.view(name))))
 
     return endpoint
+
+
+def _refused(name: str, status: int, sign_in: bool) -> str:
+    """What to do when the page may not be shown: sign in (when configured), or open the
+    dashboard with a token; a person without the role is told so."""
+    here = f"/strategies/{quote(name)}"
+    if status == 403:
+        what = (
+            "<p>You are known here, but no grant gives you the viewer role on"
+            f" <strong>{escape(name)}</strong>: ask an admin of the promoter for one.</p>"
+        )
+    else:
+        login = escape("/auth/login?" + urlencode({"next": here}))
+        what = (
+            f'<p><a href="{login}">Sign in</a> with your company account to see it.</p>'
+            if sign_in
+            else ""
+        ) + (
+            f'<p>With an API token: open <a href="/dashboard/{escape(quote(name))}">the'
+            " dashboard</a> and paste it there, or run <code>promoter status "
+            f"{escape(name)}</code> with <code>PROMOTER_API_TOKEN</code> set.</p>"
+        )
+    return "\n".join(
+        [
+            "<!doctype html>",
+            '<html lang="en"><head><meta charset="utf-8">',
+            '<meta name="viewport" content="width=device-width, initial-scale=1">',
+            f"<title>{escape(name)} · promoter</title>",
+            '<link rel="stylesheet" href="/static/status.css"></head><body><main>',
+            f"<h1>{escape(name)}</h1>",
+            "<p>This promoter shows its strategies to the people it knows.</p>",
+            what,
+            "</main></body></html>",
+        ]
+    )
 
 
 def render(detail: dict[str, Any]) -> str:
@@ -50,7 +90,7 @@ def render(detail: dict[str, Any]) -> str:
         f'<meta http-equiv="refresh" content="{REFRESH_SECONDS}">',
         '<meta name="viewport" content="width=device-width, initial-scale=1">',
         f"<title>{name} · promoter</title>",
-        '<link rel="stylesheet" href="/static/status.css"></head><body>',
+        '<link rel="stylesheet" href="/static/status.css"></head><body><main>',
         f"<h1>{name}</h1>",
         f'<p class="meta">repository <code>{escape(str(detail["repository"]))}</code>'
         f" · dry branch <code>{escape(str(detail.get('dryBranch') or ''))}</code>"
@@ -60,15 +100,16 @@ def render(detail: dict[str, Any]) -> str:
     if detail.get("error"):
         parts.append(f'<p><span class="badge error">error</span> {escape(detail["error"])}</p>')
     parts.extend(_environment(env) for env in detail["environments"])
-    parts.append("</body></html>")
+    parts.append("</main></body></html>")
     return "\n".join(parts)
 
 
 def _environment(env: dict[str, Any]) -> str:
     state = str(env.get("state") or "unknown")
     rows = [
-        f'<section id="{escape(env["branch"])}">',
-        f"<h2>{escape(env['branch'])}{_badge(state)}</h2>",
+        f'<section id="{escape(env["branch"])}" data-kind="{kind_of(env)}">',
+        f"<h2>{escape(env['branch'])} {badge(kind_of(env))}"
+        f' <span class="state">{escape(state)}</span></h2>',
         f"<div>{escape(str(env.get('reason') or ''))}</div>",
     ]
     gates = env.get("gates") or []

@@ -47,6 +47,26 @@ def attribute(browser: webdriver.Chrome, css: str, name: str) -> str:
     return str(found)
 
 
+def offered(browser: webdriver.Chrome) -> set[tuple[str, str]]:
+    """The (operation, environment) of every operation button, read in one step."""
+    found = browser.execute_script(
+        "return [...document.querySelectorAll('button[data-op]')]"
+        ".map((b) => [b.dataset.op, b.dataset.env])"
+    )
+    return {(str(op), str(env)) for op, env in found}
+
+
+def texts_at(browser: webdriver.Chrome, xpath: str) -> list[str]:
+    """The visible text of every element at ``xpath``, read in one step."""
+    found = browser.execute_script(
+        "const r = document.evaluate(arguments[0], document, null,"
+        " XPathResult.ORDERED_NODE_SNAPSHOT_TYPE, null);"
+        " return Array.from({length: r.snapshotLength}, (_, i) => r.snapshotItem(i).innerText)",
+        xpath,
+    )
+    return [str(t) for t in found]
+
+
 def at_review_size(browser: webdriver.Chrome) -> None:
     """A 1280x800 viewport at scale 1, whatever the window is."""
     width, height = SIZE
@@ -82,3 +102,42 @@ def screenshot(browser: webdriver.Chrome, into: Path, name: str, at: str = "") -
     assert head[:8] == b"\x89PNG\r\n\x1a\n"
     assert struct.unpack(">II", head[16:24]) == SIZE
     return path
+
+
+OVERFLOWS = """
+const width = document.documentElement.clientWidth;
+const out = [];
+if (document.documentElement.scrollWidth > width + 1)
+  out.push("the page scrolls sideways: " + document.documentElement.scrollWidth + " > " + width);
+for (const e of document.querySelectorAll("body *")) {
+  const style = getComputedStyle(e);
+  if (style.display === "none" || style.visibility === "hidden") continue;
+  if (e.closest("svg, dialog")) continue;
+  const box = e.getBoundingClientRect();
+  if (box.width <= 1 || box.right <= 0) continue;  // visually hidden, on purpose
+  const classes = typeof e.className === "string" ? e.className.split(" ").join(".") : "";
+  const name = e.tagName.toLowerCase() + (e.id ? "#" + e.id : "") + (classes ? "." + classes : "");
+  const scrolls = ["auto", "scroll"].includes(style.overflowX);
+  if (!scrolls && e.clientWidth > 0 && e.scrollWidth > e.clientWidth + 1)
+    out.push(name + ": content " + e.scrollWidth + " px in a box of " + e.clientWidth);
+  const inside = e.parentElement && e.parentElement.closest(".scroll, .files ul");
+  if (!inside && box.right > width + 1)
+    out.push(name + ": ends at " + Math.round(box.right) + " of " + width);
+}
+return out.slice(0, 10);
+"""
+"""What overflows on the page as it is now: the page scrolling sideways, a box whose content
+is wider than it (a region made to scroll sideways excepted), or an element past the
+viewport's right edge (outside such a region)."""
+
+
+def overflows(browser: webdriver.Chrome) -> list[str]:
+    return [str(x) for x in browser.execute_script(OVERFLOWS)]
+
+
+def at_width(browser: webdriver.Chrome, width: int, height: int = 900) -> None:
+    """A viewport ``width`` px wide at scale 1."""
+    browser.execute_cdp_cmd(
+        "Emulation.setDeviceMetricsOverride",
+        {"width": width, "height": height, "deviceScaleFactor": 1, "mobile": False},
+    )

@@ -1,8 +1,8 @@
 """The dashboard in a real headless Chromium (Debian's ``chromium`` and
 ``chromium-driver``, driven by Selenium): live updates without a reload, the hold
-button offered once the token is typed (a viewer gets none, and the API refuses its
-write anyway), a daemon that wants a token before it shows
-anything, and a screenshot of the strategy page."""
+button offered once the token is typed, on an environment with a change to hold (a
+viewer gets none, and the API refuses its write anyway), a daemon that wants a token
+before it shows anything, and a screenshot of the strategy page."""
 
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ from tests.support import GitOpsRepo, local_config, wait_for
 
 TOKEN = "dashboard-test-token"
 AUTH = {"authorization": f"Bearer {TOKEN}"}
-DEV = "environment/dev"
+DEV, STAGING = "environment/dev", "environment/staging"
 
 
 def serve(
@@ -69,6 +69,11 @@ def dev(url: str) -> dict[str, Any]:
     return env
 
 
+def staging(url: str) -> dict[str, Any]:
+    env: dict[str, Any] = api(url)["environments"][1]
+    return env
+
+
 def text_of(browser: webdriver.Chrome, css: str) -> str:
     """The element's visible text, read in one step (live updates replace elements)."""
     found = browser.execute_script(
@@ -88,10 +93,12 @@ def click(browser: webdriver.Chrome, css: str) -> None:
     raise AssertionError(f"{css} kept going stale")
 
 
-def click_operation(browser: webdriver.Chrome, op: str, answer: str | None = None) -> str:
-    """Click ``op`` on dev, accept its dialog, and return the message it shows."""
+def click_operation(
+    browser: webdriver.Chrome, op: str, answer: str | None = None, env: str = DEV
+) -> str:
+    """Click ``op`` on ``env``, accept its dialog, and return the message it shows."""
     browser.execute_script("document.getElementById('message').textContent = ''")
-    click(browser, f'button[data-op="{op}"][data-env="{DEV}"]')
+    click(browser, f'button[data-op="{op}"][data-env="{env}"]')
     dialog = WebDriverWait(browser, 5).until(expected_conditions.alert_is_present())
     if answer is not None:
         dialog.send_keys(answer)
@@ -129,20 +136,23 @@ def test_the_dashboard_shows_a_promotion_live_and_holds_need_the_token(
     assert not browser.find_elements(By.CSS_SELECTOR, "button[data-op]")  # a viewer's page
     anonymous = httpx.post(
         f"{served}/api/v1/strategies/guestbook/hold",
-        json={"environment": DEV, "reason": "not without a token"},
+        json={"environment": STAGING, "reason": "not without a token"},
     )
     assert anonymous.status_code == 401  # and the API refuses the write anyway
-    assert not dev(served)["holds"]
+    assert not staging(served)["holds"]
 
     browser.find_element(By.ID, "token").send_keys(TOKEN + "\n")
-    WebDriverWait(browser, 10).until(
-        lambda b: b.find_elements(By.CSS_SELECTOR, f'button[data-op="hold"][data-env="{DEV}"]')
-    )
-    assert click_operation(browser, "hold", "frozen for the demo") == f"hold on {DEV}: done"
+    hold = f'button[data-op="hold"][data-env="{STAGING}"]'  # staging proposes 1.1.0 now
+    WebDriverWait(browser, 10).until(lambda b: b.find_elements(By.CSS_SELECTOR, hold))
+    assert not browser.find_elements(By.CSS_SELECTOR, f'button[data-op="hold"][data-env="{DEV}"]')
+    done = click_operation(browser, "hold", "frozen for the demo", env=STAGING)
+    assert done == f"hold on {STAGING}: done"
     WebDriverWait(browser, 15).until(
-        lambda b: "frozen for the demo" in text_of(b, f'[id="env-{DEV}"]')
+        lambda b: "frozen for the demo" in text_of(b, f'[id="env-{STAGING}"]')
     )
-    assert [h["reason"] for h in dev(served)["holds"]] == ["held by api-token: frozen for the demo"]
+    assert [h["reason"] for h in staging(served)["holds"]] == [
+        "held by api-token: frozen for the demo"
+    ]
     assert browser.execute_script("return window.notReloaded") is True
 
     shot = tmp_path / "dashboard-strategy.png"

@@ -1,19 +1,22 @@
-"""The overview's kinds of state, filters, counts and pages, and the strategy page's
-pieces: links to the SCM, where each change is, the pipeline's edges, the buttons by role."""
+"""The fleet view's kinds of state, filters, sorting, counts and pages, and the strategy
+page's pieces: links to the SCM, where each change is, the pipeline's edges, and the
+buttons by state and by role."""
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime
 from typing import Any
 
 from promoter.config.loader import parse_config
 from promoter.http.pages.actions import buttons
 from promoter.http.pages.changes import mark
+from promoter.http.pages.fleet import render
 from promoter.http.pages.kinds import kind_of
 from promoter.http.pages.links import Links, links_for
 from promoter.http.pages.node import node
-from promoter.http.pages.overview import PAGE, Cell, Row, overview, render
-from promoter.http.pages.pipeline import depths, graph, upstreams
+from promoter.http.pages.overview import PAGE, Cell, Row, overview
+from promoter.http.pages.pipeline import depths, graph, rollout_list, upstreams
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
 
@@ -77,7 +80,7 @@ def test_the_overview_filters_counts_every_match_and_draws_one_page() -> None:
 
 def test_the_overview_escapes_what_it_shows_and_keeps_the_filters_in_its_links() -> None:
     hostile = [Row("<b>x</b>", "r", ("<i>",), (Cell("environment/dev", "waiting", "<script>"),))]
-    html = render(overview(hostile, {"q": "<b"}), {"q": "<b"}, 1)
+    html = render(overview(hostile, {"q": "<b"}), {"q": "<b"}, 1, NOW)
     assert "<b>x</b>" not in html and "&lt;b&gt;x&lt;/b&gt;" in html
     assert "<script>" not in html
     assert 'href="/?q=%3Cb&amp;state=failing"' in html
@@ -133,8 +136,17 @@ def test_the_pipeline_draws_dependson_as_edges_and_columns_by_depth() -> None:
     assert "environment/global waits for environment/eu and environment/us" in svg
 
 
+def offered_ops(html: str) -> list[str]:
+    return re.findall(r'data-(?:op|freeze)="([a-z-]+)"', html)
+
+
+def everyone(op: str, env: str) -> bool:
+    return True
+
+
 def test_buttons_are_offered_by_role_and_break_glass_names_what_it_skips() -> None:
     ready = env(
+        state="ready",
         pullRequest={"number": 7, "state": "open"},
         active={"drySha": "a" * 40},
         proposed={"drySha": "b" * 40},
@@ -143,13 +155,79 @@ def test_buttons_are_offered_by_role_and_break_glass_names_what_it_skips() -> No
     )
     assert buttons(ready, lambda op, e: False) == ""
     approver = buttons(ready, lambda op, e: op in ("merge", "approve"))
-    assert 'data-op="merge"' in approver and 'data-op="approve"' in approver
-    assert 'data-op="hold"' not in approver and 'data-op="promote"' not in approver
+    assert offered_ops(approver) == ["merge"]
     merged = env(active={"drySha": "a" * 40}, proposed={"drySha": "a" * 40})
-    assert "break-glass" not in buttons(merged, lambda op, e: True)  # nothing to promote
-    admin = buttons(ready, lambda op, e: True)
+    assert "break-glass" not in buttons(merged, everyone)  # nothing to promote
+    admin = buttons(ready, everyone)
     assert 'class="break-glass' in admin
     assert "skipping gate security-scan (failure); hold on cccccccc" in admin
+
+
+def test_merge_is_offered_only_while_a_pr_waits_for_a_person_with_every_gate_passing() -> None:
+    pr = {"number": 7, "state": "open"}
+    blocked = env(state="blocked", pullRequest=pr, proposed={"drySha": "b" * 40})
+    assert "merge" not in offered_ops(buttons(blocked, everyone))
+    assert "merge" not in offered_ops(buttons(env(state="ready"), everyone))  # no PR open
+    assert "merge" in offered_ops(buttons(env(state="ready", pullRequest=pr), everyone))
+    revert = env(state="reverting", reverts=[{"inFlight": True, "pr": 9, "restoredDrySha": "a"}])
+    html = buttons(revert, everyone)
+    assert "merge" in offered_ops(html) and "Merge revert PR #9" in html
+
+
+def test_approve_is_offered_only_while_an_open_pr_waits_for_an_approval() -> None:
+    pr = {"number": 7, "state": "open"}
+    pending = {"name": "promoter/approval", "phase": "pending"}
+    assert "approve" in offered_ops(buttons(env(pullRequest=pr, gates=[pending]), everyone))
+    done = {"name": "promoter/approval", "phase": "success"}
+    assert "approve" not in offered_ops(buttons(env(pullRequest=pr, gates=[done]), everyone))
+    assert "approve" not in offered_ops(buttons(env(pullRequest=pr), everyone))
+    closed = {"number": 7, "state": "merged"}
+    assert "approve" not in offered_ops(buttons(env(pullRequest=closed, gates=[pending]), everyone))
+
+
+def test_release_only_when_held_or_paused_and_freeze_or_unfreeze_never_both() -> None:
+    running = env(state="up-to-date", active={"drySha": "a" * 40}, proposed={"drySha": "a" * 40})
+    ops = offered_ops(buttons(running, everyone, strategy="guestbook"))
+    assert ops == ["pin", "freeze"]  # nothing proposed: nothing to hold, merge or release
+    held = env(
+        active={"drySha": "a" * 40},
+        proposed={"drySha": "b" * 40},
+        holds=[{"drySha": "b" * 40}],
+        freezes=[{"scope": "environment/prod of guestbook", "end": None}],
+    )
+    ops = offered_ops(buttons(held, everyone, strategy="guestbook"))
+    assert "release" in ops and "hold" not in ops  # held already
+    assert "unfreeze" in ops and "freeze" not in ops
+    by_strategy = env(freezes=[{"scope": "strategy guestbook", "end": None}])
+    ops = offered_ops(buttons(by_strategy, everyone, strategy="guestbook"))
+    assert "freeze" in ops and "unfreeze" not in ops  # the environment's own is not frozen
+    paused = env(paused="health failed", active={"drySha": "a" * 40})
+    assert "release" in offered_ops(buttons(paused, everyone))
+
+
+def test_pin_or_unpin_and_revert_only_when_the_last_healthy_commit_is_not_what_runs() -> None:
+    pinned = env(active={"drySha": "a" * 40}, pin={"drySha": "a" * 40})
+    ops = offered_ops(buttons(pinned, everyone))
+    assert "unpin" in ops and "pin" not in ops
+    healthy_now = env(active={"drySha": "a" * 40}, lastHealthy={"drySha": "a" * 40})
+    assert "revert" not in offered_ops(buttons(healthy_now, everyone))
+    after_a_bad_one = env(active={"drySha": "b" * 40}, lastHealthy={"drySha": "a" * 40})
+    assert "revert" in offered_ops(buttons(after_a_bad_one, everyone))
+    reverting = env(
+        active={"drySha": "b" * 40},
+        lastHealthy={"drySha": "a" * 40},
+        reverts=[{"inFlight": True, "pr": 9, "restoredDrySha": "a" * 40}],
+    )
+    assert "revert" not in offered_ops(buttons(reverting, everyone))
+
+
+def test_each_button_says_what_it_will_do_before_it_does_it() -> None:
+    pr = {"number": 7, "state": "open"}
+    html = buttons(env(state="ready", pullRequest=pr, active={"drySha": "a" * 40}), everyone)
+    found = re.findall(r'<button type="button" data-op="(\w+)"[^>]* title="([^"]+)"', html)
+    assert dict(found)["merge"].startswith("Merge PR #7 into environment/prod?")
+    assert dict(found)["pin"].startswith("Pin environment/prod to a dry commit")
+    assert 'title="Stop every promotion into environment/prod until unfrozen"' in html
 
 
 def test_a_proposal_lists_the_hydrated_files_it_changes_with_the_full_diff_on_the_scm() -> None:
@@ -176,3 +254,20 @@ def test_an_environment_up_to_date_proposes_nothing_though_its_next_commit_diffe
     html = node(merged, {}, NOW, links=Links(), changed=[], allowed=lambda o, e: False)
     assert "What the proposal changes" not in html
     assert html.count('class="hydrated"') == 1
+
+
+def test_the_rollout_list_draws_a_waiting_environment_by_its_kind_never_red() -> None:
+    detail = {
+        "rollout": {"dependsOn": {"environment/eu": [["environment/qa"]]}},
+        "environments": [
+            {"branch": "environment/qa", "state": "up-to-date"},
+            {
+                "branch": "environment/eu",
+                "state": "blocked",
+                "gates": [{"name": "ci", "phase": "pending"}],
+            },
+        ],
+    }
+    html = rollout_list(detail)
+    assert '<span class="kind kind-waiting">' in html
+    assert "blocked" not in html and "kind-failing" not in html

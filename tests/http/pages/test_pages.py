@@ -30,7 +30,7 @@ def test_the_root_is_the_dashboard_for_browsers_and_json_for_api_clients(
 ) -> None:
     page = client.get("/", headers=HTML)
     assert page.headers["content-type"].startswith("text/html")
-    assert '<a href="/dashboard/guestbook">guestbook</a>' in page.text
+    assert '<a class="row-link" href="/dashboard/guestbook">guestbook</a>' in page.text
     assert client.get("/").json()["strategies"] == "/api/v1/strategies"
 
 

@@ -10,6 +10,7 @@ from starlette.testclient import TestClient
 
 from promoter.wiring import Daemon
 from tests.e2e.test_local_promotion import set_status
+from tests.people import access_yaml, bearer
 from tests.support import GitOpsRepo, local_config, wait_for
 
 PUBLIC_URL = "https://promoter.example.invalid"
@@ -42,8 +43,12 @@ def test_the_page_shows_each_environment_its_gates_and_the_promotion_pr(
     assert page.headers["content-type"].startswith("text/html")
     html = page.text
     for branch in ("environment/dev", "environment/staging", "environment/prod"):
-        assert f'<section id="{branch}">' in html
-    assert '<span class="badge blocked">blocked</span>' in html
+        assert f'<section id="{branch}" data-kind="' in html
+    dev_section = html.split('<section id="environment/dev"', 1)[1].split("</section>")[0]
+    assert 'data-kind="waiting"' in dev_section  # waiting for CI: blue, never red
+    assert '<span class="kind kind-waiting">' in dev_section
+    assert '<span class="state">blocked</span>' in dev_section
+    assert "badge blocked" not in html
     assert "<code>ci</code>: waiting for ci: report it on" in html
     assert f"#{waiting['pullRequest']['number']} (open)" in html  # type: ignore[index]
     assert 'href="/api/v1/strategies/guestbook"' in html
@@ -86,3 +91,20 @@ def test_an_unknown_strategy_is_a_404_page(client: TestClient) -> None:
     response = client.get("/strategies/%3Cb%3Enope")
     assert response.status_code == 404
     assert "<b>" not in response.text
+
+
+def test_with_tokens_and_no_sign_in_the_page_says_how_to_read_it(
+    gitops: GitOpsRepo, tmp_path: Path
+) -> None:
+    people = access_yaml(tmp_path / "tokens", {"sam": ["role: operator, strategies: [other-*]"]})
+    config = local_config(gitops.path, tmp_path / "state", access=people)
+    with TestClient(Daemon(config).app, base_url="http://127.0.0.1") as client:
+        nobody = client.get("/strategies/guestbook")
+        assert nobody.status_code == 401
+        assert "Sign in" not in nobody.text  # nothing to sign in with
+        assert 'href="/dashboard/guestbook"' in nobody.text
+        assert "<code>promoter status guestbook</code>" in nobody.text
+        assert "PROMOTER_API_TOKEN" in nobody.text
+        sam = client.get("/strategies/guestbook", headers=bearer("sam"))
+        assert sam.status_code == 403
+        assert "no grant gives you the viewer role on <strong>guestbook</strong>" in sam.text

@@ -1,7 +1,9 @@
 // The dashboard's small script: live updates over server-sent events, and the
 // operation buttons. Every call carries the API token typed in the header (kept in this
-// tab's sessionStorage) as Authorization: Bearer, never as a cookie; the page reads
-// fully without it. It is a file of its own: the CSP allows no inline script.
+// tab's sessionStorage) as Authorization: Bearer; a person who signed in instead is known
+// by the session cookie, and every write then carries the session's CSRF token (the
+// page's csrf-token meta). The page reads fully without it. It is a file of its own: the
+// CSP allows no inline script. fleet.js adds the fleet view's filtering and the keys.
 "use strict";
 (function () {
   document.documentElement.classList.add("js");
@@ -19,19 +21,46 @@
     const out = Object.assign({}, extra || {});
     const token = (sessionStorage.getItem(KEY) || "").trim();
     if (token) out.Authorization = "Bearer " + token;
+    const csrf = document.querySelector('meta[name="csrf-token"]');
+    if (csrf && !token) out["X-CSRF-Token"] = csrf.content;
     return out;
+  }
+
+  // The parts a live update replaces on the fleet view: never the search being typed in.
+  const PARTS = ["fleet-results", "fleet-counts"];
+
+  function swap(doc) {
+    const fresh = doc.getElementById("live");
+    if (!fresh) return false;
+    const focused = document.activeElement && document.activeElement.closest
+      ? document.activeElement.closest("tr.strategy") : null;
+    const keep = focused ? focused.querySelector("a.row-link").getAttribute("href") : null;
+    const parts = PARTS.filter(function (id) {
+      return document.getElementById(id) && doc.getElementById(id);
+    });
+    if (parts.length === PARTS.length && !main().dataset.auth && !fresh.dataset.auth) {
+      parts.forEach(function (id) {
+        document.getElementById(id).replaceWith(document.importNode(doc.getElementById(id), true));
+      });
+    } else {
+      main().innerHTML = fresh.innerHTML;
+    }
+    main().dataset.strategy = fresh.dataset.strategy || "";
+    main().dataset.auth = fresh.dataset.auth || "";
+    if (keep) {
+      const again = document.querySelector('a.row-link[href="' + CSS.escape(keep) + '"]');
+      if (again) again.focus({ preventScroll: true });
+    }
+    return true;
   }
 
   async function refresh() {
     const response = await fetch(location.href, { headers: headers({ Accept: "text/html" }) });
     const doc = new DOMParser().parseFromString(await response.text(), "text/html");
-    const fresh = doc.getElementById("live");
-    if (!fresh) return;
-    main().innerHTML = fresh.innerHTML;
-    main().dataset.strategy = fresh.dataset.strategy || "";
-    main().dataset.auth = fresh.dataset.auth || "";
+    if (!swap(doc)) return;
     if (response.ok) listen();
   }
+  window.promoter = { headers: headers, swap: swap, say: say };
 
   // Server-sent events read with fetch (an EventSource cannot send a header): one
   // stream at a time, opened again when it ends, with the last event id.

@@ -1,0 +1,185 @@
+"""A small OpenID Connect provider for the sign-in tests, served by uvicorn on 127.0.0.1:
+discovery, its keys (JWKS), an authorization endpoint that signs in whoever the test says
+(and sends the browser back with a code), and a token endpoint that checks the client,
+the redirect URI and the PKCE verifier, takes each code once, and answers an ID token
+signed with RS256 (PyJWT and cryptography, as a real provider's library would).
+
+``mischief`` makes the next ID tokens wrong in one way (another audience or issuer, an
+expired one, a signature by a key it does not publish, another nonce, another algorithm
+such as ``none`` or a MAC), or its discovery document (garbage, a 503, another issuer), so
+the tests can see each refused; ``keys_without_alg`` publishes its key without ``alg``, as
+many providers do."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import secrets
+import time
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import parse_qs, urlencode
+
+import jwt
+from cryptography.hazmat.primitives.asymmetric import ec, rsa
+from jwt.algorithms import RSAAlgorithm
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, RedirectResponse, Response
+from starlette.routing import Route
+
+from promoter.http import ThreadServer, free_port
+
+CLIENT_ID = "promoter"
+CLIENT_SECRET = "client-secret-of-the-promoter"
+
+
+@dataclass
+class Person:
+    email: str
+    groups: list[str] = field(default_factory=list)
+    email_verified: bool = True
+
+    @property
+    def sub(self) -> str:
+        return hashlib.sha256(self.email.encode()).hexdigest()[:16]
+
+
+@dataclass
+class Code:
+    person: Person
+    nonce: str
+    challenge: str
+    redirect_uri: str
+    used: bool = False
+
+
+class OidcProvider:
+    """The provider; ``start`` serves it, ``url`` is its issuer."""
+
+    def __init__(self, redirect_uri: str) -> None:
+        self.redirect_uri = redirect_uri
+        self.key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+        self.other_key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+        self.ec_key = ec.generate_private_key(ec.SECP256R1())
+        """Signs when ``mischief["alg"]`` is an ES algorithm: a key it does not publish."""
+        self.person: Person | None = None
+        """Who signs in at the authorization endpoint next."""
+        self.codes: dict[str, Code] = {}
+        self.mischief: dict[str, Any] = {}
+        self.token_requests = 0
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.app = Starlette(
+            routes=[
+                Route("/.well-known/openid-configuration", self.discovery),
+                Route("/jwks", self.jwks),
+                Route("/authorize", self.authorize),
+                Route("/token", self.token, methods=["POST"]),
+            ]
+        )
+        self._server: ThreadServer | None = None
+
+    def start(self) -> OidcProvider:
+        self._server = ThreadServer(self.app, self.port, name="oidc-provider").start()
+        return self
+
+    def stop(self) -> None:
+        if self._server is not None:
+            self._server.stop()
+
+    async def discovery(self, request: Request) -> Response:
+        broken = self.mischief.get("discovery")
+        if broken == "garbage":
+            return Response("<html>a login page</html>", media_type="text/html")
+        if broken == "5xx":
+            return JSONResponse({"error": "down for maintenance"}, status_code=503)
+        if broken == "issuer":
+            return JSONResponse({"issuer": "https://idp.example.com", "jwks_uri": self.url})
+        return JSONResponse(
+            {
+                "issuer": self.url,
+                "authorization_endpoint": f"{self.url}/authorize",
+                "token_endpoint": f"{self.url}/token",
+                "jwks_uri": f"{self.url}/jwks",
+                "response_types_supported": ["code"],
+                "subject_types_supported": ["public"],
+                "id_token_signing_alg_values_supported": ["RS256"],
+                "code_challenge_methods_supported": ["S256"],
+                "token_endpoint_auth_methods_supported": ["client_secret_basic"],
+            }
+        )
+
+    async def jwks(self, request: Request) -> Response:
+        public = RSAAlgorithm.to_jwk(self.key.public_key(), as_dict=True)
+        named = {} if "keys_without_alg" in self.mischief else {"alg": "RS256"}
+        return JSONResponse({"keys": [{**public, "kid": "k1", "use": "sig", **named}]})
+
+    async def authorize(self, request: Request) -> Response:
+        params = request.query_params
+        if params.get("client_id") != CLIENT_ID or params.get("redirect_uri") != self.redirect_uri:
+            return JSONResponse({"error": "invalid_request"}, status_code=400)
+        if params.get("response_type") != "code" or params.get("code_challenge_method") != "S256":
+            return JSONResponse({"error": "unsupported_response_type"}, status_code=400)
+        if "openid" not in params.get("scope", "").split() or self.person is None:
+            return JSONResponse({"error": "invalid_scope"}, status_code=400)
+        code = secrets.token_urlsafe(16)
+        self.codes[code] = Code(
+            self.person, params["nonce"], params["code_challenge"], params["redirect_uri"]
+        )
+        back = {"code": code, "state": params.get("state", "")}
+        return RedirectResponse(f"{self.redirect_uri}?{urlencode(back)}", status_code=302)
+
+    async def token(self, request: Request) -> Response:
+        self.token_requests += 1
+        form = {k: v[0] for k, v in parse_qs((await request.body()).decode()).items()}
+        auth = request.headers.get("authorization", "")
+        expected = base64.b64encode(f"{CLIENT_ID}:{CLIENT_SECRET}".encode()).decode()
+        if auth != f"Basic {expected}":
+            return JSONResponse({"error": "invalid_client"}, status_code=401)
+        code = self.codes.get(str(form.get("code", "")))
+        if code is None or code.used:
+            return JSONResponse(
+                {"error": "invalid_grant", "error_description": "the code is unknown or used"},
+                status_code=400,
+            )
+        code.used = True
+        verifier = str(form.get("code_verifier", ""))
+        digest = hashlib.sha256(verifier.encode()).digest()
+        if base64.urlsafe_b64encode(digest).rstrip(b"=").decode() != code.challenge:
+            return JSONResponse(
+                {"error": "invalid_grant", "error_description": "PKCE verification failed"},
+                status_code=400,
+            )
+        if form.get("redirect_uri") != code.redirect_uri:
+            return JSONResponse({"error": "invalid_grant"}, status_code=400)
+        return JSONResponse(
+            {"access_token": "opaque", "token_type": "Bearer", "id_token": self.id_token(code)}
+        )
+
+    def id_token(self, code: Code) -> str:
+        now = int(time.time())
+        claims = {
+            "iss": self.url,
+            "sub": code.person.sub,
+            "aud": CLIENT_ID,
+            "iat": now,
+            "exp": now + 300,
+            "nonce": code.nonce,
+            "email": code.person.email,
+            "email_verified": code.person.email_verified,
+            "groups": code.person.groups,
+        }
+        trick = self.mischief
+        claims.update({k: v for k, v in trick.items() if k in ("aud", "iss", "nonce")})
+        if "expired" in trick:
+            claims["exp"], claims["iat"] = now - 3600, now - 7200
+        key: Any = self.other_key if "other_key" in trick else self.key
+        algorithm = str(trick.get("alg", "RS256"))
+        if algorithm == "none":
+            key = None
+        elif algorithm.startswith("ES"):
+            key = self.ec_key
+        elif algorithm.startswith("HS"):
+            key = b"a secret anyone could have chosen, 32+ bytes"
+        return jwt.encode(claims, key, algorithm=algorithm, headers={"kid": "k1"})

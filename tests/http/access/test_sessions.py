@@ -1,0 +1,81 @@
+"""The session cookie on its own: ``Secure`` with the ``__Host-`` prefix over https, an end
+after its time (an injected clock), and nothing read from a changed or truncated value."""
+
+from __future__ import annotations
+
+from starlette.requests import Request
+from starlette.responses import Response
+
+from promoter.config import Oidc
+from promoter.http.access.sessions import Sessions
+from promoter.http.access.sign_in import SignIn
+
+KEY = b"k" * 32
+
+
+def request_with(cookies: dict[str, str]) -> Request:
+    header = "; ".join(f"{k}={v}" for k, v in cookies.items()).encode()
+    scope = {"type": "http", "method": "GET", "path": "/", "headers": [(b"cookie", header)]}
+    return Request(scope)
+
+
+def oidc(issuer: str = "https://idp.example.com") -> Oidc:
+    return Oidc.model_validate({"issuer": issuer, "clientId": "promoter"})
+
+
+def test_over_https_the_cookie_is_secure_host_only_httponly_and_lax() -> None:
+    sign_in = SignIn.from_config(oidc(), public_url="https://promoter.example.com", grants=[])
+    sessions = sign_in.sessions
+    assert sessions.session_cookie == "__Host-promoter-session"
+    assert sessions.pending_cookie == "__Host-promoter-sign-in"
+    _, value = sessions.start("ana@example.com", ("release-managers",))
+    response = Response()
+    sessions.set(response, sessions.session_cookie, value, sessions.ttl)
+    cookie = response.headers["set-cookie"]
+    assert cookie.startswith("__Host-promoter-session=")
+    for attribute in ("Secure", "HttpOnly", "SameSite=lax", "Path=/"):
+        assert attribute in cookie
+    assert "Domain" not in cookie
+
+
+def test_over_plain_http_the_cookie_is_not_marked_secure() -> None:
+    sign_in = SignIn.from_config(oidc(), public_url="http://127.0.0.1:8080", grants=[])
+    assert sign_in.sessions.session_cookie == "promoter-session"
+    response = Response()
+    sign_in.sessions.set(response, "promoter-session", "v", 60)
+    assert "Secure" not in response.headers["set-cookie"]
+
+
+def test_a_session_ends_after_its_time() -> None:
+    now = [1_000.0]
+    sessions = Sessions(KEY, ttl=60, secure=False, clock=lambda: now[0])
+    session, value = sessions.start("ana@example.com", ())
+    request = request_with({"promoter-session": value})
+    assert sessions.read(request) == session
+    now[0] += 59
+    assert sessions.read(request) == session
+    now[0] += 2
+    assert sessions.read(request) is None
+    assert sessions.sent(request)  # sent, but no session: the caller is told to sign in again
+
+
+def test_a_changed_or_truncated_cookie_is_no_session() -> None:
+    sessions = Sessions(KEY, ttl=60, secure=False)
+    _, value = sessions.start("ana@example.com", ("viewers",))
+    body, _, mac = value.partition(".")
+    _, other = Sessions(KEY, ttl=60, secure=False).start("root@example.com", ("admins",))
+    for forged in (
+        f"{other.split('.')[0]}.{mac}",  # another payload under this one's MAC
+        body,  # no MAC at all
+        f"{body}.",
+        f"{body}.{mac[:-2]}",
+        "%%%.%%%",
+        "",
+    ):
+        assert sessions.read(request_with({"promoter-session": forged})) is None, forged
+
+
+def test_a_sign_in_cookie_is_not_a_session_cookie_under_the_same_key() -> None:
+    sessions = Sessions(KEY, ttl=60, secure=False)
+    _, pending = sessions.begin("/dashboard")
+    assert sessions.read(request_with({"promoter-session": pending})) is None
