@@ -61,7 +61,14 @@ def start(tmp_path: Path, *, prod: str = PROD_GATES) -> Iterator[Sandbox]:
     _runtime, server = demo.start()
     client = ApiClient(demo.url, token="")
     try:
-        yield Sandbox(demo, client)
+        box = Sandbox(demo, client)
+        wait_for(
+            lambda: all("active" in env for env in box.envs().values()),
+            timeout=60,
+            what="the first reconcile of every environment",
+            poll=0.1,
+        )
+        yield box
     finally:
         client.close()
         server.stop(30)
