@@ -1,8 +1,9 @@
 """The daemon's working parts: mirrors, caches, ledger, queue, workers, timers, reconciler.
 
 ``Runtime(config, plugins=...)`` is given its SCM plugins (the composition root in
-``promoter.wiring`` builds them); ``start`` runs the workers and timers, ``stop`` stops
-taking work and waits for the reconciles in flight, so nothing is left half-pushed.
+``promoter.wiring`` builds them); ``start`` runs the workers, timers and the watchdog,
+``stop`` stops taking work and waits for the reconciles in flight, so nothing is left
+half-pushed.
 It offers the HTTP layer two narrow ports: reading views, and commands.
 """
 
@@ -43,6 +44,7 @@ from promoter.state.ledger import GitLedger
 from promoter.state.pulls import PullRequestCache
 from promoter.state.statuses import StatusCache
 from promoter.state.tracking import ShaIndex
+from promoter.watchdog import Watchdog
 from scm_plugins.protocol import ScmPlugin
 
 log = logging.getLogger("promoter.runtime")
@@ -125,6 +127,8 @@ class Runtime:
         self.memory = memory_trim.MemoryTrim(
             idle=self.queue.idle, finished=lambda: self.queue.finished, trim=memory_trim.libc_trim()
         )
+        self.watchdog = Watchdog()
+        """Reports locks held and git commands run past their deadline."""
         self.started = False
         self._closers: list[Any] = []
 
@@ -326,6 +330,7 @@ class Runtime:
         if self.started:
             return
         collector.tune()
+        self.watchdog.start()
         self.workers.start()
         self.scheduler.every(LEDGER_FLUSH_INTERVAL, self.ledger.flush_all, "ledger-flush")
         self.scheduler.every(LEDGER_FLUSH_INTERVAL, self.audit.flush_all, "audit-flush")
@@ -356,4 +361,5 @@ class Runtime:
         for plugin in self.plugins.values():
             plugin.close()
         self.mirrors.close()
+        self.watchdog.stop()
         log.info("promoter stopped", extra={"clean": finished})
