@@ -3,7 +3,8 @@
 ``Runtime(config, plugins=...)`` is given its SCM plugins (the composition root in
 ``promoter.wiring`` builds them); ``start`` runs the workers, timers and the watchdog,
 ``stop`` stops taking work and waits for the reconciles in flight, so nothing is left
-half-pushed.
+half-pushed, then releases what the runtime holds (a runtime never started too: the
+delivery log's thread, the plugins' processes, the mirrors' ``cat-file``).
 It offers the HTTP layer two narrow ports: reading views, and commands.
 """
 
@@ -348,18 +349,21 @@ class Runtime:
         self._closers.append(closer)
 
     def stop(self) -> None:
-        if not self.started:
-            return
-        self.started = False
-        self.scheduler.stop()
-        finished = self.workers.stop(timeout=60)
-        self.probes.close()
-        self.ledger.flush_all()
-        self.audit.flush_all()
-        for closer in self._closers:
+        """Stop working (when started), then release what the runtime holds; idempotent.
+        A runtime built and never started releases what its construction opened."""
+        started, self.started = self.started, False
+        if started:
+            self.scheduler.stop()
+            finished = self.workers.stop(timeout=60)
+            self.probes.close()
+            self.ledger.flush_all()
+            self.audit.flush_all()
+        closers, self._closers = self._closers, []
+        for closer in closers:
             closer.close()
         for plugin in self.plugins.values():
             plugin.close()
         self.mirrors.close()
         self.watchdog.stop()
-        log.info("promoter stopped", extra={"clean": finished})
+        if started:
+            log.info("promoter stopped", extra={"clean": finished})
