@@ -32,7 +32,7 @@ if str(ROOT) not in sys.path:  # ``python bench/x.py`` puts bench/, not the root
     sys.path.insert(0, str(ROOT))
 
 from promoter.git.metadata import METADATA_FILE, NOTES_REF, render_metadata  # noqa: E402
-from promoter.http.loopback import ThreadServer  # noqa: E402
+from promoter.http import ThreadServer  # noqa: E402
 from promoter.metrics import REGISTRY  # noqa: E402
 
 T = TypeVar("T")

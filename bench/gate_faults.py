@@ -36,7 +36,7 @@ from typing import Any
 
 import common
 
-from promoter.http.loopback import free_port
+from promoter.http import free_port
 
 DEV, STAGING = "environment/dev", "environment/staging"
 WAIT = 60.0

@@ -30,7 +30,7 @@ PLURAL = "promotionstrategies"
 
 def child(url: str, page: int) -> dict[str, float]:
     """One list in this process: its time, peak RSS above the start, RSS kept."""
-    from promoter.kube.api import Kube, loopback_client
+    from promoter.kube import Kube, loopback_client
 
     kube = Kube(loopback_client(url))
     kube._list_page(PLURAL, NAMESPACE, 1, "")  # the connection and the imports, first
@@ -57,7 +57,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.url:
         print(json.dumps(child(args.url, args.page)))
         return 0
-    from promoter.kube.api import LIST_PAGE
+    from promoter.kube import LIST_PAGE
 
     objects = []
     for i in range(args.strategies):

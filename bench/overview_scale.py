@@ -29,10 +29,9 @@ from common import LOOPBACK, machine, quiet_logs, report, wait_for
 from promoter.cli.sandbox import GitOpsRepo, init_bare, sandbox_config
 from promoter.config import PromotionStrategy
 from promoter.config.loader import parse_config
-from promoter.daemon.reconciler import StrategyView
+from promoter.daemon import StrategyView
 from promoter.engine import EnvState
-from promoter.http import AccessControl, Api, build_app
-from promoter.http.loopback import ThreadServer, free_port
+from promoter.http import AccessControl, Api, ThreadServer, build_app, free_port
 from promoter.models import DryCommit, Phase
 from promoter.wiring import Daemon
 

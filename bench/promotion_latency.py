@@ -34,7 +34,7 @@ from typing import Any
 import common
 from common import Counters
 
-from promoter.http.loopback import free_port
+from promoter.http import free_port
 
 TARGETS = {"p50_ms": 200.0, "p99_ms": 1000.0}
 ENVIRONMENTS = ["environment/dev", "environment/staging", "environment/prod"]

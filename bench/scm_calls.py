@@ -1,16 +1,24 @@
-"""SCM calls per environment promotion, for each SCM plugin: local, GitHub, GitLab, Forgejo.
+"""SCM calls per environment promotion, for each SCM plugin: local, GitHub, GitLab, Forgejo,
+Bitbucket Cloud, Bitbucket Data Center and Azure DevOps.
 
 Each plugin drives the daemon (in process, through its starlette app) over one
-strategy (dev -> staging -> prod) and a real bare git repository; GitHub, GitLab and
-Forgejo are the test suites' stateful HTTP-level fakes (``tests/scm_github/fake_github.py``,
-``tests/scm_gitlab/fake_gitlab.py``, ``tests/scm_forgejo/fake_forgejo.py``), so every
+strategy (dev -> staging -> prod) and a real bare git repository; GitHub, GitLab,
+Forgejo, Bitbucket and Azure DevOps are the test suites' stateful HTTP-level fakes
+(``tests/scm_github/fake_github.py``, ``tests/scm_gitlab/fake_gitlab.py``,
+``tests/scm_forgejo/fake_forgejo.py``, ``tests/scm_bitbucket/fake_*.py``,
+``tests/scm_azure/fake_azure.py``: Azure's git served over HTTP too), so every
 call goes through the real plugin and its HTTP client (Forgejo's out of process, counted
 per protocol call). For each of ``--changes`` dry changes the benchmark hydrates every
 environment, then for each environment waits for the promotion PR, reports CI green
 on its head and, once merged, the environment's health on the new commit, as CI and
 CD would (GitHub: status / check run on the SCM plus its webhook; GitLab: pipeline
 plus Pipeline Hook, health through the daemon's API; Forgejo: statuses on the SCM plus
-its webhook; local: both through the API).
+its webhook; Bitbucket Cloud: build statuses on the SCM plus ``repo:commit_status_created``;
+Bitbucket Data Center, which sends no build events: both through the API; Azure DevOps,
+which has no status event: both through the API, its service hooks for pushes and pull
+requests; local: both through the API). The Bitbucket Cloud plugin reads branch tips with
+``git ls-remote`` (full SHAs, the head before a merge): reported as ``git ls-remote`` per
+environment, not as SCM calls.
 
 Counted with ``promoter_scm_calls_total``, minus the status writes the benchmark
 itself makes through the daemon's API (those are CI's calls, not the promoter's):
@@ -29,7 +37,8 @@ itself makes through the daemon's API (those are CI's calls, not the promoter's)
 
     python bench/scm_calls.py [--changes 3] [--plugin github --plugin gitlab-manual ...]
 
-Target: at most 4 calls for every environment on GitHub, GitLab and Forgejo (the local
+Target: at most 4 calls for every environment on GitHub, GitLab, Forgejo and Azure DevOps
+(the local
 SCM is reported: it is in process and has no webhooks), with no ``--feature``. ``--feature
 deployments --feature reviewers`` turns on issue 31's features that cost calls, to measure
 them (docs/deployments.md, docs/gates.md); the target then does not apply.
@@ -68,6 +77,12 @@ PLUGINS = (
     "github-manual",
     "gitlab-manual",
     "forgejo-manual",
+    "bitbucket-cloud",
+    "bitbucket-datacenter",
+    "bitbucket-cloud-manual",
+    "bitbucket-datacenter-manual",
+    "azure-devops",
+    "azure-devops-manual",
 )
 """``-manual``: prod has ``autoMerge: false`` and a person merges its PR in the SCM."""
 FEATURES = ("deployments", "reviewers")
@@ -428,11 +443,143 @@ class ForgejoDriver(Driver):
         self.robot.status(sha, "health")
 
 
+class BitbucketDriver(Driver):
+    """A Bitbucket plugin in process, over its fake; webhooks as Bitbucket sends them (pushes,
+    and on Cloud build statuses), Data Center's statuses through the daemon's API."""
+
+    product = ""
+
+    @contextmanager
+    def session(self) -> Iterator[Any]:
+        from starlette.testclient import TestClient
+
+        from promoter.config.loader import parse_config
+        from promoter.wiring import Daemon
+        from tests.scm_bitbucket.bitbucket_ci import BitbucketCI, config_text, environ
+        from tests.scm_bitbucket.conftest import (
+            PASSWORD,
+            PROJECT_REPO,
+            TOKEN,
+            USERNAME,
+            WORKSPACE_REPO,
+        )
+        from tests.scm_bitbucket.fake_cloud import FakeCloud
+        from tests.scm_bitbucket.fake_datacenter import FakeDataCenter
+
+        os.environ.update(environ())
+        fake: Any
+        if self.product == "cloud":
+            fake = FakeCloud(username=USERNAME, password=PASSWORD)
+            fake.add_repository(WORKSPACE_REPO, self.gitops.path)
+            url, self.full_name = fake.url, WORKSPACE_REPO
+        else:
+            fake = FakeDataCenter(token=TOKEN)
+            fake.add_repository(PROJECT_REPO, self.gitops.path)
+            url, self.full_name = fake.base_url, PROJECT_REPO
+        with fake:
+            self.fake = fake
+            text = config_text(
+                self.product,
+                self.gitops.path,
+                self.tmp / "state",
+                url,
+                poll_interval=POLL,
+                prod=", autoMerge: false" if self.manual_prod else "",
+            )
+            self.daemon = Daemon(parse_config(featured(text)), observers=[self.events])
+            self.runtime = self.daemon.runtime
+            with TestClient(self.daemon.app, base_url=common.LOOPBACK) as self.client:
+                self.robot = BitbucketCI(self.product, self.client, fake)
+                yield self
+
+    def hydrate(self, version: str, message: str) -> str:
+        return self.robot.hydrate(self.gitops, version, message)
+
+    def person_merges(self, number: int, head_sha: str) -> None:
+        self.robot.person_merges(number)
+
+    def _status(self, sha: str, key: str) -> None:
+        """Data Center's CI reports through the daemon's API: those writes are CI's."""
+        before = self.robot.status_posts
+        self.robot.status(sha, key)
+        self.actor_calls += self.robot.status_posts - before
+
+    def ci_green(self, branch: str, sha: str) -> None:
+        self._status(sha, "ci")
+
+    def healthy(self, branch: str, sha: str) -> None:
+        self._status(sha, "health")
+
+
+class BitbucketCloudDriver(BitbucketDriver):
+    provider = "bitbucket-cloud"
+    product = "cloud"
+
+
+class BitbucketDataCenterDriver(BitbucketDriver):
+    provider = "bitbucket-datacenter"
+    product = "datacenter"
+
+
+class AzureDevOpsDriver(Driver):
+    """The Azure DevOps plugin in process, over the fake Azure DevOps (its API and its git
+    over HTTP); its service hooks as Azure sends them (pushes, pull requests created,
+    updated, completed); CI and CD report through the daemon's API (Azure sends no event
+    for a status)."""
+
+    provider = "azure-devops"
+
+    @contextmanager
+    def session(self) -> Iterator[Any]:
+        from starlette.testclient import TestClient
+
+        from promoter.config.loader import parse_config
+        from promoter.wiring import Daemon
+        from tests.scm_azure.azure_ci import HOOK_ENV, HOOK_PASSWORD, AzureCI, config_text
+        from tests.scm_azure.fake_azure import FakeAzure
+        from tests.scm_azure.names import NAME, PROJECT, TOKEN, TOKEN_ENV
+
+        os.environ[TOKEN_ENV], os.environ[HOOK_ENV] = TOKEN, HOOK_PASSWORD
+        with FakeAzure(token=TOKEN) as fake:
+            self.repo = fake.add_repository(PROJECT, NAME, self.gitops.path)
+            self.fake = fake
+            text = config_text(
+                fake.clone_url(self.repo),
+                self.tmp / "state",
+                fake.url,
+                prod=", autoMerge: false" if self.manual_prod else "",
+            )
+            self.daemon = Daemon(parse_config(featured(text)), observers=[self.events])
+            self.runtime = self.daemon.runtime
+            with TestClient(self.daemon.app, base_url=common.LOOPBACK) as self.client:
+                self.robot = AzureCI(self.client, self.runtime, fake, self.repo, self.gitops)
+                try:
+                    yield self
+                finally:
+                    self.robot.close()
+
+    def hydrate(self, version: str, message: str) -> str:
+        return str(self.robot.hydrate(version, message))
+
+    def person_merges(self, number: int, head_sha: str) -> None:
+        person = {"uniqueName": "ada@fabrikam.example", "displayName": "Ada Lovelace"}
+        self.fake.person_completes(self.repo, number, person)
+
+    def ci_green(self, branch: str, sha: str) -> None:
+        self.api_status(sha, "ci")
+
+    def healthy(self, branch: str, sha: str) -> None:
+        self.api_status(sha, "health")
+
+
 DRIVERS: dict[str, Callable[[Path, bool], Driver]] = {
     "local": LocalDriver,
     "github": GitHubDriver,
     "gitlab": GitLabDriver,
     "forgejo": ForgejoDriver,
+    "bitbucket-cloud": BitbucketCloudDriver,
+    "bitbucket-datacenter": BitbucketDataCenterDriver,
+    "azure-devops": AzureDevOpsDriver,
 }
 
 
@@ -502,9 +649,9 @@ def promote(d: Driver, log: CallLog, change: str, branch: str, mark: int) -> Win
 
 def measure(plugin: str, changes: int) -> PluginResult:
     result = PluginResult(plugin)
-    provider, _, variant = plugin.partition("-")
+    provider = plugin.removesuffix("-manual")
     with tempfile.TemporaryDirectory(prefix=f"bench-scm-{provider}-") as tmp:
-        d = DRIVERS[provider](Path(tmp), variant == "manual")
+        d = DRIVERS[provider](Path(tmp), plugin.endswith("-manual"))
         with d.session(), CallLog().attached() as log:
             from tests.support import ENVIRONMENTS
 
@@ -578,6 +725,7 @@ def as_json(r: PluginResult) -> dict[str, Any]:
             op: round(n / r.promotions, 2) for op, n in by_op.items() if n
         },
         "actor_status_writes_excluded": r.actor_calls,
+        "git_ls_remotes_per_env_promotion": round(r.total.ls_remotes / r.promotions, 2),
         "charged_per_env_promotion": (
             None if r.charged is None else round((r.charged) / r.promotions, 2)
         ),
@@ -635,6 +783,8 @@ def main(argv: list[str] | None = None) -> int:
             + (f", {charged} charged to the rate limit" if charged is not None else "")
             + ")",
             f"    by operation          {r['by_operation_per_env_promotion']}",
+            f"  git ls-remote / env     {r['git_ls_remotes_per_env_promotion']}"
+            " (the promoter's mirror, and the Bitbucket Cloud plugin's reads of branch tips)",
             f"  idle resyncs, first then steady: {r['idle_resync_calls_per_strategy']} calls"
             " per strategy"
             + (f" ({idle_charged} charged)" if idle_charged[0] is not None else "")

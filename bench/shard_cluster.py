@@ -24,7 +24,7 @@ from typing import Any
 import httpx
 from common import ROOT, wait_for
 
-from promoter.http.loopback import free_port
+from promoter.http import free_port
 from scm_plugins.local.store import LocalStore
 
 BENCH = Path(__file__).resolve().parent

@@ -22,7 +22,7 @@ from typing import Any
 import common
 
 from promoter.config import Config
-from promoter.kube.config_source import SecretFiles, assemble, object_key
+from promoter.kube import SecretFiles, assemble, object_key
 
 ENVIRONMENTS = ("dev", "staging", "prod-eu", "prod-us")
 GROUP = "promoter.argoproj.io/v1alpha1"

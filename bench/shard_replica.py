@@ -27,11 +27,15 @@ if str(ROOT) not in sys.path:
 
 
 from promoter.config import Config, ScmProvider  # noqa: E402
-from promoter.kube.api import Kube, loopback_client  # noqa: E402
-from promoter.kube.controller import Controller, KubeSettings  # noqa: E402
-from promoter.kube.leader import LeaseSettings  # noqa: E402
-from promoter.kube.serving import serve  # noqa: E402
-from promoter.kube.shards import ShardSettings  # noqa: E402
+from promoter.kube import (  # noqa: E402
+    Controller,
+    Kube,
+    KubeSettings,
+    LeaseSettings,
+    ShardSettings,
+    loopback_client,
+    serve_replica,
+)
 from promoter.logs import setup as setup_logs  # noqa: E402
 from scm_plugins.local import LocalScm  # noqa: E402
 from scm_plugins.protocol import ScmPlugin  # noqa: E402
@@ -121,7 +125,7 @@ def main() -> None:
     )
     settings = KubeSettings(args.namespace, lease, args.name, plugin_factory=local, shards=shards)
     controller = Controller(Kube(loopback_client(args.api)), base, settings)
-    serve(controller, host="127.0.0.1", port=args.port)  # SIGTERM: it leaves, then stops
+    serve_replica(controller, host="127.0.0.1", port=args.port)  # SIGTERM: it leaves, then stops
 
 
 if __name__ == "__main__":

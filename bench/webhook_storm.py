@@ -19,7 +19,7 @@ in a shuffled order. It waits until every change is merged (each strategy's firs
 environment runs the change, as the daemon sees it), then for the daemon to fall idle,
 and compares the daemon's resident memory (``/proc``) before and after, each read once
 the daemon has rested ``REST`` seconds (it gives freed memory back to the system a
-second or two after its last reconcile, ``promoter.daemon.memory_trim``): the daemon's
+second or two after its last reconcile, ``promoter.daemon.memory.trim``): the daemon's
 alone, GitHub's state and the
 work of answering it being in the other process (until 2026-11-27 the fake ran in the
 daemon's process through ``responses``, its state and its garbage counted with the daemon's).
@@ -172,7 +172,7 @@ def serve(args: argparse.Namespace) -> None:
     this process's commands on stdin (one word a line): ``merged`` (how many strategies
     run the change in their first environment), ``idle``, ``cpu`` (the process's CPU
     seconds and its git's), ``stop``."""
-    from promoter.http.loopback import ThreadServer
+    from promoter.http import ThreadServer
     from promoter.wiring import Daemon
 
     common.quiet_logs()
@@ -525,7 +525,7 @@ def rested_rss(child: Child, timeout: float) -> float:
 
 
 def measure(args: argparse.Namespace) -> dict[str, Any]:
-    from promoter.http.loopback import free_port
+    from promoter.http import free_port
 
     with tempfile.TemporaryDirectory(prefix="bench-storm-") as root:
         port = free_port()

@@ -44,7 +44,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from promoter.http.loopback import free_port
+from promoter.http import free_port
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = ROOT / "tests" / "fixtures" / "github" / "webhooks" / "api.github.com"
@@ -62,11 +62,11 @@ CONNECTIONS = [1, 8, 32]
 
 def _receiver_app(state_dir: str) -> Any:
     """The receivers as the daemon mounts them (``promoter.http.app.build_app``): a POST to
-    a webhook path goes straight to its receiver, in a process whose garbage collector is
-    set as the daemon's (``promoter.daemon.collector``)."""
+    a webhook path goes straight to its receiver, in a process tuned as the daemon's
+    (``promoter.tuning``: its garbage collector among other things)."""
+    from promoter import tuning
     from promoter.config import Config
-    from promoter.daemon import collector
-    from promoter.http.direct import DirectPostApp
+    from promoter.http import DirectPostApp
     from promoter.state.statuses import StatusCache
     from promoter.state.tracking import ShaIndex
     from webhooks import build_routes
@@ -92,7 +92,7 @@ def _receiver_app(state_dir: str) -> Any:
             "webhooks": {"github": {"secrets": [{"fromEnv": SECRET_ENV}]}},
         }
     )
-    collector.tune()  # the process's collector, as the daemon sets it when it starts
+    tuning.tune()  # the process, as the daemon sets it when it starts
     queued: set[str] = set()
     routes = build_routes(
         config=config,

@@ -2,7 +2,7 @@
 
 Third-party exceptions (PyGithub, python-gitlab, GitPython) are translated into
 these once, at the boundary, with the original kept as ``__cause__``. The tree, with
-what each class means and what a worker (``promoter.daemon.workers``) does when a
+what each class means and what a worker (``promoter.daemon.loop.workers``) does when a
 reconcile raises it. Backoff is exponential per strategy, capped at ``daemon.maxBackoff``
 and reset by a success; a parked strategy waits for a webhook, a moved ref or a new
 configuration (the resync skips it)::
@@ -22,18 +22,21 @@ configuration (the resync skips it)::
     │   ├── ConfigError         the configuration is invalid (every problem): refused at load
     │   ├── CommitNotFound      a SHA (prefix) names no commit, or several: the API answers 422
     │   ├── StatusNotRead       no environment reads that key on that commit: the API answers 409
+    │   ├── AmbiguousName       a short name that several environments share: 409 with them all
     │   ├── MetadataMissing     a hydrated commit has no hydrator metadata: its environment blocked
     │   └── ScmAuthError        credentials refused (401), a permission missing (403): parked
     ├── NotOwner                sharded: another replica holds the repository now: dropped
     └── ScmError                what an SCM plugin raises: every Scm* class above is one too
 
-Defined next to their use: ``OperationError`` (``promoter.daemon.operations``),
+Defined next to their use: ``OperationError`` (``promoter.daemon.operations.manual``),
 ``LedgerUnreadable`` (``promoter.state.ledger``), ``HydrateError``
 (``promoter.cli.hydrate``), all permanent; ``PluginError`` (permanent) and
 ``PluginTemporaryError`` (``scm_plugins.external.errors``).
 """
 
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 
 class PromoterError(Exception):
@@ -68,6 +71,21 @@ class StatusNotRead(PermanentError):
     """A commit status no environment would read: a key nothing reads, or the wrong commit
     (a dry SHA where the hydrated one counts, a superseded head); the message names the
     commits that would count."""
+
+
+class AmbiguousName(PermanentError):
+    """A name a person typed is the last part of several environments' branches
+    (``prod`` of ``team-a/prod`` and ``team-b/prod``); ``candidates`` are those branches.
+    Nothing is done: the API answers 409 with them, the CLI lists them."""
+
+    def __init__(self, name: str, candidates: Sequence[str], *, strategy: str = "") -> None:
+        self.name = name
+        self.candidates = tuple(candidates)
+        where = f" of {strategy}" if strategy else ""
+        super().__init__(
+            f"{name!r} names {len(self.candidates)} environments{where}"
+            f" ({', '.join(self.candidates)}): give the whole branch"
+        )
 
 
 class GitError(TemporaryError):

@@ -14,6 +14,9 @@ BUILTIN = {
     "local": "scm_plugins.local:LocalScm",
     "github": "scm_plugins.github:GitHubScm",
     "gitlab": "scm_plugins.gitlab:GitLabScm",
+    "bitbucket-cloud": "scm_plugins.bitbucket_cloud:BitbucketCloudScm",
+    "bitbucket-datacenter": "scm_plugins.bitbucket_datacenter:BitbucketDataCenterScm",
+    "azure-devops": "scm_plugins.azure_devops:AzureDevOpsScm",
     "plugin": "scm_plugins.external:ExternalScm",  # any executable speaking promoter.scm/v1
 }
 
@@ -30,6 +33,15 @@ def factory(kind: str) -> PluginFactory:
     module, _, attr = target.partition(":")
     built: PluginFactory = getattr(importlib.import_module(module), attr)
     return built
+
+
+def builtins() -> dict[str, str]:
+    """Every plugin the promoter builds in process, by name, and what builds it (the
+    ``promoter.scm_plugins`` entry points with the built-ins; ``plugin`` is the host of the
+    out-of-process ones, not a plugin)."""
+    found = {name: target for name, target in BUILTIN.items() if name != "plugin"}
+    found.update({ep.name: ep.value for ep in entry_points(group="promoter.scm_plugins")})
+    return dict(sorted(found.items()))
 
 
 def build_plugin(provider: ScmProvider, *, state_dir: str) -> ScmPlugin:

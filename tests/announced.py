@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from promoter.daemon.reader import SnapshotReader
+from promoter.daemon import SnapshotReader
 
 
 class Announcements:

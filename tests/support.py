@@ -13,7 +13,27 @@ from promoter.config import Config
 from promoter.config.loader import parse_config
 
 T = TypeVar("T")
-__all__ = ["ENVIRONMENTS", "GitOpsRepo", "git_children", "local_config", "wait_for"]
+__all__ = [
+    "ENVIRONMENTS",
+    "TEAMS",
+    "GitOpsRepo",
+    "git_children",
+    "local_config",
+    "teams_strategy",
+    "wait_for",
+]
+
+TEAMS = ["team-a/prod", "team-b/prod"]
+"""Two environments whose branches share their last part: ``prod`` names neither."""
+
+
+def teams_strategy(name: str = "teams") -> str:
+    """A strategy on the sandbox's repository whose environments are ``TEAMS`` (hydrate
+    them too: ``GitOpsRepo.create(root, [*ENVIRONMENTS, *TEAMS])``), as the YAML of
+    ``local_config``'s ``extra_strategy``."""
+    return f"  - name: {name}\n    repository: gitops\n    environments:\n" + "".join(
+        f"      - {{branch: {branch}}}\n" for branch in TEAMS
+    )
 
 
 WAIT = 60.0

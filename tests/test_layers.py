@@ -54,9 +54,12 @@ def import_graph() -> grimp.ImportGraph:
     )
 
 
-def broken_contracts(*planted: tuple[str, str]) -> list[str]:
-    """The ids of the contracts that the source breaks with the ``planted`` imports added."""
+def broken_contracts(*planted: tuple[str, str], modules: tuple[str, ...] = ()) -> list[str]:
+    """The ids of the contracts that the source breaks with the ``planted`` imports (and
+    the new ``modules``) added."""
     graph = copy.deepcopy(import_graph())
+    for module in modules:
+        graph.add_module(module)
     for importer, imported in planted:
         assert {importer, imported} <= graph.modules, "plant an import between real modules"
         graph.add_import(
@@ -74,12 +77,20 @@ def broken_contracts(*planted: tuple[str, str]) -> list[str]:
 
 
 REVERSE_IMPORTS = [
-    ("promoter.engine.decide", "promoter.daemon.reconciler", "layers"),
+    ("promoter.engine.decide", "promoter.daemon.loop.reconciler", "layers"),
     ("promoter.config.models", "promoter.engine", "layers"),
     ("promoter.models", "promoter.config", "layers"),
+    ("promoter.daemon.reading.freezes", "promoter.daemon.loop.scheduler", "daemon-rooms"),
+    ("promoter.daemon.acting.executor", "promoter.daemon.operations.results", "daemon-rooms"),
+    ("promoter.daemon.memory.settled", "promoter.daemon.checks.lanes", "daemon-rooms"),
     ("promoter.wiring", "promoter.kube", "layers"),
     ("promoter.engine.decide", "promoter.git", "layers"),
+    ("promoter.engine.core.snapshot", "promoter.engine.gates.gates", "engine-rooms"),
+    ("promoter.engine.reverts.revert", "promoter.engine.promotion.queue", "engine-rooms"),
+    ("promoter.engine.decide", "promoter.engine.operations", "engine-rooms"),
     ("promoter.http.api", "promoter.notify", "layers"),
+    ("promoter.http.access.roles", "promoter.http.api.writes", "http-rooms"),
+    ("promoter.http.api.routes", "promoter.http.pages.status_page", "http-rooms"),
     ("promoter", "promoter.config", "root"),
     ("promoter.models", "promoter.redaction", "shared"),
     ("promoter.logs", "promoter", "shared-root"),
@@ -87,20 +98,29 @@ REVERSE_IMPORTS = [
     ("promoter.notify.notifier", "promoter.state", "notify"),
     ("promoter.wiring", "promoter.engine", "wiring"),
     ("promoter.kube.controller", "promoter.git", "kube"),
+    ("promoter.kube.shards.routes", "promoter.kube.controller", "kube-rooms"),
+    ("promoter.kube.client.api", "promoter.kube.resources.specs", "kube-rooms"),
     ("scm_plugins.github.plugin", "promoter.state", "plugins-below"),
-    ("promoter.daemon.executor", "scm_plugins.github", "plugins-above"),
+    ("promoter.daemon.acting.executor", "scm_plugins.github", "plugins-above"),
     ("promoter.cli.main", "scm_plugins.registry", "plugins-above"),
     ("scm_plugins.gitlab.plugin", "scm_plugins.github.client", "plugins-independent"),
     ("scm_plugins.local.plugin", "scm_plugins.external.server", "plugins-independent"),
+    (
+        "scm_plugins.bitbucket_cloud.pulls",
+        "scm_plugins.bitbucket_datacenter.pulls",
+        "plugins-independent",
+    ),
+    ("scm_plugins.bitbucket.rest", "scm_plugins.bitbucket_cloud.auth", "bitbucket-shared"),
     ("webhooks.github", "promoter.daemon", "webhooks-below"),
     ("promoter.daemon.runtime", "webhooks", "webhooks-above"),
     ("webhooks.forgejo", "webhooks.github", "receivers-independent"),
-    ("promoter.engine.gates", "promoter.state.ledger", "engine-pure"),
+    ("webhooks.bitbucket_cloud", "webhooks.bitbucket_datacenter", "receivers-independent"),
+    ("promoter.engine.gates.gates", "promoter.state.ledger", "engine-pure"),
     ("promoter.engine.decide", "subprocess", "engine-no-io-libraries"),
-    ("promoter.engine.windows", "git", "engine-no-io-libraries"),
-    ("promoter.engine.dora", "logging", "engine-no-io-libraries"),
+    ("promoter.engine.gates.windows", "git", "engine-no-io-libraries"),
+    ("promoter.engine.reverts.dora", "logging", "engine-no-io-libraries"),
     ("promoter.git.runner", "promoter.git.identity", "acyclic"),
-    ("promoter.daemon.reader", "promoter.daemon.reconciler", "acyclic"),
+    ("promoter.daemon.reading.reader", "promoter.daemon.loop.reconciler", "acyclic"),
 ]
 
 
@@ -118,6 +138,11 @@ def test_a_forbidden_import_breaks_its_contract(
 def test_every_contract_is_seen_to_bite() -> None:
     declared = {options["id"] for options in configuration()["contracts_options"]}
     assert declared == {contract for _, _, contract in REVERSE_IMPORTS}
+
+
+def test_a_module_of_the_daemon_outside_its_rooms_breaks_the_rooms_contract() -> None:
+    """A new module of ``promoter.daemon`` must be given its room (the contract is exhaustive)."""
+    assert "daemon-rooms" in broken_contracts(modules=("promoter.daemon.stray",))
 
 
 def test_every_package_of_promoter_has_its_place_in_the_layers() -> None:

@@ -2,9 +2,10 @@
 
 Every package declares ``__all__``, every name in it exists, and what a module imports
 from another package is in that package's ``__all__`` (or is one of its modules). The
-engine is stricter: outside ``promoter/engine``, and outside the engine's own rule tests
-(which test its modules one by one), it is imported through its package alone. The order
-of ``__all__`` is ruff's (RUF022).
+packages with rooms are stricter (``THROUGH_PACKAGE``): outside the package and its own
+tests (which test its rooms and modules one by one), the engine, the daemon, the HTTP
+layer and Kubernetes mode are imported through their package alone. The order of ``__all__`` is
+ruff's (RUF022).
 """
 
 from __future__ import annotations
@@ -20,8 +21,24 @@ ROOT = Path(__file__).resolve().parent.parent
 SOURCES = ("promoter", "scm_plugins", "webhooks")
 SCANNED = (*SOURCES, "tests", "bench")
 ENGINE = "promoter.engine"
-ENGINE_RULE_TESTS = ("tests/engine/", "tests/gates/", "tests/rollouts/")
+ENGINE_RULE_TESTS = ("tests/engine/",)
 """The engine's own tests, which may import its modules."""
+HTTP = "promoter.http"
+HTTP_TESTS = ("tests/http/",)
+"""The HTTP layer's own tests, which may import its rooms and modules."""
+KUBE = "promoter.kube"
+KUBE_TESTS = ("tests/kube/",)
+"""Kubernetes mode's own tests, which may import its rooms and modules."""
+DAEMON = "promoter.daemon"
+DAEMON_TESTS = ("tests/daemon/",)
+"""The daemon's own tests, which may import its rooms and modules."""
+THROUGH_PACKAGE = {
+    ENGINE: ENGINE_RULE_TESTS,
+    DAEMON: DAEMON_TESTS,
+    HTTP: HTTP_TESTS,
+    KUBE: KUBE_TESTS,
+}
+"""The packages imported through the package alone, and the tests that may reach in."""
 
 
 def module_name(path: Path) -> str:
@@ -98,7 +115,8 @@ def test_what_a_package_gives_others_is_in_its_public_api() -> None:
         if module not in PACKAGES or within(importer, module):
             continue
         public = declared_all(module) or []
-        modules_allowed = module != ENGINE or path.startswith(ENGINE_RULE_TESTS)
+        strict = THROUGH_PACKAGE.get(module)
+        modules_allowed = strict is None or path.startswith(strict)
         for name in names:
             if name in public or (modules_allowed and is_module(f"{module}.{name}")):
                 continue
@@ -106,12 +124,13 @@ def test_what_a_package_gives_others_is_in_its_public_api() -> None:
     assert outside == []
 
 
-def test_the_engine_is_imported_through_its_package_only() -> None:
+@pytest.mark.parametrize("package", sorted(THROUGH_PACKAGE))
+def test_a_package_with_rooms_is_imported_through_its_package_only(package: str) -> None:
     through_modules = [
         f"{path}:{line} imports {module}"
         for path, importer, line, module, _ in imports()
-        if module.startswith(ENGINE + ".")
-        and not within(importer, ENGINE)
-        and not path.startswith(ENGINE_RULE_TESTS)
+        if module.startswith(package + ".")
+        and not within(importer, package)
+        and not path.startswith(THROUGH_PACKAGE[package])
     ]
     assert through_modules == []

@@ -1,5 +1,5 @@
-"""Webhook receivers for GitHub, GitLab and Forgejo/Gitea: verify, de-duplicate, normalise, enqueue,
-answer 202.
+"""Webhook receivers for GitHub, GitLab, Forgejo/Gitea, Bitbucket (Cloud, Data Center) and
+Azure DevOps: verify, de-duplicate, normalise, enqueue, answer 202.
 
 The daemon mounts what ``build_routes`` returns::
 
@@ -24,6 +24,9 @@ from promoter.config import Config
 from promoter.state.pulls import PullRequestCache
 from promoter.state.statuses import StatusCache
 from promoter.state.tracking import ShaIndex
+from webhooks.azure_devops import AzureDevOps, ServiceHookAuth
+from webhooks.bitbucket_cloud import BitbucketCloud
+from webhooks.bitbucket_datacenter import BitbucketDataCenter
 from webhooks.deliveries import FILE_NAME, MIN_RETENTION, DeliveryLog
 from webhooks.dispatch import Applied, Dispatcher, HasTip
 from webhooks.events import (
@@ -32,6 +35,7 @@ from webhooks.events import (
     Ping,
     PullRequestChange,
     Push,
+    PushBatch,
     RepoIdentity,
     StatusBatch,
     StatusChange,
@@ -46,6 +50,9 @@ from webhooks.verify import GitHubSignature, GitLabToken, SignedDelivery
 
 __all__ = [
     "Applied",
+    "AzureDevOps",
+    "BitbucketCloud",
+    "BitbucketDataCenter",
     "DeliveryLog",
     "Dispatcher",
     "Event",
@@ -59,8 +66,10 @@ __all__ = [
     "PluginEvents",
     "PullRequestChange",
     "Push",
+    "PushBatch",
     "Receiver",
     "RepoIdentity",
+    "ServiceHookAuth",
     "SignedDelivery",
     "StatusBatch",
     "StatusChange",
@@ -73,7 +82,8 @@ log = logging.getLogger("promoter.webhooks")
 
 
 class WebhookRoutes(list[BaseRoute]):
-    """The routes ``POST /webhooks/{github,gitlab,forgejo}`` (a plain list).
+    """The routes ``POST /webhooks/{github,gitlab,forgejo,bitbucket-cloud,bitbucket-datacenter,
+    azure-devops}`` (a plain list).
 
     Also carries what the daemon may need afterwards: the receivers, the delivery
     log, the dispatcher (which plugins' events go through too), and ``close()`` for
@@ -124,7 +134,22 @@ def build_routes(
         [s.resolve() for s in hooks.gitlab.signing_secrets],
     )
     forgejo = Forgejo([s.resolve() for s in hooks.forgejo.secrets])
+    cloud = BitbucketCloud([s.resolve() for s in hooks.bitbucket_cloud.secrets])
+    datacenter = BitbucketDataCenter([s.resolve() for s in hooks.bitbucket_data_center.secrets])
+    azure_hook = hooks.azure_devops
+    azure_auth = ServiceHookAuth(
+        username=azure_hook.username,
+        passwords=[s.resolve() for s in azure_hook.passwords],
+        header=azure_hook.header,
+        tokens=[s.resolve() for s in azure_hook.tokens],
+    )
     kinds = {config.provider(r.scm_provider).kind for r in config.repositories}
+    for receiver in (cloud, datacenter):
+        if not receiver and receiver.name in kinds:
+            log.warning(
+                "webhook has no secret, every delivery is refused",
+                extra={"provider": receiver.name},
+            )
     if not hooks.github.secrets and "github" in kinds:
         log.warning(
             "webhook has no secret, every delivery is refused", extra={"provider": "github"}
@@ -132,6 +157,10 @@ def build_routes(
     if not hooks.gitlab.tokens and not hooks.gitlab.signing_secrets and "gitlab" in kinds:
         log.warning(
             "webhook has no secret, every delivery is refused", extra={"provider": "gitlab"}
+        )
+    if not azure_auth and "azure-devops" in kinds:
+        log.warning(
+            "webhook has no secret, every delivery is refused", extra={"provider": "azure-devops"}
         )
     deliveries = DeliveryLog(
         Path(state_dir) / FILE_NAME, retention=max(hooks.delivery_retention, MIN_RETENTION)
@@ -147,6 +176,6 @@ def build_routes(
     )
     receivers = [
         Receiver(p, dispatcher=dispatcher, deliveries=deliveries, max_body=hooks.max_body_bytes)
-        for p in (github, gitlab, forgejo)
+        for p in (github, gitlab, forgejo, cloud, datacenter, AzureDevOps(azure_auth))
     ]
     return WebhookRoutes(receivers, deliveries, dispatcher)

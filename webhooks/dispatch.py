@@ -19,6 +19,7 @@ from webhooks.events import (
     Ping,
     PullRequestChange,
     Push,
+    PushBatch,
     StatusBatch,
     StatusChange,
 )
@@ -40,6 +41,9 @@ class Applied:
 
 
 PING = Applied("ping")
+QUIET = frozenset({"opened", "merge_attempted"})
+"""Pull request actions that tell nothing new of the PR the promoter knows at that head: its
+opening (the promoter's own), and the merge commit Azure DevOps made for it."""
 
 
 class Dispatcher:
@@ -77,15 +81,19 @@ class Dispatcher:
         return self.apply_to(event, repos)
 
     def apply_to(
-        self, event: Push | StatusChange | StatusBatch | PullRequestChange, repos: tuple[str, ...]
+        self,
+        event: Push | PushBatch | StatusChange | StatusBatch | PullRequestChange,
+        repos: tuple[str, ...],
     ) -> Applied:
         """``event`` about these configured repositories: for a source that names them
         itself (a plugin's events, ``webhooks.plugin_events``)."""
         enqueue = self._enqueue
-        if isinstance(event, Push):
-            keys = self._push(event, repos)
-            if self._already_have(event, repos):  # our own merge, say: nothing to fetch
-                enqueue = self._wake
+        if isinstance(event, Push | PushBatch):
+            pushes = event.pushes if isinstance(event, PushBatch) else (event,)
+            found = [self._push(push, repos) for push in pushes]
+            keys = frozenset().union(*(k for k in found if k)) or None
+            if all(self._already_have(push, repos) for push in pushes):
+                enqueue = self._wake  # our own merge, say: nothing to fetch
         elif isinstance(event, StatusChange | StatusBatch):
             tracking = self._shas.strategies_for(event.sha)
             changes = event.changes if isinstance(event, StatusBatch) else (event,)
@@ -153,10 +161,13 @@ class Dispatcher:
             if self._pr_cache is not None:
                 # What the promoter knew of this PR may be wrong now (a person merged or
                 # closed it, its head moved): the next reconcile reads it from the SCM,
-                # unless the event says the very PR it knew has ended.
+                # unless the event says the very PR it knew has ended, or was just opened
+                # at the head it knows (the promoter's own opening).
                 key = (repo, event.head_branch, event.base_branch)
                 if event.state is not PullRequestState.OPEN and event.number is not None:
                     self._pr_cache.ended(key, event.number)
+                elif event.action in QUIET and event.number is not None and event.head_sha:
+                    self._pr_cache.opened(key, event.number, event.head_sha)
                 else:
                     self._pr_cache.forget(key)
             keys |= self._index.for_pull_request(repo, event.head_branch, event.base_branch)

@@ -17,7 +17,8 @@ class RepoIdentity:
     """How an event names its repository: any of path, numeric id and clone/web URLs."""
 
     provider: str
-    """``github`` or ``gitlab``: which kind of configured repository it can match."""
+    """``github``, ``gitlab``, ``forgejo``, ``azure-devops``: which kind of configured
+    repository it can match."""
     full_path: str
     """GitHub ``full_name`` (owner/name) or GitLab ``path_with_namespace``; may be empty."""
     project_id: int | None = None
@@ -46,6 +47,14 @@ class Push:
     @property
     def is_notes(self) -> bool:
         return self.ref.startswith("refs/notes/")
+
+
+@dataclass(frozen=True, slots=True)
+class PushBatch:
+    """Several refs moved in one delivery: Bitbucket and Azure DevOps list every ref it moved."""
+
+    repo: RepoIdentity
+    pushes: tuple[Push, ...]
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,4 +109,4 @@ class Ignored:
     reason: str
 
 
-Event = Push | StatusChange | StatusBatch | PullRequestChange | Ping | Ignored
+Event = Push | PushBatch | StatusChange | StatusBatch | PullRequestChange | Ping | Ignored

@@ -237,3 +237,57 @@ class ForgejoPullRequest(TypedDict, total=False):
     number: Any
     repository: ForgejoRepository | None
     pull_request: ForgejoPullRequestFields | None
+
+
+# --- Azure DevOps ------------------------------------------------------------------------
+
+
+class AzureProject(TypedDict, total=False):
+    name: Any
+
+
+class AzureRepository(TypedDict, total=False):
+    name: Any
+    project: AzureProject | None
+    remoteUrl: Any
+    webUrl: Any
+    sshUrl: Any
+
+
+class AzureCommit(TypedDict, total=False):
+    commitId: Any
+
+
+class AzureRefUpdate(TypedDict, total=False):
+    name: Any
+    oldObjectId: Any
+    newObjectId: Any
+
+
+class AzureResource(TypedDict, total=False):
+    """A push's (``refUpdates``, ``commits``) or a pull request's fields."""
+
+    repository: AzureRepository | None
+    refUpdates: list[AzureRefUpdate] | None
+    commits: list[AzureCommit] | None
+    pullRequestId: Any
+    status: Any
+    sourceRefName: Any
+    targetRefName: Any
+    lastMergeSourceCommit: AzureCommit | None
+
+
+class AzureDelivery(TypedDict, total=False):
+    """A service hook delivery: the event (``eventType``), its ids and its resource."""
+
+    eventType: Any
+    id: Any
+    notificationId: Any
+    subscriptionId: Any
+    resource: AzureResource | None
+
+
+class AzureIds(TypedDict, total=False):
+    id: Any
+    notificationId: Any
+    subscriptionId: Any

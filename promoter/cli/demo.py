@@ -27,8 +27,8 @@ from promoter.cli import status_table
 from promoter.cli.client import ApiClient
 from promoter.cli.sandbox import ENVIRONMENTS, STRATEGY, GitOpsRepo, init_bare, sandbox_config
 from promoter.config.loader import parse_config
-from promoter.daemon.events import ActionEvent
-from promoter.http.loopback import ThreadServer, free_port
+from promoter.daemon import ActionEvent
+from promoter.http import ThreadServer, free_port
 from promoter.wiring import Daemon
 
 TIMEOUT = 90.0

@@ -19,6 +19,7 @@ from string import Formatter
 from typing import Literal
 from urllib.parse import urlsplit
 
+from promoter.config import short_name
 from promoter.errors import GitError, PermanentError
 from promoter.git.credentials import strip_credentials
 from promoter.git.identity import identity_env
@@ -234,7 +235,7 @@ def source_folder(source_dir: str | None, branch: str) -> str | None:
             raise HydrateError(
                 f"unknown placeholder {{{name}}} in the source folder {source_dir!r}; use {known}"
             )
-    values = {"env": branch.rsplit("/", 1)[-1], "branch": branch}
+    values = {"env": short_name(branch), "branch": branch}
     return source_dir.format_map(values).strip("/")
 
 

@@ -1,4 +1,6 @@
-"""Commands that ask a running daemon to act: set-status, refresh, and the manual operations.
+"""Commands that ask a running daemon to act: set-status, refresh, the manual operations,
+freeze and unfreeze, one for each row of the table of operations (``promoter.config.
+operations``: name, summary, arguments and route).
 
 Each prints one plain sentence saying what happened, or the daemon's JSON with ``--json``.
 """
@@ -12,6 +14,8 @@ from typing import Any
 
 from promoter.cli.client import ApiClient
 from promoter.cli.commands import Command, add_client_arguments
+from promoter.config import OPERATIONS as WRITES
+from promoter.config import Argument, Operation
 
 
 def _short(sha: object) -> str:
@@ -33,63 +37,7 @@ def _client(args: argparse.Namespace) -> ApiClient:
     return ApiClient(args.url, token=args.token)
 
 
-# --- set-status and refresh ----------------------------------------------------------
-
-
-def set_status_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("repository", help="the repository's name in promoter.yaml")
-    p.add_argument("sha", help="the commit SHA, or a prefix naming one commit")
-    p.add_argument("key", help="the gate's key, e.g. ci or health")
-    p.add_argument("phase", choices=["pending", "success", "failure"], help="the gate's result")
-    p.add_argument("--description", default="", help="one line shown beside the status")
-    p.add_argument("--target-url", default="", help="a link to the details (a CI run)")
-    p.add_argument(
-        "--force",
-        action="store_true",
-        help="write it even when no environment reads that key on that commit (by default"
-        " that is refused, naming the commits that would count)",
-    )
-    add_client_arguments(p)
-
-
-def set_status(args: argparse.Namespace) -> int:
-    client = _client(args)
-    try:
-        result = client.set_status(
-            args.repository,
-            args.sha,
-            key=args.key,
-            phase=args.phase,
-            description=args.description,
-            url=args.target_url,
-            force=args.force,
-        )
-    finally:
-        client.close()
-    woken = result.get("enqueued") or []
-    after = f"; reconciling {_names(woken)}" if woken else "; no strategy tracks it"
-    return _print(
-        args,
-        result,
-        f"Set {args.key} to {args.phase} on {_short(args.sha)} in {args.repository}{after}.",
-    )
-
-
-def refresh_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--strategy", help="only this strategy (default: every strategy)")
-    add_client_arguments(p)
-
-
-def refresh(args: argparse.Namespace) -> int:
-    client = _client(args)
-    try:
-        result = client.refresh(args.strategy)
-    finally:
-        client.close()
-    return _print(args, result, f"Reconciling {_names(result.get('enqueued') or []) or 'nothing'}.")
-
-
-# --- manual operations -----------------------------------------------------------------
+# --- what the daemon's answers say ------------------------------------------------------
 
 
 def _hold(r: dict[str, Any]) -> str:
@@ -149,6 +97,22 @@ def _approve_change(r: dict[str, Any]) -> str:
     return f"Let {_short(r.get('approved'))} through {environments}."
 
 
+def _set_status(args: argparse.Namespace, r: dict[str, Any]) -> str:
+    woken = r.get("enqueued") or []
+    after = f"; reconciling {_names(woken)}" if woken else "; no strategy tracks it"
+    return f"Set {args.key} to {args.phase} on {_short(args.sha)} in {args.repository}{after}."
+
+
+def _refresh(args: argparse.Namespace, r: dict[str, Any]) -> str:
+    return f"Reconciling {_names(r.get('enqueued') or []) or 'nothing'}."
+
+
+def _freeze(args: argparse.Namespace, r: dict[str, Any]) -> str:
+    if r["action"] == "frozen":
+        return f"Froze {r['scope']}: {r['reason']}. Reverts still go through."
+    return f"Unfroze {r['scope']} (it was frozen: {r['reason']})."
+
+
 def _generic(operation: str) -> Callable[[dict[str, Any]], str]:
     def sentence(r: dict[str, Any]) -> str:
         return f"{operation.capitalize()} done: " + ", ".join(f"{k} {v}" for k, v in r.items())
@@ -156,77 +120,91 @@ def _generic(operation: str) -> Callable[[dict[str, Any]], str]:
     return sentence
 
 
-OPERATIONS: dict[str, tuple[str, Callable[[dict[str, Any]], str]]] = {
-    # name: (summary, the sentence that tells the daemon's answer)
-    "revert": ("open a revert PR to the last healthy commit (or --to DRY_SHA)", _revert),
-    "hold": ("hold a dry commit out of an environment and every later one", _hold),
-    "release": ("release holds (all, or --dry-sha) and un-pause an environment", _release),
-    "promote": ("break glass: merge now past every gate but never-backwards", _promote),
-    "merge": ("merge the PR waiting for a person (revert, or every gate passing)", _merge),
-    "approve": (
-        "approve an environment's open PR as your token's name (local SCM; GitHub/GitLab"
-        " use their UI)",
-        _approve,
-    ),
-    "pin": ("keep an environment on a dry commit until unpinned", _pin),
-    "unpin": ("lift an environment's pin", _unpin),
-    "approve-change": ("let a blocked dry commit through (blockedChanges)", _approve_change),
+SENTENCES: dict[str, Callable[[dict[str, Any]], str]] = {
+    "revert": _revert,
+    "hold": _hold,
+    "release": _release,
+    "promote": _promote,
+    "merge": _merge,
+    "approve": _approve,
+    "pin": _pin,
+    "unpin": _unpin,
+    "approve-change": _approve_change,
 }
+"""The sentence that tells the daemon's answer to each operation on a strategy."""
+TOLD: dict[str, Callable[[argparse.Namespace, dict[str, Any]], str]] = {
+    "set-status": _set_status,
+    "refresh": _refresh,
+    "freeze": _freeze,
+    "unfreeze": _freeze,
+}
+"""The other writes' sentences, which also tell what was asked."""
+
+OPERATIONS: dict[str, tuple[str, Callable[[dict[str, Any]], str]]] = {
+    op.name: (op.summary, SENTENCES.get(op.name, _generic(op.name)))
+    for op in WRITES
+    if op.on_strategy
+}
+"""Each operation on a strategy: its summary and its sentence."""
 
 
-def operation_arguments(name: str) -> Callable[[argparse.ArgumentParser], None]:
+# --- the commands, from the table -------------------------------------------------------
+
+
+def _add(p: argparse.ArgumentParser, argument: Argument) -> None:
+    options: dict[str, Any] = {"help": argument.help}
+    if argument.metavar:
+        options["metavar"] = argument.metavar
+    if argument.choices:
+        options["choices"] = list(argument.choices)
+    if argument.default is not None:
+        options["default"] = argument.default
+    if argument.flag:
+        options["action"] = "store_true"
+    if argument.required:
+        options["required"] = True
+    if argument.optional:
+        options["nargs"] = "?"
+    p.add_argument(argument.cli, **options)
+
+
+def arguments_of(op: Operation) -> Callable[[argparse.ArgumentParser], None]:
+    """The command's arguments: its row's, then ``--url``, ``--token`` and ``--json``."""
+
     def arguments(p: argparse.ArgumentParser) -> None:
-        p.add_argument("strategy", help="the promotion strategy's name")
-        if name == "approve-change":
-            p.add_argument("dry_sha", metavar="DRY_SHA", help="the blocked dry commit")
-            add_client_arguments(p)
-            return
-        p.add_argument("environment", help="its branch, or the branch's last part (dev)")
-        if name == "pin":
-            p.add_argument("dry_sha", metavar="DRY_SHA", help="the dry commit to stay on")
-        if name == "revert":
-            p.add_argument("--to", help="a dry SHA the ledger recorded as healthy")
-        if name == "hold":
-            p.add_argument("--dry-sha", help="the dry commit to hold (default: the proposed one)")
-        if name == "release":
-            p.add_argument("--dry-sha", help="the dry commit to release (default: every hold)")
-        if name in ("hold", "promote", "pin"):
-            p.add_argument("--reason", required=True, help="why, kept in the ledger")
+        for argument in op.arguments:
+            _add(p, argument)
         add_client_arguments(p)
 
     return arguments
 
 
-def operate(args: argparse.Namespace) -> int:
-    body = {
-        "environment": getattr(args, "environment", "*"),
-        "reason": getattr(args, "reason", None),
-        "to": getattr(args, "to", None),
-        "drySha": getattr(args, "dry_sha", None),
-    }
-    client = _client(args)
-    try:
-        result = client.operate(args.strategy, args.command, **body)
-    finally:
-        client.close()
-    sentence = OPERATIONS.get(args.command, ("", _generic(args.command)))[1]
-    return _print(args, result, sentence(result))
+def request_of(op: Operation, args: argparse.Namespace) -> tuple[str, dict[str, Any]]:
+    """The route and JSON body the command's arguments make: each argument to the route's
+    parameter or the body's field it names (a body field left empty is left out)."""
+    values = {a.field: getattr(args, a.dest) for a in op.arguments}
+    path = op.path.format(**{field: values.pop(field) for field in op.path_fields()})
+    given = {k: v for k, v in values.items() if v not in (None, False, "")}
+    return path, {**dict(op.fixed), **given}
+
+
+def runner(op: Operation) -> Callable[[argparse.Namespace], int]:
+    """Ask the daemon for ``op`` and tell its answer in a sentence (JSON with ``--json``)."""
+
+    def run(args: argparse.Namespace) -> int:
+        path, body = request_of(op, args)
+        client = _client(args)
+        try:
+            result = client.post(path, body)
+        finally:
+            client.close()
+        told = TOLD.get(op.name)
+        sentence = told(args, result) if told else OPERATIONS[op.name][1](result)
+        return _print(args, result, sentence)
+
+    return run
 
 
 def commands() -> list[Command]:
-    rows = [
-        Command(
-            "set-status",
-            "set a commit status through a running daemon",
-            set_status_arguments,
-            set_status,
-        )
-    ]
-    rows += [
-        Command(name, summary, operation_arguments(name), operate)
-        for name, (summary, _) in OPERATIONS.items()
-    ]
-    rows.append(
-        Command("refresh", "ask a running daemon to reconcile now", refresh_arguments, refresh)
-    )
-    return rows
+    """A command for each row of the table of operations, in its order."""
+    return [Command(op.name, op.summary, arguments_of(op), runner(op)) for op in WRITES]

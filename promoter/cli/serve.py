@@ -13,9 +13,7 @@ import signal
 from types import FrameType
 
 from promoter.cli.commands import PATH
-from promoter.config import Config
 from promoter.errors import ConfigError
-from promoter.kube import cli as kube_cli
 
 DESCRIPTION = """\
 Run the daemon: webhook receivers, the API, /healthz, /readyz and /metrics.
@@ -40,7 +38,9 @@ def arguments(p: argparse.ArgumentParser) -> None:
         "--state-dir", metavar=PATH, help="use this directory instead of daemon.stateDir"
     )
     p.add_argument("--plain-logs", action="store_true", help="key=value logs instead of JSON lines")
-    kube_cli.add_serve_arguments(p)
+    from promoter.kube import add_serve_arguments
+
+    add_serve_arguments(p)
 
 
 def _terminated(signum: int, frame: FrameType | None) -> None:
@@ -53,7 +53,9 @@ def run(args: argparse.Namespace) -> int:
     import uvicorn
 
     from promoter import logs
+    from promoter.config import Config
     from promoter.config.loader import config_warnings
+    from promoter.kube import serve_kubernetes
     from promoter.wiring import Daemon, load_checked
 
     if args.config is None and not args.kubernetes:
@@ -70,7 +72,7 @@ def run(args: argparse.Namespace) -> int:
     previous = signal.signal(signal.SIGTERM, _terminated)
     try:
         if args.kubernetes:
-            return kube_cli.serve(args, config)
+            return serve_kubernetes(args, config)
         daemon = Daemon(config)
         uvicorn.run(
             daemon.app,

@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from promoter.config import short_name
+
 
 def _short(sha: str | None) -> str:
     return sha[:7] if sha else "-"
@@ -25,7 +27,7 @@ def _gates_line(env: dict[str, Any]) -> str | None:
 
 
 def _name(branch: str) -> str:
-    return branch.rsplit("/", 1)[-1]
+    return short_name(branch)
 
 
 def rollout_lines(strategy: dict[str, Any]) -> list[str]:

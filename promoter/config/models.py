@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field, PrivateAttr
+from pydantic import Field, PrivateAttr, model_validator
 
 from promoter.config.access import Access
 from promoter.config.base import Spec
@@ -44,10 +44,49 @@ class ForgejoWebhook(Spec):
     )
 
 
+class BitbucketWebhook(Spec):
+    secrets: list[SecretRef] = Field(
+        default_factory=list,
+        description="HMAC secrets of X-Hub-Signature; several at once while rotating.",
+    )
+
+class AzureDevOpsWebhook(Spec):
+    """Azure DevOps signs nothing: a service hook proves itself by basic auth and/or a header."""
+
+    username: str | None = Field(
+        default=None, description="The service hook's basic authentication user name."
+    )
+    passwords: list[SecretRef] = Field(
+        default_factory=list,
+        description="Accepted basic authentication passwords; several at once while rotating.",
+    )
+    header: str | None = Field(
+        default=None,
+        pattern=r"^[A-Za-z0-9-]{1,64}$",
+        description="A header the service hook sends (its HTTP headers), e.g. X-Promoter-Token.",
+    )
+    tokens: list[SecretRef] = Field(
+        default_factory=list, description="Accepted values of header; several while rotating."
+    )
+
+    @model_validator(mode="after")
+    def _header_and_tokens(self) -> AzureDevOpsWebhook:
+        if bool(self.header) != bool(self.tokens):
+            raise ValueError("give header and tokens together")
+        if self.username is not None and not self.passwords:
+            raise ValueError("username needs passwords")
+        return self
+
+
 class Webhooks(Spec):
     github: GitHubWebhook = Field(default_factory=GitHubWebhook)
     gitlab: GitLabWebhook = Field(default_factory=GitLabWebhook)
     forgejo: ForgejoWebhook = Field(default_factory=ForgejoWebhook)
+    bitbucket_cloud: BitbucketWebhook = Field(default_factory=BitbucketWebhook)
+    bitbucket_data_center: BitbucketWebhook = Field(default_factory=BitbucketWebhook)
+    azure_devops: AzureDevOpsWebhook = Field(
+        default_factory=AzureDevOpsWebhook, alias="azureDevOps"
+    )
     max_body_bytes: int = Field(default=5 * 1024 * 1024, gt=0)
     delivery_retention: Duration = Field(default=2 * 86400.0, description="Keep delivery ids.")
 

@@ -1,5 +1,6 @@
 """The SCM providers of promoter.yaml (``scmProviders``): where each SCM lives and how to
-log in to it: GitHub, GitLab, the embedded local SCM, or an out-of-process plugin."""
+log in to it: GitHub, GitLab, Azure DevOps, the embedded local SCM, or an out-of-process
+plugin."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from typing import Any, Literal
 from pydantic import Field, field_validator, model_validator
 
 from promoter.config.base import Spec
+from promoter.config.bitbucket import BitbucketCloudProvider, BitbucketDataCenterProvider
 from promoter.config.durations import Duration
 from promoter.config.secrets import SecretRef
 from promoter.config.transport import insecure, refusal
@@ -72,14 +74,78 @@ class GitLabProvider(Spec):
     @field_validator("ca_bundle")
     @classmethod
     def _ca_bundle(cls, value: str | None) -> str | None:
-        if value is not None:
-            path = Path(value).expanduser()
-            if not path.is_file():
-                raise ValueError(f"caBundle {value} is not a file")
-            head = path.read_bytes()[:4096]
-            if b"-----BEGIN CERTIFICATE-----" not in head:
-                raise ValueError(f"caBundle {value} holds no PEM certificate")
-        return value
+        return pem_bundle(value)
+
+
+def pem_bundle(value: str | None) -> str | None:
+    """``value`` when it names a file holding a PEM certificate (``caBundle``)."""
+    if value is not None:
+        path = Path(value).expanduser()
+        if not path.is_file():
+            raise ValueError(f"caBundle {value} is not a file")
+        head = path.read_bytes()[:4096]
+        if b"-----BEGIN CERTIFICATE-----" not in head:
+            raise ValueError(f"caBundle {value} holds no PEM certificate")
+    return value
+
+
+AZURE_SERVICES = "https://dev.azure.com"
+
+
+class AzureDevOpsProvider(Spec):
+    """Azure DevOps Services (an organization) or Azure DevOps Server (a collection)."""
+
+    organization: str | None = Field(
+        default=None,
+        pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$",
+        description="The Azure DevOps Services organization: https://dev.azure.com/ORGANIZATION.",
+    )
+    url: str | None = Field(
+        default=None,
+        description="Instead of organization: the organization's URL, or for Azure DevOps "
+        "Server the collection's (https://HOST/tfs/DefaultCollection).",
+    )
+    project: str | None = Field(
+        default=None, description="The project of the repositories whose path names none."
+    )
+    token: SecretRef = Field(
+        description="A personal access token (PAT), sent as basic auth with an empty user."
+    )
+    merge_strategy: Literal["noFastForward", "squash", "rebase", "rebaseMerge"] = Field(
+        default="noFastForward",
+        description="How a pull request is completed: a merge commit, one squashed commit, "
+        "the source's commits rebased (fast-forward), or rebased with a merge commit.",
+    )
+    api_version: str = Field(
+        default="7.1",
+        pattern=r"^\d+\.\d+$",
+        description="The REST API version (Azure DevOps Server 2022: 7.0, 2020: 6.0).",
+    )
+    ca_bundle: str | None = Field(
+        default=None, description="Path to a PEM CA bundle (a Server with its own CA)."
+    )
+    timeout: Duration = Field(default=30.0, description="Time limit of one API call.")
+    allow_insecure: bool = Field(default=False, description=ALLOW_INSECURE)
+
+    @model_validator(mode="after")
+    def _one_place(self) -> AzureDevOpsProvider:
+        if (self.organization is None) == (self.url is None):
+            raise ValueError("give exactly one of organization or url")
+        if insecure(self.base_url) and not self.allow_insecure:
+            raise ValueError(refusal(self.base_url, "url"))
+        return self
+
+    @field_validator("ca_bundle")
+    @classmethod
+    def _ca_bundle(cls, value: str | None) -> str | None:
+        return pem_bundle(value)
+
+    @property
+    def base_url(self) -> str:
+        """The organization's or collection's URL, without a trailing slash."""
+        if self.url is not None:
+            return self.url.rstrip("/")
+        return f"{AZURE_SERVICES}/{self.organization}"
 
 
 class LocalProvider(Spec):
@@ -129,27 +195,43 @@ class ExternalPlugin(Spec):
         return [*base, *self.args]
 
 
+KINDS = {
+    "github": "github",
+    "gitlab": "gitlab",
+    "bitbucket_cloud": "bitbucket-cloud",
+    "bitbucket_data_center": "bitbucket-datacenter",
+    "azure_devops": "azure-devops",
+    "local": "local",
+    "plugin": "plugin",
+}
+"""Each section of a provider, and the name of the plugin that serves it."""
+
+
 class ScmProvider(Spec):
-    """Where an SCM lives and how to log in: exactly one of github, gitlab, local, plugin."""
+    """Where an SCM lives and how to log in: exactly one of github, gitlab, bitbucketCloud,
+    bitbucketDataCenter, azureDevOps, local, plugin."""
 
     name: str = Field(pattern=r"^[a-zA-Z0-9][a-zA-Z0-9_.-]*$")
     github: GitHubProvider | None = None
     gitlab: GitLabProvider | None = None
+    bitbucket_cloud: BitbucketCloudProvider | None = None
+    bitbucket_data_center: BitbucketDataCenterProvider | None = None
+    azure_devops: AzureDevOpsProvider | None = Field(default=None, alias="azureDevOps")
     local: LocalProvider | None = None
     plugin: ExternalPlugin | None = None
 
     @model_validator(mode="after")
     def _exactly_one_kind(self) -> ScmProvider:
-        kinds = [k for k in ("github", "gitlab", "local", "plugin") if getattr(self, k) is not None]
+        kinds = [k for k in KINDS if getattr(self, k) is not None]
         if len(kinds) != 1:
-            raise ValueError("give exactly one of github, gitlab, local or plugin")
+            raise ValueError(
+                "give exactly one of github, gitlab, bitbucketCloud, bitbucketDataCenter, "
+                "azureDevOps, local or plugin"
+            )
         return self
 
     @property
     def kind(self) -> str:
         """The plugin name that serves this provider."""
-        for kind in ("github", "gitlab", "local"):
-            if getattr(self, kind) is not None:
-                return kind
-        assert self.plugin is not None
-        return "plugin"
+        section = next(k for k in KINDS if getattr(self, k) is not None)
+        return KINDS[section]

@@ -11,6 +11,7 @@ from promoter.config.base import Spec
 from promoter.config.durations import Duration
 from promoter.config.freezes import FreezeWindow
 from promoter.config.gates import GateSpec, merge_gates, unique_keys
+from promoter.config.names import short_name
 from promoter.config.rollout import BlockedChanges, Tier, Upstream, check_dag
 
 
@@ -220,7 +221,7 @@ class PromotionStrategy(Spec):
         spec = env.deployments or self.deployments
         if spec is None or not spec.enabled:
             return None
-        return (spec.environment or env.branch.rsplit("/", 1)[-1], spec.url or "")
+        return (spec.environment or short_name(env.branch), spec.url or "")
 
     def gates_of(self, env: Environment) -> list[GateSpec]:
         """The built-in gates of ``env``: the strategy's, then its own (same name: its own)."""

@@ -1,6 +1,6 @@
 """Where a token may travel: https, or plain http only to this machine or when allowed.
 
-A GitHub or GitLab token goes with every API call and every git fetch and push; over
+A GitHub, GitLab or Azure DevOps token goes with every API call and every git fetch and push; over
 ``http://`` anyone on the path reads it. Such a URL is refused unless its host is a
 loopback address or its provider says ``allowInsecure: true``.
 """
@@ -61,7 +61,7 @@ def insecure_repositories(data: dict[str, object]) -> Iterator[tuple[YamlPath, s
     for provider in providers if isinstance(providers, list) else []:
         if not isinstance(provider, dict) or not isinstance(provider.get("name"), str):
             continue
-        for kind in ("github", "gitlab"):
+        for kind in ("github", "gitlab", "bitbucketCloud", "bitbucketDataCenter", "azureDevOps"):
             if isinstance(provider.get(kind), dict):
                 sections[provider["name"]] = provider[kind]
     repositories = data.get("repositories")

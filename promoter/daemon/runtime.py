@@ -18,22 +18,25 @@ from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
+from promoter import tuning
 from promoter.activity import ACTIVITY
 from promoter.config import Config, PromotionStrategy, Repository
-from promoter.daemon import collector, memory_trim, status_targets
-from promoter.daemon.compact import FieldSets
-from promoter.daemon.events import Observer
-from promoter.daemon.freezes import Freezes
-from promoter.daemon.gate_calls import GateCalls
-from promoter.daemon.operations import Operations
-from promoter.daemon.probes import Probes
-from promoter.daemon.queue import WorkQueue
-from promoter.daemon.reconciler import Reconciler, StrategyView
-from promoter.daemon.resync import Resync
-from promoter.daemon.review_reads import ReviewReads
-from promoter.daemon.scheduler import Scheduler, every_repository, strategies_of
-from promoter.daemon.settled import SettledIndex
-from promoter.daemon.workers import Workers
+from promoter.daemon.acting.events import Observer
+from promoter.daemon.checks.gate_calls import GateCalls
+from promoter.daemon.checks.probes import Probes
+from promoter.daemon.loop.queue import WorkQueue
+from promoter.daemon.loop.reconciler import Reconciler, StrategyView
+from promoter.daemon.loop.resync import Resync
+from promoter.daemon.loop.scheduler import Scheduler
+from promoter.daemon.loop.workers import Workers
+from promoter.daemon.memory import trim
+from promoter.daemon.memory.compact import FieldSets
+from promoter.daemon.memory.settled import SettledIndex
+from promoter.daemon.operations.manual import Operations
+from promoter.daemon.reading import status_targets
+from promoter.daemon.reading.freezes import Freezes
+from promoter.daemon.reading.review_reads import ReviewReads
+from promoter.daemon.reading.scope import every_repository, strategies_of
 from promoter.errors import CommitNotFound
 from promoter.git import GitMirror
 from promoter.git.diff import changed_files
@@ -84,7 +87,7 @@ class Runtime:
         self.sha_index = ShaIndex()
         self.pr_cache = PullRequestCache(max_age=config.daemon.resync_interval)
         self.field_sets = FieldSets()
-        """Shared by the views and the parsed ledger notes (``promoter.daemon.compact``)."""
+        """Shared by the views and the parsed ledger notes (``promoter.daemon.memory.compact``)."""
         self.ledger = GitLedger(compact=self.field_sets.compact)
         self.audit = AuditTrail(self.state_dir / "audit", mirror_of=self._mirror_of, owns=owns)
         self.queue = WorkQueue(max_delay=config.daemon.max_backoff)
@@ -125,8 +128,8 @@ class Runtime:
         self.scheduler = Scheduler(
             config, self.queue, self.mirrors, plan=self.resync, index=self.settled, owns=owns
         )
-        self.memory = memory_trim.MemoryTrim(
-            idle=self.queue.idle, finished=lambda: self.queue.finished, trim=memory_trim.libc_trim()
+        self.memory = trim.MemoryTrim(
+            idle=self.queue.idle, finished=lambda: self.queue.finished, trim=tuning.libc_trim()
         )
         self.watchdog = Watchdog()
         """Reports locks held and git commands run past their deadline."""
@@ -330,12 +333,12 @@ class Runtime:
     def start(self) -> None:
         if self.started:
             return
-        collector.tune()
+        tuning.tune()
         self.watchdog.start()
         self.workers.start()
         self.scheduler.every(LEDGER_FLUSH_INTERVAL, self.ledger.flush_all, "ledger-flush")
         self.scheduler.every(LEDGER_FLUSH_INTERVAL, self.audit.flush_all, "audit-flush")
-        self.scheduler.every(memory_trim.TICK, self.memory.tick, "memory-trim")
+        self.scheduler.every(trim.TICK, self.memory.tick, "memory-trim")
         self.scheduler.start()
         self.scheduler.resync()
         self.started = True

@@ -6,7 +6,7 @@ the namespace of what a person's manual operation means (``operations.hold``,
 """
 
 from promoter.engine import operations
-from promoter.engine.actions import (
+from promoter.engine.core.actions import (
     GATES_KEY,
     HOLD_KEY,
     PREVIOUS_ENVIRONMENT_KEY,
@@ -40,13 +40,8 @@ from promoter.engine.actions import (
     SetDeploymentStatus,
     UpdatePullRequest,
 )
-from promoter.engine.dag import shape_of
-from promoter.engine.decide import decide
-from promoter.engine.dora import DoraFigures, dora
-from promoter.engine.freeze import FREEZE_KEY
-from promoter.engine.gates import BUILTIN_GATES, Gate, effective_active_dry_sha, gates_for, is_no_op
-from promoter.engine.ledger_changes import LedgerAction, LedgerChanges, RevertOpened, ledger_changes
-from promoter.engine.ledger_state import (
+from promoter.engine.core.dag import shape_of
+from promoter.engine.core.ledger_state import (
     Announcement,
     Deployment,
     EnvLedger,
@@ -59,11 +54,9 @@ from promoter.engine.ledger_state import (
     QueueAttempt,
     Revert,
 )
-from promoter.engine.mergeable import message as ours_merge_message
-from promoter.engine.operations import Refusal
-from promoter.engine.pr_text import PullRequestText, read_metadata
-from promoter.engine.pr_text import short as short_sha
-from promoter.engine.snapshot import (
+from promoter.engine.core.pr_text import PullRequestText, read_metadata
+from promoter.engine.core.pr_text import short as short_sha
+from promoter.engine.core.snapshot import (
     AutoRevertPolicy,
     CommitSignature,
     CommitState,
@@ -72,6 +65,24 @@ from promoter.engine.snapshot import (
     Rollout,
     Snapshot,
     UpstreamGroup,
+)
+from promoter.engine.decide import decide
+from promoter.engine.gates.freeze import FREEZE_KEY
+from promoter.engine.gates.gates import (
+    BUILTIN_GATES,
+    Gate,
+    effective_active_dry_sha,
+    gates_for,
+    is_no_op,
+)
+from promoter.engine.operations import Refusal
+from promoter.engine.promotion.mergeable import message as ours_merge_message
+from promoter.engine.reverts.dora import DoraFigures, dora
+from promoter.engine.reverts.ledger_changes import (
+    LedgerAction,
+    LedgerChanges,
+    RevertOpened,
+    ledger_changes,
 )
 
 __all__ = [

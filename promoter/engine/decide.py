@@ -9,26 +9,24 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from promoter.engine import mergeable, pr_text
-from promoter.engine.actions import (
+from promoter.engine.core import pr_text
+from promoter.engine.core.actions import (
     Action,
     ClosePullRequest,
     Decision,
     EnvironmentVerdict,
     EnvState,
     GateVerdict,
-    MergePullRequest,
     OpenPullRequest,
     RecordHealthy,
     UpdatePullRequest,
 )
-from promoter.engine.dag import and_downstream
-from promoter.engine.deployments import deployment_actions
-from promoter.engine.gates import error_reason, evaluate, is_no_op, phase_of
-from promoter.engine.health import up_to_date
-from promoter.engine.mergeable import REQUEUE_MERGEABLE, keep_mergeable
-from promoter.engine.pr_text import short
-from promoter.engine.publish import (
+from promoter.engine.core.dag import and_downstream
+from promoter.engine.core.merging import merge_action
+from promoter.engine.core.pr_text import short
+from promoter.engine.core.snapshot import CommitState, Snapshot
+from promoter.engine.gates.gates import error_reason, evaluate, is_no_op, phase_of
+from promoter.engine.gates.publish import (
     RULE_KEYS,
     announce,
     builtin_statuses,
@@ -37,11 +35,14 @@ from promoter.engine.publish import (
     previous_environment_status,
     rule_status,
 )
-from promoter.engine.queue import queue_step
-from promoter.engine.revert import judge_revert
-from promoter.engine.reviewers import request_reviewers
-from promoter.engine.rollout import limit_parallel
-from promoter.engine.snapshot import CommitState, Snapshot
+from promoter.engine.gates.rollout import limit_parallel
+from promoter.engine.promotion import mergeable
+from promoter.engine.promotion.deployments import deployment_actions
+from promoter.engine.promotion.mergeable import REQUEUE_MERGEABLE, keep_mergeable
+from promoter.engine.promotion.queue import queue_step
+from promoter.engine.promotion.reviewers import request_reviewers
+from promoter.engine.reverts.health import up_to_date
+from promoter.engine.reverts.revert import judge_revert
 from promoter.models import Phase, PullRequest, PullRequestState
 
 REQUEUE_OPENED = 0.0
@@ -228,29 +229,8 @@ def _verdict(
     else:
         outcome.state = EnvState.PROMOTING
         outcome.reason = f"merging pull request #{pr.number} to promote {short(proposed.dry_sha)}"
-        outcome.actions.append(_merge(snapshot, index, proposed, pr))
+        outcome.actions.append(merge_action(snapshot, index, pr.number))
     return outcome
-
-
-def _merge(
-    snapshot: Snapshot, index: int, proposed: CommitState, pr: PullRequest
-) -> MergePullRequest:
-    """Merge ``pr`` with its head as the guard, re-reading the proposed gates first."""
-    env = snapshot.environments[index]
-    assert proposed.dry_sha is not None
-    return MergePullRequest(
-        environment=index,
-        number=pr.number,
-        expected_head_sha=proposed.hydrated_sha,
-        dry_sha=proposed.dry_sha,
-        message=pr_text.merge_message(
-            strategy=snapshot.strategy,
-            branch=env.branch,
-            dry_sha=proposed.dry_sha,
-            number=pr.number,
-        ),
-        required_keys=pr_text.unique(env.proposed_keys),
-    )
 
 
 def open_pull_request(

@@ -11,26 +11,27 @@ from __future__ import annotations
 from datetime import datetime
 
 from promoter import markup
-from promoter.engine.actions import (
+from promoter.config import environment_index as find_environment
+from promoter.engine.core.actions import (
     Action,
     ApproveChange,
     ApprovePullRequest,
     CommentPullRequest,
     Frozen,
     HoldDryCommit,
-    MergePullRequest,
     PinEnvironment,
     RecordOverride,
     ReleaseHold,
     ResumeEnvironment,
 )
-from promoter.engine.dag import and_downstream
+from promoter.engine.core.dag import and_downstream
+from promoter.engine.core.merging import merge_action
+from promoter.engine.core.pr_text import for_environment, short
+from promoter.engine.core.snapshot import Snapshot
 from promoter.engine.decide import backwards_reason, open_pull_request
-from promoter.engine.freeze import frozen
-from promoter.engine.gates import error_reason, evaluate
-from promoter.engine.pr_text import for_environment, merge_message, short, unique
-from promoter.engine.revert import manual_revert
-from promoter.engine.snapshot import Snapshot
+from promoter.engine.gates.freeze import frozen
+from promoter.engine.gates.gates import error_reason, evaluate
+from promoter.engine.reverts.revert import manual_revert
 from promoter.models import Phase, PullRequestState
 
 
@@ -42,15 +43,10 @@ class Refusal(Frozen):
 
 
 def environment_index(snapshot: Snapshot, environment: str) -> int | None:
-    """The index of ``environment``, named by branch (``environment/dev``) or last part."""
-    return next(
-        (
-            i
-            for i, env in enumerate(snapshot.environments)
-            if environment in (env.branch, env.branch.rsplit("/", 1)[-1])
-        ),
-        None,
-    )
+    """The index of ``environment``, named by branch (``environment/dev``) or last part;
+    ``AmbiguousName`` for a last part several branches share (``promoter.config.names``)."""
+    branches = [env.branch for env in snapshot.environments]
+    return find_environment(branches, environment, strategy=snapshot.strategy)
 
 
 def full_dry_sha(snapshot: Snapshot, sha: str) -> str | Refusal:
@@ -204,16 +200,7 @@ def promote(
                 f" {markup.markdown(reason)}"
             ),
         ),
-        MergePullRequest(
-            environment=index,
-            number=pr.number,
-            expected_head_sha=env.proposed.hydrated_sha,
-            dry_sha=proposed,
-            message=merge_message(
-                strategy=snapshot.strategy, branch=env.branch, dry_sha=proposed, number=pr.number
-            ),
-            purpose="override",
-        ),
+        merge_action(snapshot, index, pr.number, override=True),
         RecordOverride(environment=index, dry_sha=proposed, reason=reason, at=now),
     ]
 
@@ -223,33 +210,13 @@ def merge(snapshot: Snapshot, index: int, *, by: str | None = None) -> list[Acti
     PR once every gate passes (``promote`` is the way past them). The merge carries the
     head the person saw as its guard: a PR whose head moved is refused, never merged.
     The merge message names ``by``, when given."""
-    asked = f"\nAsked for by {by}.\n" if by else ""
     env = snapshot.environments[index]
     revert = env.revert_pull_request
     latest = env.ledger.reverts[-1] if env.ledger.reverts else None
     if revert is not None and revert.state is PullRequestState.OPEN and latest is not None:
         if revert.head_sha != latest.revert_sha:
             return Refusal(reason=f"revert PR #{revert.number} moved; look at it again")
-        restored = latest.restored_dry_sha
-        message = (
-            merge_message(
-                strategy=snapshot.strategy,
-                branch=env.branch,
-                dry_sha=restored,
-                number=revert.number,
-            )
-            + asked
-        )
-        return [
-            MergePullRequest(
-                environment=index,
-                number=revert.number,
-                expected_head_sha=latest.revert_sha,
-                dry_sha=restored,
-                message=message,
-                purpose="revert",
-            )
-        ]
+        return [merge_action(snapshot, index, revert.number, revert=latest, by=by)]
     problem = error_reason(env)
     if problem is not None:
         return Refusal(reason=problem)
@@ -272,19 +239,7 @@ def merge(snapshot: Snapshot, index: int, *, by: str | None = None) -> list[Acti
             + "; ".join(waiting)
             + " (promoter promote merges past them, kept in the ledger)"
         )
-    return [
-        MergePullRequest(
-            environment=index,
-            number=pr.number,
-            expected_head_sha=env.proposed.hydrated_sha,
-            dry_sha=proposed,
-            message=merge_message(
-                strategy=snapshot.strategy, branch=env.branch, dry_sha=proposed, number=pr.number
-            )
-            + asked,
-            required_keys=unique(env.proposed_keys),
-        )
-    ]
+    return [merge_action(snapshot, index, pr.number, by=by)]
 
 
 def approve(snapshot: Snapshot, index: int, *, user: str) -> list[Action] | Refusal:

@@ -5,10 +5,11 @@ variables that keep git from prompting, and the caller's own on top. Building th
 anew cost about 33 µs of the daemon's CPU for every git process (a copy of
 ``os.environ`` decodes each variable), a tenth of what starting the process costs it.
 The base with the non-interactive variables is kept per base, and every entry is
-dropped when the process environment changes (``os.environ`` is compared with the copy
-the entries were built from, a dictionary comparison that costs well under a
-microsecond). The caller's own variables (credentials among them) are laid on a copy
-for each command and never kept.
+dropped when the process environment changes: the daemon watches ``os.environ``'s
+writes (``promoter.tuning.environment_version``, set as it starts). Without that watch
+(a command of the CLI), or while a change is under way, the base is built for every
+command. The caller's own variables (credentials among them) are laid on a copy for each
+command and never kept.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import os
 import threading
 from collections.abc import Mapping
 
+from promoter import tuning
 from promoter.git.credentials import noninteractive_env
 
 MAX_ENTRIES = 64
@@ -26,14 +28,8 @@ _Key = tuple[tuple[str, str], ...] | None
 
 _lock = threading.Lock()
 _built: dict[_Key, dict[str, str]] = {}
-_environ: dict[bytes, bytes] | None = None
-"""The process environment the entries were built from (``os.environ``'s own bytes)."""
-
-
-def _process_environment() -> dict[bytes, bytes] | None:
-    """``os.environ``'s underlying bytes mapping, where the interpreter has one (CPython)."""
-    data = getattr(os.environ, "_data", None)
-    return data if isinstance(data, dict) else None
+_built_at: int | None = None
+"""The version of the process environment the entries were built from."""
 
 
 def child_env(
@@ -48,15 +44,15 @@ def child_env(
 
 
 def _base(base_env: Mapping[str, str] | None) -> dict[str, str]:
-    global _environ
-    current = _process_environment()
-    if current is None:  # no cheap way to tell a change: build every time
+    global _built_at
+    version = tuning.environment_version()
+    if version is None:  # no way to tell a change: build every time
         return _merge(base_env)
     key: _Key = None if base_env is None else tuple(base_env.items())
     with _lock:
-        if _environ != current:
+        if _built_at != version:
             _built.clear()
-            _environ = dict(current)
+            _built_at = version
         found = _built.get(key)
         if found is None:
             if len(_built) >= MAX_ENTRIES:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
-from pathlib import Path
 
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
@@ -20,13 +19,10 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from promoter.http.api import Api
-from promoter.http.dashboard import Dashboard, wants_html
+from promoter.http.access import BrowserGuard
+from promoter.http.api import Api, EventStream
 from promoter.http.direct import DirectPostApp
-from promoter.http.events_stream import EventStream
-from promoter.http.guard import BrowserGuard
-
-STATIC = Path(__file__).parent / "static"
+from promoter.http.pages import STATIC, Dashboard, status_page, wants_html
 
 
 def _index(dashboard: Dashboard) -> Callable[[Request], Awaitable[Response]]:
@@ -90,6 +86,7 @@ def build_app(
         Route("/dashboard/{name}", dashboard.strategy),
         Route("/audit", dashboard.audit),
         Route("/events", _events(api, stream)),
+        Route("/strategies/{name}", status_page(api)),
         Mount("/static", StaticFiles(directory=STATIC), name="static"),
         *api.routes(),
     ]

@@ -11,19 +11,19 @@ from collections.abc import Iterable
 from typing import Protocol
 
 from promoter.config import PromotionStrategy
-from promoter.daemon.freezes import FreezeResult
-from promoter.daemon.operation_results import (
+from promoter.daemon import (
     ApproveChangeResult,
     ApproveResult,
+    FreezeResult,
     HoldResult,
     MergeResult,
     PinResult,
     PromoteResult,
     ReleaseResult,
     RevertResult,
+    StrategyView,
     UnpinResult,
 )
-from promoter.daemon.reconciler import StrategyView
 from promoter.models import CommitStatus, DryCommit
 from promoter.state.audit_entry import AuditEntry, AuditPage, AuditQuery
 

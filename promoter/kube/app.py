@@ -2,10 +2,11 @@
 
 Every replica serves webhooks and the API, leader or not (with one leader, a
 non-leader forwards the work through the strategy's annotation; sharded, to the
-replica that holds its shard, and ``promoter.kube.shard_api`` answers for all of them).
+replica that holds its shard). The replica's mode answers first what is its to answer
+(``Mode.routes``: sharded, ``promoter.kube.shards.routes`` answers for all replicas).
 ``/readyz`` is 200 once the watches have listed everything, on every replica so that
 the Service keeps them all, and says in its body (and the ``X-Promoter-Leader`` header)
-whether this replica leads and, sharded, how many shards it holds.
+whether this replica leads and what its mode says (sharded: how many shards it holds).
 """
 
 from __future__ import annotations
@@ -17,7 +18,6 @@ from starlette.concurrency import run_in_threadpool
 from starlette.types import Receive, Scope, Send
 
 from promoter.kube.controller import Controller
-from promoter.kube.shard_api import ShardRoutes
 
 
 class ReplicaApp:
@@ -25,7 +25,7 @@ class ReplicaApp:
 
     def __init__(self, controller: Controller) -> None:
         self.controller = controller
-        self.shards = ShardRoutes(controller) if controller.sharding is not None else None
+        self.routes = controller.mode.routes()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
@@ -35,8 +35,7 @@ class ReplicaApp:
         if scope["type"] == "http" and path in ("/healthz", "/readyz"):
             await self._probe(path, send)
             return
-        shards = self.shards
-        if scope["type"] == "http" and shards and await shards.handle(scope, receive, send):
+        if scope["type"] == "http" and await self.routes.handle(scope, receive, send):
             return
         app = self.controller.runtime.app
         assert app is not None
@@ -54,9 +53,8 @@ class ReplicaApp:
                 "identity": c.settings.identity,
                 "strategies": len(c.assembled.config.promotion_strategies),
                 "invalid": len(c.assembled.problems),
+                **c.mode.describe(),
             }
-            if c.sharding is not None:
-                body["shards"] = len(c.sharding.coordinator.held())
             code = 200 if ready else 503
         raw = json.dumps(body).encode()
         headers = [
@@ -76,7 +74,6 @@ class ReplicaApp:
                 await send({"type": "lifespan.startup.complete"})
             elif message["type"] == "lifespan.shutdown":
                 await run_in_threadpool(self.controller.stop)
-                if self.shards is not None:
-                    await self.shards.close()
+                await self.routes.close()
                 await send({"type": "lifespan.shutdown.complete"})
                 return

@@ -13,7 +13,7 @@ from promoter.config import Config
 from promoter.errors import ConfigError
 
 if TYPE_CHECKING:
-    from promoter.kube.shards import ShardSettings
+    from promoter.kube.shards.settings import ShardSettings
 
 log = logging.getLogger("promoter.kube.cli")
 
@@ -91,7 +91,7 @@ def crds_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def cmd_crds(args: argparse.Namespace) -> int:
-    from promoter.kube.crds import write
+    from promoter.kube.resources.crds import write
 
     for path in write(Path(args.out)):
         print(path)
@@ -107,7 +107,7 @@ def _own_namespace() -> str:
 
 def shard_settings(args: argparse.Namespace, base: Config) -> ShardSettings | None:
     """What ``--shards`` and its companions ask for; None for one leader."""
-    from promoter.kube.shards import ShardSettings
+    from promoter.kube.shards.settings import ShardSettings
 
     if not args.shards:
         return None
@@ -129,12 +129,12 @@ def shard_settings(args: argparse.Namespace, base: Config) -> ShardSettings | No
     )
 
 
-def serve(args: argparse.Namespace, base: Config) -> int:
+def serve_kubernetes(args: argparse.Namespace, base: Config) -> int:
     """Run one replica until SIGTERM."""
-    from promoter.kube.api import Kube, api_client
+    from promoter.kube.client.api import Kube, api_client
     from promoter.kube.controller import Controller, KubeSettings
-    from promoter.kube.leader import LeaseSettings
-    from promoter.kube.serving import serve as serve_replica
+    from promoter.kube.leadership.elector import LeaseSettings
+    from promoter.kube.serving import serve_replica
 
     if base.scm_providers or base.repositories or base.promotion_strategies:
         raise ConfigError(

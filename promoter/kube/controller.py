@@ -1,13 +1,13 @@
-"""Kubernetes mode wired together: watches -> Config -> Runtime, led by a Lease or sharded.
+"""Kubernetes mode wired together: watches -> Config -> Runtime, in one of two modes.
 
 One thread applies changes in order: a changed spec rebuilds the Config and swaps in a
-new Runtime. With one leader, gaining the Lease starts the Runtime (workers, timers, a
-full resync) and losing it stops the Runtime (the SCM plugins were fenced already, at
-the renew deadline). Sharded (``KubeSettings.shards``), every replica runs its Runtime
-on the repositories whose shard Leases it holds (``promoter.kube.sharding``); a shard
-gained is read afresh at once. The leader still writes what belongs to no repository
-(the Ready status of providers and invalid objects). Status is written by whoever works
-on the object, and only when it changed.
+new Runtime. Which work is this replica's is its mode's to say (``Mode``, chosen once
+from the settings): with one leader (``LeaderMode``), all of it while it holds the
+Lease; sharded (``KubeSettings.shards``, ``ShardedMode``), that of the repositories
+whose shard Leases it holds. The controller asks the mode, never which mode it is.
+The leader writes what belongs to no repository (the Ready status of providers and
+invalid objects). Status is written by whoever works on the object, and only when it
+changed.
 """
 
 from __future__ import annotations
@@ -21,13 +21,14 @@ from typing import Any
 
 from promoter.config import Config, ScmProvider
 from promoter.daemon import StrategyView
-from promoter.errors import HoldLapsed, NotOwner
-from promoter.kube.api import Kube
-from promoter.kube.cluster_runtime import ClusterRuntime
-from promoter.kube.cluster_scm import ClusterScm, Guard, leader_guard
-from promoter.kube.commit_status_sync import CommitStatusSync
-from promoter.kube.commit_statuses import CommitStatusIndex
-from promoter.kube.config_source import (
+from promoter.kube.client.api import Kube, Obj
+from promoter.kube.client.token_review import TokenReviewer
+from promoter.kube.client.watcher import Watcher
+from promoter.kube.leadership.elector import LeaderElector, LeaseSettings
+from promoter.kube.leadership.mode import LeaderMode
+from promoter.kube.resources.commit_status_sync import CommitStatusSync
+from promoter.kube.resources.commit_statuses import CommitStatusIndex
+from promoter.kube.resources.config_source import (
     Assembled,
     ObjKey,
     SecretFiles,
@@ -36,17 +37,17 @@ from promoter.kube.config_source import (
     object_key,
     split_name,
 )
-from promoter.kube.events import EventRecorder
-from promoter.kube.leader import LeaderElector, LeaseSettings
-from promoter.kube.publisher import Publisher
-from promoter.kube.refresh import RefreshForwarder
-from promoter.kube.resources import REFRESH_ANNOTATION
-from promoter.kube.sharding import Sharding
-from promoter.kube.shards import ShardSettings
-from promoter.kube.status import ready_status, strategy_status
-from promoter.kube.status_writer import StatusWriter
-from promoter.kube.token_review import TokenReviewer
-from promoter.kube.watcher import Watcher
+from promoter.kube.resources.events import EventRecorder
+from promoter.kube.resources.publisher import Publisher
+from promoter.kube.resources.refresh import RefreshForwarder
+from promoter.kube.resources.specs import REFRESH_ANNOTATION
+from promoter.kube.resources.status import strategy_status
+from promoter.kube.resources.status_writer import StatusWriter, write_ready_statuses
+from promoter.kube.runtime.mode import Mode
+from promoter.kube.runtime.runtime import ClusterRuntime
+from promoter.kube.runtime.scm import ClusterScm
+from promoter.kube.shards.mode import ShardedMode
+from promoter.kube.shards.settings import ShardSettings
 from promoter.metrics import forget_strategies
 from promoter.wiring import Daemon
 from scm_plugins.protocol import ScmPlugin
@@ -62,10 +63,7 @@ once; the tick is a safety net."""
 REBUILD_RETRY = (1.0, 60.0)
 """Seconds before building a configuration that failed to build again: the first wait,
 doubled on each failure up to the second (a change of the objects tries again at once)."""
-LEAVE_POLL = 0.02
-"""Seconds between two looks at the shards still held while leaving."""
 
-Obj = dict[str, Any]
 KINDS = {
     "promotionstrategies": "PromotionStrategy",
     "gitrepositories": "GitRepository",
@@ -115,23 +113,13 @@ class Controller:
             kube,
             settings.lease,
             settings.identity,
-            on_started=self._signal,
-            on_stopped=self._signal,
+            on_started=self.signal,
+            on_stopped=self.signal,
         )
-        self.sharding: Sharding | None = None
-        if settings.shards is not None:
-            self.sharding = Sharding(
-                kube,
-                settings.lease,
-                settings.shards,
-                settings.identity,
-                config=lambda: self.assembled.config,
-                fallback=self.forwarder.forward,
-                moved=self._signal,
-                ready=lambda: self.runtime.started,
-                prepare=self._warm_up,
-            )
-        self._led = False
+        self.sharding: ShardedMode | None = None
+        """The sharded mode, for the tests that look inside a replica; None with one
+        leader. The controller itself only asks ``mode``."""
+        self.mode: Mode = self._mode(kube)
         self.watchers = {
             plural: Watcher(
                 kube,
@@ -139,7 +127,7 @@ class Controller:
                 settings.namespace,
                 self._on_change(plural),
                 timeout=settings.watch_timeout,
-                on_synced=self._signal,
+                on_synced=self.signal,
             )
             for plural in KINDS
         }
@@ -153,9 +141,9 @@ class Controller:
             index=self.index,
             writer=self.writer,
             runtime=lambda: self.runtime,
-            mine=self._mine_repository,
+            mine=self.mode.writes_for,
             objects=self.watchers["commitstatuses"].snapshot,
-            wake=self._signal,
+            wake=self.signal,
         )
         self._wake = threading.Event()
         self._stop = threading.Event()
@@ -165,6 +153,21 @@ class Controller:
 
     # --- lifecycle ---------------------------------------------------------------------
 
+    def _mode(self, kube: Kube) -> Mode:
+        """The one place the mode is chosen: shards when the settings name them."""
+        settings = self.settings
+        if settings.shards is None:
+            return LeaderMode(replica=self, leading=self.leading)
+        self.sharding = ShardedMode(
+            kube,
+            settings.lease,
+            settings.shards,
+            settings.identity,
+            replica=self,
+            leading=self.leading,
+        )
+        return self.sharding
+
     def start(self) -> None:
         for watcher in self.watchers.values():
             watcher.start()
@@ -172,64 +175,39 @@ class Controller:
         self.publisher.start()
         self._thread.start()
         self.elector.start()
-        if self.sharding is not None:
-            self.sharding.start()
+        self.mode.start()
 
     def leave(self) -> None:
-        """Sharded, at SIGTERM and while the replica still answers (``kube.serving``):
-        pass what webhooks and people queued to the next owners, hand every shard over,
-        and wait until none is held (the renew deadline and two rounds at most). A write
-        for one of them meanwhile is refused by the fence as moved and sent on to the
-        next owner by the replica that passed it, rather than meeting a closed port.
-        The runtime goes on; ``stop`` ends it."""
-        sharding = self.sharding
-        if sharding is None or self._stop.is_set():
+        """At SIGTERM, while the replica still answers (``kube.serving``): the mode hands
+        the work over (sharded: every shard, after what webhooks and people queued). The
+        runtime goes on; ``stop`` ends it."""
+        if self._stop.is_set():
             return
-        lease = self.settings.lease
-        started = time.monotonic()
-        self._hand_over()
-        coordinator = sharding.coordinator
-        deadline = time.monotonic() + lease.renew_deadline + 2 * lease.retry_period
-        while coordinator.held() and time.monotonic() < deadline:
-            time.sleep(LEAVE_POLL)
-        log.info(
-            "left the shard group",
-            extra={"held": len(coordinator.held()), "seconds": time.monotonic() - started},
-        )
-
-    def _hand_over(self) -> None:
-        """Pass what webhooks and people queued to the next owners (annotated before any
-        Lease is released: their take-over reads it first), then hand every shard over."""
-        assert self.sharding is not None
-        self.forwarder.forward(self.runtime.queue.urgent())
-        self.forwarder.flush(timeout=self.settings.lease.renew_deadline)
-        self.sharding.coordinator.hand_over_all()
+        self.mode.leave()
 
     def stop(self, *, release: bool = True) -> None:
         """Stop everything; ``release=False`` leaves the Leases to expire (a crash, in tests).
 
-        Sharded, the shards are handed over while the runtime stops: what webhooks and
-        people queued is passed to the next owners first (annotated before any Lease is
-        released: their take-over reads it first), then no new write is let through and
-        each shard Lease is released as soon as the writes in flight for it end, not
-        once the whole runtime has stopped (its port is closed meanwhile: a request
-        for its repositories would find no owner to answer it)."""
+        The work is handed over while the runtime stops (``Mode.hand_over``; sharded,
+        what webhooks and people queued is passed to the next owners first, then no new
+        write is let through and each shard Lease is released as soon as the writes in
+        flight for it end, not once the whole runtime has stopped: its port is closed
+        meanwhile, and a request for its repositories would find no owner to answer it)."""
         if self._stop.is_set():
             return
-        if self.sharding is not None and not release:
-            self.sharding.stop(release=False)  # as a kill: the Leases stop first
         if not release:
+            self.mode.stop(release=False)  # as a kill: the Leases stop first
             self.publisher.stop(timeout=0, drop=True)
         self.elector.stop(release=release)
         self._stop.set()
         self._wake.set()
         self._thread.join(timeout=90)
-        if self.sharding is not None and release:
-            self._hand_over()
+        if release:
+            self.mode.hand_over()
         self.runtime.close()
         self.publisher.stop(timeout=self.settings.lease.renew_deadline)
-        if self.sharding is not None and release:
-            self.sharding.stop(release=True)  # what is left, and the member Lease
+        if release:
+            self.mode.stop(release=True)  # what is left, and the member Lease
         for watcher in self.watchers.values():
             watcher.stop()
         self.forwarder.stop()
@@ -240,33 +218,14 @@ class Controller:
     def ready(self) -> bool:
         """Listed everything, and built the runtime's configuration from it: until then a
         request about any strategy or repository would be answered as if it did not
-        exist (404), so the replica must not be sent any (``/readyz``). Sharded, it has
-        also joined (warmed up, its first round of the shard Leases done): until then
-        it knows no shard's holder, and would hold every request it cannot answer itself
-        until its warm-up ends."""
-        if not (self.synced() and self._configured.is_set()):
-            return False
-        return self.sharding is None or self.sharding.coordinator.rounds > 0
+        exist (404), so the replica must not be sent any (``/readyz``). And the mode has
+        joined (sharded: warmed up, its first round of the shard Leases done)."""
+        return self.synced() and self._configured.is_set() and self.mode.joined()
 
     def leading(self) -> bool:
         return self.elector.is_leader()
 
-    def _works(self) -> bool:
-        """Whether this replica's Runtime runs: sharded always, else while it leads."""
-        return self.sharding is not None or self.leading()
-
-    def _mine(self, key: str) -> bool:
-        """Whether this replica works on strategy ``key`` now."""
-        return self.sharding.mine(key) if self.sharding is not None else self.leading()
-
-    def _mine_repository(self, repository: str | None) -> bool:
-        """Whether this replica writes for ``repository`` (None: for no repository, which
-        the leader does)."""
-        if self.sharding is None or repository is None:
-            return self.leading()
-        return self.sharding.fence.claims(repository)
-
-    def _signal(self) -> None:
+    def signal(self) -> None:
         self._wake.set()
 
     # --- the one thread that applies changes ---------------------------------------------
@@ -307,42 +266,7 @@ class Controller:
                 return
             self._rebuild_failures = 0
         self._configured.set()
-        if self.sharding is not None:
-            self._step_sharded(leading)
-            return
-        if leading and not self.runtime.started:
-            self.writer.forget()
-            self.commit_statuses.mark_all()
-            self.runtime.start()
-            self._write_ready_statuses()
-        elif not leading and self.runtime.started:
-            log.warning("stopping the reconcilers: not the leader")
-            old, self.runtime = self.runtime, self._runtime(self.assembled.config)
-            old.close()
-        if leading:
-            self.commit_statuses.mirror_pending()
-
-    def _step_sharded(self, leading: bool) -> None:
-        assert self.sharding is not None
-        if not self.runtime.started:
-            self.writer.forget()
-            self.runtime.start()
-            self._share_budgets()
-        if leading and not self._led:
-            self._write_ready_statuses()
-        self._led = leading
-        annotated = self.watchers["promotionstrategies"].objects
-        if self.sharding.step(self.runtime, annotated=annotated, forward=self.forwarder.forward):
-            self.commit_statuses.mark_all()
-        self.commit_statuses.mirror_pending()
-
-    def _warm_up(self, shards: set[str]) -> None:
-        if self.sharding is not None:
-            self.sharding.warm_up(self.runtime, shards)
-
-    def _share_budgets(self) -> None:
-        assert self.sharding is not None
-        self.sharding.share_budgets(self.runtime.plugins)
+        self.mode.step(leading=leading)
 
     def _rebuild(self) -> None:
         objects: dict[ObjKey, Obj] = {}
@@ -373,16 +297,13 @@ class Controller:
             # before the start, which may raise: the next step starts the workers, but
             # nothing else would look at these objects again before their retry
             self.commit_statuses.config_changed(before.config, assembled.config)
-            if self._works():
-                self.runtime.start()
-                if self.sharding is not None:
-                    self._share_budgets()
+            self.mode.run(self.runtime)
         else:
             self.assembled = assembled  # the same configuration; its problems may differ
         if self.leading():
-            self._write_ready_statuses()
-        if self._works() and not changed:
-            self.runtime.queue.add_many(k for k in self._unobserved() if self._mine(k))
+            self.write_ready_statuses()
+        if self.mode.works() and not changed:
+            self.runtime.queue.add_many(k for k in self._unobserved() if self.mode.mine(k))
 
     def _unobserved(self) -> list[str]:
         """Valid strategies whose status is behind their spec (an edit that left the Config
@@ -400,29 +321,23 @@ class Controller:
         factory = self.settings.plugin_factory or (
             lambda provider, state: build_plugin(provider, state_dir=state)
         )
-        sharding = self.sharding
-        guard: Guard = leader_guard(self.leading) if sharding is None else sharding.fence.writing
+        guard = self.mode.writing
         plugins: dict[str, ScmPlugin] = {
             p.name: ClusterScm(factory(p, str(self.state_dir)), guard=guard, statuses=self.index)
             for p in config.scm_providers
         }
-        if sharding is not None:
-            runtime = sharding.runtime(
-                config, plugins=plugins, observers=[self.events], reconciled=self._reconciled
-            )
-        else:
-            runtime = ClusterRuntime(
-                config,
-                plugins=plugins,
-                observers=[self.events],
-                mine=self._mine,
-                forward=lambda keys, wake: self.forwarder.forward(keys),
-                reconciled=self._reconciled,
-            )
+        runtime = self.mode.runtime(
+            config, plugins=plugins, observers=[self.events], reconciled=self._reconciled
+        )
         reviewer = TokenReviewer(self.kube, audiences=config.access.kubernetes.audiences)
         daemon = Daemon(config, runtime=runtime, review=reviewer)
         runtime.app, runtime.api = daemon.app, daemon.api
         return runtime
+
+    def idle(self) -> None:
+        """Swap the runtime for one of the same configuration that does not run."""
+        old, self.runtime = self.runtime, self._runtime(self.assembled.config)
+        old.close()
 
     # --- watch events --------------------------------------------------------------------
 
@@ -439,12 +354,15 @@ class Controller:
             elif plural == "promotionstrategies" and _refreshed(obj) != _refreshed(before):
                 meta = obj["metadata"]
                 key = config_name(meta["namespace"], meta["name"])
-                if self._mine(key) and self.runtime.config.strategy(key) is not None:
+                if self.mode.mine(key) and self.runtime.config.strategy(key) is not None:
                     self.runtime.enqueue([key])
 
         return changed
 
     # --- writes (by whoever works on the object) -----------------------------------------
+
+    def strategy_objects(self) -> list[Obj]:
+        return self.watchers["promotionstrategies"].objects()
 
     def _strategy_object(self, key: str) -> Obj | None:
         return self.watchers["promotionstrategies"].cache.get(split_name(key))
@@ -461,31 +379,16 @@ class Controller:
         if obj is None or view is None:
             return
         status = strategy_status(obj, view, None)
-        if self.sharding is None:
-            if self.leading():
-                self.writer.write("promotionstrategies", obj, status)
-            return
         strategy = self.runtime.config.strategy(key)
-        if strategy is None:
-            return
-        try:
-            with self.sharding.fence.writing(strategy.repository):
-                self.writer.write("promotionstrategies", obj, status)
-        except (NotOwner, HoldLapsed):
-            return
+        self.mode.write_status(
+            strategy.repository if strategy is not None else None,
+            lambda: self.writer.write("promotionstrategies", obj, status),
+        )
 
-    def _write_ready_statuses(self) -> None:
-        problems = self.assembled.problems
-        for plural, kind in KINDS.items():
-            if plural == "commitstatuses":
-                continue
-            for obj in self.watchers[plural].objects():
-                if not self.leading():
-                    return
-                meta = obj["metadata"]
-                problem = problems.get((kind, meta["namespace"], meta["name"]))
-                if plural == "promotionstrategies":
-                    if problem is not None:
-                        self.writer.write(plural, obj, strategy_status(obj, None, problem))
-                else:
-                    self.writer.write(plural, obj, ready_status(obj, problem))
+    def write_ready_statuses(self) -> None:
+        write_ready_statuses(
+            self.writer,
+            lambda plural: self.watchers[plural].objects(),
+            self.assembled.problems,
+            leading=self.leading,
+        )

@@ -1,14 +1,15 @@
-"""A replica's HTTP server: at SIGTERM it leaves the shard group while it still answers.
+"""A replica's HTTP server: at SIGTERM it hands its work over while it still answers.
 
 uvicorn's own SIGTERM handling closes the listening socket first and runs the app's
 shutdown after it, so a sharded replica's shards would stay held, until the shutdown
 hands them over, by a replica nobody can reach: a write another replica passes to it
 meets a closed port, and so does a webhook a Service still routes to it (Kubernetes
 takes the Pod out of the endpoints while the SIGTERM is sent, not before). Here a
-SIGTERM first hands the shards over (``Controller.leave``) with the server answering;
-a write for one of them is refused by the fence as moved and sent on, by the replica
-that passed it, to the next owner. Then uvicorn shuts down as usual. A second SIGTERM,
-or a SIGINT, shuts down at once.
+SIGTERM first has the replica's mode hand its work over (``Controller.leave``: sharded,
+every shard) with the server answering; a write for one of them is refused by the
+fence as moved and sent on, by the replica that passed it, to the next owner. Then
+uvicorn shuts down as usual (one leader has nothing to hand over before: its Lease is
+released at shutdown). A second SIGTERM, or a SIGINT, shuts down at once.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ GRACE_SECONDS = 60
 """How long uvicorn's shutdown waits for the requests in progress."""
 
 
-def serve(controller: Controller, *, host: str, port: int) -> bool:
+def serve_replica(controller: Controller, *, host: str, port: int) -> bool:
     """Serve the replica (``ReplicaApp``) until SIGTERM; whether it started."""
     from promoter.kube.app import ReplicaApp
 
@@ -56,8 +57,7 @@ class ReplicaServer(uvicorn.Server):
         self.leaving: threading.Thread | None = None
 
     def handle_exit(self, sig: int, frame: FrameType | None) -> None:
-        sharded = self.controller.sharding is not None
-        if sig != signal.SIGTERM or self.leaving is not None or not sharded:
+        if sig != signal.SIGTERM or self.leaving is not None:
             super().handle_exit(sig, frame)
             return
         self.leaving = threading.Thread(
@@ -66,10 +66,9 @@ class ReplicaServer(uvicorn.Server):
         self.leaving.start()
 
     def _leave(self, sig: int, frame: FrameType | None) -> None:
-        log.info("SIGTERM: leaving the shard group before shutting down")
         try:
             self.controller.leave()
         except Exception:  # the shutdown hands over what is left
-            log.exception("leaving the shard group failed")
+            log.exception("handing the work over failed")
         finally:
             super().handle_exit(sig, frame)

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from promoter.daemon.events import ActionEvent
+from promoter.daemon import ActionEvent
 
 KINDS = {
     "opened": "promotion.opened",

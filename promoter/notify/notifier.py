@@ -15,8 +15,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from promoter.config.notifications import Notifications, Sink
-from promoter.daemon.events import ActionEvent
-from promoter.daemon.reconciler import StrategyView
+from promoter.daemon import ActionEvent, StrategyView
 from promoter.notify.events import Notification, dashboard_url, from_action
 from promoter.notify.formats import render
 from promoter.notify.queue import Delivery, DeliveryQueue

@@ -15,7 +15,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from promoter.daemon.reconciler import StrategyView
+from promoter.daemon import StrategyView
 
 MOVING = ("up-to-date", "promoting")
 """States in which an environment is not held up."""

@@ -8,6 +8,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from promoter.config import short_name
+
 Outcome = Literal["started", "allowed", "refused", "failed", "interrupted"]
 
 
@@ -61,7 +63,7 @@ class AuditQuery(BaseModel):
 
 def _branches_named(short: str, branch: str | None) -> tuple[str, ...]:
     """``branch`` when ``short`` is its last part (``dev`` names ``environment/dev``)."""
-    return (branch,) if branch and branch.rsplit("/", 1)[-1] == short else ()
+    return (branch,) if branch and short_name(branch) == short else ()
 
 
 def cursor(e: AuditEntry) -> str:

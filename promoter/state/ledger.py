@@ -97,7 +97,7 @@ class GitLedger:
     def __init__(self, *, compact: Callable[[EnvLedger], object] | None = None) -> None:
         self._compact = compact
         """Called on each note parsed before it is kept: the runtime shares the models'
-        field-name sets with the views' (``promoter.daemon.compact``)."""
+        field-name sets with the views' (``promoter.daemon.memory.compact``)."""
         self._pending: dict[str, _Pending] = {}
         self._inflight: dict[str, list[_Pending]] = {}
         """Per repository, the flushes whose push has not landed in the local ref yet."""

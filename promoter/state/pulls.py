@@ -33,6 +33,8 @@ class PullRequestCache:
         self._lock = threading.Lock()
         self._entries: dict[Key, tuple[PullRequest | None, float]] = {}
         self._settled: set[Key] = set()
+        self._ended: dict[Key, int] = {}
+        """The PR a "none open" replaced: the webhook of its end says nothing new."""
         self.unheld = UnheldLabels(clock=clock)
 
     def get(self, key: Key) -> PullRequest | object | None:
@@ -47,9 +49,13 @@ class PullRequestCache:
 
     def put(self, key: Key, pr: PullRequest | None) -> None:
         with self._lock:
+            entry = self._entries.get(key)
             self._entries[key] = (pr, self._clock())
             if pr is not None:
                 self._settled.discard(key)
+                self._ended.pop(key, None)
+            elif entry is not None and entry[0] is not None:
+                self._ended[key] = entry[0].number  # the promoter's own merge or close
 
     def settle(self, key: Key, settled: bool = True) -> None:
         """Keep a known "none open" beyond ``max_age`` (or stop): see the module doc."""
@@ -64,20 +70,41 @@ class PullRequestCache:
         """PR ``number`` of head/base ``key`` was merged or closed (a webhook says so).
 
         When it is the open PR known, none is open now: the SCMs allow one open PR per
-        head/base. Anything else known is dropped, to be read again.
+        head/base; so too when "none open" is known because that very PR was merged or
+        closed by the promoter (its webhook came after). Anything else known is dropped, to
+        be read again.
         """
         with self._lock:
             entry = self._entries.get(key)
             if entry is not None and entry[0] is not None and entry[0].number == number:
                 self._entries[key] = (None, self._clock())
+            elif entry is not None and entry[0] is None and self._ended.get(key) == number:
+                pass  # the end of the PR the promoter itself merged or closed: none open
             else:
                 self._entries.pop(key, None)
                 self._settled.discard(key)
+                self._ended.pop(key, None)
+
+    def opened(self, key: Key, number: int, head_sha: str) -> None:
+        """A webhook says PR ``number`` of ``key`` was opened with head ``head_sha``.
+
+        When that is the very PR known, at that head (the webhook of the promoter's own
+        opening), it tells nothing new and what is known stays; anything else is dropped,
+        to be read again.
+        """
+        with self._lock:
+            entry = self._entries.get(key)
+            known = entry[0] if entry is not None else None
+            if known is None or (known.number, known.head_sha) != (number, head_sha):
+                self._entries.pop(key, None)
+                self._settled.discard(key)
+                self._ended.pop(key, None)
 
     def forget(self, key: Key) -> None:
         with self._lock:
             self._entries.pop(key, None)
             self._settled.discard(key)
+            self._ended.pop(key, None)
 
     def forget_repositories(self, repos: Collection[str]) -> None:
         """Drop what is cached about these repositories (Kubernetes mode, sharded: their
@@ -87,11 +114,13 @@ class PullRequestCache:
             for key in [k for k in self._entries if k[0] in repos]:
                 del self._entries[key]
                 self._settled.discard(key)
+                self._ended.pop(key, None)
 
     def clear(self) -> None:
         with self._lock:
             self._entries.clear()
             self._settled.clear()
+            self._ended.clear()
 
 
 MISSING = _MISSING

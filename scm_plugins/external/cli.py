@@ -1,5 +1,8 @@
 """``promoter plugins list|check`` and ``promoter schema --plugin-protocol``.
 
+``plugins list`` shows the plugins built in (and those of the ``promoter.scm_plugins``
+entry points), then every ``promoter-scm-*`` executable found with its version and protocol.
+
 ``add_commands(subparsers)`` adds the ``plugins`` command to the promoter's parser;
 ``print_protocol_schema()`` serves ``schema --plugin-protocol``.
 """
@@ -12,6 +15,7 @@ import os
 import shlex
 import sys
 import tempfile
+from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +25,14 @@ from scm_plugins.external.conformance import run_conformance
 from scm_plugins.external.discovery import discover
 from scm_plugins.external.host import ExternalScm
 from scm_plugins.external.scratch import Scratch, init_bare
+from scm_plugins.registry import builtins
+
+
+def promoter_version() -> str:
+    try:
+        return version("promoter")
+    except PackageNotFoundError:
+        return "?"
 
 
 def print_protocol_schema() -> int:
@@ -55,11 +67,13 @@ def _spec(args: argparse.Namespace, name: str | None) -> ExternalPlugin:
 
 
 def cmd_list(args: argparse.Namespace) -> int:
+    print(f"{'NAME':<22} {'VERSION':<10} {'PROTOCOL':<18} PATH")
+    for name, target in builtins().items():  # in process: the promoter's own version
+        print(f"{name:<22} {promoter_version():<10} {'built-in':<18} {target}")
     found = discover(directories=args.dir, environ=os.environ)
     if not found:
         print("no promoter-scm-* executable found")
         return 0
-    print(f"{'NAME':<16} {'VERSION':<10} {'PROTOCOL':<18} PATH")
     with tempfile.TemporaryDirectory(prefix="promoter-plugins-") as tmp:
         for plugin in found:
             spec = ExternalPlugin(command=[str(plugin.path)], timeout=args.timeout)
@@ -70,12 +84,12 @@ def cmd_list(args: argparse.Namespace) -> int:
                     provider=ScmProvider(name=plugin.name, plugin=spec), state_dir=tmp
                 )
             except PromoterError as exc:
-                print(f"{plugin.name:<16} {'?':<10} {'-':<18} {plugin.path}  ({exc})")
+                print(f"{plugin.name:<22} {'?':<10} {'-':<18} {plugin.path}  ({exc})")
                 continue
             info = host.info
             host.close()
             assert info is not None
-            print(f"{info.name:<16} {info.version:<10} {info.protocol_version:<18} {plugin.path}")
+            print(f"{info.name:<22} {info.version:<10} {info.protocol_version:<18} {plugin.path}")
     return 0
 
 
@@ -110,7 +124,11 @@ def add_arguments(plugins: argparse.ArgumentParser) -> None:
     common.add_argument("--dir", action="append", default=[], help="look here before PATH")
     common.add_argument("--timeout", type=float, default=30.0, help="seconds per call")
 
-    s = psub.add_parser("list", parents=[common], help="every promoter-scm-* with its version")
+    s = psub.add_parser(
+        "list",
+        parents=[common],
+        help="every promoter-scm-* with its version, and the plugins built in",
+    )
     s.set_defaults(func=cmd_list)
 
     s = psub.add_parser("check", parents=[common], help="run the conformance kit on a plugin")

@@ -27,7 +27,10 @@ TINY = {
     "promotion_latency": ["--promotions", "3"],
     "remote_latency": ["--promotions", "3", "--rtt", "0.01"],
     "resync_scale": ["--size", "4", "--repos", "1"],
-    "scm_calls": ["--changes", "1"],
+    "scm_calls": [
+        *("--changes", "1", "--plugin", "local", "--plugin", "github", "--plugin", "gitlab"),
+        *("--plugin", "forgejo", "--plugin", "bitbucket-cloud", "--plugin", "bitbucket-datacenter"),
+    ],
     "shard_memory": ["--strategies", "50"],
     "kube_list": ["--strategies", "30"],
     "shards": [

@@ -15,7 +15,7 @@ import pytest
 from promoter.cli.main import main
 from promoter.cli.remote import OPERATIONS
 from promoter.config.loader import load_config
-from promoter.http.loopback import ThreadServer, free_port
+from promoter.http import ThreadServer, free_port
 from promoter.wiring import Daemon
 from tests.support import GitOpsRepo, wait_for
 

@@ -10,13 +10,13 @@ from pathlib import Path
 from starlette.routing import Mount, Route
 
 from promoter.cli.sandbox import GitOpsRepo, sandbox_config
+from promoter.config import STRATEGY_OPERATIONS as OPERATIONS
 from promoter.config.loader import parse_config
-from promoter.http.writes import OPERATIONS
 from promoter.wiring import Daemon
 
 ROOT = Path(__file__).resolve().parents[2]
 SHARDED = {"GET /api/v1/shards"}
-"""Served by each replica in Kubernetes mode with shards (``promoter.kube.shard_api``)."""
+"""Served by each replica in Kubernetes mode with shards (``promoter.kube.shards.routes``)."""
 
 
 def served(tmp_path: Path) -> set[str]:

@@ -10,8 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from promoter.config import Repository
-from promoter.daemon import Workers, WorkQueue
-from promoter.daemon.outcome import Outcome
+from promoter.daemon import Outcome, Workers, WorkQueue
 from promoter.errors import ScmUnavailable
 from promoter.logs import log_context
 from promoter.models import PullRequest

@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 
 from promoter.cli.main import main
-from promoter.http.loopback import free_port
+from promoter.http import free_port
 from tests import processes
 from tests.support import GitOpsRepo, wait_for
 

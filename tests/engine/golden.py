@@ -33,8 +33,8 @@ from typing import Any
 
 from promoter.config import GateSpec
 from promoter.engine import Decision, Snapshot
-from promoter.engine.ledger_state import EnvLedger, HealthyRecord, Hold, Pin, Revert
-from promoter.engine.snapshot import AutoRevertPolicy
+from promoter.engine.core.ledger_state import EnvLedger, HealthyRecord, Hold, Pin, Revert
+from promoter.engine.core.snapshot import AutoRevertPolicy
 from promoter.models import Author, Phase, Review
 
 from .strategies import NOW, UNKNOWN, Env, build, dry, hydrated, sha_of

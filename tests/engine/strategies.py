@@ -15,9 +15,9 @@ from typing import Any, Literal
 
 from hypothesis import strategies as st
 
-from promoter.engine import pr_text
-from promoter.engine.ledger_state import EnvLedger
-from promoter.engine.snapshot import CommitState, EnvironmentSnapshot, HealthyRecord, Snapshot
+from promoter.engine.core import pr_text
+from promoter.engine.core.ledger_state import EnvLedger
+from promoter.engine.core.snapshot import CommitState, EnvironmentSnapshot, HealthyRecord, Snapshot
 from promoter.models import CommitStatus, DryCommit, Phase, PullRequest, PullRequestState
 
 NOW = datetime(2024, 5, 1, 12, 0, tzinfo=UTC)

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from promoter.engine.actions import (
+from promoter.engine.core.actions import (
     ApproveChange,
     ApprovePullRequest,
     HoldDryCommit,
     MergePullRequest,
     PinEnvironment,
 )
+from promoter.engine.core.snapshot import Rollout, Snapshot
 from promoter.engine.decide import backwards_reason
 from promoter.engine.operations import (
     Refusal,
@@ -19,7 +20,6 @@ from promoter.engine.operations import (
     merge,
     pin,
 )
-from promoter.engine.snapshot import Rollout, Snapshot
 
 from .strategies import NOW, Env, build, dry
 

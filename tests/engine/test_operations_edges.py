@@ -5,7 +5,7 @@ environment, a prefix finds a dry commit known only as active or only as propose
 
 from __future__ import annotations
 
-from promoter.engine.actions import (
+from promoter.engine.core.actions import (
     CommentPullRequest,
     MergePullRequest,
     PinEnvironment,
@@ -13,15 +13,14 @@ from promoter.engine.actions import (
     ReleaseHold,
     ResumeEnvironment,
 )
+from promoter.engine.core.ledger_state import EnvLedger, Hold, Pin
+from promoter.engine.core.snapshot import Snapshot
 from promoter.engine.decide import backwards_reason
-from promoter.engine.ledger_state import EnvLedger, Hold, Pin
 from promoter.engine.operations import Refusal, full_dry_sha, merge, promote, release, unpin
-from promoter.engine.pr_text import merge_message
-from promoter.engine.snapshot import Snapshot
 from promoter.models import PullRequest, PullRequestState
 
+from .reverts.test_revert import edit, revert_of
 from .strategies import NOW, Env, build, dry, hydrated, short
-from .test_revert import edit, revert_of
 
 
 def ready() -> Snapshot:
@@ -96,9 +95,7 @@ def test_a_break_glass_promotion_comments_merges_as_an_override_and_records_it()
             number=10,
             expected_head_sha=head,
             dry_sha=dry(3),
-            message=merge_message(
-                strategy="demo", branch="environment/dev", dry_sha=dry(3), number=10
-            ),
+            message=f"Promote {short(3)} to environment/dev (#10)\n\nMerged by promoter for demo.",
             purpose="override",
         ),
         RecordOverride(environment=0, dry_sha=dry(3), reason="hotfix", at=NOW),
@@ -123,8 +120,8 @@ def test_a_merge_nobody_is_named_for_carries_exactly_the_promotion_message() -> 
     assert isinstance(actions, list)
     [action] = actions
     assert isinstance(action, MergePullRequest)
-    assert action.message == merge_message(
-        strategy="demo", branch="environment/dev", dry_sha=dry(3), number=10
+    assert action.message == (
+        f"Promote {short(3)} to environment/dev (#10)\n\nMerged by promoter for demo."
     )
 
 
@@ -173,10 +170,8 @@ def test_a_merge_of_a_revert_pull_request_on_its_recorded_head_merges_it_as_a_re
             number=99,
             expected_head_sha="f" * 40,
             dry_sha=dry(3),
-            message=merge_message(
-                strategy="demo", branch="environment/dev", dry_sha=dry(3), number=99
-            )
-            + "\nAsked for by ada.\n",
+            message=f"Revert environment/dev to {short(3)} (#99)\n\n"
+            f"Merged by promoter for demo: reverts {short(5)}.\nAsked for by ada.\n",
             purpose="revert",
         )
     ]

@@ -5,11 +5,11 @@ refusal (409), word for word."""
 
 from __future__ import annotations
 
-from promoter.engine.actions import OpenRevert
+from promoter.engine.core.actions import OpenRevert
 from promoter.engine.operations import Refusal, environment_index, revert
 
+from .reverts.test_revert import edit, healthy, staging
 from .strategies import Env, build, dry
-from .test_revert import edit, healthy, staging
 
 
 def test_an_environment_is_found_by_its_branch_or_by_the_last_part_of_it() -> None:

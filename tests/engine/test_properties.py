@@ -1,6 +1,6 @@
 """Property-based tests of the engine: the safety rules hold for every random strategy.
 
-The oracles here re-state DESIGN.md §3 independently of ``promoter.engine.gates``.
+The oracles here re-state DESIGN.md §3 independently of ``promoter.engine.gates.gates``.
 """
 
 from __future__ import annotations
@@ -30,10 +30,10 @@ from promoter.engine import (
     decide,
     read_metadata,
 )
-from promoter.engine.ledger_state import EnvLedger
-from promoter.engine.pr_text import body
-from promoter.engine.publish import clip
-from promoter.engine.snapshot import CommitState, EnvironmentSnapshot
+from promoter.engine.core.ledger_state import EnvLedger
+from promoter.engine.core.pr_text import body
+from promoter.engine.core.snapshot import CommitState, EnvironmentSnapshot
+from promoter.engine.gates.publish import clip
 from promoter.models import DryCommit, Phase, PullRequest, PullRequestState
 
 from .strategies import NOW, snapshots

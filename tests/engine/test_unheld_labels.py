@@ -6,7 +6,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from promoter.engine import Decision, UpdatePullRequest, decide
-from promoter.engine.snapshot import Snapshot
+from promoter.engine.core.snapshot import Snapshot
 
 from .strategies import Env, build, pull_request
 

@@ -11,10 +11,7 @@ from typing import Any
 import pytest
 from starlette.testclient import TestClient
 
-from promoter.daemon import Runtime
-from promoter.daemon.outcome import Outcome
-from promoter.daemon.queue import WorkQueue
-from promoter.daemon.workers import Workers
+from promoter.daemon import Outcome, Runtime, Workers, WorkQueue
 from promoter.errors import ScmAuthError, ScmConflict, ScmNotFound
 from promoter.models import CommitStatus, Phase
 from promoter.wiring import Daemon

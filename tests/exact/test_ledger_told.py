@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from promoter.cli.sandbox import git
-from promoter.daemon.events import ActionEvent
+from promoter.daemon import ActionEvent
 from promoter.wiring import Daemon
 from tests.support import ENVIRONMENTS, GitOpsRepo, local_config
 from tests.support_logs import daemon_logs

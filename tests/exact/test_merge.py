@@ -10,7 +10,7 @@ import pytest
 from starlette.testclient import TestClient
 
 from promoter.cli.sandbox import git
-from promoter.daemon.operations import OperationError
+from promoter.daemon import OperationError
 from promoter.engine import HealthyRecord
 from promoter.wiring import Daemon
 from tests.support import ENVIRONMENTS, GitOpsRepo, local_config, wait_for
@@ -70,3 +70,27 @@ def test_a_manual_revert_pr_is_merged_by_promoter_merge(tmp_path: Path) -> None:
     assert tree == git(gitops.path, "rev-parse", f"{healthy_tip}^{{tree}}")
     with pytest.raises(OperationError, match="no open pull request"):
         runtime.operations.merge("guestbook", "dev")
+
+
+def test_a_revert_pr_merged_by_a_person_lands_in_git_titled_as_the_revert(
+    tmp_path: Path,
+) -> None:
+    gitops = GitOpsRepo.create(tmp_path)
+    runtime = Daemon(local_config(gitops.path, tmp_path / "state")).runtime
+    mirror = runtime.mirrors.fresh(runtime.config.repository("gitops"))
+    first, healthy_tip = git(gitops.path, "rev-parse", "main"), gitops.tip(DEV)
+    record = HealthyRecord(
+        dry_sha=first, hydrated_sha=healthy_tip, healthy_since=datetime(2026, 1, 1, tzinfo=UTC)
+    )
+    runtime.ledger.update(mirror, "guestbook", DEV, lambda led: led.with_healthy(record))
+    bad = gitops.change("1.1.0", "Bump guestbook to 1.1.0")
+    git(gitops.path, "update-ref", f"refs/heads/{DEV}", gitops.tip(f"{DEV}-next"))
+    runtime.mirrors.invalidate("gitops")
+    runtime.operations.revert("guestbook", DEV, to=None)  # autoMerge off: waits for a person
+    answer = runtime.operations.merge("guestbook", "dev", by="ada")
+    assert answer.revert is True
+    message = git(gitops.path, "log", "-1", "--format=%B", DEV).strip()
+    assert message == (
+        f"Revert {DEV} to {first[:7]} (#{answer.merged})\n\n"
+        f"Merged by promoter for guestbook: reverts {bad[:7]}.\nAsked for by ada."
+    )

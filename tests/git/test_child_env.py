@@ -1,14 +1,18 @@
-"""The git processes' environment: its base built once, rebuilt when the process
-environment changes, the caller's variables never kept, and always what building it anew
-would give."""
+"""The git processes' environment: its base built once while the process environment is
+watched, rebuilt when it changes, built for every command while it cannot be told
+unchanged, the caller's variables never kept, and always what building it anew would
+give."""
 
 from __future__ import annotations
 
 import os
+import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from promoter import tuning
 from promoter.git import child_env as module
 from promoter.git.child_env import MAX_ENTRIES, child_env
 from promoter.git.credentials import noninteractive_env
@@ -18,6 +22,13 @@ from promoter.git.runner import run_git
 def fresh(env: dict[str, str] | None = None, base: dict[str, str] | None = None) -> dict[str, str]:
     """What the environment is, built anew."""
     return {**(os.environ if base is None else base), **noninteractive_env(), **(env or {})}
+
+
+@pytest.fixture(autouse=True)
+def watched() -> Iterator[None]:
+    """The process environment watched, as the daemon's start sets it (once a process)."""
+    tuning.watch_environment()
+    yield
 
 
 def test_the_base_is_built_once_and_every_environment_is_what_building_gives() -> None:
@@ -68,3 +79,34 @@ def test_the_kept_bases_are_bounded_and_the_caller_s_variables_not_kept() -> Non
     assert len(module._built) <= MAX_ENTRIES
     assert not any("PROMOTER_SECRET" in kept for kept in module._built.values())
     assert child_env(None, {"PROMOTER_PROBE": "1"})["PROMOTER_PROBE"] == "1"
+
+
+def test_without_a_watch_on_the_process_environment_the_base_is_built_every_time(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(tuning, "environment_version", lambda: None)
+    first = child_env()
+    assert child_env() is not first
+    assert child_env() == first == fresh()
+
+
+def test_a_change_under_way_is_not_taken_for_no_change(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Between the audit event of a write to ``os.environ`` and the write itself, nothing
+    is kept: once it shows, the base has the new variable."""
+    monkeypatch.delenv("PROMOTER_PROBE", raising=False)
+    kept = child_env()
+    assert child_env() is kept
+    sys.audit("os.putenv", os.fsencode("PROMOTER_PROBE"), os.fsencode("seen"))
+    assert child_env() is not child_env()
+    assert "PROMOTER_PROBE" not in child_env()
+    monkeypatch.setenv("PROMOTER_PROBE", "seen")
+    assert child_env() is child_env()
+    assert child_env()["PROMOTER_PROBE"] == "seen"
+
+
+def test_the_base_is_kept_however_os_environ_is_made(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No private attribute of CPython's ``os.environ`` is needed to keep the base: here
+    a plain dictionary, as another interpreter may have."""
+    monkeypatch.setattr(os, "environ", dict(os.environ))
+    assert child_env() is child_env()
+    assert child_env() == fresh()

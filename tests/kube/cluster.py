@@ -11,13 +11,13 @@ from pathlib import Path
 from typing import Any
 
 from promoter.config import Config, ScmProvider
-from promoter.http.loopback import ThreadServer, free_port
-from promoter.kube.api import Kube, loopback_client
+from promoter.http import ThreadServer, free_port
 from promoter.kube.app import ReplicaApp
+from promoter.kube.client.api import Kube, loopback_client
 from promoter.kube.controller import Controller, KubeSettings
-from promoter.kube.leader import LeaseSettings
+from promoter.kube.leadership.elector import LeaseSettings
 from promoter.kube.serving import ReplicaServer
-from promoter.kube.shards import ShardSettings
+from promoter.kube.shards.settings import ShardSettings
 from scm_plugins.local import LocalScm
 from scm_plugins.protocol import ScmPlugin
 from tests.kube.fake_api import FakeKube

@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from promoter.cli.sandbox import GitOpsRepo
-from promoter.kube.resources import GROUP
+from promoter.kube.client.group import GROUP
 from promoter.metrics import (
     DORA_DEPLOYMENTS_TOTAL,
     PROMOTIONS_TOTAL,

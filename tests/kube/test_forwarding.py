@@ -18,8 +18,8 @@ from promoter.cli.hydrate import hydrate
 from promoter.cli.sandbox import GitOpsRepo, commit_files, init_bare
 from promoter.config import Config
 from promoter.kube.app import ReplicaApp
-from promoter.kube.resources import REFRESH_ANNOTATION
-from promoter.kube.sharding import Sharding
+from promoter.kube.resources.specs import REFRESH_ANNOTATION
+from promoter.kube.shards.mode import ShardedMode
 from tests.kube.cluster import NS, Cluster, fake_cluster, local_objects, wait_until
 from tests.kube.shard_helpers import fleet
 from tests.webhooks.helpers import GITHUB_FIXTURES, TestClient
@@ -219,14 +219,14 @@ def test_a_sharded_replica_is_not_ready_before_it_has_joined(
     hold every request about another replica's strategy (seen in a rolling restart:
     status posts held 2 s by a replica reported ready): it is not ready."""
     warming, warmed = threading.Event(), threading.Event()
-    warm_up = Sharding.warm_up
+    warm_up = ShardedMode.warm_up
 
-    def slow(self: Sharding, runtime: Any, shards: set[str]) -> None:
+    def slow(self: ShardedMode, runtime: Any, shards: set[str]) -> None:
         warming.set()
         warmed.wait(10)
         warm_up(self, runtime, shards)
 
-    monkeypatch.setattr(Sharding, "warm_up", slow)
+    monkeypatch.setattr(ShardedMode, "warm_up", slow)
     with fake_cluster(tmp_path) as cluster:
         fleet(cluster, tmp_path, 2)
         a = cluster.sharded("a")

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from promoter.config.notifications import Notifications
-from promoter.daemon.events import ActionEvent
+from promoter.daemon import ActionEvent
 from promoter.notify import Notifier
 from tests.notify.receiver import Receiver
 from tests.support import wait_for

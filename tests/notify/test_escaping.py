@@ -16,7 +16,7 @@ from markdown_it import MarkdownIt
 
 from promoter import markup
 from promoter.config.notifications import Notifications
-from promoter.daemon.events import ActionEvent
+from promoter.daemon import ActionEvent
 from promoter.models import CommitStatus, Phase
 from promoter.notify import Notifier
 from scm_plugins.github.statuses import _check_run

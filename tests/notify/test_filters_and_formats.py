@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 from promoter.config.notifications import Notifications
-from promoter.daemon.events import ActionEvent
+from promoter.daemon import ActionEvent
 from promoter.notify import Notifier, from_action
 
 

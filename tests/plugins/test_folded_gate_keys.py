@@ -8,8 +8,7 @@ from pathlib import Path
 import pytest
 
 from promoter.config import ScmProvider
-from promoter.kube.cluster_scm import ClusterScm, leader_guard
-from promoter.kube.commit_statuses import CommitStatusIndex
+from promoter.kube import ClusterScm, CommitStatusIndex, leader_guard
 from scm_plugins.forgejo.plugin import ForgejoScm
 from scm_plugins.github import GitHubScm
 from scm_plugins.local import LocalScm

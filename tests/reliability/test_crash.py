@@ -27,7 +27,7 @@ from starlette.testclient import TestClient
 
 from promoter.config.loader import load_config
 from promoter.git.stale_lock import STALE_AFTER
-from promoter.http.loopback import free_port
+from promoter.http import free_port
 from promoter.wiring import Daemon as InProcessDaemon
 from scm_plugins.local import LocalScm
 from tests import processes
@@ -239,7 +239,7 @@ def test_a_lock_file_left_by_a_killed_git_does_not_stop_promotions(
     file behind and never removes it. A lock ten minutes old is no live git's; one left
     by a git killed just before the restart (a live git's, for all the daemon can tell)
     holds the merge until it is taken as abandoned (when the retry comes then, and not
-    at the backoff's next step, is checked by ``tests/unit/test_workers.py`` and
+    at the backoff's next step, is checked by ``tests/daemon/loop/test_workers.py`` and
     ``tests/unit/test_local_scm_merges.py``). Every kind was seen after a kill in the
     test above."""
     config = local_config(gitops.path, tmp_path / "state", resyncInterval="1s")

@@ -22,8 +22,7 @@ from starlette.testclient import TestClient
 
 from promoter.config import Config
 from promoter.config.loader import parse_config
-from promoter.daemon import Runtime
-from promoter.daemon.events import ActionEvent
+from promoter.daemon import ActionEvent, Runtime
 from promoter.wiring import Daemon
 from scm_plugins.local import LocalScm
 from tests.support import ENVIRONMENTS, GitOpsRepo, wait_for

@@ -20,7 +20,7 @@ import pytest
 from starlette.testclient import TestClient
 
 from promoter.config.loader import parse_config
-from promoter.daemon.scheduler import poll_interval
+from promoter.daemon import poll_interval
 from promoter.wiring import Daemon
 from tests.scm_github.fake_github import FakeGitHub
 from tests.scm_github.genuine import Genuine

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from promoter.config import Repository
-from promoter.daemon.queue_detection import QueueDetection
+from promoter.daemon import QueueDetection
 from promoter.errors import ScmAuthError, ScmError, ScmNotFound, ScmUnavailable
 from scm_plugins.github import GitHubScm
 

@@ -85,7 +85,8 @@ def test_a_queue_that_dequeues_then_succeeds(
 ) -> None:
     monkeypatch.setenv(TOKEN_ENV, TOKEN)
     monkeypatch.setenv(SECRET_ENV, SECRET)
-    monkeypatch.setattr("promoter.engine.queue.RETRY", 2.0)  # a quicker retry for the test
+    # a quicker retry for the test
+    monkeypatch.setattr("promoter.engine.promotion.queue.RETRY", 2.0)
     text = config_text(gitops.path, tmp_path / "state").replace(
         "- {branch: environment/dev}", "- {branch: environment/dev, mergeQueue: true}"
     )

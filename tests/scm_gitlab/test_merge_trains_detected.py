@@ -13,7 +13,7 @@ from starlette.testclient import TestClient
 
 from promoter.config import Repository
 from promoter.config.loader import parse_config
-from promoter.daemon.queue_detection import QueueDetection
+from promoter.daemon import QueueDetection
 from promoter.wiring import Daemon
 from scm_plugins.gitlab import GitLabScm
 from tests.support import ENVIRONMENTS, GitOpsRepo, wait_for

@@ -9,7 +9,7 @@ from starlette.testclient import TestClient
 
 from promoter.config import SecretRef, load_config
 from promoter.errors import ConfigError
-from promoter.http.identity import Credentials
+from promoter.http import Credentials
 from promoter.wiring import Daemon
 from tests.support import GitOpsRepo
 from webhooks import Forgejo, GitHub, GitHubSignature, GitLab

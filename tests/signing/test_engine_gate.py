@@ -7,9 +7,9 @@ from promoter.config import GateSpec, SecretRef
 from promoter.config.gates import SignedCommits
 from promoter.engine import CommitSignature, GateVerdict, MergePullRequest, decide
 from promoter.models import Phase
+from tests.engine.reverts.test_revert import edit
 from tests.engine.strategies import build
 from tests.engine.test_decide import promotable
-from tests.engine.test_revert import edit
 
 KEY = "promoter/signed-commits"
 A, B = "a" * 40, "b" * 40

@@ -13,7 +13,6 @@ from typing import Any
 
 import pytest
 
-from promoter.daemon.compact import FieldSets, SharedFields
 from promoter.engine import EnvLedger, HealthyRecord, Hold
 from promoter.errors import GitError
 from promoter.git import GitMirror
@@ -330,30 +329,6 @@ def test_a_pass_over_a_large_repositorys_notes_reads_each_from_git_once_per_tip(
     again = [ledger.read(mirror, s, e) for s, e in keys]
     assert reads == []  # the tip did not move: nothing read from git again
     assert again == first
-
-
-def test_notes_read_back_are_kept_by_their_blob_and_share_the_views_field_sets(
-    tmp_path: Path,
-) -> None:
-    """A daemon reads every environment's note back after each ledger push: what it keeps
-    of them is one parsed value per distinct note, found by the note's blob (not its
-    text, which would be kept besides), with the models' field-name sets shared."""
-    gitops = GitOpsRepo.create(tmp_path)
-    writer, ledger = fresh_reader(gitops, tmp_path / "a")
-    for env in ("dev", "staging", "prod"):
-        ledger.update(writer, "s", env, lambda led: led.with_healthy(record("1" * 40)))
-    ledger.update(writer, "t", "dev", lambda led: led.with_healthy(record("1" * 40)))
-    mirror = GitMirror(name="gitops", url=str(gitops.path), root=tmp_path / "b")
-    mirror.refresh()
-    reader = GitLedger(compact=FieldSets().compact)
-    read = [reader.read(mirror, s, e) for s, e in (("s", "dev"), ("s", "prod"), ("t", "dev"))]
-    assert read[0] is read[1] is read[2]  # one note's content, parsed once
-    assert read[0].last_healthy == record("1" * 40)
-    assert type(read[0].__pydantic_fields_set__) is SharedFields
-    assert type(read[0].healthy[0].__pydantic_fields_set__) is SharedFields
-    assert all(len(key) == 40 and int(key, 16) >= 0 for key in reader._parsed)
-    mirror.close()
-    writer.close()
 
 
 def test_a_ledger_write_after_another_runtime_wrote_in_the_same_mirror_keeps_both_changes(

@@ -7,8 +7,8 @@ from pathlib import Path
 
 from tests.mutation.__main__ import DOC, Mutant, changed_line, explained, function_of
 
-DIFF = """--- promoter/engine/gates.py
-+++ promoter/engine/gates.py
+DIFF = """--- promoter/engine/gates/gates.py
++++ promoter/engine/gates/gates.py
 @@ -2,7 +2,7 @@
      env = snapshot.environments[index]
 -    if said and parts:
@@ -18,7 +18,7 @@ DIFF = """--- promoter/engine/gates.py
 
 
 def test_a_mutants_function_is_named_as_in_the_source() -> None:
-    assert function_of("promoter.engine.gates.x__after__mutmut_79") == "_after"
+    assert function_of("promoter.engine.gates.gates.x__after__mutmut_79") == "_after"
     assert function_of("scm_plugins.budget.xǁTicketǁclose__mutmut_4") == "Ticket.close"
 
 
@@ -33,7 +33,7 @@ def test_a_listed_equivalent_is_found_by_its_line_and_a_pipe_in_code_is_kept() -
             "",
             "| module | function | before | after | why |",
             "|---|---|---|---|---|",
-            "| `promoter/engine/gates.py` | `_after` | `if said and parts:`"
+            "| `promoter/engine/gates/gates.py` | `_after` | `if said and parts:`"
             " | `if said or parts:` | x |",
             "| `m.py` | `f` | `a \\| b` | `a & b` | y |",
             "",
@@ -42,7 +42,7 @@ def test_a_listed_equivalent_is_found_by_its_line_and_a_pipe_in_code_is_kept() -
             "| `n.py` | `g` | `1` | `2` | z |",
         ]
     )
-    mutant = Mutant("promoter/engine/gates.py", "n", "_after", *changed_line(DIFF))
+    mutant = Mutant("promoter/engine/gates/gates.py", "n", "_after", *changed_line(DIFF))
     found = explained(doc)
     assert mutant.key in found
     assert ("m.py", "f", "a | b", "a & b") in found

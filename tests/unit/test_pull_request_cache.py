@@ -45,3 +45,36 @@ def test_a_pr_ending_that_was_not_known_is_read_again() -> None:
     cache.ended(KEY, 7)
 
     assert cache.get(KEY) is MISSING
+
+
+def test_the_webhook_of_the_promoters_own_opening_keeps_the_pr_known() -> None:
+    cache = PullRequestCache(max_age=60)
+    cache.put(KEY, pr(7))
+
+    cache.opened(KEY, 7, "a" * 40)
+
+    assert cache.get(KEY) == pr(7)
+
+
+def test_an_opening_at_another_head_or_of_another_pr_is_read_again() -> None:
+    cache = PullRequestCache(max_age=60)
+    for number, head in ((7, "b" * 40), (8, "a" * 40)):
+        cache.put(KEY, pr(7))
+        cache.opened(KEY, number, head)
+        assert cache.get(KEY) is MISSING
+    cache.put(KEY, None)  # known: none open; a PR opened since
+    cache.opened(KEY, 7, "a" * 40)
+    assert cache.get(KEY) is MISSING
+
+
+def test_the_webhook_of_a_pr_the_promoter_merged_keeps_none_open() -> None:
+    """The merge recorded "none open" before the SCM's webhook of it came in."""
+    cache = PullRequestCache(max_age=60)
+    cache.put(KEY, pr(7))
+    cache.put(KEY, None)  # the promoter merged #7
+
+    cache.ended(KEY, 7)
+
+    assert cache.get(KEY) is None
+    cache.ended(KEY, 6)  # but another PR's end says the cache was wrong
+    assert cache.get(KEY) is MISSING

@@ -1,6 +1,7 @@
 """The delivery log at its edges: pruning once a period and keeping an id exactly one
 retention old, the writer thread's own timer and prune, the journal emptied once its
-batch is committed, and a batch whose commit fails while ids are forgotten meanwhile."""
+batch is committed, a batch whose commit fails while ids are forgotten meanwhile, and
+SQLite never written on the thread that records (the event loop's)."""
 
 from __future__ import annotations
 
@@ -254,3 +255,23 @@ def test_a_forget_made_while_a_batch_fails_still_reaches_sqlite(tmp_path: Path) 
         assert stored(tmp_path / "d.sqlite3") == keys("github:new")
     finally:
         log.close()
+
+
+def test_the_delivery_log_never_writes_sqlite_on_the_recording_thread(tmp_path: Path) -> None:
+    log = DeliveryLog(tmp_path / "d.sqlite3", batch=1, flush_every=0.01)
+    writers: set[str] = set()
+    db = log._store._db
+    db.set_trace_callback(lambda statement: writers.add(threading.current_thread().name))
+    for i in range(50):
+        assert log.record(f"github:{i}")
+    log.forget("github:7")
+
+    def stored() -> int | None:
+        with sqlite3.connect(tmp_path / "d.sqlite3") as db:
+            count = int(db.execute("SELECT count(*) FROM generation_keys").fetchone()[0])
+        db.close()
+        return count if count == 49 else None
+
+    wait_for(stored, what="the ids written behind")
+    assert writers and threading.current_thread().name not in writers
+    log.close()

@@ -11,7 +11,7 @@ import sys
 import time
 from pathlib import Path
 
-from promoter.http.loopback import free_port
+from promoter.http import free_port
 from tests import processes
 from tests.webhooks.helpers import GITHUB_SECRET, SECRET_ENV, github_fixture
 from webhooks.deliveries import FILE_NAME, DeliveryLog

@@ -35,6 +35,9 @@ def test_build_routes_gives_a_post_route_per_scm_and_a_close(tmp_path: Path) -> 
             ("/webhooks/github", {"POST"}),
             ("/webhooks/gitlab", {"POST"}),
             ("/webhooks/forgejo", {"POST"}),
+            ("/webhooks/bitbucket-cloud", {"POST"}),
+            ("/webhooks/bitbucket-datacenter", {"POST"}),
+            ("/webhooks/azure-devops", {"POST"}),
         ]
         assert routes.routes == list(routes)
         assert (tmp_path / FILE_NAME).exists()

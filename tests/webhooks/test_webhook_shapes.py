@@ -16,10 +16,42 @@ from hypothesis import strategies as st
 from tests.fixture_paths import FIXTURES
 from tests.webhooks.helpers import GITHUB_FIXTURES, GITLAB_EVENT_OF_KIND, GITLAB_FIXTURES
 from tests.webhooks.test_webhook_fuzz import mutated
-from webhooks import Forgejo, GitHub, GitLab, payload
+from webhooks import (
+    AzureDevOps,
+    BitbucketCloud,
+    BitbucketDataCenter,
+    Forgejo,
+    GitHub,
+    GitLab,
+    ServiceHookAuth,
+    payload,
+)
 from webhooks.events import Event
 
 FORGEJO_FIXTURES = FIXTURES / "forgejo" / "webhooks"
+AZURE_FIXTURES = FIXTURES / "azure-devops" / "webhooks"
+BITBUCKET_EVENTS = {
+    "bitbucket-cloud": {
+        "push": "repo:push",
+        "pr_created": "pullrequest:created",
+        "pr_updated": "pullrequest:updated",
+        "pr_fulfilled": "pullrequest:fulfilled",
+        "pr_declined": "pullrequest:rejected",
+        "pr_comment": "pullrequest:comment_created",
+        "pipeline_hook_created": "repo:commit_status_created",
+        "pipeline_hook_update": "repo:commit_status_updated",
+    },
+    "bitbucket-datacenter": {
+        "push": "repo:refs_changed",
+        "pr_open": "pr:opened",
+        "pr_from_ref_updated": "pr:from_ref_updated",
+        "pr_modified": "pr:modified",
+        "pr_merged": "pr:merged",
+        "pr_declined": "pr:declined",
+        "pr_deleted": "pr:deleted",
+    },
+}
+"""Each genuine Bitbucket delivery's event, by the start of its file's name."""
 NOW = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
 
 
@@ -59,15 +91,35 @@ def _forgejo_cases() -> list[tuple[str, Path]]:
     return [(p.stem.split("-")[1], p) for p in sorted(FORGEJO_FIXTURES.glob("*.json"))]
 
 
+def _bitbucket_cases() -> list[tuple[str, str, Path]]:
+    cases = []
+    for product, events in BITBUCKET_EVENTS.items():
+        for path in sorted((FIXTURES / product / "webhooks").glob("*.json")):
+            prefix = max((k for k in events if path.stem.startswith(k)), key=len)
+            cases.append((product, events[prefix], path))
+    return cases
+
+
+def _azure_cases() -> list[tuple[str, Path]]:
+    return [("", p) for p in sorted(AZURE_FIXTURES.glob("*.json"))]  # the event is in the body
+
+
 PROVIDERS: dict[str, Any] = {
     "github": GitHub(["s"]),
     "gitlab": GitLab(["t"]),
     "forgejo": Forgejo(["s"]),
+    "bitbucket-cloud": BitbucketCloud(["s"]),
+    "bitbucket-datacenter": BitbucketDataCenter(["s"]),
+    "azure-devops": AzureDevOps(
+        ServiceHookAuth(username=None, passwords=["p"], header=None, tokens=[])
+    ),
 }
 CASES = [
     *(("github", e, p) for e, p in _github_cases()),
     *(("gitlab", e, p) for e, p in _gitlab_cases()),
     *(("forgejo", e, p) for e, p in _forgejo_cases()),
+    *_bitbucket_cases(),
+    *(("azure-devops", e, p) for e, p in _azure_cases()),
 ]
 HEADERS = {"content-type": "application/json"}
 

@@ -1,0 +1,122 @@
+"""Carrying out a merge through a queue: the required gates read again (as before a merge),
+the PR enqueued with its head as the guard, the attempt recorded in the environment's
+ledger; a dequeue recorded as a failed attempt with the queue's reason; and a merge the SCM
+refused for want of its queue enqueued instead."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from promoter.config import Repository
+from promoter.daemon.acting.merges import Deferred, deferral
+from promoter.engine import (
+    EnqueuePullRequest,
+    MergePullRequest,
+    QueueAttempt,
+    RecordDequeue,
+    Snapshot,
+)
+from promoter.errors import PermanentError
+from promoter.git import GitMirror
+from promoter.models import CommitStatus, Phase
+from promoter.state import GitLedger
+from scm_plugins.protocol import MergeQueues, ScmPlugin
+
+log = logging.getLogger("promoter.actions")
+
+
+@dataclass
+class QueueRunner:
+    plugin: ScmPlugin
+    gates: Callable[[Repository, str, tuple[str, ...]], dict[str, CommitStatus]]
+    ledger: GitLedger
+
+    def enqueue(
+        self, snapshot: Snapshot, repo: Repository, mirror: GitMirror, action: EnqueuePullRequest
+    ) -> Deferred | None:
+        """Enqueued (None), or deferred when a required gate is no longer success."""
+        env = snapshot.environments[action.environment]
+        fields = {"strategy": snapshot.strategy, "environment": env.branch, "pr": action.number}
+        if not isinstance(self.plugin, MergeQueues):
+            raise PermanentError(
+                f"the {self.plugin.name} SCM has no merge queue: set mergeQueue: false on"
+                f" {env.branch}"
+            )
+        statuses = self.gates(repo, action.expected_head_sha, action.required_keys)
+        stale = [
+            k
+            for k in action.required_keys
+            if getattr(statuses.get(k), "phase", None) is not Phase.SUCCESS
+        ]
+        if stale:
+            log.info("enqueue deferred: gates changed", extra={**fields, "gates": stale})
+            return Deferred(deferral(stale, statuses, action.expected_head_sha))
+        entry = self.plugin.enqueue_pull_request(
+            repo=repo, number=action.number, expected_head_sha=action.expected_head_sha
+        )
+        attempt = QueueAttempt(
+            number=action.number,
+            head_sha=action.expected_head_sha,
+            attempts=action.attempt,
+            enqueued_at=snapshot.now,
+        )
+        self.ledger.update(
+            mirror,
+            snapshot.strategy,
+            env.branch,
+            lambda led: led.model_copy(update={"queue": attempt}),
+        )
+        log.info(
+            "pull request enqueued",
+            extra={**fields, "attempt": action.attempt, "position": entry.position},
+        )
+        return None
+
+    def instead_of_merge(
+        self, snapshot: Snapshot, repo: Repository, mirror: GitMirror, action: MergePullRequest
+    ) -> Deferred | None:
+        """The SCM refused ``action``'s merge because the branch merges through its queue:
+        enqueue the PR instead, with the same head guard (its gates were just read again)."""
+        env = snapshot.environments[action.environment]
+        attempt = env.ledger.queue
+        again = attempt is not None and (attempt.number, attempt.head_sha) == (
+            action.number,
+            action.expected_head_sha,
+        )
+        log.warning(
+            "merge refused for want of the merge queue, enqueuing instead",
+            extra={"strategy": snapshot.strategy, "environment": env.branch, "pr": action.number},
+        )
+        enqueue = EnqueuePullRequest(
+            environment=action.environment,
+            number=action.number,
+            expected_head_sha=action.expected_head_sha,
+            dry_sha=action.dry_sha,
+            attempt=attempt.attempts + 1 if again and attempt is not None else 1,
+        )
+        return self.enqueue(snapshot, repo, mirror, enqueue)
+
+    def dequeued(self, snapshot: Snapshot, mirror: GitMirror, action: RecordDequeue) -> None:
+        env = snapshot.environments[action.environment]
+        attempt = env.ledger.queue
+        if attempt is None or attempt.number != action.number:
+            return
+        failed = attempt.model_copy(update={"dequeued_at": action.at, "reason": action.reason})
+        self.ledger.update(
+            mirror,
+            snapshot.strategy,
+            env.branch,
+            lambda led: led.model_copy(update={"queue": failed}),
+        )
+        log.warning(
+            "pull request dequeued",
+            extra={
+                "strategy": snapshot.strategy,
+                "environment": env.branch,
+                "pr": action.number,
+                "reason": action.reason,
+                "attempt": attempt.attempts,
+            },
+        )

@@ -1,0 +1,67 @@
+"""SCM deployments (pure): created for what an environment runs, green with its gates,
+failed when a gate fails or a revert of it is in the ledger, and never reported twice."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from promoter.engine import CreateDeployment, Deployment, SetDeploymentStatus, decide
+from promoter.engine.core.ledger_state import EnvLedger
+from promoter.engine.core.snapshot import Snapshot
+
+from ..reverts.test_revert import edit, revert_of
+from ..strategies import NOW, Env, build, dry, hydrated
+
+
+def staging(state: str = "in_progress", name: str | None = "staging", **env: object) -> Snapshot:
+    snapshot = build(
+        Env(
+            "staging",
+            active=5,
+            proposed=5,
+            active_keys=("health",),
+            active_statuses=env.pop("health", {"health": "pending"}),
+        )  # type: ignore[arg-type]
+    )
+    record = Deployment(
+        id="77",
+        hydrated_sha=hydrated("environment/staging", 5),
+        dry_sha=dry(5),
+        state=state,  # type: ignore[arg-type]
+        at=NOW - timedelta(minutes=1),
+    )
+    ledger = env.pop("ledger", EnvLedger(deployments=(record,)))
+    return edit(snapshot, 0, deployment_environment=name, ledger=ledger, **env)
+
+
+def of(snapshot: Snapshot) -> list[object]:
+    return [
+        a for a in decide(snapshot).actions if isinstance(a, CreateDeployment | SetDeploymentStatus)
+    ]
+
+
+def test_what_an_environment_runs_without_a_deployment_gets_one() -> None:
+    [made] = of(staging(ledger=EnvLedger()))
+    assert isinstance(made, CreateDeployment)
+    assert (made.sha, made.supersedes) == (hydrated("environment/staging", 5), None)
+
+
+def test_it_turns_green_with_the_active_gates_and_is_not_reported_twice() -> None:
+    [green] = of(staging(health={"health": "success"}))
+    assert isinstance(green, SetDeploymentStatus) and green.state == "success"
+    assert of(staging("success", health={"health": "success"})) == []
+    assert of(staging()) == []  # still waiting for health: nothing to say
+
+
+def test_a_revert_of_it_fails_it_even_with_green_gates() -> None:
+    ledger = EnvLedger(
+        deployments=staging().environments[0].ledger.deployments,
+        reverts=(revert_of("environment/staging", 5, 3),),
+    )
+    [failed] = of(staging("success", health={"health": "success"}, ledger=ledger))
+    assert isinstance(failed, SetDeploymentStatus) and failed.state == "failure"
+    assert "reverted out of environment/staging" in failed.description
+
+
+def test_nothing_is_reported_where_deployments_are_off() -> None:
+    assert of(staging(name=None, ledger=EnvLedger())) == []
