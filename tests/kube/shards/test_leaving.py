@@ -18,8 +18,8 @@ import pytest
 
 from promoter.cli.sandbox import GitOpsRepo
 from promoter.http import free_port
-from promoter.kube.shards import routes
 from promoter.kube.serving import ReplicaServer
+from promoter.kube.shards import routes
 from tests import processes
 from tests.kube.cluster import NS, PEER_TOKEN, fake_cluster, local_objects, wait_until
 from tests.kube.shard_helpers import holders, leased

@@ -99,16 +99,13 @@ def test_a_refresh_sent_to_another_replica_reaches_the_owner_over_signed_http(
         a, b, strategy = two_replicas(cluster, tmp_path)
         seen = received(a)
         before = annotation(cluster, strategy)
-        sent = time.perf_counter()
         answer = httpx.post(
             cluster.addresses["b"] + "/api/v1/refresh", json={"strategy": f"{NS}.{strategy}"}
         )
         assert answer.status_code == 202, answer.text
         wait_until(lambda: seen, what="the keys at the owner")
-        at, keys = seen[0]
-        print(f"forwarded to the owner in {(at - sent) * 1000:.1f} ms")
+        _, keys = seen[0]  # how soon: bench/shards.py's forwarding figure, not a bound here
         assert keys == [f"{NS}.{strategy}"]
-        assert at - sent < 0.5
         assert b.sharding is not None
         wait_until(lambda: b.sharding.peers.sent == 1, what="b to count the delivery")
         assert annotation(cluster, strategy) == before, "the refresh went by the annotation"
