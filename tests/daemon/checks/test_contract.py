@@ -42,12 +42,12 @@ def test_a_backend_with_its_calls_unanswered_refuses_more_at_once_and_no_other()
             calls.call("stuck", lambda: hang(release), timeout=0.05)
     with pytest.raises(Unreachable, match="no answer to 2 earlier calls yet"):
         calls.call("stuck", lambda: hang(release), timeout=5)  # not its 5 s: refused at once
-    assert calls.call("other", lambda: "fine", timeout=5) == "fine"
+    assert calls.call("other", lambda: "fine", timeout=60) == "fine"
     release.set()
-    deadline = time.monotonic() + 5
+    deadline = time.monotonic() + 60
     while calls.in_flight("stuck") and time.monotonic() < deadline:
         time.sleep(0.01)
-    assert calls.call("stuck", lambda: "answered", timeout=5) == "answered"
+    assert calls.call("stuck", lambda: "answered", timeout=60) == "answered"
 
 
 def test_every_exception_becomes_a_pending_verdict_in_the_backends_words() -> None:

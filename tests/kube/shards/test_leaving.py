@@ -82,22 +82,26 @@ def test_a_second_sigterm_shuts_down_at_once(tmp_path: Path) -> None:
         repo, _, _ = statuses_of(cluster, a, strategy, via="a")
         assert a.sharding is not None
         fence = a.sharding.fence
-        release = threading.Event()
+        writing, release = threading.Event(), threading.Event()
 
         def stuck_merge() -> None:
             with fence.writing(repo):
-                release.wait(10)
+                writing.set()
+                release.wait(600)  # until released: the write ends only when the test says
 
         writer = threading.Thread(target=stuck_merge)
         writer.start()
-        server = cluster.servers["a"].server
-        server.handle_exit(signal.SIGTERM, None)
-        time.sleep(0.2)
-        assert not server.should_exit  # leaving: its write has not ended
-        server.handle_exit(signal.SIGTERM, None)
-        assert server.should_exit
-        release.set()
-        writer.join()
+        try:
+            assert writing.wait(60)  # in flight before the SIGTERM, however slow the start
+            server = cluster.servers["a"].server
+            server.handle_exit(signal.SIGTERM, None)
+            time.sleep(0.2)
+            assert not server.should_exit  # leaving: its write has not ended
+            server.handle_exit(signal.SIGTERM, None)
+            assert server.should_exit
+        finally:
+            release.set()
+            writer.join()
 
 
 def test_a_write_passed_to_a_replica_that_died_waits_for_the_next_owner(
