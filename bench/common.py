@@ -7,10 +7,13 @@ registry (``promoter.metrics``), so a benchmark measures what production exports
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
 import json
 import logging
 import os
 import resource
+import signal
 import statistics
 import subprocess
 import sys
@@ -229,6 +232,92 @@ def quiet_logs() -> None:
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s %(message)s")
     logging.getLogger("promoter").setLevel(logging.WARNING)
     logging.getLogger("uvicorn").setLevel(logging.WARNING)
+
+
+# --- processes ---------------------------------------------------------------------------
+
+
+def run(main: Callable[[], int]) -> int:
+    """Run a benchmark's ``main``; nothing it started outlives it.
+
+    SIGTERM interrupts it as Ctrl-C does (the ``with`` blocks that stop its servers and
+    replicas run), and when it ends, however it ends, every process it started and that
+    still runs (a replica, an API stand-in, a plugin, a git) is ended: SIGTERM, then
+    SIGKILL. The benchmark is its processes' subreaper (Linux): one whose parent died
+    stays its descendant instead of going to init, so it is found and ended too.
+    """
+    _subreaper()
+    previous = signal.signal(signal.SIGTERM, _interrupted)
+    try:
+        return main()
+    finally:
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        left = end_descendants()
+        if left:
+            print(f"ended what was left running: {left}", file=sys.stderr, flush=True)
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _interrupted(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
+def _subreaper() -> None:
+    """Become the subreaper of this process's descendants (Linux's PR_SET_CHILD_SUBREAPER;
+    elsewhere, descendants whose parent died are not found)."""
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0)
+
+
+def descendants(pid: int) -> list[int]:
+    """The live processes below ``pid``, children first (from ``/proc``)."""
+    parents: dict[int, list[int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if fields[0] != "Z":
+            parents.setdefault(int(fields[1]), []).append(int(stat.parent.name))
+    found, todo = [], [pid]
+    while todo:
+        for child in parents.get(todo.pop(0), []):
+            found.append(child)
+            todo.append(child)
+    return found
+
+
+def end_descendants(grace: float = 10.0) -> list[int]:
+    """End every process below this one: SIGTERM, SIGKILL after ``grace`` seconds for
+    what is left; the ones that were running."""
+    left = descendants(os.getpid())
+    for pid in left:
+        _signal(pid, signal.SIGTERM)
+    deadline = time.monotonic() + grace
+    while time.monotonic() < deadline and _reap(descendants(os.getpid())):
+        time.sleep(0.05)
+    for pid in [*left, *descendants(os.getpid())]:
+        _signal(pid, signal.SIGKILL)
+    _reap(descendants(os.getpid()))
+    return left
+
+
+def _signal(pid: int, signum: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.kill(pid, signum)
+
+
+def _reap(pids: list[int]) -> list[int]:
+    """Collect the exit status of those of ``pids`` that ended; the ones still running."""
+    running = []
+    for pid in pids:
+        try:
+            done, _ = os.waitpid(pid, os.WNOHANG)
+        except ChildProcessError:  # not our child: its own parent reaps it
+            done = 0
+        if not done:
+            running.append(pid)
+    return running
 
 
 def run_child(args: list[str], *, timeout: float) -> dict[str, Any]:

@@ -27,6 +27,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+import common
 from common import LOOPBACK, machine, quiet_logs, report, wait_for
 
 from promoter.cli.sandbox import GitOpsRepo, init_bare, sandbox_config
@@ -277,4 +278,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(common.run(main))

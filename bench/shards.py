@@ -371,4 +371,4 @@ def run(args: argparse.Namespace, root: Path) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(common.run(main))

@@ -44,6 +44,8 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+import common
+
 from promoter.http import free_port
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -631,4 +633,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(common.run(main))

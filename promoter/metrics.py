@@ -135,6 +135,13 @@ GIT_LS_REMOTE_TOTAL = Counter(
     ["repository"],
     registry=REGISTRY,
 )
+WATCHDOG_OVERDUE_TOTAL = Counter(
+    "promoter_watchdog_overdue_total",
+    "Locks held and git commands run past their deadline (promoter.watchdog), by kind"
+    " (lock, git) and what.",
+    ["kind", "what"],
+    registry=REGISTRY,
+)
 WEBHOOK_REQUESTS_TOTAL = Counter(
     "promoter_webhook_requests_total",
     "Webhook deliveries by provider, event and result.",

@@ -1,4 +1,5 @@
-"""Shared test set-up: an isolated git identity and config, and the genuine fixtures' path."""
+"""Shared test set-up: an isolated git identity and config, the genuine fixtures' path, and
+nothing left running after the session (``tests.hygiene``)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,14 @@ from starlette.testclient import TestClient
 
 from promoter.redaction import KNOWN
 from tests.fixture_paths import FIXTURES
+from tests.hygiene import (
+    _nothing_left_behind,
+    _runtimes_stopped,
+    pytest_configure,
+    pytest_sessionfinish,
+)
+
+__all__ = ["_nothing_left_behind", "_runtimes_stopped", "pytest_configure", "pytest_sessionfinish"]
 
 settings.register_profile(
     "default", deadline=None, suppress_health_check=[HealthCheck.too_slow], max_examples=200

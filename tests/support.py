@@ -36,8 +36,14 @@ def teams_strategy(name: str = "teams") -> str:
     )
 
 
+WAIT = 60.0
+"""Seconds ``wait_for`` waits by default: what it waits for happens in milliseconds on an
+idle machine, in seconds on one loaded with other work; only what never happens takes
+this long (then the test fails)."""
+
+
 def wait_for(
-    check: Callable[[], T | None], *, timeout: float = 20.0, what: str = "", poll: float = 0.02
+    check: Callable[[], T | None], *, timeout: float = WAIT, what: str = "", poll: float = 0.02
 ) -> T:
     """Poll ``check`` every ``poll`` seconds until it returns something truthy; fail with
     ``what`` on timeout."""

@@ -1,8 +1,10 @@
 """The daemon's working parts: mirrors, caches, ledger, queue, workers, timers, reconciler.
 
 ``Runtime(config, plugins=...)`` is given its SCM plugins (the composition root in
-``promoter.wiring`` builds them); ``start`` runs the workers and timers, ``stop`` stops
-taking work and waits for the reconciles in flight, so nothing is left half-pushed.
+``promoter.wiring`` builds them); ``start`` runs the workers, timers and the watchdog,
+``stop`` stops taking work and waits for the reconciles in flight, so nothing is left
+half-pushed, then releases what the runtime holds (a runtime never started too: the
+delivery log's thread, the plugins' processes, the mirrors' ``cat-file``).
 It offers the HTTP layer two narrow ports: reading views, and commands.
 """
 
@@ -46,6 +48,7 @@ from promoter.state.ledger import GitLedger
 from promoter.state.pulls import PullRequestCache
 from promoter.state.statuses import StatusCache
 from promoter.state.tracking import ShaIndex
+from promoter.watchdog import Watchdog
 from scm_plugins.protocol import ScmPlugin
 
 log = logging.getLogger("promoter.runtime")
@@ -128,6 +131,8 @@ class Runtime:
         self.memory = trim.MemoryTrim(
             idle=self.queue.idle, finished=lambda: self.queue.finished, trim=tuning.libc_trim()
         )
+        self.watchdog = Watchdog()
+        """Reports locks held and git commands run past their deadline."""
         self.started = False
         self._closers: list[Any] = []
 
@@ -329,6 +334,7 @@ class Runtime:
         if self.started:
             return
         tuning.tune()
+        self.watchdog.start()
         self.workers.start()
         self.scheduler.every(LEDGER_FLUSH_INTERVAL, self.ledger.flush_all, "ledger-flush")
         self.scheduler.every(LEDGER_FLUSH_INTERVAL, self.audit.flush_all, "audit-flush")
@@ -346,17 +352,21 @@ class Runtime:
         self._closers.append(closer)
 
     def stop(self) -> None:
-        if not self.started:
-            return
-        self.started = False
-        self.scheduler.stop()
-        finished = self.workers.stop(timeout=60)
-        self.probes.close()
-        self.ledger.flush_all()
-        self.audit.flush_all()
-        for closer in self._closers:
+        """Stop working (when started), then release what the runtime holds; idempotent.
+        A runtime built and never started releases what its construction opened."""
+        started, self.started = self.started, False
+        if started:
+            self.scheduler.stop()
+            finished = self.workers.stop(timeout=60)
+            self.probes.close()
+            self.ledger.flush_all()
+            self.audit.flush_all()
+        closers, self._closers = self._closers, []
+        for closer in closers:
             closer.close()
         for plugin in self.plugins.values():
             plugin.close()
         self.mirrors.close()
-        log.info("promoter stopped", extra={"clean": finished})
+        self.watchdog.stop()
+        if started:
+            log.info("promoter stopped", extra={"clean": finished})

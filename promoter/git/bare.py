@@ -2,26 +2,32 @@
 
 The base of ``GitMirror``: it knows how to run git in the repository, read objects and
 refs, and write objects and refs; the mirror adds what copying a remote means. Every
-method runs under the repository's ``threading.RLock`` (``lock``).
+method runs under the repository's re-entrant ``lock``; what moves a notes ref also
+under its ``notes_lock`` (the order and the rules: ``promoter.git``).
+
+Before each use a repository deleted or damaged under it is healed (``_heal``: the
+mirror clones itself afresh), never while the calling thread holds the notes lock:
+there the call fails with ``MirrorLost`` and the next use heals.
 """
 
 from __future__ import annotations
 
 import re
-import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
-from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from git import Repo
 from git.exc import GitError as GitPythonError
 
 from promoter.errors import GitError
 from promoter.git.credentials import strip_credentials, url_secrets
+from promoter.git.damage import damaged
 from promoter.git.identity import identity_env
 from promoter.git.runner import run_git
 from promoter.git.stale_lock import clear_stale_locks
+from promoter.watchdog import WatchedLock
 
 _NAME_RE = re.compile(r"^[a-zA-Z0-9][a-zA-Z0-9_.-]*$")
 _URL_RE = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*://|^[^/]+:")
@@ -32,6 +38,11 @@ HEAL_CHECK = 0.5
 (every git command checks first)."""
 
 Env = Mapping[str, str] | Callable[[], Mapping[str, str]]
+
+
+class MirrorLost(GitError):
+    """The repository was deleted or damaged under a call that may not heal it (it holds
+    the notes lock): nothing was written; the next use clones the mirror afresh."""
 
 
 class BareRepository:
@@ -47,18 +58,22 @@ class BareRepository:
         self.path = (Path(root) / "mirrors" / f"{name}.git").absolute()
         self._env = env
         self._timeout = timeout
-        self._lock = threading.RLock()
-        self._notes_lock = threading.Lock()
+        self._lock = WatchedLock("mirror", detail=name, deadline=2 * timeout + 60, reentrant=True)
+        """A refresh holds it for two network calls (``ls-remote``, then a fetch)."""
+        self._notes_lock = WatchedLock("mirror notes", detail=name, deadline=timeout + 60)
         """Held by what moves a notes ref: a notes commit, a fetch, and a push by SHA (which
         runs without ``_lock``, and git moves the local ref after it: the fetch refspec
-        maps it). Taken after ``_lock`` when both are needed."""
+        maps it). Taken after ``_lock``; never re-entered, and its holder never waits for
+        ``_lock`` nor heals the repository."""
         self._repo: Repo | None = None
         self._identity: dict[str, str] | None = None
         self._refs: dict[str, str] | None = None
         self._checked = float("-inf")
+        self._damaged: str | None = None
+        """What git said when it found the repository damaged; the next use heals it."""
 
     @property
-    def lock(self) -> threading.RLock:
+    def lock(self) -> WatchedLock:
         """The mirror's lock; hold it to run several operations as one."""
         return self._lock
 
@@ -111,28 +126,61 @@ class BareRepository:
             run_git(["init", "--bare", "--quiet", str(self.path)])
         clear_stale_locks(self.path)
         try:
-            return Repo(self.path)
+            repo = Repo(self.path)
         except GitPythonError:
             run_git(["init", "--bare", "--quiet", str(self.path)])
-            return Repo(self.path)
+            repo = Repo(self.path)
+        repo.git.update_environment(GIT_CEILING_DIRECTORIES=str(self.path.parent))
+        return repo
+
+    def _lost(self) -> str | None:
+        """Why the repository cannot be used as it is (deleted, damaged), or None."""
+        if self._damaged is not None:
+            return self._damaged
+        opened = self._repo is not None or self._refs is not None
+        if opened and not (self.path / "HEAD").is_file():
+            return "deleted"
+        return None
 
     def _heal(self) -> None:
-        """Called before every use: a subclass repairs a repository deleted under it."""
+        """Called before every use, never under the notes lock: a subclass repairs a
+        repository deleted or damaged under it."""
 
-    def _ready(self, *, check: bool = True) -> Repo:
-        """The mirror's repository (its persistent ``cat-file``), healed or created first.
+    def _usable(self, *, check: bool = True) -> None:
+        """Heal the repository if it was lost; under the notes lock, fail instead.
 
         Without ``check`` (an object read), whether it is still on disk is checked at
         most every ``HEAL_CHECK`` seconds: a read costs microseconds, a ``stat`` more.
         """
         now = time.monotonic()
-        if check or now - self._checked > HEAL_CHECK:
-            self._checked = now
+        if not check and now - self._checked <= HEAL_CHECK and self._damaged is None:
+            return
+        self._checked = now
+        if not self._notes_lock.held():
             self._heal()
+            return
+        lost = self._lost()
+        if lost is not None:
+            raise MirrorLost(f"mirror {self.name} lost under a notes write ({lost}); healed next")
+
+    def _ready(self, *, check: bool = True) -> Repo:
+        """The mirror's repository (its persistent ``cat-file``), healed or created first
+        (under the notes lock: as it is, or ``MirrorLost``)."""
+        self._usable(check=check)
         if self._repo is None:
+            if self._notes_lock.held():
+                raise MirrorLost(f"mirror {self.name} closed under a notes write")
             self.ensure()
         assert self._repo is not None
         return self._repo
+
+    def _reader_failed(self, exc: BaseException) -> None:
+        """The persistent ``cat-file`` answered nothing (it stopped: the repository was
+        deleted or damaged under it): close it, and have the next use heal."""
+        self._damaged = f"the object reader stopped: {exc}"
+        if self._repo is not None:
+            self._repo.close()
+            self._repo = None
 
     def _extra_env(self) -> dict[str, str]:
         env = self._env() if callable(self._env) else self._env
@@ -158,42 +206,66 @@ class BareRepository:
                 self._identity = identity_env(git_dir=self.path)
             env = {**self._identity, **env}
         what = f"of {strip_credentials(self.url)} " if network else ""
-        self._ready()
-        return run_git(
-            args,
-            cwd=self.path,
-            env=env,
-            stdin=stdin,
-            ok=ok,
-            timeout=self._timeout if network else None,
-            secrets=url_secrets(self.url),
-            what=f"{what}in mirror {self.name}",
-        )
+        if self._notes_lock.held():
+            self._usable()
+        else:
+            self._ready()
+        try:
+            return run_git(
+                args,
+                cwd=self.path,
+                env=env,
+                stdin=stdin,
+                ok=ok,
+                timeout=self._timeout if network else None,
+                secrets=url_secrets(self.url),
+                what=f"{what}in mirror {self.name}",
+                ceiling=self.path.parent,
+            )
+        except GitError as exc:
+            self._note_damage(str(exc))
+            raise
+
+    def _note_damage(self, message: str) -> None:
+        """After a failed command: remember a damaged repository, for the next use to heal."""
+        if damaged(message) and (self.path / "HEAD").exists():
+            self._damaged = message.splitlines()[0][:500]
 
     def _header(self, rev: str) -> str | None:
         """The SHA ``rev`` names, through the persistent ``cat-file --batch-check``."""
-        try:
-            sha: str | bytes = (
-                "" if "\n" in rev else self._ready(check=False).git.get_object_header(rev)[0]
-            )
-        except ValueError:
+        if "\n" in rev:
             return None
+        found = self._read_object(rev, header=True)
+        sha: str | bytes = found[0] if found is not None else ""
         return (sha.decode() if isinstance(sha, bytes) else sha) or None  # typed str, is bytes
 
     def _data(self, rev: str) -> bytes | None:
         """The content of ``rev``, through the persistent ``cat-file --batch``."""
-        try:
-            return None if "\n" in rev else self._ready(check=False).git.get_object_data(rev)[3]
-        except ValueError:
-            return None
+        found = None if "\n" in rev else self._read_object(rev)
+        return found[3] if found is not None else None
 
     def _commit_data(self, sha: str) -> bytes | None:
         """The content of commit ``sha``; None when missing or not a commit."""
-        try:
-            found = None if "\n" in sha else self._ready(check=False).git.get_object_data(sha)
-        except ValueError:
-            return None
+        found = None if "\n" in sha else self._read_object(sha)
         return found[3] if found is not None and found[1] in (b"commit", "commit") else None
+
+    def _read_object(self, rev: str, *, header: bool = False) -> tuple[Any, ...] | None:
+        """``(sha, type, size[, data])`` of ``rev`` through the persistent ``cat-file``;
+        None when the repository has no such object. A reader that stopped answering
+        (``GitError``) is closed and the repository healed on its next use."""
+        repo = self._ready(check=False)
+        try:
+            if header:
+                return tuple(repo.git.get_object_header(rev))
+            return tuple(repo.git.get_object_data(rev))
+        except ValueError as exc:
+            if "could not be resolved" in str(exc):
+                return None  # "<rev> missing": no such object
+            self._reader_failed(exc)
+            raise GitError(f"cannot read {rev} in mirror {self.name}: {exc}") from exc
+        except OSError as exc:  # a broken pipe: the reader is gone
+            self._reader_failed(exc)
+            raise GitError(f"cannot read {rev} in mirror {self.name}: {exc}") from exc
 
     def _objects(self, shas: Iterable[str]) -> dict[str, bytes]:
         """The content of many objects at once: one ``git cat-file --batch`` for all of
@@ -219,8 +291,14 @@ class BareRepository:
     def _run_bytes(self, args: list[str], stdin: bytes) -> bytes:
         """Run a local ``git args`` whose output is binary (object contents)."""
         self._ready()
-        what = f"in mirror {self.name}"
-        out = run_git(args, cwd=self.path, stdin=stdin, what=what, encoding="latin-1")[1]
+        what, ceiling = f"in mirror {self.name}", self.path.parent
+        try:
+            out = run_git(
+                args, cwd=self.path, stdin=stdin, what=what, encoding="latin-1", ceiling=ceiling
+            )[1]
+        except GitError as exc:
+            self._note_damage(str(exc))
+            raise
         return out.encode("latin-1")
 
     # -- refs ---------------------------------------------------------------------------
@@ -250,6 +328,8 @@ class BareRepository:
         except BaseException:
             self._refs = None  # read them all again, next time
             raise
+        if self._refs is not refs:
+            return  # healed meanwhile: the refs read since are newer than this one
         updated = dict(refs)
         if found is None:
             updated.pop(ref, None)
@@ -282,65 +362,3 @@ class BareRepository:
             return refs.get(ref)
         with self._lock:
             return self._cached_refs().get(ref)
-
-    # -- writes -------------------------------------------------------------------------
-
-    def commit_tree(self, tree: str, parents: list[str], message: str) -> str:
-        """A new commit object (no ref moves) with a fallback identity if none is set."""
-        args = ["commit-tree", tree, *(a for p in parents for a in ("-p", p)), "-m", message]
-        with self._lock:
-            return self._run(args, commit=True)[1].strip()
-
-    def merge_tree(self, ours: str, theirs: str) -> tuple[bool, str]:
-        """A three-way merge of two commits, written as a tree only: ``(clean, tree)``.
-
-        ``git merge-tree --write-tree``: no working tree, no ref moves; the tree of a
-        conflicting merge holds conflict markers and is only good for telling it apart.
-        """
-        args = ["merge-tree", "--write-tree", "--no-messages", ours, theirs]
-        with self._lock:
-            status, out, _ = self._run(args, ok=(0, 1))
-        return status == 0, out.split("\n", 1)[0].strip()
-
-    def commit_parents(self, sha: str) -> tuple[str, list[str]] | None:
-        """The tree and parents of commit ``sha``, or None when the mirror lacks it."""
-        with self._lock:
-            data = self._commit_data(sha)
-        if data is None:
-            return None
-        tree, parents = "", []
-        for line in data.split(b"\n\n", 1)[0].splitlines():
-            if line.startswith(b"tree "):
-                tree = line[5:].decode()
-            elif line.startswith(b"parent "):
-                parents.append(line[7:].decode())
-        return (tree, parents) if tree else None
-
-    def tree_history(self, tip: str, limit: int) -> list[tuple[str, str]]:
-        """``(commit, tree)`` of the newest ``limit`` commits reachable from ``tip``."""
-        args = ["log", "--format=%H %T", f"-n{limit}", "--end-of-options", tip, "--"]
-        with self._lock:
-            out = self._run(args)[1]
-        return [(c, t) for c, _, t in (ln.partition(" ") for ln in out.splitlines()) if t]
-
-    def resolve_commit(self, prefix: str) -> str | None:
-        """The full SHA of the one commit ``prefix`` names; None if no commit or several do."""
-        if not re.fullmatch(r"[0-9a-f]{4,40}", prefix):
-            return None
-        with self.lock:
-            code, out, _ = self._run(
-                ["rev-parse", "--verify", "--quiet", f"{prefix}^{{commit}}"], ok=(0, 1, 128)
-            )
-        return out.strip() if code == 0 and out.strip() else None
-
-    def commit_time(self, sha: str) -> datetime | None:
-        """When ``sha`` was committed (its committer date), or None for an unknown commit."""
-        with self._lock:
-            data = self._data(sha)
-        if data is None:
-            return None
-        for line in data.split(b"\n\n", 1)[0].splitlines():
-            if line.startswith(b"committer "):
-                # committer NAME <EMAIL> SECONDS +ZONE
-                return datetime.fromtimestamp(int(line.split(b" ")[-2]), tz=UTC)
-        return None

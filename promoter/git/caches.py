@@ -7,6 +7,7 @@ from typing import Generic, TypeVar
 
 from git.objects.fun import tree_entries_from_data
 
+from promoter.errors import GitError
 from promoter.git.metadata import TREE_MODE, TreeEntries
 
 K = TypeVar("K")
@@ -93,10 +94,15 @@ class TreeCache:
         """The root tree each notes ref was last read at (``moved``)."""
 
     def __call__(self, tree: str) -> TreeEntries:
+        """The entries of ``tree``; ``GitError`` when it cannot be read (a mirror deleted or
+        damaged under the read): never taken for an empty tree, which a notes commit
+        written on it would make a commit that forgets every other note."""
         cached = self._trees.get(tree)
         if cached is not None:
             return cached
-        data = self._read_object(tree) or b""
+        data = self._read_object(tree)
+        if data is None:
+            raise GitError(f"tree {tree} cannot be read")
         entries = {name: (mode, sha.hex()) for sha, mode, name in tree_entries_from_data(data)}
         self._entries += len(entries)
         if self._entries > TREE_ENTRIES or len(self._trees) >= 4096:

@@ -3,7 +3,9 @@
 A mirror is refreshed (``ls-remote``, then a fetch if anything moved) when it was
 invalidated since its last refresh (a webhook, the ref poller or our own merge
 said something moved) or when its last refresh is older than ``max_age`` (a minute).
-Thread-safe: refreshes of one mirror are serialised by the mirror's own lock.
+Thread-safe: refreshes of one mirror are serialised by its refresh lock, taken before
+the mirror's own (the order of the locks: ``promoter.git``); the pool's guard of its
+table is a leaf, never held while a mirror is used.
 
 A first start, and a replica taking shards over, refresh (clone) the mirrors *ahead*
 of the reconciles that read them, one at a time in a thread of their own
@@ -24,6 +26,7 @@ from pathlib import Path
 
 from promoter.config import Repository
 from promoter.git import GitMirror
+from promoter.watchdog import WatchedLock
 
 log = logging.getLogger("promoter.mirrors")
 
@@ -33,11 +36,20 @@ net: whatever moves a ref says so (a push webhook, the ref poller, the promoter'
 merge, the periodic resync's one ``ls-remote`` per repository)."""
 
 
+REFRESH_DEADLINE = 600.0
+"""Seconds a refresh lock may be held: a refresh waits for the mirror's lock (held up to
+two network timeouts by another refresh), then runs its own two network calls."""
+
+
 @dataclass
 class _Freshness:
-    lock: threading.Lock = field(default_factory=threading.Lock)
+    name: str
+    lock: WatchedLock = field(init=False)
     invalidated: float = float("inf")
     refreshed: float = float("-inf")
+
+    def __post_init__(self) -> None:
+        self.lock = WatchedLock("mirror refresh", detail=self.name, deadline=REFRESH_DEADLINE)
 
 
 class MirrorPool:
@@ -61,7 +73,7 @@ class MirrorPool:
         self._clock = clock
         self._mirrors: dict[str, GitMirror] = {}
         self._fresh: dict[str, _Freshness] = {}
-        self._guard = threading.Lock()
+        self._guard = WatchedLock("mirror pool")
         self._ahead: list[threading.Event] = []
         """One event per ``refresh_ahead`` under way, set to stop it."""
 
@@ -81,7 +93,7 @@ class MirrorPool:
                     ),
                 )
                 self._mirrors[repo.name] = mirror
-                self._fresh[repo.name] = _Freshness()
+                self._fresh[repo.name] = _Freshness(repo.name)
             return mirror
 
     def release(self, names: Sequence[str]) -> None:

@@ -2,7 +2,9 @@
 
 Commands never prompt, run with the caller's variables on top of the process
 environment, retry once when a killed git left a stale lock behind, and fail with a
-``GitError`` whose message and cause hold no credentials.
+``GitError`` whose message and cause hold no credentials. Each one runs watched
+(``promoter.watchdog``): one running past its deadline is reported with its thread's
+stack.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from promoter.errors import GitError
 from promoter.git.child_env import child_env
 from promoter.git.credentials import redact
 from promoter.git.stale_lock import clear_stale_lock
+from promoter.watchdog import CALL_DEADLINE, GRACE, watch
 
 REFUSED_CREDENTIALS = (
     "could not read Username",
@@ -62,28 +65,36 @@ def run_git(
     secrets: Iterable[str] = (),
     what: str = "",
     encoding: str = "utf-8",
+    ceiling: Path | None = None,
 ) -> GitResult:
     """Run ``git args`` in ``cwd``: ``(status, stdout, stderr)``.
 
     ``env`` is added to ``base_env`` (default: the process environment). A status not
     in ``ok`` raises ``git_error`` with the values of ``env`` and ``secrets`` redacted.
     Binary output (object contents) is read with ``encoding="latin-1"``, which maps
-    every byte to one character and back.
+    every byte to one character and back. ``ceiling``: git looks for the repository in
+    ``cwd`` and never above this directory (a damaged repository then fails, where git
+    would otherwise take the repository around it for it).
     """
+    if ceiling is not None:
+        env = {**(env or {}), "GIT_CEILING_DIRECTORIES": str(ceiling)}
     full_env = child_env(env, base_env)
     data = stdin.encode() if isinstance(stdin, str) else stdin
-    hidden = [*secrets, *(env or {}).values()]
+    hidden = [*secrets, *(v for k, v in (env or {}).items() if k != "GIT_CEILING_DIRECTORIES")]
+    deadline = CALL_DEADLINE if timeout is None else timeout + GRACE
+    command = f"git {args[0]}" if args and not args[0].startswith("-") else "git"
     for attempt in (1, 2):
         try:
-            done = subprocess.run(
-                ["git", *args],
-                cwd=cwd,
-                input=data,
-                capture_output=True,
-                env=full_env,
-                timeout=timeout,
-                check=False,
-            )
+            with watch(command, detail=what, deadline=deadline):
+                done = subprocess.run(
+                    ["git", *args],
+                    cwd=cwd,
+                    input=data,
+                    capture_output=True,
+                    env=full_env,
+                    timeout=timeout,
+                    check=False,
+                )
         except subprocess.TimeoutExpired:
             raise git_error(args, -1, f"timed out after {timeout} s", hidden, what) from None
         except OSError as exc:

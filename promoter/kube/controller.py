@@ -55,6 +55,11 @@ from scm_plugins.registry import build_plugin
 
 log = logging.getLogger("promoter.kube.controller")
 
+TICK = 1.0
+"""Seconds between two steps of the controller's thread when nothing wakes it: what
+changes (a watch event, a list read to its end, the election, a shard moved) wakes it at
+once; the tick is a safety net."""
+
 REBUILD_RETRY = (1.0, 60.0)
 """Seconds before building a configuration that failed to build again: the first wait,
 doubled on each failure up to the second (a change of the objects tries again at once)."""
@@ -227,7 +232,7 @@ class Controller:
 
     def _run(self) -> None:
         while not self._stop.is_set():
-            self._wake.wait(timeout=1.0)
+            self._wake.wait(timeout=TICK)
             self._wake.clear()
             if self._stop.is_set():
                 return

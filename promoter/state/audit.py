@@ -20,7 +20,6 @@ from __future__ import annotations
 import json
 import logging
 import os
-import threading
 from collections.abc import Callable, Iterable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -28,6 +27,7 @@ from pathlib import Path
 from promoter.git import GitMirror
 from promoter.state import audit_notes
 from promoter.state.audit_entry import AuditEntry, AuditPage, AuditQuery, cursor
+from promoter.watchdog import WatchedLock
 
 log = logging.getLogger("promoter.audit")
 
@@ -53,7 +53,8 @@ class AuditTrail:
         self.path = directory / "journal.jsonl"
         self.mirror_of = mirror_of
         self.owns = owns
-        self._lock = threading.Lock()
+        self._lock = WatchedLock("audit journal")
+        """Never held while a mirror is used (``promoter.git``)."""
         self._pending: dict[str, list[AuditEntry]] = {}
         self._pushed: set[str] = set()
         self._journal: dict[str, AuditEntry] = {}

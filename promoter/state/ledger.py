@@ -39,7 +39,6 @@ from __future__ import annotations
 import functools
 import hashlib
 import logging
-import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
@@ -47,6 +46,7 @@ from promoter.engine import EnvLedger
 from promoter.errors import GitError, NotOwner, PermanentError
 from promoter.git import GitMirror, NotesMoved, PushRejected
 from promoter.git.caches import remember
+from promoter.watchdog import WatchedLock
 
 LEDGER_REF = "refs/notes/promoter.ledger"
 NO_REF = "0" * 40
@@ -101,7 +101,8 @@ class GitLedger:
         self._pending: dict[str, _Pending] = {}
         self._inflight: dict[str, list[_Pending]] = {}
         """Per repository, the flushes whose push has not landed in the local ref yet."""
-        self._guard = threading.Lock()
+        self._guard = WatchedLock("ledger")
+        """A leaf (``promoter.git``): taken under a mirror's lock, never around one."""
         self._parsed: dict[str, EnvLedger] = {}
         """Notes already parsed, by their blob's SHA (values are immutable)."""
         self._at_tip: dict[str, tuple[str | None, dict[str, EnvLedger]]] = {}

@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from tests import processes
+
 ROOT = Path(__file__).resolve().parents[2]
 DEMO = (sys.executable, "-m", "promoter.cli", "demo")
 
@@ -26,9 +28,7 @@ def demo_env(tmp: Path) -> dict[str, str]:
 
 
 def test_the_scripted_demo_leaves_no_sandbox_behind(tmp_path: Path) -> None:
-    run = subprocess.run(
-        [*DEMO, "--scripted"], env=demo_env(tmp_path), capture_output=True, text=True, timeout=120
-    )
+    run = processes.run([*DEMO, "--scripted"], env=demo_env(tmp_path), text=True, timeout=120)
     assert run.returncode == 0, run.stderr
     assert "prod never ran the bad change" in run.stdout
     assert sandboxes(tmp_path) == []
@@ -43,7 +43,7 @@ def test_ctrl_c_stops_the_demo_and_removes_its_sandbox(tmp_path: Path) -> None:
     previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         stderr = (tmp_path / "stderr.txt").open("w")
-        proc = subprocess.Popen(
+        proc = processes.start(
             DEMO, env=demo_env(tmp_path), stdout=subprocess.PIPE, stderr=stderr, text=True
         )
     finally:
@@ -64,20 +64,14 @@ def test_ctrl_c_stops_the_demo_and_removes_its_sandbox(tmp_path: Path) -> None:
                 pytest.fail(f"the demo was still running 60 s after Ctrl-C; it said:\n{said}")
             assert proc.returncode in (0, 130)
         finally:
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait()
+            processes.end(proc)
     assert sandboxes(tmp_path) == []
 
 
 def test_a_sandbox_the_user_names_is_kept(tmp_path: Path) -> None:
     kept = tmp_path / "kept"
-    run = subprocess.run(
-        [*DEMO, "--scripted", "--dir", str(kept)],
-        env=demo_env(tmp_path),
-        capture_output=True,
-        text=True,
-        timeout=120,
+    run = processes.run(
+        [*DEMO, "--scripted", "--dir", str(kept)], env=demo_env(tmp_path), text=True, timeout=120
     )
     assert run.returncode == 0, run.stderr
     assert (kept / "promoter.yaml").is_file()

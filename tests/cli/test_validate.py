@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
 from promoter.cli.main import main
+from tests import processes
 from tests.support import GitOpsRepo
 
 
@@ -140,9 +140,8 @@ def test_serve_refuses_what_validate_refuses_with_the_same_words(
         + f"daemon: {{stateDir: {tmp_path / 'state'}, port: 0}}\n",
     )
     _, said_by_validate = validate(path, capsys)
-    served = subprocess.run(
+    served = processes.run(
         [sys.executable, "-m", "promoter.cli", "serve", "--config", str(path)],
-        capture_output=True,
         text=True,
         timeout=60,
     )

@@ -5,13 +5,13 @@ from __future__ import annotations
 import json
 import os
 import signal
-import subprocess
 import sys
 import time
 from pathlib import Path
 
 from promoter.cli.main import main
 from promoter.http import free_port
+from tests import processes
 from tests.support import GitOpsRepo, wait_for
 
 
@@ -40,7 +40,7 @@ def test_serve_logs_json_answers_the_cli_and_stops_cleanly_on_sigterm(
     config = write_config(tmp_path, gitops, port)
     log_file = tmp_path / "daemon.log"
     with log_file.open("w") as log:
-        proc = subprocess.Popen(
+        proc = processes.start(
             [sys.executable, "-m", "promoter.cli", "serve", "--config", str(config)],
             stderr=log,
             stdout=log,
@@ -73,7 +73,10 @@ def test_serve_logs_json_answers_the_cli_and_stops_cleanly_on_sigterm(
         assert main(["release", "guestbook", "staging", "--url", url]) == 0
     finally:
         proc.send_signal(signal.SIGTERM)
-        code = proc.wait(timeout=60)
+        try:
+            code = proc.wait(timeout=60)
+        finally:
+            processes.end(proc)
     assert code == 0  # a clean shutdown on SIGTERM is a success
     lines = [json.loads(line) for line in log_file.read_text().splitlines() if line.startswith("{")]
     messages = [line["msg"] for line in lines]

@@ -3,7 +3,6 @@ path; a repository that cannot be read shows on its strategy, not only in /ready
 
 from __future__ import annotations
 
-import subprocess
 import sys
 from pathlib import Path
 
@@ -11,6 +10,7 @@ import pytest
 from starlette.testclient import TestClient
 
 from promoter.wiring import Daemon
+from tests import processes
 from tests.support import ENVIRONMENTS, GitOpsRepo, git_children, local_config, wait_for
 
 from .test_local_promotion import env_view, wait_state
@@ -60,9 +60,8 @@ def test_a_state_dir_that_cannot_be_created_is_refused_with_its_path(
         "  - {name: g, repository: gitops, environments: [{branch: environment/dev}]}\n"
         "daemon: {port: 0}\n"
     )
-    served = subprocess.run(
+    served = processes.run(
         [*SERVE, "--config", str(config), "--state-dir", str(state)],
-        capture_output=True,
         text=True,
         timeout=60,
     )

@@ -15,6 +15,7 @@ from promoter.errors import ConfigError
 from promoter.git import version
 from promoter.git.version import MINIMUM, parse, require_git
 from promoter.wiring import Daemon
+from tests import processes
 from tests.support import GitOpsRepo, local_config
 
 REAL_GIT = subprocess.run(["which", "git"], capture_output=True, text=True).stdout.strip()
@@ -104,9 +105,8 @@ def test_serve_says_so_and_exits_2(tmp_path: Path) -> None:
         **os.environ,
         "PATH": fake_git(tmp_path / "bin", "git version 2.34.1"),
     }
-    served = subprocess.run(
+    served = processes.run(
         [sys.executable, "-m", "promoter.cli", "serve", "--config", str(path)],
-        capture_output=True,
         text=True,
         timeout=60,
         env=env,

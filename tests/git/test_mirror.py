@@ -252,7 +252,7 @@ def test_authors_names_every_author_and_co_author_of_the_commits_between(
         ("Grace", "grace@example.com"),
     ]
     assert mirror.authors(second, second) == ()
-    monkeypatch.setattr("promoter.git.mirror.MAX_AUTHORS_LOG", 1)
+    monkeypatch.setattr("promoter.git.facts.MAX_AUTHORS_LOG", 1)
     with pytest.raises(GitError, match="more than 1 commits"):
         mirror.authors(None, third + "^{commit}")  # three commits; not a SHA: read again
 

@@ -141,10 +141,10 @@ def test_releasing_a_mirror_busy_in_a_hanging_fetch_does_not_wait_for_it(tmp_pat
     holder = threading.Thread(target=hanging_fetch)
     holder.start()
     try:
-        assert fetching.wait(5)
+        assert fetching.wait(30)
         released = threading.Thread(target=pool.release, args=([repo.name],))
         released.start()
-        released.join(2)
+        released.join(20)  # the fetch hangs 30 s: a release that waited for it is caught
         assert not released.is_alive(), "release waited for the mirror's fetch"
     finally:
         done.set()

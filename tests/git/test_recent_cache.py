@@ -51,7 +51,7 @@ def test_an_entry_used_once_every_limit_puts_stays_and_the_cache_holds_at_most_t
 def test_a_mirror_keeps_the_tips_of_all_its_refs_cached_however_many_there_are(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("promoter.git.mirror.FACTS", 4)
+    monkeypatch.setattr("promoter.git.remote_copy.FACTS", 4)
     remote = GitSandbox(tmp_path)
     remote.commit_dry({"values.yaml": "v: 1\n"}, "Dry")
     for i in range(12):

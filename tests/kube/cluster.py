@@ -21,10 +21,14 @@ from promoter.kube.shards.settings import ShardSettings
 from scm_plugins.local import LocalScm
 from scm_plugins.protocol import ScmPlugin
 from tests.kube.fake_api import FakeKube
+from tests.support import WAIT
 
 GROUP = "promoter.argoproj.io"
 NS = "team"
-FAST_LEASE = {"lease_duration": 1.0, "renew_deadline": 0.6, "retry_period": 0.1}
+FAST_LEASE = {"lease_duration": 6.0, "renew_deadline": 4.0, "retry_period": 0.1}
+"""The replicas' Leases unless a test says otherwise: rounds every 0.1 s, and a deadline
+that no stall of a machine shared with other work (seconds, under load) lets lapse, so a
+hold lapses only where a test makes it (a paused lease loop, a crash)."""
 PEER_TOKEN = "peer-secret-for-tests"
 
 
@@ -174,7 +178,7 @@ def local_objects(cluster: Cluster, repo: Path, *, gates: bool = False) -> None:
     cluster.create("promotionstrategies", "guestbook", spec)
 
 
-def wait_until(check: Any, *, timeout: float = 20.0, what: str = "") -> Any:
+def wait_until(check: Any, *, timeout: float = WAIT, what: str = "") -> Any:
     deadline = time.monotonic() + timeout
     while True:
         value = check()

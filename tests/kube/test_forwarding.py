@@ -200,15 +200,14 @@ def test_a_configuration_that_keeps_failing_to_build_is_tried_less_often_and_aga
         local_objects(cluster, repo.path)
         a = cluster.replica("a", scm=failing)
         a.start()
-        wait_until(lambda: len(tries) >= 3, timeout=10, what="three builds")
+        wait_until(lambda: len(tries) >= 3, timeout=60, what="three builds")
         assert tries[1] - tries[0] >= 1.0 and tries[2] - tries[1] >= 2.0, tries
         assert not a.ready()
+        a._rebuild_after = float("inf")  # the next try never falls due: only a change helps
         broken[0] = False
-        changed = time.monotonic()
         spec = cluster.fake.get("promotionstrategies", NS, "guestbook")["spec"]  # type: ignore[index]
         cluster.patch_spec("promotionstrategies", "guestbook", {**spec, "dryBranch": "main"})
         wait_until(a.ready, what="the replica ready")
-        assert time.monotonic() - changed < 3.0  # not at the next try, 4 s after the last
         assert a.runtime.config.strategy("team.guestbook") is not None
 
 

@@ -24,7 +24,7 @@ from promoter.config import Repository
 from promoter.errors import ScmRateLimited, ScmUnavailable
 from promoter.models import CommitStatus, PullRequest
 from scm_plugins.protocol import ScmPlugin
-from tests.support import wait_for
+from tests.support import WAIT, wait_for
 
 T = TypeVar("T")
 
@@ -383,7 +383,7 @@ class CI:
         return self.step(now=True)
 
     def wait_for(
-        self, check: Callable[[], T | None], *, timeout: float = 20.0, what: str = ""
+        self, check: Callable[[], T | None], *, timeout: float = WAIT, what: str = ""
     ) -> T:
         """``tests.support.wait_for``, reporting new statuses before every look."""
 

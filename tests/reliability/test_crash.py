@@ -30,6 +30,7 @@ from promoter.git.stale_lock import STALE_AFTER
 from promoter.http import free_port
 from promoter.wiring import Daemon as InProcessDaemon
 from scm_plugins.local import LocalScm
+from tests import processes
 from tests.support import ENVIRONMENTS, GitOpsRepo, local_config, wait_for
 
 from .faults import CI, api_poster
@@ -104,19 +105,17 @@ class Daemon:
     def start(self) -> None:
         with self.log.open("ab") as out:
             self._read = out.tell()  # what a killed life left half-written is not read
-            self.proc = subprocess.Popen(
+            self.proc = processes.start(
                 [sys.executable, "-m", "promoter.cli", "serve", "--config", str(self.config)],
                 stdout=out,
                 stderr=out,
-                start_new_session=True,
             )
         self.started_at = time.monotonic()
         self.lives += 1
 
     def kill(self) -> None:
         assert self.proc is not None
-        os.killpg(self.proc.pid, signal.SIGKILL)
-        self.proc.wait(timeout=30)
+        processes.end(self.proc, term=False)  # SIGKILL, the daemon and all it started
 
     def stop(self) -> int:
         assert self.proc is not None
@@ -125,8 +124,7 @@ class Daemon:
         try:
             return self.proc.wait(timeout=60)
         finally:
-            if self.proc.poll() is None:
-                os.killpg(self.proc.pid, signal.SIGKILL)
+            processes.end(self.proc)
 
     def alive_for(self) -> float:
         return time.monotonic() - self.started_at

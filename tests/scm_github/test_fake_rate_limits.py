@@ -122,7 +122,7 @@ def test_more_concurrent_requests_than_allowed_are_refused(
     answers: list[int] = []
     first = threading.Thread(target=lambda: answers.append(send(fake, "GET", "/pulls").status_code))
     first.start()
-    assert inside.wait(5)
+    assert inside.wait(30)
     second = send(fake, "GET", "/pulls")
     release.set()
     first.join()

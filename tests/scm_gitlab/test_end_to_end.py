@@ -43,6 +43,7 @@ def config_text(
     dev: str = "",
     prod: str = "",
     poll_interval: str = "0.1s",
+    resync_interval: str = "60s",
 ) -> str:
     """The e2e configuration: ``gate`` is the proposed gate, ``dev`` more settings of dev."""
     return f"""
@@ -72,7 +73,7 @@ webhooks:
 daemon:
   stateDir: {state}
   workers: 2
-  resyncInterval: 60s
+  resyncInterval: {resync_interval}
 """
 
 

@@ -32,10 +32,16 @@ from .test_end_to_end import HOOK_ENV, HOOK_TOKEN, PROJECT_ID, config_text, merg
 DEV = "environment/dev"
 
 
+SEEN = 30.0
+"""Seconds within which a gate set on GitLab is acted on: only its hook can do that, the
+resync being an hour away and the cached statuses trusted for a minute (how fast a hook
+is acted on is a figure of the benchmarks, not a bound a loaded machine can keep)."""
+
+
 def config(gitops: Path, state: Path, url: str, auto_merge: bool = True) -> str:
     """The end-to-end configuration, with the CI job (or status) ``lint`` as dev's gate."""
     dev = "" if auto_merge else ", autoMerge: false"
-    return config_text(gitops, state, url, gate="lint", dev=dev)
+    return config_text(gitops, state, url, gate="lint", dev=dev, resync_interval="1h")
 
 
 class GitLabSide:
@@ -125,7 +131,7 @@ class GitLabSide:
             f"{self.fake.url}/api/v4/projects/{PROJECT_ID}/statuses/{sha}",
             headers={"PRIVATE-TOKEN": TOKEN},
             json={"state": state, "name": key},
-            timeout=5,
+            timeout=30,
         )
         assert answer.status_code == 201, answer.text
 
@@ -184,7 +190,7 @@ def open_mr(side: GitLabSide, branch: str) -> dict[str, Any]:
     )
 
 
-def test_a_status_set_through_gitlabs_api_merges_within_a_second(gitlab: Any) -> None:
+def test_a_status_set_through_gitlabs_api_merges_on_its_hook(gitlab: Any) -> None:
     client, side, _ = gitlab
     change = side.gitops.change("1.1.0", "Bump guestbook to 1.1.0")
     open_mr(side, DEV)
@@ -193,23 +199,21 @@ def test_a_status_set_through_gitlabs_api_merges_within_a_second(gitlab: Any) ->
     assert dry(client, DEV) != change
     started = time.monotonic()
     side.external_status(head, "lint", "success")
-    wait_for(lambda: dry(client, DEV) == change, timeout=5, what="the merge")
+    wait_for(lambda: dry(client, DEV) == change, timeout=SEEN, what="the merge")
     took = time.monotonic() - started
     print(f"\nlint green (set through GitLab's API) -> merged: {took * 1000:.0f} ms")
-    assert took < 1.0
 
 
-def test_a_ci_job_used_as_a_gate_merges_within_a_second(gitlab: Any) -> None:
+def test_a_ci_job_used_as_a_gate_merges_on_its_pipeline_hook(gitlab: Any) -> None:
     client, side, _ = gitlab
     change = side.gitops.change("1.2.0", "Bump guestbook to 1.2.0")
     open_mr(side, DEV)
     time.sleep(0.3)
     started = time.monotonic()
     side.ci_job(DEV, "lint", "success")
-    wait_for(lambda: dry(client, DEV) == change, timeout=5, what="the merge")
+    wait_for(lambda: dry(client, DEV) == change, timeout=SEEN, what="the merge")
     took = time.monotonic() - started
     print(f"\nlint job green (push pipeline hook) -> merged: {took * 1000:.0f} ms")
-    assert took < 1.0
 
 
 @pytest.fixture

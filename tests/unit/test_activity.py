@@ -68,9 +68,9 @@ def test_an_scm_call_never_waits_for_a_reader_of_the_activity() -> None:
 
     worker = threading.Thread(target=reconcile)
     worker.start()
-    assert registered.wait(timeout=5)
+    assert registered.wait(timeout=30)
     with activity._lock:  # a reader in the middle of ``waiting``
         go.set()
-        assert called.wait(timeout=2.0)
+        assert called.wait(timeout=30)
     worker.join()
     assert activity.waiting("guestbook") is None

@@ -3,7 +3,6 @@ silent guess: empty sections, merge keys, duplicate keys, booleans for numbers, 
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import pytest
@@ -83,9 +82,7 @@ def test_a_number_or_a_word_is_never_read_as_a_boolean() -> None:
 def test_an_alias_bomb_is_refused_at_once() -> None:
     lines = ['a0: &a0 ["lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol"]']
     lines += [f"a{i}: &a{i} [" + ", ".join([f"*a{i - 1}"] * 9) + "]" for i in range(1, 6)]
-    started = time.monotonic()
-    found = problems("\n".join(lines) + "\n")
-    assert time.monotonic() - started < 3.0
+    found = problems("\n".join(lines) + "\n")  # 9 ** 6 nodes if expanded: refused instead
     assert len(found) == 1 and f"more than {MAX_ALIASED_NODES}" in found[0], found
     assert found[0].startswith("p.yaml:"), found
 

@@ -74,6 +74,22 @@ def budget(limits: Limits = SMALL) -> tuple[CredentialBudget, Clock]:
     return CredentialBudget(limits, clock=clock, wall=clock.wall), clock
 
 
+def waiting_budget(limits: Limits) -> tuple[CredentialBudget, list[float]]:
+    """A budget on a clock that its own waits move: a call that waits ``t`` seconds for
+    room moves it by ``t`` at once (one thread: nothing else would wake it). The waits."""
+    b, clock = budget(limits)
+    waits: list[float] = []
+
+    def wait(timeout: float | None = None) -> bool:
+        assert timeout is not None
+        waits.append(timeout)
+        clock.now += timeout
+        return False
+
+    b._cond.wait = wait  # type: ignore[method-assign]
+    return b, waits
+
+
 def call(
     b: CredentialBudget, cost: Cost, status: int = 200, headers: dict[str, str] | None = None
 ) -> None:
@@ -263,8 +279,8 @@ def test_answers_without_rate_limit_headers_lift_the_primary_limit_only() -> Non
 
 def test_a_call_waits_in_its_thread_for_room_due_soon() -> None:
     limits = replace(SMALL, window=6.0, max_wait=2.0)  # 100 per 6 s
-    b = CredentialBudget(limits)
-    reset = str(int(time.time()) + 6)
+    b, waits = waiting_budget(limits)
+    reset = str(int(EPOCH) + 6)
     headers = {
         "x-ratelimit-limit": "100",
         "x-ratelimit-remaining": "100",
@@ -272,10 +288,10 @@ def test_a_call_waits_in_its_thread_for_room_due_soon() -> None:
     }
     for _ in range(10):
         b.admit(Cost(Priority.MERGE)).answered(200, headers)
-    started = time.monotonic()
+    assert waits == []
     b.admit(Cost(Priority.MERGE)).answered(200, headers)
-    assert 0.03 <= time.monotonic() - started < 1.0  # one token: 60 ms
     assert b.stats.waited == 1
+    assert 0.03 <= sum(waits) <= 0.1  # one token: 60 ms
 
 
 def test_a_waiting_call_is_woken_when_a_call_ends() -> None:
@@ -293,19 +309,22 @@ def test_a_waiting_call_is_woken_when_a_call_ends() -> None:
     time.sleep(0.1)
     assert not admitted.is_set()
     first.answered(200, {})
-    assert admitted.wait(1.0)
+    assert admitted.wait(30)  # woken: it would otherwise wait its 5 s, then be refused
     thread.join()
+    assert b.stats.throttled == {}
 
 
 def test_a_background_read_gives_its_thread_back_sooner_than_a_merge() -> None:
     limits = replace(SMALL, concurrent=1, max_wait=0.4)
-    b = CredentialBudget(limits)
+    b, waits = waiting_budget(limits)
     b.admit(Cost(Priority.MERGE))
-    for priority, most in ((Priority.READ, 0.2), (Priority.MERGE, 0.6)):
-        started = time.monotonic()
+    waited = {}
+    for priority in (Priority.READ, Priority.MERGE):
+        waits.clear()
         with pytest.raises(Throttled):
             b.admit(Cost(priority))
-        assert time.monotonic() - started < most
+        waited[priority] = sum(waits)
+    assert waited == {Priority.READ: pytest.approx(0.1), Priority.MERGE: pytest.approx(0.4)}
 
 
 def test_a_tenth_of_the_hour_goes_at_once_and_the_rest_is_spread_evenly() -> None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from pathlib import Path
 from typing import Any
 
@@ -109,10 +110,12 @@ def test_the_time_to_answer_is_observed_as_a_short_positive_duration(hooks: Hook
     labels = {"provider": "github"}
     count = sample("promoter_webhook_duration_seconds_count", labels)
     total = sample("promoter_webhook_duration_seconds_sum", labels)
+    began = time.monotonic()
     hooks.github("push", PUSH)
+    around = time.monotonic() - began
     assert sample("promoter_webhook_duration_seconds_count", labels) == count + 1
     took = sample("promoter_webhook_duration_seconds_sum", labels) - total
-    assert 0 < took < 30
+    assert 0 < took <= around  # in seconds: within the time the request took, whatever it was
 
 
 def test_log_lines_about_a_delivery_name_provider_event_repository_keys_and_client(

@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 from promoter.http import free_port
+from tests import processes
 from tests.webhooks.helpers import GITHUB_SECRET, SECRET_ENV, github_fixture
 from webhooks.deliveries.log import FILE_NAME, DeliveryLog
 from webhooks.verify import GitHubSignature
@@ -65,7 +66,7 @@ def test_every_delivery_answered_before_a_kill_is_a_duplicate_after_the_restart(
 ) -> None:
     port, state = free_port(), tmp_path / "state"
     env = {**os.environ, **SECRET_ENV, "PYTHONPATH": str(ROOT)}
-    proc = subprocess.Popen(
+    proc = processes.start(
         [sys.executable, "-c", SERVER, str(port), str(state)],
         env=env,
         cwd=ROOT,
@@ -83,8 +84,7 @@ def test_every_delivery_answered_before_a_kill_is_a_duplicate_after_the_restart(
                 answered.append(f"github:crash-{n}")
             proc.send_signal(signal.SIGKILL)  # no shutdown: nothing written after the answers
     finally:
-        proc.kill()
-        proc.wait(10)
+        processes.end(proc)
     restarted = DeliveryLog(state / FILE_NAME)
     try:
         assert [d for d in answered if restarted.record(d)] == []

@@ -59,6 +59,8 @@ class LeaderElector:
         self.on_stopped = on_stopped
         self.clock = clock
         self.transitions = 0
+        self.rounds = 0
+        """Election rounds run (each a read of the Lease, and a write when due)."""
         self._renewed_at: float | None = None
         self._observed: tuple[str, str, str] | None = None
         self._observed_at = 0.0
@@ -93,6 +95,7 @@ class LeaderElector:
                 self._round()
             except Exception:  # never let the loop die: the next round tries again
                 log.exception("leader election round failed")
+            self.rounds += 1
             if self._leading and not self.is_leader():
                 self._step_down("renew deadline passed")
             self._stop.wait(self.settings.retry_period)

@@ -171,12 +171,5 @@ class ClusterRuntime(Runtime):
                 plugin.set_budget_share(share)
 
     def close(self) -> None:
-        """Stop if started; else release what construction opened (delivery log, plugins)."""
-        if self.started:
-            self.stop()
-            return
-        for closer in self._closers:
-            closer.close()
-        for plugin in self.plugins.values():
-            plugin.close()
-        self.mirrors.close()
+        """Stop if started, and release what construction opened (``Runtime.stop``)."""
+        self.stop()

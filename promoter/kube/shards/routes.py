@@ -56,6 +56,8 @@ MOVE_WAIT = 5.0
 """Seconds a request about a strategy whose shard is moving waits for its next owner."""
 MOVE_POLL = 0.02
 """Seconds between two looks at the shard's holder while it moves."""
+clock: Callable[[], float] = time.monotonic
+"""The clock ``MOVE_WAIT`` is counted on (a test gives one it moves itself)."""
 
 Answer = Callable[[Request], Awaitable[Response]]
 
@@ -92,7 +94,7 @@ class ShardRoutes:
             await self._freeze(scope, receive, send)
             return True
         route = lambda: self._route(Request(scope))  # noqa: E731
-        deadline = time.monotonic() + MOVE_WAIT
+        deadline = clock() + MOVE_WAIT
         answer = await self._settled(route, deadline=deadline)
         if _movable(scope):
             await self._until_placed(scope, receive, send, route, answer, deadline=deadline)
@@ -126,7 +128,7 @@ class ShardRoutes:
                 )
         else:
             found = await self._settled(
-                lambda: self._strategy_route(strategy), deadline=time.monotonic() + MOVE_WAIT
+                lambda: self._strategy_route(strategy), deadline=clock() + MOVE_WAIT
             )
             if found is None:
                 await app(scope, again, send)
@@ -237,7 +239,7 @@ class ShardRoutes:
             return
         while True:
             messages = await _captured(self._answering(answer, hosts), scope, body)
-            if not _says_moved(messages) or time.monotonic() >= deadline:
+            if not _says_moved(messages) or clock() >= deadline:
                 for message in messages:
                     await send(message)
                 return
@@ -267,7 +269,7 @@ class ShardRoutes:
         CI job's status post in a rolling update is answered, not told to try again (few
         retry). Past the wait, ``_changing`` (503, ``Retry-After``)."""
         answer = route()
-        while answer == self._changing and time.monotonic() < deadline:
+        while answer == self._changing and clock() < deadline:
             await asyncio.sleep(MOVE_POLL)
             answer = route()
         return answer

@@ -29,7 +29,7 @@ def test_a_call_that_does_not_answer_is_given_up_at_its_deadline() -> None:
     )
     took = time.monotonic() - started
     release.set()
-    assert 0.2 <= took < 1.0
+    assert took >= 0.2  # and no longer than that: the words say it gave up, not the hang
     assert judged.trouble
     assert judged.status.phase is Phase.PENDING
     assert judged.status.description == "check not reachable: no answer within 0.2s"
@@ -40,16 +40,14 @@ def test_a_backend_with_its_calls_unanswered_refuses_more_at_once_and_no_other()
     for _ in range(2):
         with pytest.raises(Unreachable):
             calls.call("stuck", lambda: hang(release), timeout=0.05)
-    started = time.monotonic()
     with pytest.raises(Unreachable, match="no answer to 2 earlier calls yet"):
-        calls.call("stuck", lambda: hang(release), timeout=5)
-    assert time.monotonic() - started < 0.5
-    assert calls.call("other", lambda: "fine", timeout=5) == "fine"
+        calls.call("stuck", lambda: hang(release), timeout=5)  # not its 5 s: refused at once
+    assert calls.call("other", lambda: "fine", timeout=60) == "fine"
     release.set()
-    deadline = time.monotonic() + 5
+    deadline = time.monotonic() + 60
     while calls.in_flight("stuck") and time.monotonic() < deadline:
         time.sleep(0.01)
-    assert calls.call("stuck", lambda: "answered", timeout=5) == "answered"
+    assert calls.call("stuck", lambda: "answered", timeout=60) == "answered"
 
 
 def test_every_exception_becomes_a_pending_verdict_in_the_backends_words() -> None:
@@ -96,10 +94,8 @@ def test_an_answer_that_trickles_in_is_cut_at_the_checks_deadline() -> None:
         server.mode = "slow"  # a byte every 50 ms: each read answers before its timeout
         spec = HttpCheck(url=f"{server.url}/{{sha}}", expression="verdict", timeout=0.3)
         target = Target("s", "environment/dev", "a" * 40, "b" * 40)
-        started = time.monotonic()
         with pytest.raises(Unreachable, match=r"answer not complete after \d+ bytes"):
-            http_check("promoter/smoke", spec, target, requests.Session())
-        assert time.monotonic() - started < 1.0
+            http_check("promoter/smoke", spec, target, requests.Session())  # cut, not read
 
 
 def test_calls_given_at_once_to_a_backend_run_at_once_even_with_a_thread_idle() -> None:
@@ -107,8 +103,8 @@ def test_calls_given_at_once_to_a_backend_run_at_once_even_with_a_thread_idle() 
 
     lane, done = Lane("test", 2, idle=5.0), threading.Event()
     lane.submit(done.set)
-    assert done.wait(5)  # one thread now waits idle for work
-    both = threading.Barrier(2, timeout=2)
+    assert done.wait(30)  # one thread now waits idle for work
+    both = threading.Barrier(2, timeout=60)  # one thread running both would never meet
     met: list[bool] = []
 
     def meet() -> None:
@@ -117,7 +113,7 @@ def test_calls_given_at_once_to_a_backend_run_at_once_even_with_a_thread_idle() 
 
     lane.submit(meet)
     lane.submit(meet)
-    deadline = time.monotonic() + 5
+    deadline = time.monotonic() + 120
     while len(met) < 2 and time.monotonic() < deadline:
         time.sleep(0.01)
     lane.close()

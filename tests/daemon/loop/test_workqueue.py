@@ -120,7 +120,7 @@ def test_workers_blocked_in_get_leave_on_shutdown() -> None:
     time.sleep(0.05)
     q.shutdown()
     for t in threads:
-        t.join(2)
+        t.join(30)
     assert len(errors) == 3
 
 

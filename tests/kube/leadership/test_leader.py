@@ -1,9 +1,9 @@
 """Two replicas contend for the Lease: one leads; when it dies or is cut off, the other
-takes over within the lease duration, and no change is ever merged twice."""
+takes over once the Lease lapses (at once when it is released), and no change is ever
+merged twice. How long a failover takes is measured by ``bench/shards.py``."""
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import pytest
@@ -14,7 +14,8 @@ from tests.kube.cluster import FAST_LEASE, NS, fake_cluster, local_objects, wait
 from tests.kube.test_promotion import ENVS, at
 
 LEASE = FAST_LEASE["lease_duration"]
-RETRY = FAST_LEASE["retry_period"]
+HOUR = {"lease_duration": 3600.0, "renew_deadline": 1800.0}
+"""A Lease that lapses only after an hour: only its release hands it over in a test."""
 
 
 def test_one_of_two_replicas_leads_and_the_lease_names_it(tmp_path: Path) -> None:
@@ -23,13 +24,13 @@ def test_one_of_two_replicas_leads_and_the_lease_names_it(tmp_path: Path) -> Non
         a.start()
         wait_until(a.leading, what="a to lead")
         b.start()
-        time.sleep(LEASE * 1.5)
+        wait_until(lambda: b.elector.rounds >= 3, what="b to try three times")
         assert a.leading() and not b.leading()
         lease = cluster.fake.get("leases", NS, "promoter-leader", group="coordination.k8s.io")
         assert lease is not None and lease["spec"]["holderIdentity"] == "a"
 
 
-def test_when_the_leader_is_killed_the_other_takes_over_within_the_lease_duration(
+def test_when_the_leader_is_killed_the_other_takes_over_and_nothing_merges_twice(
     tmp_path: Path,
 ) -> None:
     repo = GitOpsRepo.create(tmp_path, ENVS)
@@ -42,12 +43,8 @@ def test_when_the_leader_is_killed_the_other_takes_over_within_the_lease_duratio
         first = repo.change("1.1.0", "First change", ENVS)
         wait_until(lambda: at(cluster, first), what="the first change promoted by a")
 
-        killed = time.monotonic()
         a.stop(release=False)  # a crash: no hand-over, its renewals simply stop
         wait_until(b.leading, timeout=LEASE * 5, what="b to take over")
-        failover = time.monotonic() - killed
-        print(f"failover after the leader was killed: {failover:.2f}s (lease {LEASE}s)")
-        assert failover <= LEASE + 3 * RETRY
 
         second = repo.change("1.2.0", "Second change", ENVS)
         wait_until(lambda: at(cluster, second), what="the second change promoted by b")
@@ -63,18 +60,16 @@ def test_a_leader_cut_off_from_the_api_stops_writing_before_the_other_starts(
     with fake_cluster(tmp_path) as cluster:
         local_objects(cluster, repo.path)
         a, b = cluster.replica("a"), cluster.replica("b")
-        changes: list[tuple[str, bool, float]] = []
-        a.elector.on_stopped = lambda: changes.append(("a", False, time.monotonic()))
-        b.elector.on_started = lambda: changes.append(("b", True, time.monotonic()))
+        changes: list[tuple[str, bool]] = []
+        a.elector.on_stopped = lambda: changes.append(("a", False))
+        b.elector.on_started = lambda: changes.append(("b", a.elector.is_leader()))
         a.start()
         wait_until(a.leading, what="a to lead")
         b.start()
-        time.sleep(0.3)
+        wait_until(lambda: b.elector.rounds >= 3, what="b to try three times")
         cluster.fake.refused_holders.add("a")  # a can no longer renew; b can still write
         wait_until(b.leading, timeout=LEASE * 5, what="b to take over")
-        assert [who for who, _, _ in changes] == ["a", "b"]
-        stopped, started = changes[0][2], changes[1][2]
-        assert started - stopped > 0.2, "b started before a had stopped leading for long"
+        assert changes == [("a", False), ("b", False)], "b started while a still led"
         plugin = a.runtime.plugins["team.local"]
         gitops = a.runtime.config.repository("team.gitops")
         with pytest.raises(NotLeader):
@@ -83,12 +78,10 @@ def test_a_leader_cut_off_from_the_api_stops_writing_before_the_other_starts(
 
 def test_a_replica_that_stops_hands_the_lease_over_at_once(tmp_path: Path) -> None:
     with fake_cluster(tmp_path) as cluster:
-        a, b = cluster.replica("a"), cluster.replica("b")
+        a, b = (cluster.replica(n, **HOUR) for n in ("a", "b"))
         a.start()
         wait_until(a.leading, what="a to lead")
         b.start()
-        time.sleep(0.2)
-        stopped = time.monotonic()
-        a.stop()  # graceful: the Lease is released
-        wait_until(b.leading, timeout=LEASE * 5, what="b to take over")
-        assert time.monotonic() - stopped < LEASE
+        wait_until(lambda: b.elector.rounds >= 3, what="b to try three times")
+        a.stop()  # graceful: the Lease is released, b need not wait an hour for it to lapse
+        wait_until(b.leading, what="b to take over")

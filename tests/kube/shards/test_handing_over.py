@@ -48,7 +48,7 @@ def test_the_forwarder_keeps_the_order_it_is_given_and_annotates_everything_befo
     forwarder = RefreshForwarder(cast(Kube, kube))
     forwarder.start()
     forwarder.forward(["team.zeta", "team.alpha"])
-    assert kube.started.wait(5)
+    assert kube.started.wait(30)
     forwarder.forward(["team.mid", "team.alpha"])  # given while the first batch is written
     stopping = threading.Thread(target=forwarder.stop)
     stopping.start()

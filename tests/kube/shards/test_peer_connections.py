@@ -87,7 +87,7 @@ def test_one_kept_connection_serves_every_call_to_a_peer_under_its_address_path(
 ) -> None:
     peer = Peer(lambda n: (ANSWER, False))
     peers.append(peer)
-    connections = PeerConnections(timeout=2.0)
+    connections = PeerConnections(timeout=30.0)
     try:
         assert [post(connections, peer) for _ in range(3)] == [202, 202, 202]
     finally:
@@ -103,7 +103,7 @@ def test_a_connection_the_peer_closed_while_idle_is_opened_again_and_the_call_se
     so in the answer (an idle timeout, a restart): the next call finds it closed."""
     peer = Peer(lambda n: (ANSWER, n == 0))
     peers.append(peer)
-    connections = PeerConnections(timeout=2.0)
+    connections = PeerConnections(timeout=30.0)
     try:
         assert post(connections, peer) == 202
         time.sleep(0.1)
@@ -117,17 +117,16 @@ def test_a_peer_that_hangs_is_an_error_within_the_timeout_and_is_not_asked_twice
     peers: list[Peer],
 ) -> None:
     hang = threading.Event()
-    peer = Peer(lambda n: (b"", hang.wait(10)))
+    peer = Peer(lambda n: (b"", hang.wait(60)))
     peers.append(peer)
     connections = PeerConnections(timeout=0.3)
-    started = time.monotonic()
     try:
-        with pytest.raises(PeerError):
-            post(connections, peer)
+        with pytest.raises(PeerError, match="timed out"):
+            post(connections, peer)  # at its 0.3 s: the peer answers only once released
+        assert not hang.is_set()
     finally:
         hang.set()
         connections.close()
-    assert time.monotonic() - started < 2.0
     assert len(peer.requests) == 1
 
 
@@ -139,7 +138,7 @@ def test_an_answer_that_is_not_http_is_an_error_and_the_next_call_starts_afresh(
 ) -> None:
     peer = Peer(lambda n: (garbage, True) if n == 0 else (ANSWER, False))
     peers.append(peer)
-    connections = PeerConnections(timeout=2.0)
+    connections = PeerConnections(timeout=30.0)
     try:
         with pytest.raises(PeerError):
             post(connections, peer)
@@ -152,7 +151,7 @@ def test_an_answer_that_is_not_http_is_an_error_and_the_next_call_starts_afresh(
 def test_a_peer_that_is_gone_is_an_error_each_time() -> None:
     with socket.create_server(("127.0.0.1", 0)) as gone:
         address = f"http://127.0.0.1:{gone.getsockname()[1]}"
-    connections = PeerConnections(timeout=1.0)
+    connections = PeerConnections(timeout=30.0)
     try:
         for _ in range(2):
             with pytest.raises(PeerError, match="refused"):
@@ -165,7 +164,7 @@ def test_a_peer_that_is_gone_is_an_error_each_time() -> None:
 def test_closing_ends_every_threads_connections_and_refuses_new_ones(peers: list[Peer]) -> None:
     peer = Peer(lambda n: (ANSWER, False))
     peers.append(peer)
-    connections = PeerConnections(timeout=2.0)
+    connections = PeerConnections(timeout=30.0)
     threads = [threading.Thread(target=post, args=(connections, peer)) for _ in range(3)]
     for thread in threads:
         thread.start()
@@ -183,7 +182,7 @@ def test_closing_ends_every_threads_connections_and_refuses_new_ones(peers: list
     "address", ["http://127.0.0.1:notaport", "127.0.0.1:8080", "ftp://127.0.0.1", "http://[::1"]
 )
 def test_an_address_that_is_no_peers_url_is_an_error_not_a_crash(address: str) -> None:
-    connections = PeerConnections(timeout=1.0)
+    connections = PeerConnections(timeout=30.0)
     with pytest.raises(PeerError, match="not a peer's address"):
         connections.post(address, "/internal/v1/keys", b"{}", {})
     connections.close()

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import threading
-import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -78,10 +77,8 @@ def test_an_owner_that_does_not_answer_delays_only_its_own_keys(
         slow.hold.set()
         forwarder.forward(["s.1"])
         wait_until(slow.arrived.is_set, what="the call to the slow owner")
-        started = time.monotonic()
-        forwarder.forward(["f.1", "s.2"])
-        wait_until(lambda: fast.keys() == ["f.1"], timeout=2, what="the fast owner's key")
-        assert time.monotonic() - started < 1.0
+        forwarder.forward(["f.1", "s.2"])  # the slow owner hangs until released below
+        wait_until(lambda: fast.keys() == ["f.1"], what="the fast owner's key")
         forwarder.forward(["s.3"])
         assert slow.calls == []  # still hanging: its later keys wait, batched
         slow.release.set()

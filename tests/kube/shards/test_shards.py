@@ -5,11 +5,11 @@ without a change merged twice or lost."""
 from __future__ import annotations
 
 import threading
-import time
 from pathlib import Path
 
 import pytest
 
+from promoter.kube import controller as controller_module
 from promoter.kube.controller import Controller
 from tests.kube.cluster import NS, fake_cluster, wait_until
 from tests.kube.shard_helpers import (
@@ -23,12 +23,13 @@ from tests.kube.shard_helpers import (
 )
 
 TIMED = {"lease_duration": 2.0, "renew_deadline": 1.2, "retry_period": 0.2}
-"""For the tests that time a join or a takeover: long enough that a loaded machine's
-scheduling delays stay small beside it."""
-LEASE = TIMED["lease_duration"]
-RETRY = TIMED["retry_period"]
-SLACK = 1.0
-"""Scheduling delays of a machine shared by several test runs."""
+"""For the tests of a join, a hand-over or a takeover. How long those take is measured
+by ``bench/shards.py``; these tests check what happened (who released, who acquired,
+nothing lost), which no load can change."""
+
+
+def acquired(*replicas: Controller) -> int:
+    return sum(r.sharding.coordinator.transitions["acquired"] for r in replicas if r.sharding)
 
 
 def released(*replicas: Controller) -> int:
@@ -61,9 +62,12 @@ def test_three_replicas_share_the_repositories_and_each_promotes_its_own(tmp_pat
         assert abs(sum(shares) - 1.0) < 1e-9, "the credential's budget is not split in whole"
 
 
-def test_a_replica_that_joins_takes_its_share_within_a_lease_and_one_that_stops_hands_over_at_once(
+def test_a_replica_that_joins_is_handed_its_share_and_one_that_stops_hands_its_shards_back(
     tmp_path: Path,
 ) -> None:
+    """Handed over, never waited for: every shard that moves to the newcomer is released
+    by its holder first (none is taken over once its Lease lapsed, which costs a lease),
+    and the replica that stops releases each of its shards itself."""
     with fake_cluster(tmp_path) as cluster:
         repos = fleet(cluster, tmp_path, 6)
         a, b = cluster.sharded("a", **TIMED), cluster.sharded("b", **TIMED)
@@ -72,48 +76,45 @@ def test_a_replica_that_joins_takes_its_share_within_a_lease_and_one_that_stops_
         released_before = released(a, b)
         c = cluster.sharded("c", **TIMED)
         wait_until(c.synced, what="c to list everything")
-        joined = time.monotonic()
-        wait_until(lambda: leased(cluster, [a, b, c]), timeout=LEASE * 5, what="c's share")
-        took = time.monotonic() - joined
+        wait_until(lambda: leased(cluster, [a, b, c]), what="c's share")
         wait_until(lambda: settled(cluster, [a, b, c]), what="c to count its share")
-        print(f"a joining replica held its share {took:.2f}s after it had listed (lease {LEASE}s)")
-        assert took <= LEASE
         assert c.sharding is not None
         after = c.sharding.coordinator.table.assigned
         changed = {s for s in after if before.get(s) != after[s]}
         assert c.sharding.coordinator.held() == {s for s, m in after.items() if m == "c"}
+        assert c.sharding.coordinator.transitions["acquired"] == len(changed)
         moved = released(a, b) - released_before
-        assert moved == len(changed), "a shard moved that the assignment did not move"
+        assert moved == len(changed), "a shard moved that its holder did not release"
         assert not any(r.sharding.coordinator.transitions["lost"] for r in (a, b, c) if r.sharding)
 
         change = {"app-0": repos["app-0"].change("2.0.0", "Bump", None)}
-        stopped = time.monotonic()
+        held_by_c = c.sharding.coordinator.held()
+        released_by_c = c.sharding.coordinator.transitions["released"]
         c.stop()  # SIGTERM: in-flight reconciles end, then every Lease is handed over
-        wait_until(lambda: leased(cluster, [a, b]), timeout=LEASE * 5, what="c's shards back")
-        handed = time.monotonic() - stopped
-        print(f"a stopping replica's shards were held again after {handed:.2f}s")
-        assert handed < LEASE / 2
+        assert c.sharding.coordinator.transitions["released"] - released_by_c == len(held_by_c)
+        assert {s for s, holder in holders(cluster).items() if holder == "c"} == set()
+        wait_until(lambda: leased(cluster, [a, b]), what="c's shards back")
         wait_until(lambda: settled(cluster, [a, b]), what="a and b to count them")
         a.runtime.enqueue(["team.app-0"])
         wait_until(lambda: all_promoted(cluster, change), what="the change after the hand-over")
         assert merges(repos["app-0"]) == {"environment/dev": 1, "environment/staging": 1}
 
 
-def test_a_replica_starts_as_soon_as_the_last_of_its_lists_is_read(tmp_path: Path) -> None:
+def test_a_replica_starts_as_soon_as_the_last_of_its_lists_is_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The last list may bring no object (no CommitStatus yet), so no change event: the
-    controller still learns then that everything is listed, not at its next tick (1 s),
-    which a joining replica's share waited for."""
+    controller still learns then that everything is listed, not at its next tick, which a
+    joining replica's share waited for. Here the tick is an hour away: only being told
+    starts the runtime."""
+    monkeypatch.setattr(controller_module, "TICK", 3600.0)
     with fake_cluster(tmp_path) as cluster:
         fleet(cluster, tmp_path, 2)
         cluster.fake.list_delays["commitstatuses"] = 0.3  # listed last, after the election
         replica = cluster.sharded("a", **TIMED)
         commit_statuses = replica.watchers["commitstatuses"]
         wait_until(commit_statuses.synced.is_set, what="the last list")
-        listed = time.monotonic()
         wait_until(lambda: replica.runtime.started, what="the replica's runtime to start")
-        waited = time.monotonic() - listed
-        print(f"the runtime started {waited:.3f}s after the last list")
-        assert waited < 0.4
 
 
 def test_a_stopping_replica_hands_its_shards_over_before_its_runtime_has_stopped(
@@ -129,24 +130,27 @@ def test_a_stopping_replica_hands_its_shards_over_before_its_runtime_has_stopped
         wait_until(lambda: settled(cluster, [a, b, c]), what="the shards to settle")
         assert c.sharding is not None and c.sharding.coordinator.held()
         runtime, close = c.runtime, c.runtime.close
+        closing, go_on = threading.Event(), threading.Event()
 
         def slow_close() -> None:
-            time.sleep(2.0)
+            closing.set()
+            go_on.wait(60)  # until the shards are held by the others
             close()
 
         monkeypatch.setattr(runtime, "close", slow_close)
         stopper = threading.Thread(target=c.stop)
-        stopped = time.monotonic()
         stopper.start()
-        wait_until(lambda: leased(cluster, [a, b]), timeout=LEASE * 5, what="c's shards back")
-        handed = time.monotonic() - stopped
-        stopper.join(timeout=30)
-        print(f"a stopping replica's shards were held again after {handed:.2f}s")
-        assert handed < 1.0
+        try:
+            wait_until(closing.is_set, what="c's runtime to start closing")
+            wait_until(lambda: leased(cluster, [a, b]), what="c's shards back")
+            assert not go_on.is_set(), "the runtime finished closing first"
+        finally:
+            go_on.set()
+            stopper.join(timeout=60)
         assert not stopper.is_alive()
 
 
-def test_a_killed_replicas_repositories_are_taken_over_within_the_lease_and_promote_again(
+def test_a_killed_replicas_repositories_are_taken_over_and_promote_again(
     tmp_path: Path,
 ) -> None:
     with fake_cluster(tmp_path) as cluster:
@@ -158,14 +162,13 @@ def test_a_killed_replicas_repositories_are_taken_over_within_the_lease_and_prom
         orphaned = b.sharding.coordinator.held()
         theirs = [n for n in repos if owner_of(replicas, n) is b]
         assert orphaned and theirs
-        killed = time.monotonic()
-        cluster.crash(b)
         survivors = [replicas[0], replicas[2]]
-        wait_until(lambda: leased(cluster, survivors), timeout=LEASE * 5, what="the takeover")
-        took = time.monotonic() - killed
+        acquired_before = acquired(*survivors)
+        cluster.crash(b)
+        wait_until(lambda: leased(cluster, survivors), what="the takeover")
         wait_until(lambda: settled(cluster, survivors), what="the survivors to count them")
-        print(f"a killed replica's shards were held again after {took:.2f}s (lease {LEASE}s)")
-        assert took <= LEASE + RETRY + SLACK
+        taken = acquired(*survivors) - acquired_before
+        assert taken >= len(orphaned), "a killed replica's shards were not all taken over"
         changes = {n: repos[n].change("2.0.0", f"Bump {n}", None) for n in theirs}
         for replica in survivors:
             replica.runtime.enqueue([f"{NS}.{n}" for n in theirs])
