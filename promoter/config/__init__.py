@@ -38,6 +38,7 @@ from promoter.config.providers import (
     GitHubApp,
     GitHubProvider,
     GitLabProvider,
+    LocalMergeQueue,
     LocalProvider,
     ScmProvider,
 )
@@ -78,6 +79,7 @@ __all__ = [
     "GitLabProvider",
     "GitLabWebhook",
     "Grant",
+    "LocalMergeQueue",
     "LocalProvider",
     "Operation",
     "PromotionStrategy",
