@@ -1,7 +1,8 @@
 """The world the model drives: a GitOps repository, the local SCM with a merge queue of its
-own on dev and staging (prod merges directly), and the real daemon's runtime (``promoter.daemon.Runtime``, as ``promoter.wiring.Daemon``
-builds it, without its webhook receivers), never started: each reconcile is run by hand until a pass decides nothing more, so a
-sequence of steps plays the same way every time. CI is the model: it reports statuses on
+own on dev and staging (prod merges directly), and the real daemon's runtime
+(``promoter.daemon.Runtime``, as ``promoter.wiring.Daemon`` builds it, without its webhook
+receivers), never started: each reconcile is run by hand until a pass decides nothing
+more, so a sequence of steps plays the same way every time. CI is the model: it reports statuses on
 proposed and active commits through the daemon, and on the queue's merge groups to the SCM.
 
 What it observes between steps (``Facts``): each environment's active commit and the dry
