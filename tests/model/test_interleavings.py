@@ -13,7 +13,8 @@ on a real repository and the local SCM with a merge queue of its own on dev and 
   pinning and unpinning an environment, freezing and unfreezing it, the strategy or
   everything, asking for a revert, merging a promotion PR by hand past the queue;
 - the daemon restarting with its state directory kept, or lost (the SCM's kept);
-- a *race*: a freeze, hold or pin lands and the queue merges before the promoter has run.
+- a freeze, hold or pin landing on a branch whose PR waits in the queue, and the queue's
+  checks passing after the promoter has run, or (a *race*) before it has.
 
 After each step the strategy is reconciled by hand until a pass decides nothing (no
 sleeps, no timers: the clock is real but nothing waits on it; reverts settle at once),
@@ -190,24 +191,34 @@ class Interleavings(RuleBasedStateMachine):
         self.step("daemon", lambda: self.world.restart(wipe=wipe))
 
     @precondition(lambda self: bool(self.world.plugin.queue_groups(repo=self.world.repo)))
-    @rule(kind=st.sampled_from(["freeze", "hold", "pin"]), branch=st.sampled_from(QUEUED))
-    def the_queue_merges_before_the_promoter_sees_a_stop(self, kind: str, branch: str) -> None:
-        """A stop lands, and the queue's checks pass before the promoter has run."""
-        ops = self.world.runtime.operations
+    @rule(
+        kind=st.sampled_from(["freeze", "hold", "pin"]),
+        branch=st.sampled_from(QUEUED),
+        race=st.booleans(),
+    )
+    def a_stop_lands_while_a_promotion_is_queued(self, kind: str, branch: str, race: bool) -> None:
+        """A freeze, a hold or a pin lands on a branch whose PR waits in the queue, then the
+        queue's checks pass on every merge group: after the promoter has run (it must have
+        taken the PR out), or, a *race*, before it has."""
 
-        def stop_then_merge() -> None:
-            try:
-                if kind == "freeze":
-                    self.freeze(branch)
-                elif kind == "hold":
-                    ops.hold(STRATEGY, branch, dry_sha=None, reason="model")
-                else:
-                    self.pin(branch)
-            except REFUSED:
-                return
-            self.step("queue", lambda: self.world.report_groups(Phase.SUCCESS), race=True)
+        def stop() -> None:
+            if kind == "freeze":
+                self.freeze(branch)
+            elif kind == "hold":
+                ops = self.world.runtime.operations
+                ops.hold(STRATEGY, branch, dry_sha=None, reason="model")
+            else:
+                self.pin(branch)
 
-        stop_then_merge()
+        if not race:
+            self.step("person", stop)
+            self.step("queue", lambda: self.world.report_groups(Phase.SUCCESS))
+            return
+        try:
+            stop()
+        except REFUSED:
+            return
+        self.step("queue", lambda: self.world.report_groups(Phase.SUCCESS), race=True)
 
     # --- what the steps do ---------------------------------------------------------------
 
