@@ -6,16 +6,17 @@ with a reason; a PR whose head moved, or that was closed or merged, leaves the q
 
 Answers follow GitHub's GraphQL schema (``tests/fixtures/github/graphql``: the types, the
 fields and the enum values are checked against it): ``enqueuePullRequest`` refuses a head
-that moved (``expectedHeadOid``) and a closed PR with an error, as GitHub answers a
-mutation it refuses (status 200, ``errors``); ``dequeuePullRequest`` refuses a PR that is
-not in the queue with an ``UNPROCESSABLE`` error and no payload, as GitHub was seen to
-answer ("Failed to remove PR #143 ...", also when the PR had just left the queue by
-itself, or merged), so that the plugin must read where the PR stands. A branch that requires the queue refuses
-the REST merge with 405 (the message as people quoted it, ``rest/quoted``), and the rules
-that apply to a branch (``GET /rules/branches/{branch}``) are GitHub's documented example
-(``rest/docs``), plus a ``merge_queue`` rule (the example's first rule with the type and
-the parameters of the ``repository-rule-merge-queue`` schema) when the queue is required by
-a ruleset; a classic branch protection's queue is not among them.
+that moved (``expectedHeadOid``) and a closed PR with an error, as GitHub answers a mutation
+it refuses (status 200, ``errors``); ``dequeuePullRequest`` refuses a PR that is not in the
+queue with an ``UNPROCESSABLE`` error and no payload, as GitHub was seen to answer ("Failed
+to remove PR #143 ...", also when the PR had just left the queue by itself:
+https://github.com/vanillagreencom/kendex/issues/1289), so that the plugin must read where
+the PR stands. A branch that requires the queue refuses the REST merge with 405 (the message
+as people quoted it, ``rest/quoted``), and the rules that apply to a branch (``GET
+/rules/branches/{branch}``) are GitHub's documented example (``rest/docs``), plus a
+``merge_queue`` rule (the example's first rule with the type and the parameters of the
+``repository-rule-merge-queue`` schema) when the queue is required by a ruleset; a classic
+branch protection's queue is not among them.
 """
 
 from __future__ import annotations
