@@ -35,7 +35,7 @@ test: $(STAMP)
 	$(BIN)/pytest -n $(TEST_WORKERS) -m "not slow" --cov --cov-report= $(PYTEST_ARGS)
 
 test-slow: $(STAMP)
-	$(BIN)/pytest -m slow tests/reliability $(PYTEST_ARGS)
+	$(BIN)/pytest -m slow tests/reliability tests/model $(PYTEST_ARGS)
 
 # Mutation testing of the modules that guard production ([tool.mutmut] in pyproject.toml,
 # docs/testing.md): not in CI (about 45 minutes on 2 cores). Prints each module's score and

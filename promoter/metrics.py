@@ -161,6 +161,13 @@ REVERTS_TOTAL = SeriesCounter(
     ("strategy", "environment", "trigger"),
     registry=REGISTRY,
 )
+QUEUE_RACES_TOTAL = SeriesCounter(
+    "promoter_merge_queue_races_total",
+    "Promotion PRs a merge queue merged before the promoter could take them out (frozen,"
+    " held, pinned elsewhere, a newer head, a gate that failed).",
+    ("strategy", "environment"),
+    registry=REGISTRY,
+)
 HOLDS = Gauge(
     "promoter_holds",
     "Dry SHAs held per environment.",
@@ -230,6 +237,7 @@ def forget_strategies(strategies: Collection[str]) -> int:
         for counter in (
             PROMOTIONS_TOTAL,
             REVERTS_TOTAL,
+            QUEUE_RACES_TOTAL,
             DORA_DEPLOYMENTS_TOTAL,
             DORA_FAILURES_TOTAL,
             DORA_RESTORES_TOTAL,

@@ -137,6 +137,8 @@ class QueueEntry(Model):
     removed_reason: str = ""
     """Why it was last taken out of the queue, when it is not in it."""
     removed_at: datetime | None = None
+    merged: bool = False
+    """The PR is merged (by the queue, or by a person): it left the queue that way."""
 
 
 class HydratorMetadata(Model):

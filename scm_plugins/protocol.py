@@ -164,7 +164,8 @@ class Deployments(Protocol):
 @runtime_checkable
 class MergeQueues(Protocol):
     """Optional: a base branch that merges through a queue (GitHub's merge queue, GitLab's
-    merge trains): the PR is enqueued instead of merged, and its place read back."""
+    merge trains): the PR is enqueued instead of merged, its place read back, and taken out
+    again where the promoter would not merge it now (a freeze, a hold, a pin, a newer head)."""
 
     def enqueue_pull_request(
         self, *, repo: Repository, number: int, expected_head_sha: str
@@ -174,6 +175,12 @@ class MergeQueues(Protocol):
 
     def queue_entry(self, *, repo: Repository, number: int) -> QueueEntry:
         """Where the PR stands in its queue, or why it left it."""
+        ...
+
+    def dequeue_pull_request(self, *, repo: Repository, number: int) -> QueueEntry:
+        """Take the PR out of its queue; where it stands after: out (``queued`` False), or
+        merged by the queue before it could be taken out (``merged``). A PR that was not in
+        the queue is no error."""
         ...
 
 

@@ -48,6 +48,7 @@ if TYPE_CHECKING:
         GitHubApp,
         GitHubProvider,
         GitLabProvider,
+        LocalMergeQueue,
         LocalProvider,
         ScmProvider,
     )
@@ -114,6 +115,7 @@ HOMES = {
         "GitHubApp",
         "GitHubProvider",
         "GitLabProvider",
+        "LocalMergeQueue",
         "LocalProvider",
         "ScmProvider",
     ),
@@ -158,6 +160,7 @@ __all__ = [
     "GitLabProvider",
     "GitLabWebhook",
     "Grant",
+    "LocalMergeQueue",
     "LocalProvider",
     "Oidc",
     "Operation",

@@ -148,6 +148,21 @@ class AzureDevOpsProvider(Spec):
         return f"{AZURE_SERVICES}/{self.organization}"
 
 
+class LocalMergeQueue(Spec):
+    """The local SCM's merge queue: a queued pull request is merged once the required checks
+    pass on its merge group, a merge of it into its base's tip (docs/merge-queues.md)."""
+
+    checks: list[str] = Field(
+        min_length=1,
+        description="The status keys that must be success on a merge group before the queue "
+        "merges it; a failure takes the pull request out of the queue.",
+    )
+    branches: list[str] = Field(
+        default_factory=list,
+        description="The base branches that merge through the queue (every branch when empty).",
+    )
+
+
 class LocalProvider(Spec):
     """The embedded SCM: pull requests and statuses in the state dir, merges in local git."""
 
@@ -156,6 +171,10 @@ class LocalProvider(Spec):
         description="How a pull request is merged, as GitHub and GitLab offer it: a merge "
         "commit, one squashed commit, or the head's commits rebased onto the base. Every "
         "method is a three-way merge, refused as not mergeable when it conflicts.",
+    )
+    merge_queue: LocalMergeQueue | None = Field(
+        default=None,
+        description="A merge queue of the local SCM's own, as GitHub's (none when unset).",
     )
 
 

@@ -39,7 +39,12 @@ from promoter.engine.gates.rollout import limit_parallel
 from promoter.engine.promotion import mergeable
 from promoter.engine.promotion.deployments import deployment_actions
 from promoter.engine.promotion.mergeable import REQUEUE_MERGEABLE, keep_mergeable
-from promoter.engine.promotion.queue import queue_step
+from promoter.engine.promotion.queue import (
+    merged_from_queue,
+    queue_step,
+    race_note,
+    withdrawals,
+)
 from promoter.engine.promotion.reviewers import request_reviewers
 from promoter.engine.reverts.health import up_to_date
 from promoter.engine.reverts.revert import judge_revert
@@ -58,6 +63,8 @@ class _Outcome:
     gates: tuple[GateVerdict, ...] = ()
     actions: list[Action] = field(default_factory=list)
     requeue: float | None = None
+    queued: bool = False
+    """The merge queue's step decided what the PR does there (``queue_step``)."""
 
 
 def decide(snapshot: Snapshot) -> Decision:
@@ -75,6 +82,11 @@ def decide(snapshot: Snapshot) -> Decision:
             limited = limit_parallel(snapshot, index, outcome.actions, merging)
             if limited is not None:
                 outcome.state, outcome.reason = EnvState.BLOCKED, limited
+        stopped, said = ([], "") if outcome.queued else withdrawals(snapshot, index, outcome.reason)
+        merged, raced = merged_from_queue(snapshot, index)
+        actions.extend(stopped)  # stop means stop: out of the queue before anything else
+        actions.extend(merged)
+        outcome.reason += said + (raced or race_note(snapshot, index))
         actions.extend(revert.actions)
         if revert.requeue is not None:
             requeues.append(revert.requeue)
@@ -226,6 +238,7 @@ def _verdict(
             snapshot, index, proposed, pr
         )
         outcome.actions.extend(queued)
+        outcome.queued = True
     else:
         outcome.state = EnvState.PROMOTING
         outcome.reason = f"merging pull request #{pr.number} to promote {short(proposed.dry_sha)}"

@@ -148,6 +148,9 @@ class GitHubScm:
     def queue_entry(self, *, repo: Repository, number: int) -> QueueEntry:
         return self._queue.entry(repo=repo, number=number)
 
+    def dequeue_pull_request(self, *, repo: Repository, number: int) -> QueueEntry:
+        return self._queue.dequeue(repo=repo, number=number)
+
     def merge_queue_required(self, *, repo: Repository, branch: str) -> bool:
         return self._queue.required(repo=repo, branch=branch)
 

@@ -1,14 +1,18 @@
 """GitHub's merge queue through GraphQL: enqueue a pull request with its head as the guard
-(``enqueuePullRequest`` with ``expectedHeadOid``), and read its place in the queue, its
-merge group's checks, or why it was last removed (``RemovedFromMergeQueueEvent``). Whether
-a branch requires the queue is read from the rules that apply to it (REST
+(``enqueuePullRequest`` with ``expectedHeadOid``), take it out again (``dequeuePullRequest``,
+whose input is the PR's ``id``), and read its place in the queue, its merge group's checks,
+or why it was last removed (``RemovedFromMergeQueueEvent``), with the PR's state (merged).
+Whether a branch requires the queue is read from the rules that apply to it (REST
 ``GET /rules/branches/{branch}``: a ``merge_queue`` rule).
 
-Calls: enqueue 2 (the PR's node id, then the mutation), a read 1, the rules 1
-(conditional: free of the rate limit while unchanged). A GraphQL error is
-GitHub's refusal: ``NOT_FOUND`` is ``ScmNotFound``, anything else ``ScmConflict`` (a head
-that moved, a PR not ready for the queue). On github.com only: GitHub Enterprise Server
-serves GraphQL at another path.
+Calls: enqueue 2 (the PR's node id, then the mutation), dequeue 2 (the same), plus a read
+when GitHub refuses it; a read 1, the rules 1 (conditional: free of the rate limit while
+unchanged). A GraphQL error is GitHub's refusal: ``NOT_FOUND`` is ``ScmNotFound``,
+anything else ``ScmConflict`` (a head that moved, a PR not ready for the queue). GitHub
+refuses the dequeue of a PR that is not in the queue (it left, or was merged) with an
+``UNPROCESSABLE`` error, so a refused dequeue is answered by reading where the PR stands:
+out of the queue is what was asked, merged is the queue's race, still in it is the refusal.
+On github.com only: GitHub Enterprise Server serves GraphQL at another path.
 """
 
 from __future__ import annotations
@@ -32,9 +36,14 @@ ENQUEUE = """mutation($id: ID!, $head: GitObjectID!) {
   }
 }"""
 
+DEQUEUE = """mutation($id: ID!) {
+  dequeuePullRequest(input: {id: $id}) { mergeQueueEntry { state } }
+}"""
+
 ENTRY = """query($owner: String!, $name: String!, $number: Int!) {
   repository(owner: $owner, name: $name) {
     pullRequest(number: $number) {
+      state
       isInMergeQueue
       mergeQueueEntry {
         state position
@@ -112,6 +121,17 @@ class GitHubQueue:
             queued=True, state=str(entry.get("state") or ""), position=entry.get("position")
         )
 
+    def dequeue(self, *, repo: Repository, number: int) -> QueueEntry:
+        node = self._pull(repo, "pull_request_node", NODE_ID, number)["id"]
+        try:
+            self._graphql(repo, "dequeue_pull_request", DEQUEUE, id=node)
+        except ScmConflict:
+            left = self.entry(repo=repo, number=number)
+            if left.queued:
+                raise
+            return left  # out of the queue already, or merged by it first
+        return QueueEntry(queued=False, removed_reason="taken out by the promoter")
+
     def entry(self, *, repo: Repository, number: int) -> QueueEntry:
         pull = self._pull(repo, "get_merge_queue_entry", ENTRY, number)
         entry = pull.get("mergeQueueEntry")
@@ -130,4 +150,5 @@ class GitHubQueue:
             queued=False,
             removed_reason=str(last.get("reason") or ""),
             removed_at=datetime.fromisoformat(at.replace("Z", "+00:00")) if at else None,
+            merged=pull.get("state") == "MERGED",
         )

@@ -155,6 +155,9 @@ class GitLabScm:
     def queue_entry(self, *, repo: Repository, number: int) -> QueueEntry:
         return self._trains.entry(self._project(repo), number=number)
 
+    def dequeue_pull_request(self, *, repo: Repository, number: int) -> QueueEntry:
+        return self._trains.remove(self._project(repo), number=number)
+
     def merge_queue_required(self, *, repo: Repository, branch: str) -> bool:
         """The project's merge trains (one answer for every branch)."""
         return self._trains.enabled(self._project(repo))

@@ -1,13 +1,21 @@
-"""GitLab merge trains: a merge request added to its target branch's train, with its head
-as the guard (``sha``), merged by GitLab once the train's pipeline passes; and its place on
-the train read back. An MR taken off the train (its train pipeline failed, a conflict, a
-person) is no longer on it (404): GitLab says why only in a system note, so the reason
-given is the MR's state. Whether the project runs merge trains is read from the project
-(``merge_trains_enabled`` together with ``merge_pipelines_enabled``; GitLab Premium).
+"""GitLab merge trains: a merge request added to its target branch's train, with its head as
+the guard (``sha``), merged by GitLab once the train's pipeline passes; its place on the
+train read back; and taken off it again. An MR taken off the train (its train pipeline
+failed, a conflict, a person, a new commit) is no longer on it (404): GitLab says why only
+in a system note, so the reason given is the MR's state. Whether the project runs merge
+trains is read from the project (``merge_trains_enabled`` together with
+``merge_pipelines_enabled``; GitLab Premium).
+
+Taking an MR off its train is cancelling its auto-merge, the strategy a train is (GitLab
+16 renamed "Remove from merge train" to "Cancel auto-merge"): ``POST /projects/:id/
+merge_requests/:iid/cancel_merge_when_pipeline_succeeds``. GitLab's answer does not say
+enough (201 for a cancel and for an MR already merged, 406 or a 201 carrying an error for
+one with nothing to cancel), so the car is read afterwards: gone is what was asked, the
+MR merged is the train's race, still riding is a refusal.
 
 Calls: adding 1 (``POST /projects/:id/merge_trains/merge_requests/:iid``), reading 1
-(``GET`` of the same), plus 1 to read the MR when it has left the train; whether trains are
-on 1 (``GET /projects/:id``).
+(``GET`` of the same), plus 1 to read the MR when it has left the train; taking off 1 plus
+a read; whether trains are on 1 (``GET /projects/:id``).
 """
 
 from __future__ import annotations
@@ -16,8 +24,8 @@ from typing import Any
 
 from gitlab.v4.objects import Project
 
-from promoter.errors import ScmError, ScmNotFound
-from promoter.models import QueueEntry
+from promoter.errors import ScmConflict, ScmError, ScmNotFound
+from promoter.models import PullRequestState, QueueEntry
 from scm_plugins.calls import ScmCalls
 from scm_plugins.gitlab.merge_requests import MergeRequests
 
@@ -46,6 +54,21 @@ class MergeTrains:
         status = str(mine[0].get("status") or "") if mine else "idle"
         return QueueEntry(queued=True, state=status)
 
+    def remove(self, project: Project, *, number: int) -> QueueEntry:
+        path = (
+            f"/projects/{project.encoded_id}/merge_requests/{number}"
+            "/cancel_merge_when_pipeline_succeeds"
+        )
+        try:
+            with self._calls.call("dequeue_pull_request", pr=number):
+                project.manager.gitlab.http_post(path)
+        except ScmConflict:
+            pass  # nothing to cancel (the MR left the train, merged or closed): read it
+        left = self.entry(project, number=number)
+        if left.queued:
+            raise ScmConflict(f"GitLab kept merge request !{number} on its merge train")
+        return left
+
     def entry(self, project: Project, *, number: int) -> QueueEntry:
         path = f"/projects/{project.encoded_id}/merge_trains/merge_requests/{number}"
         try:
@@ -56,9 +79,9 @@ class MergeTrains:
             return QueueEntry(
                 queued=False,
                 removed_reason=f"removed from the merge train (it is {pr.state.value})",
+                merged=pr.state is PullRequestState.MERGED,
             )
         status = str(car.get("status") or "")
         pipeline = str((car.get("pipeline") or {}).get("status") or "")
-        return QueueEntry(
-            queued=status not in ("merged", "skip_merged"), state=status, checks=pipeline
-        )
+        merged = status in ("merged", "skip_merged")
+        return QueueEntry(queued=not merged, state=status, checks=pipeline, merged=merged)

@@ -35,6 +35,7 @@ from promoter.git.stale_lock import abandoned_in
 from promoter.models import CommitStatus, PullRequest, PullRequestState, Review
 from scm_plugins.calls import ScmCalls
 from scm_plugins.local import merging
+from scm_plugins.local.queue import LocalQueue
 from scm_plugins.local.refs import BranchTips
 from scm_plugins.local.store import LocalStore
 
@@ -58,8 +59,8 @@ def _translate(exc: BaseException) -> ScmError | None:
     return None
 
 
-class LocalScm:
-    """The ``local`` SCM plugin."""
+class LocalScm(LocalQueue):
+    """The ``local`` SCM plugin (its merge queue in ``LocalQueue``)."""
 
     name = "local"
     folded_gate_keys: frozenset[str] = frozenset()
@@ -86,6 +87,7 @@ class LocalScm:
         self._env = {**os.environ, **identity_env(), **noninteractive_env()}
         local = provider.local
         self._merge_method: merging.MergeMethod = local.merge_method if local else "merge"
+        self._queue_settings = local.merge_queue if local else None
 
     # --- git -------------------------------------------------------------------------
 
@@ -97,6 +99,9 @@ class LocalScm:
         if status != 0:
             raise subprocess.CalledProcessError(status, args[0], stderr=err)
         return out.strip()
+
+    def _local_git(self, repo: Repository) -> merging.LocalGit:
+        return merging.LocalGit(repository_path(repo), self._env)
 
     def _tip(self, repo: Repository, branch: str) -> str | None:
         return self._tips(repo, branch).get(branch)
@@ -228,7 +233,7 @@ class LocalScm:
                 raise ScmNotFound(f"base branch {row['base']} is gone")
             base_tip = tips[row["base"]]
             merge_sha = merging.merge(
-                merging.LocalGit(repository_path(repo), self._env),
+                self._local_git(repo),
                 method=self._merge_method,
                 base=base_tip,
                 head=head_tip,
@@ -331,6 +336,7 @@ class LocalScm:
     def set_commit_status(self, *, repo: Repository, sha: str, status: CommitStatus) -> None:
         with self._calls.call("set_commit_status", repository=repo.name, sha=sha, key=status.key):
             self.store.set_status(repo.name, sha, status)
+        self._status_landed(repo, sha)
 
     def git_environment(self, *, repo: Repository) -> Mapping[str, str]:
         return {}

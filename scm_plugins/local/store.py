@@ -1,4 +1,5 @@
-"""SQLite storage of the local SCM: pull requests, their comments and commit statuses.
+"""SQLite storage of the local SCM: pull requests, their comments, commit statuses and its
+merge queue (the entries, and why each PR last left it).
 
 One database file in the state dir, WAL mode, one connection per thread; an open
 pull request is unique per (repository, head, base) by a partial unique index. A merge
@@ -35,6 +36,14 @@ CREATE TABLE IF NOT EXISTS comments (
 CREATE TABLE IF NOT EXISTS reviews (
     repo TEXT NOT NULL, pr_id INTEGER NOT NULL, user TEXT NOT NULL,
     commit_sha TEXT NOT NULL, created_at TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS queue_entries (
+    repo TEXT NOT NULL, pr_id INTEGER NOT NULL, base TEXT NOT NULL, head_sha TEXT NOT NULL,
+    base_sha TEXT NOT NULL, group_sha TEXT NOT NULL, enqueued_at TEXT NOT NULL,
+    PRIMARY KEY (repo, pr_id)
+);
+CREATE TABLE IF NOT EXISTS queue_removals (
+    repo TEXT NOT NULL, pr_id INTEGER NOT NULL, reason TEXT NOT NULL, at TEXT NOT NULL
 );
 CREATE TABLE IF NOT EXISTS statuses (
     repo TEXT NOT NULL, sha TEXT NOT NULL, key TEXT NOT NULL, phase TEXT NOT NULL,
@@ -176,6 +185,48 @@ class LocalStore:
             .execute("SELECT * FROM pull_requests WHERE repo = ? ORDER BY id", (repo,))
             .fetchall()
         )
+
+    # --- the merge queue -------------------------------------------------------------
+
+    def queue(self, repo: str) -> list[sqlite3.Row]:
+        """The queue's entries, first enqueued first."""
+        sql = "SELECT * FROM queue_entries WHERE repo = ? ORDER BY rowid"
+        return self._db().execute(sql, (repo,)).fetchall()
+
+    def queued(self, repo: str, number: int) -> sqlite3.Row | None:
+        sql = "SELECT * FROM queue_entries WHERE repo = ? AND pr_id = ?"
+        row: sqlite3.Row | None = self._db().execute(sql, (repo, number)).fetchone()
+        return row
+
+    def enqueue(
+        self, repo: str, number: int, *, base: str, head_sha: str, base_sha: str, group_sha: str
+    ) -> None:
+        self._db().execute(
+            "INSERT INTO queue_entries VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (repo, number, base, head_sha, base_sha, group_sha, _now()),
+        )
+
+    def regroup(self, repo: str, number: int, *, base_sha: str, group_sha: str) -> None:
+        """The entry's merge group built again on a base that moved."""
+        self._db().execute(
+            "UPDATE queue_entries SET base_sha = ?, group_sha = ? WHERE repo = ? AND pr_id = ?",
+            (base_sha, group_sha, repo, number),
+        )
+
+    def dequeue(self, repo: str, number: int, reason: str) -> None:
+        """Out of the queue, with why (kept: the queue tells it when asked)."""
+        with self._db() as db:
+            db.execute("BEGIN")
+            db.execute("DELETE FROM queue_entries WHERE repo = ? AND pr_id = ?", (repo, number))
+            db.execute(
+                "INSERT INTO queue_removals VALUES (?, ?, ?, ?)", (repo, number, reason, _now())
+            )
+
+    def removal(self, repo: str, number: int) -> sqlite3.Row | None:
+        """Why PR ``number`` last left the queue, if it did."""
+        sql = "SELECT * FROM queue_removals WHERE repo = ? AND pr_id = ? ORDER BY rowid DESC"
+        row: sqlite3.Row | None = self._db().execute(sql, (repo, number)).fetchone()
+        return row
 
     # --- statuses --------------------------------------------------------------------
 

@@ -69,6 +69,9 @@ class Routes(
         self._table.extend(self.deployment_routes())
         self._table.extend(self.queue_routes())
 
+    def _checks_landed(self, full_name: str, sha: str) -> None:
+        self.group_checks_landed(full_name, sha)
+
     def new_repository(self, full_name: str, git_dir: Path) -> FakeRepo:
         return FakeRepo(full_name, git_dir)
 

@@ -27,6 +27,10 @@ class StatusRoutes(ABC):
     def _repo(self, owner: str, name: str) -> FakeRepo:
         """The repository or a 404, from the fake that mixes these routes in."""
 
+    @abstractmethod
+    def _checks_landed(self, full_name: str, sha: str) -> None:
+        """A status or check run landed on ``sha`` (the merge queue may move)."""
+
     def post_status(self, full_name: str, sha: str, context: str, state: str, **extra: str) -> None:
         owner, name = full_name.split("/")
         self._create_status(
@@ -60,6 +64,7 @@ class StatusRoutes(ABC):
             updated_at=stamp,
         )
         repo.statuses.setdefault(sha, []).insert(0, status)
+        self._checks_landed(f"{owner}/{name}", sha)
         return 201, {}, status
 
     def _combined(self, owner: str, name: str, ref: str, *, query: Any, body: Any) -> Answer:
@@ -111,6 +116,7 @@ class StatusRoutes(ABC):
             output={**run["output"], **(body.get("output") or {"title": None, "summary": None})},
         )
         repo.check_runs.setdefault(sha, []).insert(0, run)
+        self._checks_landed(f"{owner}/{name}", sha)
         return 201, {}, run
 
     def _checks(self, owner: str, name: str, ref: str, *, query: Any, body: Any) -> Answer:

@@ -41,6 +41,18 @@ def test_the_mutation_uses_the_head_guard_github_offers() -> None:
     assert "expectedHeadOid: $head" in queue.ENQUEUE
 
 
+def test_the_dequeue_names_the_pull_request_by_the_id_github_asks_for() -> None:
+    assert "id" in fields("DequeuePullRequestInput")
+    assert "pullRequestId" not in fields("DequeuePullRequestInput")
+    assert "mergeQueueEntry" in fields("DequeuePullRequestPayload")
+    assert "dequeuePullRequest(input: {id: $id})" in queue.DEQUEUE
+
+
+def test_a_merged_pull_request_is_read_from_its_state() -> None:
+    assert "state" in fields("PullRequest") and "state" in queue.ENTRY
+    assert {"MERGED", "OPEN", "CLOSED"} == fields("PullRequestState")
+
+
 def test_the_fakes_states_are_githubs() -> None:
     from .fake_queue import QueueRoutes
 

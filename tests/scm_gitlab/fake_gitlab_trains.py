@@ -7,8 +7,15 @@ of GitLab's "Retrieve a project" (``rest/gitlab-docs/projects.get.jsonc``, its c
 left out), with the project's ``merge_trains_enabled`` and ``merge_pipelines_enabled``
 set. As GitLab does: adding an MR
 whose source head is not ``sha`` is refused (409), as is a closed or merged one (405);
-an MR not on the train answers 404. ``drop`` takes an MR off (its train pipeline failed);
-``merge`` merges it as the train does (a real merge commit, the Push Hook after).
+an MR not on the train answers 404, and a new commit on its source branch takes it off.
+``POST /merge_requests/:iid/cancel_merge_when_pipeline_succeeds`` takes it off the train
+(GitLab's "Cancel auto-merge"); it answers 201 with GitLab's service result, as GitLab does
+(``{"status": "success"}``, or ``{"status": "error", "message": "Can't cancel the automatic
+merge", "http_status": 406}`` when there is nothing to cancel, the MR merged or closed),
+though GitLab's page documents 406 for a closed MR and the MR itself as the body.
+``drop`` takes an MR off (its train pipeline failed); ``merge`` merges it as the train
+does (a real merge commit, the Push Hook after); ``pipeline_done`` ends the train's
+pipeline of an MR, and the train merges it or drops it.
 """
 
 from __future__ import annotations
@@ -52,7 +59,10 @@ def route(
             return routes.json_answer(200, body)
         case "POST", ["merge_trains", "merge_requests", iid]:
             return add(fake, project, int(iid), params)
+        case "POST", ["merge_requests", iid, "cancel_merge_when_pipeline_succeeds"]:
+            return cancel(project, int(iid))
         case "GET", ["merge_trains", "merge_requests", iid]:
+            drop_moved(project)
             car = project.train.get(int(iid))
             if car is None:
                 return routes.json_answer(404, {"message": "404 Merge Train Not Found"})
@@ -95,3 +105,33 @@ def merge(fake: FakeGitLab, project: FakeProject, iid: int) -> None:
     """The train's pipeline passed: GitLab merges the MR."""
     project.train.pop(iid)
     routes.merge_mr(fake, project, iid, {})
+
+
+def cancel(project: FakeProject, iid: int) -> Answer:
+    """Cancel auto-merge: off the train; GitLab's service result as the 201's body."""
+    if iid not in project.mrs:
+        return routes.json_answer(404, {"message": "404 Not Found"})
+    drop_moved(project)
+    if project.train.pop(iid, None) is None:
+        refused = {"status": "error", "message": "Can't cancel the automatic merge"}
+        return routes.json_answer(201, {**refused, "http_status": 406})
+    return routes.json_answer(201, {"status": "success"})
+
+
+def drop_moved(project: FakeProject) -> None:
+    """A new commit on an MR's source branch cancels its auto-merge: off the train."""
+    for iid, car in list(project.train.items()):
+        mr = project.mrs[iid]
+        if project.head(mr["source_branch"]) != car["pipeline"]["sha"]:
+            project.train.pop(iid)
+
+
+def pipeline_done(fake: FakeGitLab, project: FakeProject, iid: int, status: str) -> None:
+    """The train's pipeline of MR ``iid`` ended: passed, the train merges it; else off it."""
+    drop_moved(project)
+    if iid not in project.train:
+        return
+    if status == "success":
+        merge(fake, project, iid)
+    else:
+        drop(project, iid)

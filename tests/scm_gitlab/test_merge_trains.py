@@ -13,6 +13,8 @@ from scm_plugins.protocol import MergeQueues
 from . import fake_gitlab_trains
 from .fake_gitlab import FakeGitLab
 
+CANCEL = "cancel_merge_when_pipeline_succeeds"
+
 
 def test_a_merge_request_rides_the_train_and_one_dropped_is_removed(
     plugin: GitLabScm, fake: FakeGitLab, repo: Repository
@@ -43,3 +45,74 @@ def test_a_merge_request_rides_the_train_and_one_dropped_is_removed(
     plugin.enqueue_pull_request(repo=repo, number=mr.number, expected_head_sha=mr.head_sha)
     fake_gitlab_trains.merge(fake, project, mr.number)
     assert project.mrs[mr.number]["state"] == "merged"
+
+
+def riding(plugin: GitLabScm, repo: Repository) -> int:
+    """dev's MR opened and added to the train."""
+    mr = plugin.open_pull_request(
+        repo=repo,
+        head="environment/dev-next",
+        base="environment/dev",
+        title="t",
+        body="",
+        labels=(),
+    )
+    plugin.enqueue_pull_request(repo=repo, number=mr.number, expected_head_sha=mr.head_sha)
+    return mr.number
+
+
+def test_a_merge_request_taken_off_the_train_by_cancelling_its_auto_merge_stays_off(
+    plugin: GitLabScm, fake: FakeGitLab, repo: Repository
+) -> None:
+    number = riding(plugin, repo)
+    [project] = fake.projects.values()
+    out = plugin.dequeue_pull_request(repo=repo, number=number)
+    assert (out.queued, out.merged) == (False, False)
+    cancels = [p for m, p in fake.requests if m == "POST" and "cancel_merge_when" in p]
+    assert cancels == [f"/projects/group%2Fsub%2Fapp/merge_requests/{number}/{CANCEL}"]
+    fake_gitlab_trains.pipeline_done(fake, project, number, "success")
+    assert project.mrs[number]["state"] == "opened"  # off the train: nothing merged it
+
+
+def test_taking_off_an_mr_the_train_already_merged_answers_merged(
+    plugin: GitLabScm, fake: FakeGitLab, repo: Repository
+) -> None:
+    number = riding(plugin, repo)
+    [project] = fake.projects.values()
+    fake_gitlab_trains.pipeline_done(fake, project, number, "success")
+    answer = plugin.dequeue_pull_request(repo=repo, number=number)
+    assert (answer.queued, answer.merged) == (False, True)
+
+
+def test_taking_off_an_mr_no_longer_on_the_train_is_no_error_whatever_gitlab_answers(
+    plugin: GitLabScm, fake: FakeGitLab, repo: Repository
+) -> None:
+    number = riding(plugin, repo)
+    [project] = fake.projects.values()
+    fake_gitlab_trains.drop(project, number)
+    body = {"message": "Can't cancel the automatic merge"}
+    fake.fail_next("POST", "cancel_merge_when_pipeline_succeeds", 406, body=body)  # the docs' 406
+    answer = plugin.dequeue_pull_request(repo=repo, number=number)
+    assert (answer.queued, answer.merged) == (False, False)
+    assert plugin.dequeue_pull_request(repo=repo, number=number).queued is False  # its 201 error
+
+
+def test_an_mr_gitlab_keeps_on_the_train_is_a_refusal(
+    plugin: GitLabScm, fake: FakeGitLab, repo: Repository
+) -> None:
+    number = riding(plugin, repo)
+    fake.fail_next("POST", "cancel_merge_when_pipeline_succeeds", 201, body={"status": "success"})
+    with pytest.raises(ScmConflict, match="kept merge request"):
+        plugin.dequeue_pull_request(repo=repo, number=number)
+
+
+def test_a_new_commit_on_the_source_branch_takes_the_mr_off_the_train(
+    plugin: GitLabScm, fake: FakeGitLab, repo: Repository
+) -> None:
+    number = riding(plugin, repo)
+    [project] = fake.projects.values()
+    project.git(
+        "update-ref", "refs/heads/environment/dev-next", project.head("environment/dev") or ""
+    )
+    left = plugin.queue_entry(repo=repo, number=number)
+    assert not left.queued and not left.merged

@@ -34,6 +34,7 @@ from promoter.engine import (
     ClosePullRequest,
     CommentPullRequest,
     CreateDeployment,
+    DequeuePullRequest,
     EnqueuePullRequest,
     HoldDryCommit,
     LedgerAction,
@@ -46,6 +47,7 @@ from promoter.engine import (
     RecordDequeue,
     RecordHealthy,
     RecordOverride,
+    RecordQueueMerge,
     ReleaseHold,
     RequestReviewers,
     ResumeEnvironment,
@@ -172,6 +174,32 @@ class Executor:
                 QueueRunner(self.plugin, self.reader.gates, self.ledger).dequeued(
                     snapshot, mirror, action
                 )
+            case DequeuePullRequest():
+                raced, told = QueueRunner(self.plugin, self.reader.gates, self.ledger).withdraw(
+                    snapshot, repo, mirror, action
+                )
+                kind, what = (
+                    ("queue-race", "merged before it could be taken out of the merge queue")
+                    if raced
+                    else ("dequeued", "taken out of the merge queue")
+                )
+                message = f"{what}: {action.reason}"
+                tell(self.observers, kind, snapshot.strategy, branch, message, pr=action.number)
+                comment = CommentPullRequest(
+                    environment=action.environment, number=action.number, body=told
+                )
+                self.pull_requests.comment(repo, comment)
+                outcome.requeue(0.0)
+            case RecordQueueMerge():
+                QueueRunner(self.plugin, self.reader.gates, self.ledger).merged(
+                    snapshot, mirror, action
+                )
+                if action.race:
+                    what = (
+                        f"merged from the merge queue while it should have stopped: {action.race}"
+                    )
+                    strategy, number = snapshot.strategy, action.number
+                    tell(self.observers, "queue-race", strategy, branch, what, pr=number)
             case SetDeploymentStatus():
                 self.deployments.status(snapshot, repo, mirror, action)
             case RequestReviewers():

@@ -1,7 +1,10 @@
 """Carrying out a merge through a queue: the required gates read again (as before a merge),
 the PR enqueued with its head as the guard, the attempt recorded in the environment's
-ledger; a dequeue recorded as a failed attempt with the queue's reason; and a merge the SCM
-refused for want of its queue enqueued instead."""
+ledger; a dequeue recorded as a failed attempt with the queue's reason; a merge the SCM
+refused for want of its queue enqueued instead. Stop means stop: a PR taken out of the
+queue where the promoter would not merge it now, the attempt recorded as withdrawn; one
+the queue merged first (the SCM answers so) is a race, as is a merge the engine found made
+while a freeze, a hold or a pin stopped it: in the ledger, the log and a metric."""
 
 from __future__ import annotations
 
@@ -12,14 +15,19 @@ from dataclasses import dataclass
 from promoter.config import Repository
 from promoter.daemon.acting.merges import Deferred, deferral
 from promoter.engine import (
+    DequeuePullRequest,
     EnqueuePullRequest,
+    EnvLedger,
     MergePullRequest,
     QueueAttempt,
+    QueueRace,
     RecordDequeue,
+    RecordQueueMerge,
     Snapshot,
 )
 from promoter.errors import PermanentError
 from promoter.git import GitMirror
+from promoter.metrics import QUEUE_RACES_TOTAL
 from promoter.models import CommitStatus, Phase
 from promoter.state import GitLedger
 from scm_plugins.protocol import MergeQueues, ScmPlugin
@@ -39,11 +47,7 @@ class QueueRunner:
         """Enqueued (None), or deferred when a required gate is no longer success."""
         env = snapshot.environments[action.environment]
         fields = {"strategy": snapshot.strategy, "environment": env.branch, "pr": action.number}
-        if not isinstance(self.plugin, MergeQueues):
-            raise PermanentError(
-                f"the {self.plugin.name} SCM has no merge queue: set mergeQueue: false on"
-                f" {env.branch}"
-            )
+        self._queues(env.branch)
         statuses = self.gates(repo, action.expected_head_sha, action.required_keys)
         stale = [
             k
@@ -53,7 +57,7 @@ class QueueRunner:
         if stale:
             log.info("enqueue deferred: gates changed", extra={**fields, "gates": stale})
             return Deferred(deferral(stale, statuses, action.expected_head_sha))
-        entry = self.plugin.enqueue_pull_request(
+        entry = self._queues(env.branch).enqueue_pull_request(
             repo=repo, number=action.number, expected_head_sha=action.expected_head_sha
         )
         attempt = QueueAttempt(
@@ -61,6 +65,7 @@ class QueueRunner:
             head_sha=action.expected_head_sha,
             attempts=action.attempt,
             enqueued_at=snapshot.now,
+            dry_sha=action.dry_sha,
         )
         self.ledger.update(
             mirror,
@@ -120,3 +125,71 @@ class QueueRunner:
                 "attempt": attempt.attempts,
             },
         )
+
+    def withdraw(
+        self, snapshot: Snapshot, repo: Repository, mirror: GitMirror, action: DequeuePullRequest
+    ) -> tuple[bool, str]:
+        """Take the PR out of the queue; whether the queue merged it first, and what to tell
+        on the PR."""
+        env = snapshot.environments[action.environment]
+        entry = self._queues(env.branch).dequeue_pull_request(repo=repo, number=action.number)
+        fields = {"strategy": snapshot.strategy, "environment": env.branch, "pr": action.number}
+        attempt = env.ledger.queue
+        if attempt is None or attempt.number != action.number:
+            return entry.merged, action.race_comment if entry.merged else action.comment
+        if entry.merged:
+            merged = RecordQueueMerge(
+                environment=action.environment,
+                number=action.number,
+                dry_sha=action.dry_sha,
+                at=action.at,
+                race=action.race,
+            )
+            self.merged(snapshot, mirror, merged)
+            return True, action.race_comment
+        out = attempt.model_copy(
+            update={"dequeued_at": action.at, "reason": action.reason, "withdrawn": True}
+        )
+        self.ledger.update(
+            mirror, snapshot.strategy, env.branch, lambda led: led.model_copy(update={"queue": out})
+        )
+        log.warning(
+            "pull request taken out of the merge queue", extra={**fields, "reason": action.reason}
+        )
+        return False, action.comment
+
+    def merged(self, snapshot: Snapshot, mirror: GitMirror, action: RecordQueueMerge) -> None:
+        """The attempt settled: merged; a race (``action.race``) recorded, logged, counted."""
+        env = snapshot.environments[action.environment]
+        attempt = env.ledger.queue
+        if attempt is None or attempt.number != action.number:
+            return
+        settled = attempt.model_copy(update={"merged_at": action.at})
+        race = QueueRace(
+            number=action.number, dry_sha=action.dry_sha, reason=action.race, at=action.at
+        )
+
+        def change(led: EnvLedger) -> EnvLedger:
+            led = led.model_copy(update={"queue": settled})
+            return led.with_queue_race(race) if action.race else led
+
+        self.ledger.update(mirror, snapshot.strategy, env.branch, change, durable=bool(action.race))
+        if action.race:
+            QUEUE_RACES_TOTAL.inc(snapshot.strategy, env.branch)
+            log.warning(
+                "merged from the merge queue before it could be taken out",
+                extra={
+                    "strategy": snapshot.strategy,
+                    "environment": env.branch,
+                    "pr": action.number,
+                    "sha": action.dry_sha,
+                    "reason": action.race,
+                },
+            )
+
+    def _queues(self, branch: str) -> MergeQueues:
+        if not isinstance(self.plugin, MergeQueues):
+            raise PermanentError(
+                f"the {self.plugin.name} SCM has no merge queue: set mergeQueue: false on {branch}"
+            )
+        return self.plugin

@@ -66,7 +66,7 @@ class QueueDetection:
         else:
             queued = env.auto_merge and self.required(plugin, repo, env.branch)
         attempt = ledger.queue
-        if not queued or pr is None or attempt is None or attempt.dequeued_at:
+        if not queued or pr is None or attempt is None or not attempt.waiting:
             return queued, None
         if (attempt.number, attempt.head_sha) != (pr.number, pr.head_sha):
             return queued, None

@@ -193,6 +193,35 @@ class RecordDequeue(Frozen):
     at: datetime
 
 
+class DequeuePullRequest(Frozen):
+    """Stop means stop: take the PR out of the merge queue, where the promoter would not merge
+    it now (a freeze, a hold, a pin, a newer head, a gate that no longer passes). ``comment``
+    tells the PR; ``race_comment`` tells it instead when the queue merged it first."""
+
+    kind: Literal["withdraw"] = "withdraw"
+    environment: int
+    number: int
+    dry_sha: str
+    reason: str
+    race: str
+    """What the merge was a race against, should the queue have merged it first."""
+    at: datetime
+    comment: str
+    race_comment: str
+
+
+class RecordQueueMerge(Frozen):
+    """The PR the promoter had in the merge queue is merged: the attempt is settled; with
+    ``race`` (what stops it now), it merged before the promoter could take it out."""
+
+    kind: Literal["queue-merged"] = "queue-merged"
+    environment: int
+    number: int
+    dry_sha: str
+    at: datetime
+    race: str = ""
+
+
 class CreateDeployment(Frozen):
     """Report what the environment runs as a new SCM deployment, in progress.
 
@@ -292,6 +321,8 @@ Action = (
     | SetDeploymentStatus
     | EnqueuePullRequest
     | RecordDequeue
+    | DequeuePullRequest
+    | RecordQueueMerge
     | RecordOverride
     | MergeActiveIntoProposed
 )

@@ -90,7 +90,9 @@ class Deployment(Frozen):
 
 class QueueAttempt(Frozen):
     """The promoter enqueued PR ``number`` at head ``head_sha``; the queue may have taken it
-    out again (``dequeued_at``, with the queue's reason), a failed attempt."""
+    out again (``dequeued_at``, with the queue's reason), a failed attempt; or the promoter
+    took it out itself (``withdrawn``: a freeze, a hold, a pin, a newer head, a gate that no
+    longer passes), to enqueue it again once every gate passes. ``merged_at``: seen merged."""
 
     number: int
     head_sha: str
@@ -98,6 +100,24 @@ class QueueAttempt(Frozen):
     enqueued_at: datetime
     dequeued_at: datetime | None = None
     reason: str = ""
+    dry_sha: str = ""
+    withdrawn: bool = False
+    merged_at: datetime | None = None
+
+    @property
+    def waiting(self) -> bool:
+        """In the queue as far as the promoter knows: neither taken out nor merged."""
+        return self.dequeued_at is None and self.merged_at is None
+
+
+class QueueRace(Frozen):
+    """PR ``number`` (``dry_sha``) was merged from the merge queue before the promoter could
+    take it out: it merged while ``reason`` (frozen, held, pinned elsewhere, ...)."""
+
+    number: int
+    dry_sha: str
+    reason: str
+    at: datetime
 
 
 class Freeze(Frozen):
@@ -134,6 +154,8 @@ class EnvLedger(Frozen):
     announcements: tuple[Announcement, ...] = ()
     queue: QueueAttempt | None = None
     """The latest merge-queue attempt of this environment's promotion PR."""
+    queue_races: tuple[QueueRace, ...] = ()
+    """Promotions the merge queue merged while they should not have merged, newest last."""
     deployments: tuple[Deployment, ...] = ()
     """The SCM deployments of this environment, newest last."""
     reviewers_requested: tuple[int, ...] = ()
@@ -193,6 +215,11 @@ class EnvLedger(Frozen):
         event = FreezeEvent(action="unfreeze", reason=self.freeze.reason, by=by, at=at)
         log = (*self.freeze_log, event)[-MAX_HISTORY:]
         return self.model_copy(update={"freeze": None, "freeze_log": log})
+
+    def with_queue_race(self, race: QueueRace) -> EnvLedger:
+        if any(r.number == race.number and r.dry_sha == race.dry_sha for r in self.queue_races):
+            return self
+        return self.model_copy(update={"queue_races": (*self.queue_races, race)[-MAX_HISTORY:]})
 
     def with_reviewers_requested(self, number: int) -> EnvLedger:
         if number in self.reviewers_requested:

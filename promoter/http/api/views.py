@@ -106,7 +106,30 @@ def _environment(
         "pin": _pin(env),
         "overrides": [o.model_dump(mode="json") for o in env.ledger.overrides[-5:]],
         "freezes": [_freeze(f) for f in env.freezes],
+        "mergeQueue": _queue(env),
+        "queueRaces": [
+            {"pr": r.number, "drySha": r.dry_sha, "reason": r.reason, "at": r.at.isoformat()}
+            for r in env.ledger.queue_races[-5:]
+        ],
         "error": env.error,
+    }
+
+
+def _queue(env: EnvironmentSnapshot) -> dict[str, Any] | None:
+    """The promotion PR's latest merge-queue attempt: in the queue, taken out (by the queue,
+    or by the promoter: ``withdrawn``), or merged."""
+    attempt = env.ledger.queue
+    if attempt is None:
+        return None
+    return {
+        "pr": attempt.number,
+        "headSha": attempt.head_sha,
+        "attempts": attempt.attempts,
+        "enqueuedAt": attempt.enqueued_at.isoformat(),
+        "dequeuedAt": attempt.dequeued_at.isoformat() if attempt.dequeued_at else None,
+        "reason": attempt.reason,
+        "withdrawn": attempt.withdrawn,
+        "mergedAt": attempt.merged_at.isoformat() if attempt.merged_at else None,
     }
 
 

@@ -47,6 +47,7 @@ OPTIONAL_WRITES = frozenset(
         "create_deployment",
         "set_deployment_status",
         "enqueue_pull_request",
+        "dequeue_pull_request",
         "request_reviewers",
     }
 )
