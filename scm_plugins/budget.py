@@ -158,6 +158,13 @@ class Ticket:
             self._settled = True
             self._budget.settle(self.cost, None, {})
 
+    def cancel(self) -> None:
+        """The call was never sent (its write's hold lapsed while it waited): everything
+        it took is given back."""
+        if not self._settled:
+            self._settled = True
+            self._budget.give_back(self.cost)
+
 
 class CredentialBudget:
     """The shared limiter of one credential. Thread-safe."""
@@ -224,6 +231,19 @@ class CredentialBudget:
                     self._bucket.give(1, now)
                 if status < 400 or any(k.lower() == "x-ratelimit-limit" for k in headers):
                     self.primary.learn(headers, now=now, wall=self._wall())
+            self._cond.notify_all()
+
+    def give_back(self, cost: Cost) -> None:
+        """A call admitted and never sent: its place in flight and what it spent back."""
+        with self._cond:
+            now = self._clock()
+            self._in_flight -= 1
+            if not cost.revalidation and not self.primary.unlimited:
+                self._bucket.give(1, now)
+            self._points.give_back(cost.points)
+            if cost.content:
+                self._content_minute.give_back(1)
+                self._content_window.give_back(1)
             self._cond.notify_all()
 
     def share(self, fraction: float) -> None:

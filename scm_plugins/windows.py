@@ -44,6 +44,18 @@ class SlidingWindow:
         self._log.append((now, amount))
         self._total += amount
 
+    def give_back(self, amount: float) -> None:
+        """Unspend ``amount`` of what was spent last (a call that was never sent)."""
+        while amount > 0 and self._log:
+            at, spent = self._log.pop()
+            taken = min(spent, amount)
+            amount -= taken
+            self._total -= taken
+            if spent > taken:
+                self._log.append((at, spent - taken))
+        if not self._log:
+            self._total = 0.0
+
     def _expire(self, now: float) -> None:
         while self._log and self._log[0][0] + self.span <= now:
             _, spent = self._log.popleft()

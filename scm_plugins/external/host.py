@@ -232,12 +232,13 @@ class ExternalScm:
     # --- calls -----------------------------------------------------------------------
 
     def _call(self, operation: str, method: str, params: m.Message, **fields: object) -> Any:
-        with self._calls.call(operation, **fields):
+        with self._calls.call(operation, **fields) as receipt:
             process = self._ensure()
+            timeout = receipt.deadline(self.timeout)  # within a write's hold: ends before it
             try:
-                raw = process.call(method, m.dump(params), timeout=self.timeout)
+                raw = process.call(method, m.dump(params), timeout=timeout)
             except ScmUnavailable:
-                if process.alive:
+                if process.alive and timeout >= self.timeout:  # not a call cut by its hold
                     self._timed_out(process)
                 raise
             self._timeouts = 0
