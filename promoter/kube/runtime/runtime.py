@@ -146,6 +146,15 @@ class ClusterRuntime(Runtime):
         for repo in repositories:
             self.mirrors.invalidate(repo)
 
+    def reread(self, repository: str) -> None:
+        """A write for ``repository`` may have been made without its answer: its pull
+        requests and statuses are read back from the SCM, and its mirror fetched, before
+        its strategies' next decisions."""
+        self.forget_repositories({repository})
+        self.unsettle(
+            s.name for s in self.config.promotion_strategies if s.repository == repository
+        )
+
     def refresh_ahead(self, repositories: list[str]) -> None:
         self.mirrors.refresh_ahead([self.config.repository(name) for name in repositories])
 
