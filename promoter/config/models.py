@@ -50,6 +50,7 @@ class BitbucketWebhook(Spec):
         description="HMAC secrets of X-Hub-Signature; several at once while rotating.",
     )
 
+
 class AzureDevOpsWebhook(Spec):
     """Azure DevOps signs nothing: a service hook proves itself by basic auth and/or a header."""
 
