@@ -22,11 +22,14 @@ class SlidingWindow:
         self._log: deque[tuple[float, float]] = deque()
         self._total = 0.0
 
-    def wait(self, amount: float, now: float, *, reserve: float = 0.0) -> float:
-        """Seconds until ``amount`` fits with ``reserve`` units left over; 0 when it fits
-        now, ``inf`` when it never can."""
+    def wait(
+        self, amount: float, now: float, *, reserve: float = 0.0, capacity: float | None = None
+    ) -> float:
+        """Seconds until ``amount`` fits with ``reserve`` units left over (within
+        ``capacity`` rather than the window's own, when given); 0 when it fits now,
+        ``inf`` when it never can."""
         self._expire(now)
-        room = self.capacity - reserve
+        room = (self.capacity if capacity is None else capacity) - reserve
         if amount > room:
             return math.inf
         excess = self._total + amount - room

@@ -313,6 +313,22 @@ class Kube:
         )
         return replaced
 
+    def get_lease(self, namespace: str, name: str) -> Obj | None:
+        """A Lease as the API server sends it (JSON), or None when there is none."""
+        try:
+            response = self._call(
+                "read lease",
+                self.coordination.read_namespaced_lease,
+                name,
+                namespace,
+                _preload_content=False,
+            )
+        except KubeError as exc:
+            if exc.status == 404:
+                return None
+            raise
+        return json.loads(response.data)  # type: ignore[no-any-return]
+
     def list_leases(self, namespace: str, selector: str) -> Obj:
         """The Leases of ``namespace`` whose labels match ``selector`` (``key=value,...``),
         as the API server sends them (a LeaseList: JSON, camelCase)."""

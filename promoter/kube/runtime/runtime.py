@@ -23,6 +23,7 @@ from promoter.daemon import Observer, Outcome, Runtime, StrategyView, Workers, e
 from promoter.errors import NotOwner
 from promoter.http import Api
 from promoter.kube.runtime.scm import ClusterScm
+from scm_plugins.fleet import Fleet
 from scm_plugins.protocol import ScmPlugin
 
 Forward = Callable[[list[str], bool], None]
@@ -173,10 +174,11 @@ class ClusterRuntime(Runtime):
         self.pr_cache.forget_repositories(moved)
         self.mirrors.release(repositories)
 
-    def share_budgets(self, shares: Mapping[str, float]) -> None:
+    def share_budgets(self, shares: Mapping[str, float], fleets: Mapping[str, Fleet]) -> None:
         for name, share in shares.items():
             plugin = self.plugins.get(name)
             if isinstance(plugin, ClusterScm):
+                plugin.spend_with(fleets.get(name))
                 plugin.set_budget_share(share)
 
     def close(self) -> None:

@@ -31,6 +31,8 @@ from promoter.config import Repository
 from promoter.errors import NotOwner
 from promoter.kube.resources.commit_statuses import CommitStatusIndex, merge
 from promoter.models import CommitStatus, PullRequest
+from scm_plugins.budget import CredentialBudget
+from scm_plugins.fleet import Fleet
 from scm_plugins.protocol import ScmPlugin
 
 Guard = Callable[[str], AbstractContextManager[None]]
@@ -100,6 +102,13 @@ class ClusterScm:
         setter = getattr(self.inner, "set_budget_share", None)
         if setter is not None:
             setter(share)
+
+    def spend_with(self, fleet: Fleet | None) -> None:
+        """Keep the windows of the credential's budget with the fleet's (``fleet``), when
+        the plugin keeps a budget: its counted-call helper's (``calls.budget``)."""
+        budget = getattr(getattr(self.inner, "calls", None), "budget", None)
+        if isinstance(budget, CredentialBudget):
+            budget.spend_with(fleet)
 
     # --- reads -------------------------------------------------------------------------
 

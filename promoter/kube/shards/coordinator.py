@@ -379,6 +379,10 @@ class ShardCoordinator:
 
     # --- what others read ----------------------------------------------------------------
 
+    def watched(self, name: str) -> Obj | None:
+        """Lease ``name`` of the group as the watch last saw it."""
+        return self.leases.cache.get((self.lease.namespace, name))
+
     def holder_of(self, shard: str) -> tuple[str, str] | None:
         """The replica holding ``shard`` and its address, as of the last round."""
         table = self.table
