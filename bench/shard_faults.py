@@ -160,7 +160,9 @@ def pauses(
         events += 1
         index = int(str(e["name"]).rsplit("-", 1)[-1])
         repository = f"bench.gitops-{index % repos}"
-        stale += holds.lapsed(e["instance"], repository, e["at"]) is True
+        lapsed = holds.lapsed(e["instance"], repository, e["at"])
+        stale += lapsed is True
+        unknown += lapsed is None
     return {
         "pauses": len(frozen),
         "longest_pause_s": max((p for _, p in frozen), default=0.0),
@@ -168,7 +170,7 @@ def pauses(
         "lost": sum(1 for c in done if not c.merged),
         "scm_writes": writes,
         "writes_after_hold": after,
-        "writes_unknown_shard": unknown,
+        "unknown_shard": unknown,
         "events": events,
         "unfenced_events": stale,
     }
