@@ -53,16 +53,16 @@ def _epoch(stamp: str | None) -> float:
     return datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
 
 
-def handovers(entries: list[dict[str, Any]], before: dict[str, str]) -> int:
+def handovers(entries: list[dict[str, Any]], before: dict[str, str]) -> list[dict[str, Any]]:
     """Shard Leases acquired by another replica than the last one holding them."""
     last = dict(before)
-    moved = 0
+    moved = []
     for e in entries:
         if e["kind"] != "lease" or e["role"] != "shard" or not e["holder"]:
             continue
         previous = last.get(e["name"])
         if previous and previous != e["holder"]:
-            moved += 1
+            moved.append({"lease": e["name"], "from": previous, "to": e["holder"], "at": e["at"]})
         last[e["name"]] = e["holder"]
     return moved
 
@@ -74,13 +74,20 @@ def outage(cluster: Any, fault: str, seconds: float, settle: float) -> dict[str,
     set_fault(cluster.api, fault)
     time.sleep(seconds)
     set_fault(cluster.api, "")
+    ended = time.time()
     time.sleep(settle)
     entries = journal(cluster.api, started)
     alive = [n for n, r in cluster.replicas.items() if r.proc.poll() is None]
+    moved = handovers(entries, before)
+    for m in moved:
+        m["after_s"] = round(m.pop("at") - ended, 2)
+        last = [e["at"] for e in entries if e["kind"] == "lease" and e["holder"] == m["from"]]
+        m["from_last_wrote_s"] = round(max(last, default=started) - ended, 2)
     return {
         "fault": fault,
         "seconds": seconds,
-        "handovers": handovers(entries, before),
+        "handovers": len(moved),
+        "moved": moved,
         "replicas_alive": len(alive),
     }
 
