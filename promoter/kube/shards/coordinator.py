@@ -117,7 +117,12 @@ class ShardCoordinator:
         self.table = Table({}, {}, {}, Work({}, {}))
         self.rounds = 0
         self.holdings = Holdings()
-        self.outage = Outage(self.observed, identity=identity, clock=clock)
+        self.outage = Outage(
+            self.observed,
+            identity=identity,
+            clock=clock,
+            gone_after=lease.lease_duration + lease.renew_deadline,
+        )
         self.leases = Watcher(
             LeaseSource(kube, settings.group, self.outage),
             "leases",

@@ -148,11 +148,16 @@ class Observed:
         with self._lock:
             self._seen[seen.name] = ((seen.holder, seen.renewed, seen.version), now)
 
-    def renewed_all(self, now: float) -> None:
+    def renewed_all(self, now: float, *, live_since: float = math.inf) -> None:
         """Count every Lease as changed at ``now`` (the API server came back: nobody could
-        renew while it failed, ``promoter.kube.shards.outage``)."""
+        renew while it failed, ``promoter.kube.shards.outage``), but those already
+        unchanged since before ``live_since``: their holders were gone before it failed,
+        and stay gone."""
         with self._lock:
-            self._seen = {name: (mark, max(at, now)) for name, (mark, at) in self._seen.items()}
+            self._seen = {
+                name: (mark, max(at, now) if at >= live_since else at)
+                for name, (mark, at) in self._seen.items()
+            }
 
     def next_lapse(self, now: float, duration: float) -> float | None:
         """Seconds until the next held Lease reaches ``duration`` without a change (its

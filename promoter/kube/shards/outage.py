@@ -14,7 +14,11 @@ fails, or times out after the renew deadline; a list or a watch that breaks:
 again (``relisted``), every Lease counts as renewed at that moment
 (``Observed.renewed_all``): a peer is taken for gone only once it has not renewed for a
 whole lease *since the API server came back*. Meanwhile no Lease is taken over for its
-age (``trusted``). A replica's own renewals failing stop its writes at the renew
+age (``trusted``). A Lease that had not changed for a whole lease (and the renew
+deadline more: a hung call is noticed that late) when the failures began is not
+counted renewed: its holder was gone already, and counting it back would make it a
+member again for a lease, moving the shards the assignment places differently with it,
+then moving them back. A replica's own renewals failing stop its writes at the renew
 deadline, as before (``ShardFence``).
 
 An API server that holds calls for less than the renew deadline and then answers them
@@ -30,6 +34,7 @@ Thread-safe: the Lease writers, the Lease watch and the rounds call it.
 from __future__ import annotations
 
 import logging
+import math
 import threading
 from collections.abc import Callable
 
@@ -57,10 +62,20 @@ def transient(exc: KubeError) -> bool:
 
 
 class Outage:
-    def __init__(self, observed: Observed, *, identity: str, clock: Callable[[], float]) -> None:
+    def __init__(
+        self,
+        observed: Observed,
+        *,
+        identity: str,
+        clock: Callable[[], float],
+        gone_after: float = math.inf,
+    ) -> None:
         self.observed = observed
         self.identity = identity
         self.clock = clock
+        self.gone_after = gone_after
+        """Seconds unchanged after which a Lease's holder was gone before a failure
+        (the lease duration and the renew deadline)."""
         self._lock = threading.Lock()
         self._failing: float | None = None
         """Since when the API server has failed this replica (None: it answers)."""
@@ -98,13 +113,13 @@ class Outage:
         now = self.clock()
         with self._lock:
             since, self._failing = self._failing, None
-        if since is None:
-            self.observed.renewed_all(now)  # a first listing, or a history compacted
+        if since is None:  # a first listing, or a history compacted
+            self.observed.renewed_all(now, live_since=now - self.gone_after)
         else:
             self._back(now, since)
 
     def _back(self, now: float, since: float) -> None:
-        self.observed.renewed_all(now)
+        self.observed.renewed_all(now, live_since=since - self.gone_after)
         with self._lock:
             self.ended += 1
         OUTAGES.labels(self.identity).inc()
