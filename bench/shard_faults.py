@@ -80,8 +80,13 @@ def outage(cluster: Any, fault: str, seconds: float, settle: float) -> dict[str,
     alive = [n for n, r in cluster.replicas.items() if r.proc.poll() is None]
     moved = handovers(entries, before)
     for m in moved:
-        m["after_s"] = round(m.pop("at") - ended, 2)
-        last = [e["at"] for e in entries if e["kind"] == "lease" and e["holder"] == m["from"]]
+        at = m.pop("at")
+        m["after_s"] = round(at - ended, 2)
+        last = [
+            e["at"]
+            for e in entries
+            if e["kind"] == "lease" and e["holder"] == m["from"] and e["at"] < at
+        ]
         m["from_last_wrote_s"] = round(max(last, default=started) - ended, 2)
     return {
         "fault": fault,
