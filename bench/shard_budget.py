@@ -1,9 +1,11 @@
 """The SCM budget split of ``bench/shards.py``: one credential shared by the replicas.
 
-Each replica's ``CredentialBudget`` gets the share of the credential's limits that the
-strategies it holds weigh; every replica then spends as fast as its budget lets it for
-a (scaled) hour, against a server that counts the credential's calls and reports what
-is left in GitHub's headers, refusing what goes over.
+``budget_split``: each replica's ``CredentialBudget`` gets the share of the credential's
+limits that the strategies it holds weigh; every replica then spends as fast as its
+budget lets it for a (scaled) hour, against a server that counts the credential's calls
+and reports what is left in GitHub's headers, refusing what goes over.
+``budget_moves``: the content limit across a move of shards and a scale event, split by
+share and kept in the group's shared log (``promoter.kube.shards.spending``).
 """
 
 from __future__ import annotations
@@ -59,4 +61,81 @@ def budget_split(held: dict[str, float], hour: float) -> dict[str, Any]:
         "refused_by_the_scm": refused,
         "share_of_limit": round(used / limits.primary, 3),
         "per_replica": admitted,
+    }
+
+
+def budget_moves(api: str, namespace: str, hour: float) -> dict[str, Any]:
+    """One GitHub token's content limit across a move of shards and a scale event, split
+    by share (as before) and kept in the group's shared log (a Lease on the API
+    stand-in at ``api``): two replicas spend 150 and 120 content calls of the hour's 500,
+    then one's share shrinks (a kill and a restart moved its shards), a third replica
+    joins, and all three create content in turn until the credential is full. A *wait
+    for a share* is a call refused while the credential as a whole had room for it."""
+    return {
+        "split_by_share": _moves(api, namespace, hour, shared=False),
+        "shared_log": _moves(api, namespace, hour, shared=True),
+    }
+
+
+def _moves(api: str, namespace: str, hour: float, *, shared: bool) -> dict[str, Any]:
+    from promoter.kube.client.api import Kube, loopback_client
+    from promoter.kube.shards.spending import LeaseFleet
+
+    limits = replace(GITHUB_LIMITS, window=hour, max_wait=0.0)
+    now = [1_700_000_000.0 + (hour * 10 if shared else 0.0)]  # a log of its own each
+    kube = Kube(loopback_client(api))
+    logs: list[LeaseFleet] = []
+    pull = Cost(priority=Priority.WRITE, points=5, content=True)
+    room = limits.content_per_window - round(limits.content_per_window * 0.05)
+    group = f"bench-moves-{int(now[0])}"
+
+    def replica(share: float) -> CredentialBudget:
+        budget = CredentialBudget(limits, clock=lambda: now[0], wall=lambda: now[0])
+        if shared:
+            logs.append(
+                LeaseFleet(
+                    kube,
+                    namespace=namespace,
+                    group=group,
+                    provider="github",
+                    watched=lambda name: None,
+                    timeout=5.0,
+                )
+            )
+            budget.spend_with(logs[-1])
+        budget.share(share)
+        return budget
+
+    made: list[float] = []
+    waits = 0
+
+    def create(budget: CredentialBudget) -> None:
+        nonlocal waits
+        try:
+            budget.admit(pull).answered(201, {})
+            made.append(now[0])
+        except Throttled:
+            minute = sum(1 for t in made if t > now[0] - limits.minute * 1.05)
+            if len(made) < room and minute < limits.content_per_minute - 4:
+                waits += 1
+        now[0] += limits.minute / 20  # 20 a minute: under GitHub's 80
+
+    try:
+        a, b = replica(0.5), replica(0.5)
+        for budget, calls in ((a, 150), (b, 120)):
+            for _ in range(calls):
+                create(budget)
+        a.share(0.2)
+        b.share(0.5)
+        c = replica(0.3)
+        for n in range(room - len(made) + 30):
+            create((a, b, c)[n % 3])
+    finally:
+        kube.client.close()
+    return {
+        "content_calls": len(made),
+        "room_in_the_hour": room,
+        "waits_for_a_share": waits,
+        "api_writes": sum(log.writes for log in logs),
+        "api_conflicts": sum(log.conflicts for log in logs),
     }

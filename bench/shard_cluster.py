@@ -17,7 +17,7 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
@@ -53,15 +53,29 @@ def stand_in(root: Path, objects: list[dict[str, Any]]) -> Iterator[str]:
         cwd=ROOT,
         stdout=log,
         stderr=subprocess.STDOUT,
+        start_new_session=True,  # a process group of its own, ended with it
     )
     url = f"http://127.0.0.1:{port}"
     try:
         wait_for(lambda: _answers(url + LEASES), timeout=60, what="the API stand-in")
         yield url
     finally:
-        proc.terminate()
-        proc.wait(30)
+        _end(proc)
         log.close()
+
+
+def _end(proc: subprocess.Popen[bytes]) -> None:
+    """End ``proc``'s process group: SIGTERM, then SIGKILL if it lingers (or is paused)."""
+    for sig in (signal.SIGCONT, signal.SIGTERM):
+        try:
+            os.killpg(proc.pid, sig)
+        except ProcessLookupError:
+            return
+    try:
+        proc.wait(30)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(30)
 
 
 def _answers(url: str) -> bool:
@@ -105,7 +119,8 @@ class Cluster:
 
     def __exit__(self, *exc: object) -> None:
         for replica in list(self.replicas.values()):
-            replica.proc.kill()
+            with suppress(ProcessLookupError):
+                os.killpg(replica.proc.pid, signal.SIGKILL)
             replica.proc.wait(30)
         self.http.close()
 
@@ -123,7 +138,9 @@ class Cluster:
             "--retry-period", str(a.retry),
         ]  # fmt: skip
         log = (self.logs / f"{name}.log").open("w")
-        proc = subprocess.Popen(command, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
+        proc = subprocess.Popen(
+            command, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+        )
         self.replicas[name] = Replica(name, port, proc)
         wait_for(lambda: _answers(f"http://127.0.0.1:{port}/healthz"), timeout=120, what=name)
         self.timeline.append((time.time(), "started", name))

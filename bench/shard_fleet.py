@@ -250,3 +250,22 @@ class Audit:
                 audit.merges[(entry["repo"], entry["number"])] += 1
         audit.opens = Counter({key: len(found) for key, found in numbers.items()})
         return audit
+
+
+def audit_figures(
+    cluster: Any, fleet: Fleet, changes: list[Change], since: float
+) -> dict[str, Any]:
+    audit = Audit.read(cluster.audit, since)
+    changed = {(c.repo, c.head) for c in changes}
+    duplicates = sum(n - 1 for key, n in audit.opens.items() if key in changed and n > 1)
+    double = sum(n - 1 for n in audit.merges.values() if n > 1)
+    git_merges = 0
+    for c in changes:
+        path = fleet.repo_path(c.strategy % fleet.repos)
+        count = len(git(path, "rev-list", "--merges", c.base).split())
+        git_merges += max(0, count - 1)
+    return {
+        "duplicate_prs": duplicates,
+        "double_merges": double + git_merges,
+        "writes_by_replica": dict(sorted(audit.by_replica.items())),
+    }

@@ -61,17 +61,21 @@ class Audited:
             os.close(fd)
 
     def open_pull_request(self, **kwargs: Any) -> Any:
+        sent = time.time()  # when the write went out: a pause after it is not the fence's
         pr = self.inner.open_pull_request(**kwargs)
-        self._log(op="open", repo=kwargs["repo"].name, head=kwargs["head"], number=pr.number)
+        repo, head = kwargs["repo"].name, kwargs["head"]
+        self._log(op="open", repo=repo, head=head, number=pr.number, sent=sent)
         return pr
 
     def merge_pull_request(self, **kwargs: Any) -> str:
+        sent = time.time()
         merged = self.inner.merge_pull_request(**kwargs)
         self._log(
             op="merge",
             repo=kwargs["repo"].name,
             number=kwargs["number"],
             head_sha=kwargs["expected_head_sha"],
+            sent=sent,
         )
         return merged
 

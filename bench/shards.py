@@ -24,14 +24,26 @@ whose database all replicas share, as they would share GitHub). In one run:
 5. **kill -9** of one replica, then changes to its repositories (``ci`` already green):
    time from the kill to their merges, against the lease duration + 2 s;
 6. the **SCM budget split**: one credential's GitHub limits shared by the four replicas
-   by the strategies they hold, driven flat out for a (scaled) hour.
+   by the strategies they hold, driven flat out for a (scaled) hour; and its content
+   limit across a move and a scale event (``shard_budget.budget_moves``): waits for a
+   share while the credential had room, and the API-server writes it costs;
+7. an **API-server outage** of ``--outage`` seconds (twice the lease unless told), once
+   answering 500 and once hanging: shard hand-overs it caused (``shard_faults``);
+8. **SIGSTOP pauses** (``--pauses``, of 0.3-1.6 leases each) under a stream of changes:
+   SCM writes sent and Events received after the sender's hold had lapsed.
+
+The kill -9 also gives the **takeover -> promotion** time: from the new owner's Lease to
+the merge of each pending change of the victim's repositories.
 
     python bench/shards.py [--strategies 4000 --repos 200 --replicas 4 --changes 300]
+        [--outage 10 --pauses 20]
 
 Targets (issue #30): balance <= 1.25; killed replica's repositories promote within
 lease + 2 s; rolling restart: 0 duplicate PRs, 0 double merges, 0 lost changes, p99
 gate -> merge <= 2x the baseline's; 1 -> 8: repositories moved <= 1.1x the ideal;
 keys forwarded to their owner within 50 ms (p99, ``promoter_forward_seconds``).
+Issue #62: 0 hand-overs after an outage; 0 waits for a share while the credential has
+room; 0 writes or Events after a lapsed hold; takeover -> promotion <= lease + 2 s.
 """
 
 from __future__ import annotations
@@ -42,7 +54,6 @@ import json
 import random
 import shutil
 import signal
-import statistics
 import sys
 import tempfile
 import threading
@@ -53,9 +64,10 @@ from typing import Any
 
 import common
 from common import Fleet, percentile
-from shard_budget import budget_split
+from shard_budget import budget_moves, budget_split
 from shard_cluster import Cluster, stand_in
-from shard_fleet import NS, Audit, Change, Changes, StoreWatcher, objects
+from shard_faults import kill_one, outage, pauses
+from shard_fleet import NS, Change, Changes, StoreWatcher, audit_figures, objects
 
 TARGETS = {
     "balance": 1.25,
@@ -193,55 +205,10 @@ def rolling_restart(
     return {"replaced_s": restarted, **latencies(finished)}
 
 
-def kill_one(
-    cluster: Cluster, stream: Stream, fleet: Fleet, unused: list[int], count: int
-) -> dict[str, Any]:
-    victim = random.choice(cluster.live())
-    repos = {
-        r
-        for shard in cluster.table(victim)["shards"]
-        if shard["holder"] == victim
-        for r in shard["repositories"]
-    }
-    theirs = [i for i in unused if f"{NS}.gitops-{i % fleet.repos}" in repos][:count]
-    for i in theirs:
-        unused.remove(i)
-    killed = time.time()
-    cluster.kill(victim)
-    with ThreadPoolExecutor(max_workers=max(1, len(theirs))) as pool:
-        done = list(pool.map(lambda i: stream.carry(i, green=True), theirs))
-    after = [c.merged - killed for c in done if c.merged]
-    return {
-        "victim": victim,
-        "changes": len(theirs),
-        "lost": len(theirs) - len(after),
-        "kill_to_merge_max_s": round(max(after, default=float("inf")), 2),
-        "kill_to_merge_p50_s": round(statistics.median(after), 2) if after else None,
-    }
-
-
-def audit_figures(
-    cluster: Cluster, fleet: Fleet, changes: list[Change], since: float
-) -> dict[str, Any]:
-    audit = Audit.read(cluster.audit, since)
-    changed = {(c.repo, c.head) for c in changes}
-    duplicates = sum(n - 1 for key, n in audit.opens.items() if key in changed and n > 1)
-    double = sum(n - 1 for n in audit.merges.values() if n > 1)
-    git_merges = 0
-    for c in changes:
-        path = fleet.repo_path(c.strategy % fleet.repos)
-        count = len(common.git(path, "rev-list", "--merges", c.base).split())
-        git_merges += max(0, count - 1)
-    return {
-        "duplicate_prs": duplicates,
-        "double_merges": double + git_merges,
-        "writes_by_replica": dict(sorted(audit.by_replica.items())),
-    }
-
-
 def summary(args: argparse.Namespace, f: dict[str, Any]) -> list[str]:
     cold, base, up, steady = f["cold"], f["baseline"], f["scale_up"], f["steady"]
     roll, kill, audit, budget = f["rolling"], f["kill"], f["audit"], f["budget"]
+    moves, paused = f["budget_moves"], f["pauses"]
     n = args.replicas
     return [
         f"cold start, 1 replica, {args.strategies} strategies: {cold['cold_s']} s,"
@@ -263,6 +230,22 @@ def summary(args: argparse.Namespace, f: dict[str, Any]) -> list[str]:
         f"duplicate PRs {audit['duplicate_prs']}, double merges {audit['double_merges']}",
         f"budget: {budget['spent_per_hour']} of {budget['limit_per_hour']} an hour spent by"
         f" {len(steady['held'])} replicas together, {budget['refused_by_the_scm']} refused",
+        f"takeover -> promotion after the kill: max {kill['takeover_to_merge_max_s']} s,"
+        f" p50 {kill['takeover_to_merge_p50_s']} s",
+        *(
+            f"API server {o['fault']} for {o['seconds']} s: {o['handovers']} hand-overs,"
+            f" {o['replicas_alive']} replicas alive"
+            for o in f["outages"]
+        ),
+        f"budget across a move and a scale-up: waits for a share while the credential had"
+        f" room {moves['split_by_share']['waits_for_a_share']} split by share,"
+        f" {moves['shared_log']['waits_for_a_share']} with the shared log"
+        f" ({moves['shared_log']['api_writes']} API writes for"
+        f" {moves['shared_log']['content_calls']} content calls)",
+        f"{paused['pauses']} SIGSTOP pauses under {paused['changes']} changes:"
+        f" {paused['writes_after_hold']} of {paused['scm_writes']} SCM writes after a lapsed"
+        f" hold, {paused['unfenced_events']} of {paused['events']} Events, lost"
+        f" {paused['lost']}",
         "missed: " + (", ".join(k for k, ok in f["checks"].items() if not ok) or "none"),
     ]
 
@@ -284,6 +267,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--retry", type=float, default=1.0)
     p.add_argument("--sample", type=float, default=10.0, help="seconds of API-server load")
     p.add_argument("--hour", type=float, default=60.0, help="the budget's hour, scaled (s)")
+    p.add_argument("--outage", type=float, help="seconds the API server is down (2 leases)")
+    p.add_argument("--pauses", type=int, default=20, help="SIGSTOP pauses of replicas")
+    p.add_argument("--pause-changes", type=int, default=60, help="changes during the pauses")
     p.add_argument(
         "--keep",
         action="store_true",
@@ -329,6 +315,21 @@ def run(args: argparse.Namespace, root: Path) -> int:
         rolling = rolling_restart(cluster, stream, rolling_changes, args.rate)
         killed = kill_one(cluster, stream, fleet, unused, args.kill_changes)
         audit = audit_figures(cluster, fleet, stream.done, since)
+        down_for = args.outage or 2 * args.lease
+        outages = []
+        for fault in ("broken", "hung"):
+            cluster.wait_settled()
+            outages.append(outage(cluster, fault, down_for, settle=3 * args.lease))
+        cluster.wait_settled()
+        paused = pauses(
+            cluster,
+            stream,
+            take(args.pause_changes),
+            count=args.pauses,
+            rate=args.rate / 2,
+            repos=args.repos,
+        )
+        moves = budget_moves(api, NS, args.hour)
         store.stop()
         (root / "timeline.json").write_text(json.dumps(cluster.timeline))
         (root / "cpu.json").write_text(json.dumps(cluster.cpu_samples))
@@ -348,6 +349,9 @@ def run(args: argparse.Namespace, root: Path) -> int:
         "kill": killed,
         "audit": audit,
         "budget": budget,
+        "budget_moves": moves,
+        "outages": outages,
+        "pauses": paused,
     }
     checks = {
         "balance": steady["balance"] <= TARGETS["balance"],
@@ -362,6 +366,12 @@ def run(args: argparse.Namespace, root: Path) -> int:
         "p99": rolling["p99_ms"] <= TARGETS["p99_ratio"] * baseline["p99_ms"],
         "moved": scaled["ratio"] <= TARGETS["moved_ratio"],
         "budget": budget["refused_by_the_scm"] == 0,
+        "outage_handovers": all(o["handovers"] == 0 for o in outages),
+        "budget_waits": moves["shared_log"]["waits_for_a_share"] == 0,
+        "writes_after_hold": paused["writes_after_hold"] == 0,
+        "unfenced_events": paused["unfenced_events"] == 0,
+        "takeover": (killed["takeover_to_merge_max_s"] or float("inf"))
+        <= args.lease + TARGETS["kill_over_lease_s"],
         "forwarding": steady["forwarding"]["forwarded"] is not None
         and steady["forwarding"].get("p99_at_most_ms", 0.0) <= TARGETS["forward_ms"],
     }

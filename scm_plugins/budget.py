@@ -18,11 +18,12 @@ time to come back, so the work queue holds the strategy instead of a worker thre
 Refused calls of one class get successive slots (when room is due for the first, the
 second, ... of them), so they do not all come back at once.
 
-Several processes spending one credential (Kubernetes mode with shards: a replica per
-process) each get a ``share`` of it: every limit above, and what the SCM reports left of
-the primary budget, counts ``share`` times, and the shares are re-split whenever the
-repositories move between replicas, so that together they stay within the credential's
-limits without asking each other before each call.
+Several processes spending one credential (sharded Kubernetes mode) each get a
+``share`` of its concurrency and primary budget, re-split when repositories move. The
+limits a window remembers (content calls per minute and hour, points per minute) are not
+split: given a ``Fleet`` (``spend_with``), a call takes room from the fleet's one log of
+them (``scm_plugins.fleet``) and waits only when the whole fleet has none; when that log
+cannot be reached, they count ``share`` times too.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ from dataclasses import dataclass, field, replace
 from enum import IntEnum
 from functools import partial
 
+from scm_plugins.fleet import Fleet, FleetUnavailable, Want
 from scm_plugins.primary import PrimaryLimit
 from scm_plugins.windows import SlidingWindow, TokenBucket
 
@@ -158,6 +160,13 @@ class Ticket:
             self._settled = True
             self._budget.settle(self.cost, None, {})
 
+    def cancel(self) -> None:
+        """The call was never sent (its write's hold lapsed while it waited): everything
+        it took is given back."""
+        if not self._settled:
+            self._settled = True
+            self._budget.give_back(self.cost)
+
 
 class CredentialBudget:
     """The shared limiter of one credential. Thread-safe."""
@@ -185,6 +194,7 @@ class CredentialBudget:
         self._content_window = SlidingWindow(limits.content_per_window, limits.window * held)
         self._in_flight = 0
         self._share = 1.0
+        self._fleet: Fleet | None = None
         self._concurrent = limits.concurrent
         self._slots: dict[Priority, list[float]] = {p: [] for p in Priority}
         """The times given to refused calls, by class, still to come."""
@@ -192,8 +202,33 @@ class CredentialBudget:
         self.stats = BudgetStats()
 
     def admit(self, cost: Cost) -> Ticket:
-        """Wait (briefly) for room for ``cost`` and take it; ``Throttled`` when the room
-        is further away than this class may wait in its thread."""
+        """Wait (briefly) for room for ``cost`` and take it, here and in the fleet's log
+        (``spend_with``); ``Throttled`` when the room is further away than this class may
+        wait in its thread, or the fleet has none."""
+        ticket = self._admit_here(cost)
+        fleet = self._fleet
+        if fleet is None or not (cost.content or cost.points):
+            return ticket
+        want = Want(int(cost.content), cost.points, RESERVE[cost.priority])
+        try:
+            wait = fleet.take(want, self.limits, now=self._wall())
+            limit = "content" if cost.content else "points"
+        except FleetUnavailable:
+            with self._cond:
+                short = self._shared_short(cost, self._clock())
+            wait, limit = (0.0, "") if short is None else (short.wait, short.limit)
+        if wait > 0:
+            ticket.cancel()
+            with self._cond:
+                self._throttled(cost.priority)
+            raise Throttled(wait, limit)
+        return ticket
+
+    def _throttled(self, priority: Priority) -> None:  # under the lock
+        name = priority.name.lower()
+        self.stats.throttled[name] = self.stats.throttled.get(name, 0) + 1
+
+    def _admit_here(self, cost: Cost) -> Ticket:
         started = self._clock()
         deadline = started + self.limits.max_wait * HOLD[cost.priority]
         with self._cond:
@@ -207,8 +242,7 @@ class CredentialBudget:
                 timeout = deadline - now if short.on_release else short.wait
                 if now + (0.0 if short.on_release else short.wait) > deadline or timeout <= 0:
                     retry_after = self._slot(cost.priority, now, short)
-                    name = cost.priority.name.lower()
-                    self.stats.throttled[name] = self.stats.throttled.get(name, 0) + 1
+                    self._throttled(cost.priority)
                     raise Throttled(retry_after, short.limit)
                 self._cond.wait(max(timeout, 0.001))
 
@@ -226,17 +260,55 @@ class CredentialBudget:
                     self.primary.learn(headers, now=now, wall=self._wall())
             self._cond.notify_all()
 
+    def give_back(self, cost: Cost) -> None:
+        """A call admitted and never sent: its place in flight and what it spent back."""
+        with self._cond:
+            now = self._clock()
+            self._in_flight -= 1
+            if not cost.revalidation and not self.primary.unlimited:
+                self._bucket.give(1, now)
+            self._points.give_back(cost.points)
+            if cost.content:
+                self._content_minute.give_back(1)
+                self._content_window.give_back(1)
+            self._cond.notify_all()
+
     def share(self, fraction: float) -> None:
-        """Spend only ``fraction`` (0 < fraction <= 1) of the credential's limits: the rest
-        belongs to other processes using the same credential."""
+        """Spend only ``fraction`` (0 < fraction <= 1) of the credential's limits (but the
+        windows' when kept with the fleet's, ``spend_with``): the rest is other processes'."""
         limits = self.limits
         with self._cond:
             self._share = share = min(1.0, max(fraction, 1e-4))
             self._concurrent = max(1, math.floor(limits.concurrent * share))
-            self._points.capacity = max(1.0, limits.points_per_minute * share)
-            self._content_minute.capacity = max(1.0, limits.content_per_minute * share)
-            self._content_window.capacity = max(1.0, limits.content_per_window * share)
+            windowed = 1.0 if self._fleet is not None else share
+            for window, limit in self._windows():
+                window.capacity = max(1.0, limit * windowed)
             self._cond.notify_all()
+
+    def spend_with(self, fleet: Fleet | None) -> None:
+        """Keep the windows' limits with ``fleet`` (None: split them by share again)."""
+        with self._cond:
+            self._fleet = fleet
+        self.share(self._share)
+
+    def _windows(self) -> list[tuple[SlidingWindow, int]]:
+        lim = self.limits
+        counts = [lim.points_per_minute, lim.content_per_minute, lim.content_per_window]
+        windows = [self._points, self._content_minute, self._content_window]
+        return list(zip(windows, counts, strict=True))
+
+    def _shared_short(self, cost: Cost, now: float) -> _Short | None:
+        """Under the lock, the fleet's log out of reach: why ``cost`` (already counted
+        here) would not fit in this process's share of the windows' limits."""
+        amounts = [cost.points, int(cost.content), int(cost.content)]
+        for (window, limit), amount in zip(self._windows(), amounts, strict=True):
+            capacity = max(1.0, limit * self._share)
+            reserve = math.floor(capacity * RESERVE[cost.priority])
+            wait = window.wait(0, now, reserve=reserve, capacity=capacity) if amount else 0.0
+            if wait > 0:
+                name = "points" if window is self._points else "content"
+                return _Short(wait, window.span / capacity, name)
+        return None
 
     @property
     def current_share(self) -> float:

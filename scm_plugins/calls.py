@@ -14,6 +14,12 @@ A plugin that knows its SCM's limits gives ``ScmCalls`` a ``CredentialBudget`` a
 call its ``Cost``: the call is admitted first (it may wait briefly, or be refused with
 ``RateBudgetWait`` without reaching the SCM, counted as ``throttled``), and the
 ``Receipt`` the block gets hands the answer's status and headers back to the budget.
+
+A call made within a write's hold (a sharded replica's, ``scm_plugins.hold``) is checked
+against it right before it goes out, once any wait for the budget is over: a hold that
+lapsed meanwhile refuses it, counted as ``fenced``, and gives back what the budget
+counted for it. The block asks the ``Receipt`` for its request's deadline
+(``Receipt.deadline``), which ends before the hold does.
 """
 
 from __future__ import annotations
@@ -36,6 +42,7 @@ from promoter.errors import (
 )
 from promoter.metrics import SCM_CALL_DURATION, SCM_CALLS_TOTAL, SCM_RATE_LIMIT_REMAINING
 from promoter.redaction import KNOWN
+from scm_plugins import hold
 from scm_plugins.budget import Cost, CredentialBudget, Throttled, Ticket
 from scm_plugins.limiter import CredentialPause
 
@@ -70,6 +77,12 @@ class Receipt:
         self._calls.record_rate_limit(headers)
         if self._ticket is not None:
             self._ticket.answered(status, headers)
+
+    @staticmethod
+    def deadline(seconds: float) -> float:
+        """The request's deadline: ``seconds``, or less within a write's hold, so that it
+        ends before the hold does (raises when the hold lapsed meanwhile)."""
+        return hold.deadline(seconds)
 
 
 class ScmCalls:
@@ -115,6 +128,13 @@ class ScmCalls:
                 retry_after=waiting,
             )
         ticket = self._admit(operation, cost, fields)
+        try:
+            hold.before_send()  # after any wait for the budget: the hold may have lapsed
+        except Exception:
+            if ticket is not None:
+                ticket.cancel()
+            self._count(operation, "fenced")
+            raise
         try:
             with ACTIVITY.calling(self.provider, operation):
                 yield Receipt(self, ticket)

@@ -22,11 +22,14 @@ class SlidingWindow:
         self._log: deque[tuple[float, float]] = deque()
         self._total = 0.0
 
-    def wait(self, amount: float, now: float, *, reserve: float = 0.0) -> float:
-        """Seconds until ``amount`` fits with ``reserve`` units left over; 0 when it fits
-        now, ``inf`` when it never can."""
+    def wait(
+        self, amount: float, now: float, *, reserve: float = 0.0, capacity: float | None = None
+    ) -> float:
+        """Seconds until ``amount`` fits with ``reserve`` units left over (within
+        ``capacity`` rather than the window's own, when given); 0 when it fits now,
+        ``inf`` when it never can."""
         self._expire(now)
-        room = self.capacity - reserve
+        room = (self.capacity if capacity is None else capacity) - reserve
         if amount > room:
             return math.inf
         excess = self._total + amount - room
@@ -43,6 +46,18 @@ class SlidingWindow:
         self._expire(now)
         self._log.append((now, amount))
         self._total += amount
+
+    def give_back(self, amount: float) -> None:
+        """Unspend ``amount`` of what was spent last (a call that was never sent)."""
+        while amount > 0 and self._log:
+            at, spent = self._log.pop()
+            taken = min(spent, amount)
+            amount -= taken
+            self._total -= taken
+            if spent > taken:
+                self._log.append((at, spent - taken))
+        if not self._log:
+            self._total = 0.0
 
     def _expire(self, now: float) -> None:
         while self._log and self._log[0][0] + self.span <= now:

@@ -107,7 +107,11 @@ class Controller:
         self.publisher = Publisher()
         """Writes statuses and Events off the reconciles (a slow API server holds none)."""
         self.events = EventRecorder(
-            kube, self._strategy_object, instance=settings.identity, post=self.publisher.append
+            kube,
+            self._strategy_object,
+            instance=settings.identity,
+            post=self.publisher.append,
+            fenced=self._write_for,
         )
         self.elector = LeaderElector(
             kube,
@@ -323,7 +327,12 @@ class Controller:
         )
         guard = self.mode.writing
         plugins: dict[str, ScmPlugin] = {
-            p.name: ClusterScm(factory(p, str(self.state_dir)), guard=guard, statuses=self.index)
+            p.name: ClusterScm(
+                factory(p, str(self.state_dir)),
+                guard=guard,
+                statuses=self.index,
+                uncertain=lambda repository: self.runtime.reread(repository),
+            )
             for p in config.scm_providers
         }
         runtime = self.mode.runtime(
@@ -372,6 +381,12 @@ class Controller:
         from the last view there is when its turn comes."""
         if view is not None:
             self.publisher.latest(key, lambda: self._write_status(key))
+
+    def _write_for(self, key: str, write: Callable[[], None]) -> None:
+        """Make ``write`` (an Event about strategy ``key``) as a status is made: only while
+        this replica writes for the strategy's repository (sharded: inside its fence)."""
+        strategy = self.runtime.config.strategy(key)
+        self.mode.write_status(strategy.repository if strategy is not None else None, write)
 
     def _write_status(self, key: str) -> None:
         obj = self._strategy_object(key)

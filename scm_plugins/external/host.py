@@ -274,12 +274,14 @@ class ExternalScm(PluginMethods):
         except ScmOutage:
             self._calls.refused(operation)
             raise
-        with self._calls.call(operation, **fields):
+        with self._calls.call(operation, **fields) as receipt:
             process = self._ensure()
+            timeout = receipt.deadline(self.timeout)  # within a write's hold: ends before it
             try:
-                raw = process.call(method, m.dump(params), timeout=self.timeout)
+                raw = process.call(method, m.dump(params), timeout=timeout)
             except CallTimedOut:
-                if process.alive and self.health.timed_out():
+                # a call cut short by its write's hold is no sign of a hung plugin
+                if process.alive and timeout >= self.timeout and self.health.timed_out():
                     log.warning(
                         "plugin hung, killing it", extra={**self._who(), "pid": process.pid}
                     )

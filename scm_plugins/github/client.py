@@ -15,6 +15,9 @@ environment); this module gives what a daemon needs on top:
   answer of 300 or more raised as ``GitHubHTTPError`` for ``errors.translate``;
 * every call made with the credential admitted by its budget first, at its cost
   (``limits.cost``: points, content creation, priority; a revalidation is free if 304);
+* within a write's hold (a sharded replica's), each request's timeout cut to end
+  before the hold does (``Receipt.deadline``), so that one still in flight when the
+  hold lapses is given up on;
 * PyGithub's debug records dropped, whatever its log level: they carry the
   request's headers and the answer's body (the answer that mints an App
   installation token holds the token).
@@ -114,7 +117,9 @@ class GitHubClient:
             revalidation = cached is not None
             spent = cost(operation, method, path, revalidation=revalidation, priority=priority)
         with self._calls.call(operation, spent, **fields) as receipt:
-            status, answer_headers, output = self._requester().requestJson(
+            requester = self._requester()
+            _timeout(requester, receipt.deadline(TIMEOUT))
+            status, answer_headers, output = requester.requestJson(
                 method, url, parameters=dict(query), headers=headers, input=body
             )
             receipt.answered(status, answer_headers)
@@ -177,6 +182,15 @@ class GitHubClient:
             self._etags.move_to_end(url)
             while len(self._etags) > ETAG_ENTRIES:
                 self._etags.popitem(last=False)
+
+
+def _timeout(requester: Requester, seconds: float) -> None:
+    """Give the next request of ``requester`` (this thread's) a timeout of ``seconds``, to
+    connect and to read: PyGithub reads it from its kept connection at each request."""
+    setattr(requester, "_Requester__timeout", seconds)  # noqa: B010  a name-mangled field
+    connection = getattr(requester, "_Requester__connection", None)
+    if connection is not None:
+        connection.timeout = seconds
 
 
 def answer_key(path: str, params: Mapping[str, str | int] | None = None) -> str:

@@ -2,8 +2,10 @@
 
     python -m tests.kube.fake_api_server --port 8001 [--preload objects.json]
 
-``--preload`` creates the objects of a JSON list first (a benchmark's fleet), and
-``GET /debug/counts`` tells the requests, open watches and writes so far.
+``--preload`` creates the objects of a JSON list first (a benchmark's fleet),
+``GET /debug/counts`` tells the requests, open watches and writes so far, and
+``/debug/fault`` and ``/debug/journal`` break it and tell what was written when
+(``fake_api_faults``).
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import json
 import uvicorn
 
 from tests.kube.fake_api import FakeKube
+from tests.kube.fake_api_faults import Faults
 
 
 def main() -> None:
@@ -26,7 +29,7 @@ def main() -> None:
     if args.preload:
         with open(args.preload, encoding="utf-8") as file:
             fake.preload(json.load(file))
-    uvicorn.run(fake.app, host="127.0.0.1", port=args.port, log_level="warning")
+    uvicorn.run(Faults(fake).app, host="127.0.0.1", port=args.port, log_level="warning")
 
 
 if __name__ == "__main__":

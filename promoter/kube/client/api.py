@@ -4,6 +4,9 @@ Every call goes through here, so that the client's exceptions are translated onc
 (``KubeError`` with the HTTP status, the original as ``__cause__``) and patches use
 content types that custom resources accept (merge patch and JSON patch, named
 explicitly: a strategic merge patch, the client's default for a dict, is refused for CRs).
+A call made within a write's hold (a sharded replica's status write or Event, see
+``scm_plugins.hold``) is checked against the hold right before it is sent, and its
+deadline ends before the hold does.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from urllib3.exceptions import HTTPError
 
 from promoter.errors import ConfigError, PromoterError
 from promoter.kube.client.group import GROUP, VERSION
+from scm_plugins import hold
 
 _PLURALS = ("promotionstrategies", "gitrepositories", "scmproviders", "commitstatuses")
 
@@ -111,7 +115,7 @@ class Kube:
         self.authentication = k8s.AuthenticationV1Api(client)
 
     def _call(self, what: str, func: Any, *args: Any, **kwargs: Any) -> Any:
-        kwargs.setdefault("_request_timeout", REQUEST_TIMEOUT)
+        kwargs["_request_timeout"] = _within_hold(kwargs.get("_request_timeout", REQUEST_TIMEOUT))
         try:
             return func(*args, **kwargs)
         except ApiException as exc:
@@ -309,6 +313,22 @@ class Kube:
         )
         return replaced
 
+    def get_lease(self, namespace: str, name: str) -> Obj | None:
+        """A Lease as the API server sends it (JSON), or None when there is none."""
+        try:
+            response = self._call(
+                "read lease",
+                self.coordination.read_namespaced_lease,
+                name,
+                namespace,
+                _preload_content=False,
+            )
+        except KubeError as exc:
+            if exc.status == 404:
+                return None
+            raise
+        return json.loads(response.data)  # type: ignore[no-any-return]
+
     def list_leases(self, namespace: str, selector: str) -> Obj:
         """The Leases of ``namespace`` whose labels match ``selector`` (``key=value,...``),
         as the API server sends them (a LeaseList: JSON, camelCase)."""
@@ -338,10 +358,17 @@ class Kube:
             _request_timeout=(10, timeout + 10),
         )
 
-    def write_lease(self, namespace: str, body: Obj, *, create: bool) -> Obj:
+    def write_lease(
+        self, namespace: str, body: Obj, *, create: bool, timeout: float | None = None
+    ) -> Obj:
         """Create a Lease, or replace one with the resourceVersion ``body`` names (KubeError
-        409 when someone wrote first); the Lease as written (JSON)."""
+        409 when someone wrote first); the Lease as written (JSON). ``timeout``: seconds
+        to connect and to read, at most (a renewal answered after the hold it was for
+        would be of no use)."""
         name = body["metadata"]["name"]
+        limit = (
+            REQUEST_TIMEOUT if timeout is None else tuple(min(t, timeout) for t in REQUEST_TIMEOUT)
+        )
         if create:
             response = self._call(
                 "create lease",
@@ -349,6 +376,7 @@ class Kube:
                 namespace,
                 body,
                 _preload_content=False,
+                _request_timeout=limit,
             )
         else:
             response = self._call(
@@ -358,6 +386,7 @@ class Kube:
                 namespace,
                 body,
                 _preload_content=False,
+                _request_timeout=limit,
             )
         return json.loads(response.data)  # type: ignore[no-any-return]
 
@@ -368,3 +397,13 @@ class Kube:
         except KubeError as exc:
             if exc.status != 404:
                 raise
+
+
+def _within_hold(timeout: Any) -> Any:
+    """A call's ``_request_timeout``, cut to end before the hold of the write it is made
+    in (if any); raises when that hold lapsed."""
+    if hold.current() is None:
+        return timeout
+    if isinstance(timeout, tuple):
+        return tuple(hold.deadline(float(t)) for t in timeout)
+    return hold.deadline(float(timeout))

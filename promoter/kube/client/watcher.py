@@ -54,6 +54,7 @@ class Watcher:
         initial_backoff: float = 0.2,
         max_backoff: float = 30.0,
         on_synced: Callable[[], None] = lambda: None,
+        on_error: Callable[[KubeError], None] = lambda exc: None,
     ) -> None:
         self.kube = kube
         self.plural = plural
@@ -62,6 +63,8 @@ class Watcher:
         # called after each listing's events: whoever waits for every watcher to be
         # synced learns it then (a listing may bring no event at all)
         self.on_synced = on_synced
+        self.on_error = on_error
+        """Told of every error of a list or a watch (the shards' ``Outage``)."""
         self.timeout = timeout
         self.initial_backoff = initial_backoff
         self.max_backoff = max_backoff
@@ -107,6 +110,7 @@ class Watcher:
             except KubeError as exc:
                 if self._stop.is_set():
                     return
+                self.on_error(exc)
                 if exc.status == 410:
                     self.resource_version = None
                     continue

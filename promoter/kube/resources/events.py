@@ -4,7 +4,11 @@ An observer of the executor (``ActionEvent``) that records an Event on the
 PromotionStrategy object, so ``kubectl describe promotionstrategy`` tells the story.
 Recording never fails a reconcile; given ``post`` (the controller's
 ``promoter.kube.resources.publisher.Publisher.append``), it does not wait for the API server either:
-the Event is made in the reconcile and created on the publisher's thread.
+the Event is made in the reconcile and created on the publisher's thread. An Event is a
+write like any other: given ``fenced`` (the controller's, through its mode), it is
+created only while this replica writes for the strategy's repository, checked when it
+is created, not when it was made (sharded: an Event queued before the shard's hold
+lapsed or moved is dropped; the strategy's next owner tells what it does itself).
 """
 
 from __future__ import annotations
@@ -46,10 +50,14 @@ class EventRecorder:
         component: str = "promoter",
         instance: str = "",
         post: Callable[[Callable[[], None]], None] | None = None,
+        fenced: Callable[[str, Callable[[], None]], None] | None = None,
     ) -> None:
+        """``fenced(strategy, create)``: runs ``create`` if this replica may write for
+        the strategy now, else drops it."""
         self.kube = kube
         self.lookup = lookup
         self.post = post
+        self.fenced = fenced
         self.component = component
         self.instance = instance
         self.recorded = 0
@@ -87,10 +95,17 @@ class EventRecorder:
             reporting_instance=self.instance or None,
         )
         namespace = str(meta.get("namespace"))
+        strategy = event.strategy
         if self.post is None:
+            self._fenced(strategy, namespace, body)
+        else:
+            self.post(lambda: self._fenced(strategy, namespace, body))
+
+    def _fenced(self, strategy: str, namespace: str, body: k8s.CoreV1Event) -> None:
+        if self.fenced is None:
             self._create(namespace, body)
         else:
-            self.post(lambda: self._create(namespace, body))
+            self.fenced(strategy, lambda: self._create(namespace, body))
 
     def _create(self, namespace: str, body: k8s.CoreV1Event) -> None:
         try:

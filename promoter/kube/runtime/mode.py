@@ -104,8 +104,9 @@ class Mode(Protocol):
         runtime, take over and let go of what moved (``leading``: at the step's start)."""
 
     def write_status(self, repository: str | None, write: Callable[[], object]) -> None:
-        """Run ``write`` (a strategy's status; ``repository``: its repository, None when it
-        is no longer configured) when this replica writes for it, else do nothing."""
+        """Run ``write`` (a strategy's status or an Event about it; ``repository``: its
+        repository, None when it is no longer configured) when this replica writes for
+        it, else do nothing."""
 
     def leave(self) -> None:
         """At SIGTERM, while the replica still answers: hand the work over and wait."""

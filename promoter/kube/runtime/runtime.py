@@ -23,6 +23,7 @@ from promoter.daemon import Observer, Outcome, Runtime, StrategyView, Workers, e
 from promoter.errors import NotOwner
 from promoter.http import Api
 from promoter.kube.runtime.scm import ClusterScm
+from scm_plugins.fleet import Fleet
 from scm_plugins.protocol import ScmPlugin
 
 Forward = Callable[[list[str], bool], None]
@@ -146,6 +147,15 @@ class ClusterRuntime(Runtime):
         for repo in repositories:
             self.mirrors.invalidate(repo)
 
+    def reread(self, repository: str) -> None:
+        """A write for ``repository`` may have been made without its answer: its pull
+        requests and statuses are read back from the SCM, and its mirror fetched, before
+        its strategies' next decisions."""
+        self.forget_repositories({repository})
+        self.unsettle(
+            s.name for s in self.config.promotion_strategies if s.repository == repository
+        )
+
     def refresh_ahead(self, repositories: list[str]) -> None:
         self.mirrors.refresh_ahead([self.config.repository(name) for name in repositories])
 
@@ -164,10 +174,11 @@ class ClusterRuntime(Runtime):
         self.pr_cache.forget_repositories(moved)
         self.mirrors.release(repositories)
 
-    def share_budgets(self, shares: Mapping[str, float]) -> None:
+    def share_budgets(self, shares: Mapping[str, float], fleets: Mapping[str, Fleet]) -> None:
         for name, share in shares.items():
             plugin = self.plugins.get(name)
             if isinstance(plugin, ClusterScm):
+                plugin.spend_with(fleets.get(name))
                 plugin.set_budget_share(share)
 
     def close(self) -> None:

@@ -12,18 +12,27 @@ anything is sent when this replica may not write there: with one leader,
 or is being handed over. So no two
 replicas ever write for one repository. Reads add the CommitStatus objects of the
 commit to what the SCM reports.
+
+A write that raises anything but ``NotOwner`` may have happened all the same (a request
+cut by its hold or timed out before its answer came, a connection lost, a second request
+of an operation refused after its first one was made): ``uncertain(repository)`` is
+told, and the runtime reads the repository's pull requests and statuses back from the
+SCM before its next decision, instead of retrying from what it cached.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Mapping
-from contextlib import AbstractContextManager
+from collections.abc import Callable, Collection, Iterator, Mapping
+from contextlib import AbstractContextManager, contextmanager
 from functools import wraps
 from typing import Any
 
 from promoter.config import Repository
+from promoter.errors import NotOwner
 from promoter.kube.resources.commit_statuses import CommitStatusIndex, merge
 from promoter.models import CommitStatus, PullRequest
+from scm_plugins.budget import CredentialBudget
+from scm_plugins.fleet import Fleet
 from scm_plugins.protocol import ScmPlugin
 
 Guard = Callable[[str], AbstractContextManager[None]]
@@ -57,11 +66,32 @@ OPTIONAL_WRITES = frozenset(
 class ClusterScm:
     """Wraps one plugin; same protocol (``ScmPlugin``)."""
 
-    def __init__(self, inner: ScmPlugin, *, guard: Guard, statuses: CommitStatusIndex) -> None:
+    def __init__(
+        self,
+        inner: ScmPlugin,
+        *,
+        guard: Guard,
+        statuses: CommitStatusIndex,
+        uncertain: Callable[[str], None] = lambda repository: None,
+    ) -> None:
         self.inner = inner
         self.name = inner.name
         self.guard = guard
         self.cluster_statuses = statuses
+        self.uncertain = uncertain
+
+    @contextmanager
+    def _writing(self, repository: str) -> Iterator[None]:
+        """One write on ``repository``, in its guard; one that fails after the guard let
+        it through may have been made: ``uncertain`` is told."""
+        with self.guard(repository):
+            try:
+                yield
+            except NotOwner:
+                raise  # nothing sent since: the next owner reads it all afresh anyway
+            except Exception:
+                self.uncertain(repository)
+                raise
 
     @property
     def folded_gate_keys(self) -> frozenset[str]:
@@ -73,6 +103,13 @@ class ClusterScm:
         setter = getattr(self.inner, "set_budget_share", None)
         if setter is not None:
             setter(share)
+
+    def spend_with(self, fleet: Fleet | None) -> None:
+        """Keep the windows of the credential's budget with the fleet's (``fleet``), when
+        the plugin keeps a budget: its counted-call helper's (``calls.budget``)."""
+        budget = getattr(getattr(self.inner, "calls", None), "budget", None)
+        if isinstance(budget, CredentialBudget):
+            budget.spend_with(fleet)
 
     # --- reads -------------------------------------------------------------------------
 
@@ -105,7 +142,7 @@ class ClusterScm:
         body: str,
         labels: tuple[str, ...],
     ) -> PullRequest:
-        with self.guard(repo.name):
+        with self._writing(repo.name):
             return self.inner.open_pull_request(
                 repo=repo, head=head, base=base, title=title, body=body, labels=labels
             )
@@ -113,7 +150,7 @@ class ClusterScm:
     def update_pull_request(
         self, *, repo: Repository, number: int, title: str, body: str, labels: tuple[str, ...]
     ) -> PullRequest:
-        with self.guard(repo.name):
+        with self._writing(repo.name):
             return self.inner.update_pull_request(
                 repo=repo, number=number, title=title, body=body, labels=labels
             )
@@ -121,21 +158,21 @@ class ClusterScm:
     def merge_pull_request(
         self, *, repo: Repository, number: int, expected_head_sha: str, message: str
     ) -> str:
-        with self.guard(repo.name):
+        with self._writing(repo.name):
             return self.inner.merge_pull_request(
                 repo=repo, number=number, expected_head_sha=expected_head_sha, message=message
             )
 
     def close_pull_request(self, *, repo: Repository, number: int, comment: str) -> None:
-        with self.guard(repo.name):
+        with self._writing(repo.name):
             self.inner.close_pull_request(repo=repo, number=number, comment=comment)
 
     def comment_pull_request(self, *, repo: Repository, number: int, body: str) -> None:
-        with self.guard(repo.name):
+        with self._writing(repo.name):
             self.inner.comment_pull_request(repo=repo, number=number, body=body)
 
     def set_commit_status(self, *, repo: Repository, sha: str, status: CommitStatus) -> None:
-        with self.guard(repo.name):
+        with self._writing(repo.name):
             self.inner.set_commit_status(repo=repo, sha=sha, status=status)
 
     def close(self) -> None:
@@ -159,7 +196,7 @@ class ClusterScm:
 
         @wraps(found)
         def fenced(*, repo: Repository, **kwargs: Any) -> Any:
-            with self.guard(repo.name):
+            with self._writing(repo.name):
                 return found(repo=repo, **kwargs)
 
         return fenced

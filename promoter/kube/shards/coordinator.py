@@ -12,7 +12,11 @@ the hold would lapse), and then, shard by shard:
   the fence refuses new writes at once, and the Lease is released (holder cleared) as
   soon as the writes in flight have ended, so the next owner takes it without waiting;
 * acquires those it is assigned that are free, or whose Lease has not changed for
-  ``lease_duration`` on this replica's clock (its holder died or was cut off);
+  ``lease_duration`` on this replica's clock (its holder died or was cut off) while the
+  API server answered (``outage``: after it failed, every Lease counts as renewed when
+  it comes back), and whose holder is not a live member (a live holder releases what
+  it is no longer assigned): no more than its share and what the membership says is
+  gone;
 * notices the shards another replica took from it, and those whose hold lapsed before
   it could renew them (no write for them meanwhile; renewed with nobody else having
   held them, they are *regained*: what webhooks named meanwhile is read again).
@@ -41,7 +45,7 @@ import logging
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from concurrent.futures import ThreadPoolExecutor
 
 from promoter.kube.client.api import Kube, KubeError, Obj
@@ -60,6 +64,7 @@ from promoter.kube.shards.leases import (
     shard_lease,
 )
 from promoter.kube.shards.metrics import record_round, record_transition
+from promoter.kube.shards.outage import Outage
 from promoter.kube.shards.settings import ShardSettings
 
 log = logging.getLogger("promoter.kube.shards")
@@ -112,8 +117,19 @@ class ShardCoordinator:
         self.table = Table({}, {}, {}, Work({}, {}))
         self.rounds = 0
         self.holdings = Holdings()
+        self.outage = Outage(
+            self.observed,
+            identity=identity,
+            clock=clock,
+            gone_after=lease.lease_duration + lease.renew_deadline,
+        )
         self.leases = Watcher(
-            LeaseSource(kube, settings.group), "leases", lease.namespace, self._changed
+            LeaseSource(kube, settings.group, self.outage),
+            "leases",
+            lease.namespace,
+            self._changed,
+            max_backoff=lease.retry_period,
+            on_error=self.outage.failed,
         )
         self.writer = LeaseWriter(
             kube,
@@ -122,6 +138,8 @@ class ShardCoordinator:
             duration=lease.lease_duration,
             observed=self.observed,
             clock=clock,
+            timeout=lease.renew_deadline,
+            health=self.outage,
         )
         self._pool = ThreadPoolExecutor(max_workers=WRITERS, thread_name_prefix="shard-lease")
         self._stopping = False
@@ -202,15 +220,7 @@ class ShardCoordinator:
         now = self.clock()
         listed = {s.name: s for s in map(Seen.of, self.leases.objects())}
         self.observed.update(listed, now)
-        duration = self.lease.lease_duration
-        members = {
-            s.holder: s.address
-            for s in listed.values()
-            if s.role == MEMBER and s.holder and self.observed.age(s.name, now) < duration
-        }
-        members.pop(self.identity, None)
-        if not self._stopping:
-            members[self.identity] = self.settings.address
+        members = self._members(listed, now)
         work = self.work()
         assigned = assign(work.weights, members)
         if not self._joined and not self._stopping:
@@ -219,7 +229,12 @@ class ShardCoordinator:
             self._joined = True
             self.prepare({shard for shard, member in assigned.items() if member == self.identity})
             now = self.clock()
+        outages = self.outage.ended
         self._renew_member(self._latest(listed, self._member_name), now)
+        if self.outage.ended != outages:  # the API server came back: nobody is gone yet
+            now = self.clock()
+            members = self._members(listed, now)
+            assigned = assign(work.weights, members)
         lapsed = self.holdings.lapse(self.fence.held())
         if lapsed:  # not renewed in time: when renewed again, they are read afresh
             log.warning("shard holds lapsed", extra={"shards": sorted(lapsed)})
@@ -229,7 +244,8 @@ class ShardCoordinator:
 
         def act(shard: str) -> str:
             seen = self._latest(listed, shard_lease(self.settings.group, shard))
-            return self._shard(shard, seen, assigned.get(shard) == self.identity, work, now)
+            mine = assigned.get(shard) == self.identity
+            return self._shard(shard, seen, mine, work, now, live=members)
 
         shards = sorted(set(work.weights) | before)
         holders = dict(zip(shards, self._pool.map(act, shards), strict=True))
@@ -256,14 +272,38 @@ class ShardCoordinator:
             )
             self.on_change(gained, lost, regained)
 
+    def _members(self, listed: dict[str, Seen], now: float) -> dict[str, str]:
+        """The live members (those whose member Lease changed within a lease on our
+        clock) and their addresses, this replica among them unless it is leaving."""
+        duration = self.lease.lease_duration
+        members = {
+            s.holder: s.address
+            for s in listed.values()
+            if s.role == MEMBER and s.holder and self.observed.age(s.name, now) < duration
+        }
+        members.pop(self.identity, None)
+        if not self._stopping:
+            members[self.identity] = self.settings.address
+        return members
+
     def _latest(self, listed: dict[str, Seen], name: str) -> Seen | None:
         return self.writer.latest(listed, name)
 
     def _due(self, name: str, now: float) -> bool:
         return self.writer.due(name, now, renew_every(self.lease))
 
-    def _shard(self, shard: str, seen: Seen | None, mine: bool, work: Work, now: float) -> str:
-        """Act on one shard; who holds it afterwards (as far as we know)."""
+    def _shard(
+        self,
+        shard: str,
+        seen: Seen | None,
+        mine: bool,
+        work: Work,
+        now: float,
+        *,
+        live: Collection[str] = (),
+    ) -> str:
+        """Act on one shard; who holds it afterwards (as far as we know). ``live``: the
+        members seen live this round."""
         holder = seen.holder if seen is not None else ""
         if holder != self.identity and self.holdings.holds(shard):
             self._lose(shard, "taken over")  # another replica holds it: not ours any more
@@ -279,14 +319,19 @@ class ShardCoordinator:
             return self._hand_over(shard, seen, work, now)
         if not mine or self._stopping:
             return holder
-        free = not holder or self.observed.age(seen.name if seen else "", now) >= (
-            self.lease.lease_duration
-        )
+        free = not holder or self._gone(holder, seen, now, live)
         if free and self._write(shard, seen, work, holder=self.identity):
             if self.holdings.acquire(shard):
                 record_transition(self.identity, "acquired")
             return self.identity
         return holder
+
+    def _gone(self, holder: str, seen: Seen | None, now: float, live: Collection[str]) -> bool:
+        """Whether a shard's ``holder`` is gone: its Lease unchanged for a lease on our
+        clock, the API server answering (``outage``), and the holder not a live member."""
+        if holder in live or not self.outage.trusted():
+            return False
+        return self.observed.age(seen.name if seen else "", now) >= self.lease.lease_duration
 
     def _hand_over(self, shard: str, seen: Seen | None, work: Work, now: float) -> str:
         """A shard we hold but should not: no new writes; released once drained."""
@@ -338,6 +383,10 @@ class ShardCoordinator:
             self.writer.put_member(self._member_name, seen, holder, self.settings.address, owner)
 
     # --- what others read ----------------------------------------------------------------
+
+    def watched(self, name: str) -> Obj | None:
+        """Lease ``name`` of the group as the watch last saw it."""
+        return self.leases.cache.get((self.lease.namespace, name))
 
     def holder_of(self, shard: str) -> tuple[str, str] | None:
         """The replica holding ``shard`` and its address, as of the last round."""

@@ -13,9 +13,18 @@ loop has even run. ``writing`` also counts the writes in flight per shard: a sha
 over (``revoke``) takes no new write, and its Lease is released only once those in
 flight have ended, so the next owner never races a write of ours.
 
-What the fence cannot cover: a write already past the check when the process stops and
-that resumes later than ``lease_duration - renew_deadline`` (5 s by default). Merges
-still carry the expected head SHA, and git pushes a lease on the old tip.
+The check is made again right before each request of a write is sent: ``writing`` puts
+the shard's hold (``ShardHold``) in the write's context (``scm_plugins.hold``), which the
+counted-call helper of the SCM plugins and the Kubernetes client ask before they send,
+and which cuts each request's deadline to end before the hold does. So the wait for
+room in a credential's budget, the reads before a write and the request itself are all
+covered, not only the moment the write began.
+
+What the fence cannot cover: a request already past that last check when the process
+stops, and that resumes later than ``lease_duration - renew_deadline`` (5 s by
+default): the microseconds between the check and the bytes leaving, and an in-process
+SCM's own work (the local SCM's git commands). Merges still carry the expected head
+SHA, and git pushes a lease on the old tip.
 """
 
 from __future__ import annotations
@@ -30,6 +39,7 @@ from prometheus_client import Counter as Metric
 
 from promoter.errors import HoldLapsed, NotOwner
 from promoter.metrics import REGISTRY
+from scm_plugins.hold import holding
 
 FENCED = Metric(
     "promoter_shard_fenced_writes_total",
@@ -114,26 +124,50 @@ class ShardFence:
         with self.writing(repository):
             pass
 
+    def left(self, shard: str, repository: str) -> float:
+        """Seconds the hold on ``shard`` has left; ``HoldLapsed`` (temporary) when it
+        lapsed and nobody else holds it, ``NotOwner`` when it is not this replica's (or
+        being handed over). Each refusal is counted."""
+        with self._cond:
+            until = self._valid_until.get(shard)
+            left = until - self.clock() if until is not None else 0.0
+            if until is not None and shard not in self._revoked and left > 0:
+                return left
+            self.refused += 1
+            FENCED.inc()
+            if until is not None and shard not in self._revoked:
+                raise HoldLapsed(
+                    f"the hold on {shard} lapsed (repository {repository})",
+                    delay=self.renew_deadline / 3,
+                )
+            raise NotOwner(f"this replica does not hold {shard} (repository {repository})")
+
     @contextmanager
     def writing(self, repository: str) -> Iterator[None]:
         """Run one write on ``repository``; nothing is written unless the shard is held:
         ``HoldLapsed`` (temporary) when its hold lapsed and nobody else holds it,
-        ``NotOwner`` when it is not this replica's (or being handed over)."""
+        ``NotOwner`` when it is not this replica's (or being handed over). The same is
+        asked again right before each request the write sends (``ShardHold``)."""
         shard = self.shard_of(repository)
         with self._cond:
-            if not self._owns(shard):
-                self.refused += 1
-                FENCED.inc()
-                if shard in self._valid_until and shard not in self._revoked:
-                    raise HoldLapsed(
-                        f"the hold on {shard} lapsed (repository {repository})",
-                        delay=self.renew_deadline / 3,
-                    )
-                raise NotOwner(f"this replica does not hold {shard} (repository {repository})")
+            self.left(shard, repository)  # the condition's lock is reentrant
             self._in_flight[shard] += 1
         try:
-            yield
+            with holding(ShardHold(self, shard, repository)):
+                yield
         finally:
             with self._cond:
                 self._in_flight[shard] -= 1
                 self._cond.notify_all()
+
+
+class ShardHold:
+    """One write's hold on its repository's shard (``scm_plugins.hold.Hold``)."""
+
+    def __init__(self, fence: ShardFence, shard: str, repository: str) -> None:
+        self.fence = fence
+        self.shard = shard
+        self.repository = repository
+
+    def left(self) -> float:
+        return self.fence.left(self.shard, self.repository)

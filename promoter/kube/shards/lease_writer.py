@@ -4,7 +4,9 @@ The watch shows a Lease we wrote a moment after the write returns; until then th
 the write returned is the newest, and renewing on top of the watch's older copy would
 be refused (409). So each write is kept, and a write goes on top of whichever copy is
 newer. A refused write forgets ours: the next one starts from the watch's. A Lease held
-is written again every ``renew_every``.
+is written again every ``renew_every``. A write is given up on after ``timeout`` (the
+renew deadline: a renewal answered later would start a hold already over), and
+``health`` is told how each write was answered (``outage``).
 
 A round writes its Leases on several threads at once: the copies kept are behind a lock.
 """
@@ -24,6 +26,7 @@ from promoter.kube.shards.leases import (
     REPOSITORIES_ANNOTATION,
     SHARD,
     STRATEGIES_ANNOTATION,
+    Health,
     Observed,
     Seen,
     lease_object,
@@ -64,8 +67,12 @@ class LeaseWriter:
         duration: float,
         observed: Observed,
         clock: Callable[[], float],
+        timeout: float | None = None,
+        health: Health | None = None,
     ) -> None:
         self.kube = kube
+        self.timeout = timeout
+        self.health = health
         self.namespace = namespace
         self.group = group
         self.duration = duration
@@ -114,12 +121,18 @@ class LeaseWriter:
             owner=owner,
         )
         try:
-            written = self.kube.write_lease(self.namespace, body, create=seen is None)
+            written = self.kube.write_lease(
+                self.namespace, body, create=seen is None, timeout=self.timeout
+            )
         except KubeError as exc:
             with self._lock:
                 self._written.pop(name, None)
+            if self.health is not None:
+                self.health.failed(exc)
             log.info("lease not written", extra={"lease": name, "error": str(exc)})
             return None
+        if self.health is not None:
+            self.health.answered()
         with self._lock:
             self._written[name] = (written, started)
         self.observed.wrote(Seen.of(written), started)

@@ -18,9 +18,9 @@ import math
 import threading
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Protocol
 
-from promoter.kube.client.api import Kube, Obj
+from promoter.kube.client.api import Kube, KubeError, Obj
 
 GROUP_LABEL = "promoter.argoproj.io/lease-group"
 ROLE_LABEL = "promoter.argoproj.io/lease-role"
@@ -42,22 +42,47 @@ def selector(group: str) -> str:
     return f"{GROUP_LABEL}={group}"
 
 
-class LeaseSource:
-    """A group's Leases as ``Watcher`` lists and watches them."""
+class Health(Protocol):
+    """Told how the API server answers the Lease calls (``outage.Outage``)."""
 
-    def __init__(self, kube: Kube, group: str) -> None:
+    def failed(self, exc: KubeError) -> None: ...
+
+    def answered(self) -> None: ...
+
+    def relisted(self) -> None: ...
+
+
+class LeaseSource:
+    """A group's Leases as ``Watcher`` lists and watches them; ``health`` is told how the
+    API server answers."""
+
+    def __init__(self, kube: Kube, group: str, health: Health | None = None) -> None:
         self.kube = kube
         self.selector = selector(group)
+        self.health = health
 
     def list(self, plural: str, namespace: str | None) -> Obj:
         assert namespace is not None
-        return self.kube.list_leases(namespace, self.selector)
+        try:
+            listed = self.kube.list_leases(namespace, self.selector)
+        except KubeError as exc:
+            if self.health is not None:
+                self.health.failed(exc)
+            raise
+        if self.health is not None:
+            self.health.relisted()
+        return listed
 
     def open_watch(
         self, plural: str, namespace: str | None, resource_version: str, timeout: int
     ) -> Any:
         assert namespace is not None
-        return self.kube.open_lease_watch(namespace, self.selector, resource_version, timeout)
+        try:
+            return self.kube.open_lease_watch(namespace, self.selector, resource_version, timeout)
+        except KubeError as exc:
+            if self.health is not None:
+                self.health.failed(exc)
+            raise
 
 
 def _version(obj: Obj) -> int:
@@ -122,6 +147,17 @@ class Observed:
         """We wrote this Lease ourselves (its next listing is a change we made)."""
         with self._lock:
             self._seen[seen.name] = ((seen.holder, seen.renewed, seen.version), now)
+
+    def renewed_all(self, now: float, *, live_since: float = math.inf) -> None:
+        """Count every Lease as changed at ``now`` (the API server came back: nobody could
+        renew while it failed, ``promoter.kube.shards.outage``), but those already
+        unchanged since before ``live_since``: their holders were gone before it failed,
+        and stay gone."""
+        with self._lock:
+            self._seen = {
+                name: (mark, max(at, now) if at >= live_since else at)
+                for name, (mark, at) in self._seen.items()
+            }
 
     def next_lapse(self, now: float, duration: float) -> float | None:
         """Seconds until the next held Lease reaches ``duration`` without a change (its

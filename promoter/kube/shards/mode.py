@@ -40,6 +40,7 @@ from promoter.kube.shards.peers import PeerForwarder
 from promoter.kube.shards.placement import Placement
 from promoter.kube.shards.routes import ShardRoutes
 from promoter.kube.shards.settings import ShardSettings
+from promoter.kube.shards.spending import LeaseFleet
 from promoter.kube.shards.transfer import RuntimePort
 from scm_plugins.protocol import ScmPlugin
 
@@ -65,6 +66,8 @@ class ShardedMode:
         self.settings = settings
         self.identity = identity
         self.lease = lease
+        self.kube = kube
+        self._fleets: dict[str, LeaseFleet] = {}
         self.replica = replica
         self.leading = leading
         self._led = False
@@ -288,8 +291,24 @@ class ShardedMode:
         log.info("warmed up", extra={"shards": len(shards), "repositories": fetched})
 
     def share_budgets(self, runtime: RuntimePort) -> None:
-        """Give each credential's limiter this replica's share of its limits."""
-        runtime.share_budgets(self.budget_shares())
+        """Give each credential's limiter this replica's share of its limits, and the
+        group's log of the limits counted over a window (``spending``)."""
+        runtime.share_budgets(self.budget_shares(), self.fleets(runtime.config))
+
+    def fleets(self, config: Config) -> dict[str, LeaseFleet]:
+        """Each SCM provider's shared spending log (made once per provider)."""
+        found = self._fleets
+        for provider in config.scm_providers:
+            if provider.name not in found:
+                found[provider.name] = LeaseFleet(
+                    self.kube,
+                    namespace=self.lease.namespace,
+                    group=self.settings.group,
+                    provider=provider.name,
+                    watched=self.coordinator.watched,
+                    timeout=self.lease.renew_deadline,
+                )
+        return {p.name: found[p.name] for p in config.scm_providers}
 
     # --- HTTP ------------------------------------------------------------------------------
 

@@ -9,9 +9,12 @@ what the owner cannot see: the entry replica (``x-promoter-passed-by``) and the 
 address (``x-promoter-passed-for``), which the owner takes as the request's client
 (a proxy's identity header is believed from the proxy's addresses only, the audit
 records where the call came from). The call is signed with the replicas' shared secret
-over the method, the path, the caller's address and the body (``peers.sign``): a passed
-request whose signature does not hold is refused (403), so nobody else can claim to be
-a replica or to call from another address, and none is passed a second time.
+for the owner it goes to (``signing``): the method, the path, the caller's address, the
+body, a timestamp and a nonce, and every header passed on with its value. A passed
+request whose signature does not hold is refused (403): nobody else can claim to be a
+replica or to call from another address, a captured one sent again (to the same owner
+or another), late, or with another identity header is refused, and none is passed a
+second time. The owner answers it with the headers the signature names, and no other.
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from promoter.http import HEADERS, MOVED, BodyTooLarge, read_body
-from promoter.kube.shards.peers import SIGNATURE, sign, verify
+from promoter.kube.shards.signing import SIGNATURE, Verifier, sign
 
 PASSED = "x-promoter-passed-by"
 """The entry replica's identity, on a request passed to the owner."""
@@ -80,13 +83,15 @@ async def pass_on(
         return JSONResponse({"error": "the body is too large"}, status_code=413)
     caller = request.client.host if request.client else ""
     target = _target(request.scope)
-    headers = {k: v for k, v in request.headers.items() if k.lower() not in DROPPED}
+    headers = {k.lower(): v for k, v in request.headers.items() if k.lower() not in DROPPED}
     headers[PASSED] = identity
     headers[FOR] = caller
-    headers[SIGNATURE] = sign(token, body, what=_signed(request.method, target, caller))
+    what = _signed(request.method, target, caller)
+    headers[SIGNATURE] = sign(token, body, what=what, to=address, headers=headers)
+    raw = [(k.encode("latin-1"), v.encode("latin-1")) for k, v in headers.items()]
     try:
         answer = await client.request(
-            request.method, address.rstrip("/") + target, content=body, headers=headers
+            request.method, address.rstrip("/") + target, content=body, headers=raw
         )
     except httpx.ConnectError:  # nothing was sent: it stopped or died, its shards move
         refused = unavailable("the replica that works on it did not answer")
@@ -99,10 +104,11 @@ async def pass_on(
 
 
 async def receive_passed(
-    scope: Scope, receive: Receive, send: Send, *, app: ASGIApp, token: str | None
+    scope: Scope, receive: Receive, send: Send, *, app: ASGIApp, verifier: Verifier
 ) -> None:
     """A request another replica passed here: answered by ``app`` as if the caller had
-    sent it here, from its own address; refused (403) when the signature does not hold."""
+    sent it here, from its own address, with the headers signed and no other; refused
+    (403) when the signature does not hold (``Verifier``)."""
     request = Request(scope, receive)
     try:
         body = await read_body(request)
@@ -110,13 +116,21 @@ async def receive_passed(
         body = None
     caller = request.headers.get(FOR, "")
     what = _signed(request.method, _target(scope), caller)
-    if body is None or not verify(token, request.headers.get(SIGNATURE, ""), body, what=what):
+    signature = request.headers.get(SIGNATURE, "")
+    names = None
+    if body is not None:
+        names = verifier.verify(signature, body, what=what, headers=request.headers)
+    if body is None or names is None or FOR not in names:
         refusal = JSONResponse({"error": "not passed on by a replica"}, status_code=403)
         refusal.raw_headers.extend(HEADERS)
         await refusal(scope, receive, send)
         return
     passed = dict(scope)
     passed["client"] = (caller, 0) if caller else None
+    signed = [(n.encode("latin-1"), request.headers.get(n, "").encode("latin-1")) for n in names]
+    if n_body := len(body):
+        signed.append((b"content-length", str(n_body).encode()))
+    passed["headers"] = signed
     await app(passed, replay(body), send)
 
 

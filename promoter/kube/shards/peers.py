@@ -5,21 +5,20 @@ shard held elsewhere are posted to the holder's address (the one its member Leas
 at ``/internal/v1/keys``, on a thread of its own, never in the request; keys for one
 owner arriving together go in one call, and the calls to different owners go at once (an
 owner slow to answer, busy taking shards over, delays only its own keys). The call is
-signed with the replicas' shared secret (HMAC-SHA256 over a timestamp, the method and
-path and the body; the receiver accepts a minute either way, and a replay only wakes
-strategies again); it is a replica's call, never a browser's
-(``promoter.kube.shards.routes`` refuses one that carries a browser's headers or is not
-JSON). The other calls between replicas (a strategy list, a request passed to the owner)
-are signed the same way. When the owner is not known (its shard is changing hands), does
-not answer, or no secret is set, the keys take the slower road through the API server
-(``RefreshForwarder``'s annotation), and the next owner reads every strategy of a shard
-it takes over afresh anyway: nothing is lost when the owner changes mid-flight.
+signed with the replicas' shared secret for the owner it is sent to
+(``promoter.kube.shards.signing``: a timestamp, a nonce, the method and path, the body;
+the owner refuses one stale, replayed or signed for another replica); it is a
+replica's call, never a browser's (``promoter.kube.shards.routes`` refuses one that
+carries a browser's headers or is not JSON). The other calls between replicas (a
+strategy list, a request passed to the owner) are signed the same way. When the owner
+is not known (its shard is changing hands), does not answer, or no secret is set, the
+keys take the slower road through the API server (``RefreshForwarder``'s annotation),
+and the next owner reads every strategy of a shard it takes over afresh anyway: nothing
+is lost when the owner changes mid-flight.
 """
 
 from __future__ import annotations
 
-import hashlib
-import hmac
 import json
 import logging
 import threading
@@ -32,6 +31,7 @@ from prometheus_client import Counter as MetricCounter
 from prometheus_client import Histogram
 
 from promoter.kube.shards.peer_connections import PeerConnections, PeerError
+from promoter.kube.shards.signing import SIGNATURE, sign
 from promoter.metrics import REGISTRY
 
 log = logging.getLogger("promoter.kube.peers")
@@ -39,8 +39,7 @@ log = logging.getLogger("promoter.kube.peers")
 PATH = "/internal/v1/keys"
 KEYS = f"POST {PATH}"
 """What a forwarding of keys signs besides its body."""
-SIGNATURE = "x-promoter-peer-signature"
-SKEW = 60.0
+JSON = {"content-type": "application/json"}
 OWNERS_AT_ONCE = 8
 """Owners posted to at the same time (one call each): a replica's peers, at most."""
 
@@ -57,32 +56,6 @@ FORWARD_SECONDS = Histogram(
     buckets=(0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5),
     registry=REGISTRY,
 )
-
-
-def sign(token: str, body: bytes, now: float | None = None, *, what: str = KEYS) -> str:
-    """The signature header of a call between replicas: ``what`` names the call (method,
-    path and anything else the receiver must be able to trust), ``body`` is its body."""
-    stamp = str(int(now if now is not None else time.time()))
-    message = stamp.encode() + b"." + what.encode() + b"\n" + body
-    digest = hmac.new(token.encode(), message, hashlib.sha256).hexdigest()
-    return f"t={stamp},v1={digest}"
-
-
-def verify(
-    token: str | None, header: str, body: bytes, now: float | None = None, *, what: str = KEYS
-) -> bool:
-    """Whether ``header`` signs ``what`` and ``body`` with ``token`` within ``SKEW`` seconds."""
-    if not token:
-        return False
-    parts = dict(p.split("=", 1) for p in header.split(",") if "=" in p)
-    try:
-        stamp = int(parts.get("t", ""))
-    except ValueError:
-        return False
-    if abs((now if now is not None else time.time()) - stamp) > SKEW:
-        return False
-    expected = sign(token, body, stamp, what=what).split(",v1=", 1)[1]
-    return hmac.compare_digest(expected, parts.get("v1", ""))
 
 
 Locate = Callable[[str], tuple[str, str] | None]
@@ -175,7 +148,13 @@ class PeerForwarder:
     def _post(self, address: str, keys: list[str], wake: bool, since: float) -> None:
         assert self.token is not None
         body = json.dumps({"keys": keys, "wake": wake, "from": self.identity}).encode()
-        headers = {SIGNATURE: sign(self.token, body), "content-type": "application/json"}
+        token = self.token
+
+        def headers() -> dict[str, str]:
+            """Signed afresh for each attempt (a nonce is good once)."""
+            signature = sign(token, body, what=KEYS, to=address, headers=JSON)
+            return {**JSON, SIGNATURE: signature}
+
         try:
             delivered = self._connections.post(address, PATH, body, headers) == 202
         except PeerError as exc:

@@ -40,8 +40,9 @@ from promoter.kube.runtime.runtime import ClusterRuntime
 from promoter.kube.shards.freezes import PATHS as FREEZES
 from promoter.kube.shards.freezes import body_of, everywhere, named_strategy
 from promoter.kube.shards.passing import PASSED, pass_on, receive_passed, replay, unavailable
-from promoter.kube.shards.peers import KEYS, SIGNATURE, verify
+from promoter.kube.shards.peers import KEYS
 from promoter.kube.shards.peers import PATH as KEYS_PATH
+from promoter.kube.shards.signing import SIGNATURE, Verifier
 from promoter.kube.shards.views import Listing, Shards, others, shard_table
 
 log = logging.getLogger("promoter.kube.shard_api")
@@ -69,7 +70,9 @@ class ShardRoutes:
         self.shards = shards
         self.runtime = runtime
         self._client = httpx.AsyncClient(timeout=5.0)
-        self.listing = Listing(shards, runtime, self._api, self._client)
+        self.verifier = Verifier(shards.settings.peer_token, address=shards.settings.address)
+        """Checks every call another replica signed for this one (once each)."""
+        self.listing = Listing(shards, runtime, self._api, self._client, self.verifier)
 
     @property
     def token(self) -> str | None:
@@ -88,7 +91,7 @@ class ShardRoutes:
     async def handle(self, scope: Scope, receive: Receive, send: Send) -> bool:
         """Answer the request when it is one of ours; False to let the app answer it."""
         if any(k == PASSED.encode() for k, _ in scope["headers"]):
-            await receive_passed(scope, receive, send, app=self._app(), token=self.token)
+            await receive_passed(scope, receive, send, app=self._app(), verifier=self.verifier)
             return True
         if scope["method"] == "POST" and scope["path"] in FREEZES:
             await self._freeze(scope, receive, send)
@@ -161,7 +164,8 @@ class ShardRoutes:
         if any(h in request.headers for h in BROWSER):
             return JSONResponse({"error": "a call between replicas; no browser's"}, status_code=403)
         body = await request.body()
-        if not verify(self.token, request.headers.get(SIGNATURE, ""), body, what=KEYS):
+        signature = request.headers.get(SIGNATURE, "")
+        if self.verifier.verify(signature, body, what=KEYS, headers=request.headers) is None:
             return JSONResponse({"error": "not signed by a replica"}, status_code=403)
         if not json_only(request):
             return JSONResponse({"error": "the body must be JSON"}, status_code=415)

@@ -16,6 +16,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Protocol
 
 from promoter.config import Config
+from scm_plugins.fleet import Fleet
 
 log = logging.getLogger("promoter.kube.sharding")
 
@@ -61,8 +62,9 @@ class RuntimePort(Protocol):
     def let_go(self, repositories: list[str], strategies: list[str]) -> None:
         """Let go of what is kept about ``repositories`` and their ``strategies``."""
 
-    def share_budgets(self, shares: Mapping[str, float]) -> None:
-        """Give each SCM provider's credential ``shares[provider]`` of its limits."""
+    def share_budgets(self, shares: Mapping[str, float], fleets: Mapping[str, Fleet]) -> None:
+        """Give each SCM provider's credential ``shares[provider]`` of its limits, and the
+        fleet's log of its windows ``fleets[provider]`` (``scm_plugins.fleet``)."""
 
 
 def take_over(

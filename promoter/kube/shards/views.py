@@ -26,8 +26,8 @@ from promoter.http import Api, strategy_summary
 from promoter.kube.runtime.runtime import ClusterRuntime
 from promoter.kube.shards.assignment import Table, loads
 from promoter.kube.shards.leases import shard_lease
-from promoter.kube.shards.peers import SIGNATURE, sign, verify
 from promoter.kube.shards.settings import ShardSettings
+from promoter.kube.shards.signing import SIGNATURE, Verifier, sign
 
 LOCAL = "/api/v1/strategies?scope=local"
 
@@ -112,11 +112,13 @@ class Listing:
         runtime: Callable[[], ClusterRuntime],
         api: Callable[[], Api],
         client: httpx.AsyncClient,
+        verifier: Verifier,
     ) -> None:
         self.shards = shards
         self.runtime = runtime
         self.api = api
         self.client = client
+        self.verifier = verifier
 
     @property
     def token(self) -> str | None:
@@ -135,7 +137,7 @@ class Listing:
         local = request.query_params.get("scope") == "local"
         signature = request.headers.get(SIGNATURE, "")
         readable: Callable[[str], bool]
-        if local and verify(self.token, signature, b"", what=f"GET {LOCAL}"):
+        if local and self.verifier.verify(signature, b"", what=f"GET {LOCAL}") is not None:
             readable = lambda name: True  # noqa: E731  the entry replica filters
         else:
             api = self.api()
@@ -159,7 +161,8 @@ class Listing:
         return JSONResponse({"strategies": listed})
 
     async def _ask(self, address: str) -> list[dict[str, Any]]:
-        headers = {SIGNATURE: sign(self.token, b"", what=f"GET {LOCAL}")} if self.token else {}
+        token = self.token
+        headers = {SIGNATURE: sign(token, b"", what=f"GET {LOCAL}", to=address)} if token else {}
         try:
             answer = await self.client.get(address.rstrip("/") + LOCAL, headers=headers)
             strategies: list[dict[str, Any]] = answer.json()["strategies"]

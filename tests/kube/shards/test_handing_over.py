@@ -124,7 +124,7 @@ class RecordingRuntime:
     def let_go(self, repositories: list[str], strategies: list[str]) -> None:
         return None
 
-    def share_budgets(self, shares: Mapping[str, float]) -> None:
+    def share_budgets(self, shares: Mapping[str, float], fleets: Mapping[str, Any]) -> None:
         return None
 
 

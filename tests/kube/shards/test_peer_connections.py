@@ -79,7 +79,7 @@ def peers() -> Iterator[list[Peer]]:
 
 
 def post(connections: PeerConnections, peer: Peer) -> int:
-    return connections.post(peer.address, "/internal/v1/keys", b'{"keys": []}', {})
+    return connections.post(peer.address, "/internal/v1/keys", b'{"keys": []}', dict)
 
 
 def test_one_kept_connection_serves_every_call_to_a_peer_under_its_address_path(
@@ -155,7 +155,7 @@ def test_a_peer_that_is_gone_is_an_error_each_time() -> None:
     try:
         for _ in range(2):
             with pytest.raises(PeerError, match="refused"):
-                connections.post(address, "/internal/v1/keys", b"{}", {})
+                connections.post(address, "/internal/v1/keys", b"{}", dict)
     finally:
         connections.close()
     assert connections._all == []

@@ -19,7 +19,8 @@ from promoter.errors import NotOwner
 from promoter.kube.controller import Controller
 from promoter.kube.resources.specs import REFRESH_ANNOTATION
 from promoter.kube.shards import routes as shard_api
-from promoter.kube.shards.peers import PATH, SIGNATURE, sign
+from promoter.kube.shards.peers import KEYS, PATH
+from promoter.kube.shards.signing import SIGNATURE, sign
 from tests.kube.cluster import NS, PEER_TOKEN, Cluster, fake_cluster, wait_until
 from tests.kube.shard_helpers import fleet, holders, owner_of, promoted, settled
 
@@ -119,28 +120,45 @@ def test_forwarded_keys_without_a_good_signature_or_from_a_browser_are_refused(
         seen = received(a)
         url = cluster.addresses["a"] + PATH
         body = json.dumps({"keys": [f"{NS}.{strategy}"]}).encode()
-        good = sign(PEER_TOKEN, body)
+
+        def signed(
+            token: str = PEER_TOKEN,
+            data: bytes = body,
+            now: float | None = None,
+            what: str = KEYS,
+            to: str = cluster.addresses["a"],
+        ) -> dict[str, str]:
+            return {SIGNATURE: sign(token, data, now, what=what, to=to, headers=JSON)}
+
         forged = {
             "none": {},
-            "wrong secret": {SIGNATURE: sign("not-the-secret", body)},
-            "an hour old": {SIGNATURE: sign(PEER_TOKEN, body, time.time() - 3600)},
-            "another body": {SIGNATURE: sign(PEER_TOKEN, b'{"keys": []}')},
-            "another call": {SIGNATURE: sign(PEER_TOKEN, body, what="GET /api/v1/shards")},
+            "wrong secret": signed(token="not-the-secret"),
+            "an hour old": signed(now=time.time() - 3600),
+            "a minute ahead": signed(now=time.time() + 60),
+            "another body": signed(data=b'{"keys": []}'),
+            "another call": signed(what="GET /api/v1/shards"),
+            "signed for another replica": signed(to=cluster.addresses["b"]),
             "garbage": {SIGNATURE: "t=abc,v1=zz"},
-            "a browser's, signed": {SIGNATURE: good, "origin": cluster.addresses["a"]},
-            "a page's fetch, signed": {SIGNATURE: good, "sec-fetch-site": "same-origin"},
+            "a browser's, signed": {**signed(), "origin": cluster.addresses["a"]},
+            "a page's fetch, signed": {**signed(), "sec-fetch-site": "same-origin"},
         }
         for why, headers in forged.items():
             answer = httpx.post(url, content=body, headers={**JSON, **headers})
             assert answer.status_code == 403, why
-        plain = {SIGNATURE: good, "content-type": "text/plain"}
-        assert httpx.post(url, content=body, headers=plain).status_code == 415
+        plain = {**signed(), "content-type": "text/plain"}
+        assert httpx.post(url, content=body, headers=plain).status_code == 403, "type signed"
         garbled = b"[not json"
-        signed = {**JSON, SIGNATURE: sign(PEER_TOKEN, garbled)}
-        assert httpx.post(url, content=garbled, headers=signed).status_code == 400
+        assert (
+            httpx.post(url, content=garbled, headers={**JSON, **signed(data=garbled)}).status_code
+            == 400
+        )
         assert seen == []
-        answer = httpx.post(url, content=body, headers={**JSON, SIGNATURE: good})
+        good = {**JSON, **signed()}
+        answer = httpx.post(url, content=body, headers=good)
         assert answer.status_code == 202
+        assert len(seen) == 1
+        replayed = httpx.post(url, content=body, headers=good)  # the same call, captured
+        assert replayed.status_code == 403
         assert len(seen) == 1
 
 

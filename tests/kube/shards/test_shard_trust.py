@@ -17,7 +17,7 @@ import pytest
 from promoter.config import Config
 from promoter.kube.controller import Controller
 from promoter.kube.shards.passing import FOR, PASSED
-from promoter.kube.shards.peers import SIGNATURE, sign
+from promoter.kube.shards.signing import SIGNATURE, sign
 from promoter.state.audit_entry import AuditEntry, AuditQuery
 from tests.kube.cluster import NS, PEER_TOKEN, Cluster, fake_cluster, wait_until
 from tests.kube.shard_helpers import fleet, owner_of, settled
@@ -92,29 +92,35 @@ def test_nobody_but_a_replica_may_pass_a_request_on_or_say_whom_it_comes_from(
         strategy = of(a, (a, b))
         path = f"/api/v1/strategies/{strategy}/hold"
         body = json.dumps(HOLD).encode()
+        to_a = cluster.addresses["a"]
 
-        def signed(client: str, token: str = PEER_TOKEN, what: str = "") -> dict[str, str]:
+        def signed(
+            client: str, token: str = PEER_TOKEN, what: str = "", to: str = to_a
+        ) -> dict[str, str]:
             what = what or f"POST {path} for {client}"
-            return {PASSED: "b", FOR: client, SIGNATURE: sign(token, body, what=what)}
+            host = to_a.removeprefix("http://")
+            headers = {**JSON, "host": host, PASSED: "b", FOR: client}
+            return {**headers, SIGNATURE: sign(token, body, what=what, to=to, headers=headers)}
 
         forged: dict[str, dict[str, str]] = {
             "unsigned": {PASSED: "b", FOR: "10.0.0.7"},
             "another secret": signed("10.0.0.7", token="guessed"),
             "another address": {**signed("127.0.0.1"), FOR: "10.0.0.7"},
             "another path": signed("10.0.0.7", what="POST /api/v1/refresh for 10.0.0.7"),
+            "signed for another replica": signed("10.0.0.7", to=cluster.addresses["b"]),
         }
         for why, headers in forged.items():
-            answer = httpx.post(
-                cluster.addresses["a"] + path, content=body, headers={**JSON, **headers}
-            )
+            answer = httpx.post(to_a + path, content=body, headers={**JSON, **headers})
             assert answer.status_code == 403, (why, answer.text)
         assert audited(a, strategy) == []
 
-        answer = httpx.post(
-            cluster.addresses["a"] + path, content=body, headers={**JSON, **signed("10.0.0.7")}
-        )
+        good = signed("10.0.0.7")
+        answer = httpx.post(to_a + path, content=body, headers=good)
         assert answer.status_code == 200, answer.text
         assert [(e.outcome, e.address) for e in audited(a, strategy)] == [("allowed", "10.0.0.7")]
+        again = httpx.post(to_a + path, content=body, headers=good)  # captured, sent again
+        assert again.status_code == 403, again.text
+        assert len(audited(a, strategy)) == 1
 
 
 @pytest.fixture
