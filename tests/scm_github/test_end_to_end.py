@@ -266,8 +266,15 @@ def open_to_merge(fake: FakeGitHub, pr: dict[str, Any]) -> list[Call]:
     return [
         c
         for c in fake.calls[opened : merged + 1]
-        if c.status != 304 and (c is fake.calls[opened] or any(m in c.path for m in mine))
+        if c.status != 304
+        and (c is fake.calls[opened] or any(m in c.path for m in mine) or about(c, head))
     ]
+
+
+def about(call: Call, sha: str) -> bool:
+    """A GraphQL read of ``sha``'s gates (its path names no commit)."""
+    body = call.body if isinstance(call.body, dict) else {}
+    return call.path == "/graphql" and (body.get("variables") or {}).get("sha") == sha
 
 
 def test_a_change_goes_dev_to_staging_to_prod_through_github_pull_requests(

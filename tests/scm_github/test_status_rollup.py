@@ -173,3 +173,50 @@ def test_a_spent_rest_limit_still_lets_a_graphql_read_through_and_a_rest_read_wa
     budget.admit(cost("get_status_check_rollup", "POST", GRAPHQL_PATH)).answered(200, {})
     with pytest.raises(Throttled, match="primary"):
         budget.admit(cost("get_pull", "GET", f"/repos/{FULL_NAME}/pulls/1"))
+
+
+def spent(fake: FakeGitHub, since: int) -> tuple[int, int]:
+    """What the calls since ``since`` cost: (REST calls charged, GraphQL points)."""
+    calls = fake.calls[since:]
+    graphql = sum(1 for c in calls if c.path == GRAPHQL_PATH)
+    rest = sum(1 for c in calls if c.path != GRAPHQL_PATH and c.status != 304)
+    return rest, graphql
+
+
+@pytest.mark.parametrize(
+    ("reads", "first", "unchanged", "changed"),
+    [
+        ("auto", (0, 1), (0, 0), (1, 0)),
+        ("rest", (2, 0), (0, 0), (1, 0)),
+    ],
+)
+def test_what_each_way_of_reading_spends_of_a_users_two_budgets(
+    plugin: GitHubScm,
+    repo: Repository,
+    fake: FakeGitHub,
+    sha: str,
+    reads: str,
+    first: tuple[int, int],
+    unchanged: tuple[int, int],
+    changed: tuple[int, int],
+) -> None:
+    """A commit's first read: two REST calls charged, or one GraphQL point and none of
+    REST's limit. Read again unchanged: free by REST (304s), which ``auto`` reads by. Read
+    again after a status changed: the combined status is charged again, its check runs
+    not."""
+    plugin._statuses.reads = reads  # type: ignore[assignment]
+    fake.post_status(FULL_NAME, sha, "ci", "success")
+    fake.post_check_run(FULL_NAME, sha, "build", "completed", "success")
+    mark = len(fake.calls)
+    plugin.get_commit_statuses(repo=repo, sha=sha)
+    assert spent(fake, mark) == first
+    if reads == "auto":
+        plugin.get_commit_statuses(repo=repo, sha=sha)  # its first REST read: charged
+    mark = len(fake.calls)
+    plugin.get_commit_statuses(repo=repo, sha=sha)
+    assert spent(fake, mark) == unchanged
+    fake.post_status(FULL_NAME, sha, "health", "success")
+    mark = len(fake.calls)
+    found = plugin.get_commit_statuses(repo=repo, sha=sha)
+    assert {s.key for s in found} == {"ci", "build", "health"}
+    assert spent(fake, mark) == changed
