@@ -220,10 +220,8 @@ class CredentialBudget:
         with self._cond:
             now = self._clock()
             self._in_flight -= 1
-            if status is not None:
-                if not cost.core:
-                    pass
-                elif cost.revalidation and status != 304:
+            if status is not None and cost.core:  # another limit's answer says nothing of it
+                if cost.revalidation and status != 304:
                     self._bucket.take(1, now)
                 elif not cost.revalidation and status == 304:
                     self._bucket.give(1, now)
