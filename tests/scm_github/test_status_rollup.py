@@ -148,9 +148,7 @@ def test_more_contexts_than_one_page_are_all_read_a_request_a_page(
     assert [c.path for c in fake.calls] == [GRAPHQL_PATH, GRAPHQL_PATH]
 
 
-def test_a_graphql_read_is_charged_to_the_secondary_points_but_not_the_rest_primary_limit() -> (
-    None
-):
+def test_a_graphql_read_is_charged_to_the_secondary_points_but_not_the_rest_primary_limit() -> None:
     query = cost("get_status_check_rollup", "POST", GRAPHQL_PATH)
     mutation = cost("enqueue_pull_request", "POST", GRAPHQL_PATH, mutation=True)
     before_merge = cost("x", "POST", GRAPHQL_PATH, priority=Priority.PRE_MERGE_READ)
