@@ -16,7 +16,8 @@ from typing import Any
 
 from promoter.models import CommitStatus, Phase, utcnow
 
-SOURCE_STATUS = "github/status"  # the same sources, urls and descriptions as webhooks/github.py
+# the same sources, urls and descriptions as webhooks/providers/github.py
+SOURCE_STATUS = "github/status"
 SOURCE_CHECK_RUN = "github/check_run"
 
 _STATUS_PHASE = {"success": Phase.SUCCESS, "pending": Phase.PENDING}
