@@ -140,10 +140,39 @@ def peak_rss_mb() -> float:
 
 
 def cpu_seconds() -> float:
-    """CPU time of this process and of its children that ended (git), user and system."""
+    """CPU time of this process and of its git children, user and system: those that
+    ended (``RUSAGE_CHILDREN``) and those still running (``live_children_cpu``: the
+    persistent ``git cat-file`` processes, which end only when the daemon stops)."""
     own = resource.getrusage(resource.RUSAGE_SELF)
     children = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+    ended = own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+    return ended + live_children_cpu()
+
+
+def live_children_cpu() -> float:
+    """CPU time so far of this process's children still running, from Linux's
+    ``/proc/self/task/*/children`` and each child's ``stat`` (utime and stime, in clock
+    ticks); 0 where there is no such file. A child that ends between two readings moves
+    from here to ``RUSAGE_CHILDREN`` with all its time, so differences stay right."""
+    tick = os.sysconf("SC_CLK_TCK")
+    total = 0
+    try:
+        tasks = list(Path("/proc/self/task").iterdir())
+    except OSError:
+        return 0.0
+    for task in tasks:
+        try:
+            pids = (task / "children").read_text().split()
+        except OSError:
+            continue
+        for pid in pids:
+            try:
+                stat = Path(f"/proc/{pid}/stat").read_text()
+            except OSError:
+                continue  # ended meanwhile: RUSAGE_CHILDREN has it once it is waited for
+            fields = stat.rsplit(")", 1)[1].split()
+            total += int(fields[11]) + int(fields[12])
+    return total / tick
 
 
 def percentile(values: Iterable[float], q: float) -> float:

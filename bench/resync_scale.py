@@ -17,9 +17,10 @@ every running commit, then start the daemon with empty state and time
   spreads over the next interval (the strategies that wait, the first at once; the
   sweep's share) is measured on its own, run at once;
 * every strategy **woken at once** with the caches warm (a burst of webhooks);
-* a **cold restart**: a new daemon whose state dir was lost (only the SCM's data and
-  what was pushed to the repositories remain), reconciling everything again; it must
-  reach the same verdicts.
+* a **cold restart**, in a fresh process as production restarts: a new daemon whose
+  state dir was lost (only the SCM's data and what was pushed to the repositories
+  remain), reconciling everything again; it must reach the same verdicts. Peak RSS is
+  the larger of the two processes'.
 
 That is with the local SCM. Then, in another fresh process, the same fleet on the
 **GitHub plugin** against the stateful GitHub fake (``tests/scm_github/fake_github.py``,
@@ -34,12 +35,16 @@ off, so that every git and SCM call counted belongs to the phase.
 
     python bench/resync_scale.py [--size 1000 --size 3000 --size 10000 --size 30000] [--repos 50]
 
-Targets for N = 10,000 (issue #33, target 1; #19 before it): cold first start <= 30 s,
-peak RSS <= 600 MB, idle resync <= 10 s with no SCM write, no charged GitHub call and at
+Every phase reports its wall time and the CPU it took: user and system seconds of this
+process and of its git processes, those it waited for (``getrusage`` of ``RUSAGE_SELF``
+plus ``RUSAGE_CHILDREN``) and those still running (the persistent ``cat-file``
+processes: ``common.live_children_cpu``). The targets are judged on the CPU, which the
+machine's other load moves much less than the wall time (issue #63). For N = 10,000
+(issue #33, target 1): cold first start and cold restart <= 30 s of CPU each, peak RSS
+<= 600 MB, idle resync <= 10 s of CPU with no SCM write, no charged GitHub call and at
 most one ``ls-remote`` per repository. For N = 30,000, on one replica: cold first start
-<= 120 s, peak RSS <= 2 GB. Cost per strategy flat or falling from 1,000 to the largest
-size. Every phase also reports the CPU it took (this process and its git children),
-which the machine's other load moves less than the wall time.
+and restart <= 100 s of CPU, peak RSS <= 2 GB. Cost per strategy flat or falling from
+1,000 to the largest size.
 """
 
 from __future__ import annotations
@@ -58,11 +63,11 @@ import common
 from common import Counters, Fleet
 
 TARGETS = {
-    "cold_s": 30.0,
+    "cold_cpu_s": 30.0,
     "peak_rss_mb": 600.0,
-    "ceiling_cold_s": 120.0,
+    "ceiling_cold_cpu_s": 100.0,
     "ceiling_peak_rss_mb": 2048.0,
-    "idle_s": 10.0,
+    "idle_cpu_s": 10.0,
     "idle_scm_writes": 0,
     "idle_charged_github_calls": 0,
     "idle_ls_remotes_per_repo": 1,
@@ -265,48 +270,34 @@ def open_prs(runtime: Any) -> int:
 
 def measure(size: int, args: argparse.Namespace) -> dict[str, Any]:
     """One size on the local SCM, in this process: build, cold start, idle resync, all
-    woken, cold restart."""
+    woken. The fleet and the SCM's data are left in ``args.root`` for the restart."""
     from promoter.wiring import Daemon
 
     common.quiet_logs()
-    with tempfile.TemporaryDirectory(prefix="bench-resync-") as tmp:
-        root = Path(tmp)
-        started = time.perf_counter()
-        fleet = Fleet(root / "remotes", size, repos=args.repos, pending_every=4).build()
-        build_s = time.perf_counter() - started
-        state = root / "state"
-        state.mkdir()
-        seed_statuses(fleet, state)
-        config = fleet_config(fleet, state, args.workers)
-        names = fleet.strategy_names()
-        rss_before = common.peak_rss_mb()
-        daemon = Daemon(config)
-        runtime = daemon.runtime
-        try:
-            cold = resync(runtime, names, how="start", timeout=args.timeout)
-            result = {**outcome(runtime, names), "open_prs": open_prs(runtime)}
-            silent = resync(runtime, names, how="resync", timeout=args.timeout)
-            silent_share = resync(runtime, names, how="sweep", timeout=args.timeout)
-            heard_locally(runtime, fleet)
-            common.wait_for(lambda: settled(runtime, names, None), timeout=60, what="quiet")
-            idle = resync(runtime, names, how="resync", timeout=args.timeout)
-            sweep = resync(runtime, names, how="sweep", timeout=args.timeout)
-            warm = resync(runtime, names, how="wake", timeout=args.timeout)
-        finally:
-            runtime.stop()
-        rss_daemon = common.peak_rss_mb()
-        # A restart that lost its state dir: only the SCM's own data (the local SCM's
-        # database stands for GitHub's) and what was pushed to the repositories remain.
-        for path in state.iterdir():
-            if not path.name.startswith("local-scm.sqlite3"):
-                shutil.rmtree(path) if path.is_dir() else path.unlink()
-        daemon = Daemon(config)
-        runtime = daemon.runtime
-        try:
-            restart = resync(runtime, names, how="start", timeout=args.timeout)
-            restarted = {**outcome(runtime, names), "open_prs": open_prs(runtime)}
-        finally:
-            runtime.stop()
+    root = Path(args.root)
+    started = time.perf_counter()
+    fleet = Fleet(root / "remotes", size, repos=args.repos, pending_every=4).build()
+    build_s = time.perf_counter() - started
+    state = root / "state"
+    state.mkdir()
+    seed_statuses(fleet, state)
+    config = fleet_config(fleet, state, args.workers)
+    names = fleet.strategy_names()
+    rss_before = common.peak_rss_mb()
+    daemon = Daemon(config)
+    runtime = daemon.runtime
+    try:
+        cold = resync(runtime, names, how="start", timeout=args.timeout)
+        result = {**outcome(runtime, names), "open_prs": open_prs(runtime)}
+        silent = resync(runtime, names, how="resync", timeout=args.timeout)
+        silent_share = resync(runtime, names, how="sweep", timeout=args.timeout)
+        heard_locally(runtime, fleet)
+        common.wait_for(lambda: settled(runtime, names, None), timeout=60, what="quiet")
+        idle = resync(runtime, names, how="resync", timeout=args.timeout)
+        sweep = resync(runtime, names, how="sweep", timeout=args.timeout)
+        warm = resync(runtime, names, how="wake", timeout=args.timeout)
+    finally:
+        runtime.stop()
     return {
         "plugin": "local",
         "strategies": size,
@@ -320,12 +311,60 @@ def measure(size: int, args: argparse.Namespace) -> dict[str, Any]:
         "idle_resync": idle,
         "idle_sweep": sweep,
         "idle_warm": warm,
-        "cold_restart": restart,
         "outcome": result,
-        "outcome_after_restart": restarted,
-        "peak_rss_mb": rss_daemon,
+        "peak_rss_mb": common.peak_rss_mb(),
         "rss_before_daemon_mb": rss_before,
         "machine": common.machine(),
+    }
+
+
+def measure_restart(size: int, args: argparse.Namespace) -> dict[str, Any]:
+    """The cold restart, in a fresh process as production restarts: a daemon whose state
+    dir was lost (only the SCM's own data, the local SCM's database standing for GitHub's,
+    and what was pushed to the repositories remain) reconciles everything again."""
+    from promoter.wiring import Daemon
+
+    common.quiet_logs()
+    root = Path(args.root)
+    fleet = Fleet(root / "remotes", size, repos=args.repos, pending_every=4)
+    state = root / "state"
+    for path in state.iterdir():
+        if not path.name.startswith("local-scm.sqlite3"):
+            shutil.rmtree(path) if path.is_dir() else path.unlink()
+    config = fleet_config(fleet, state, args.workers)
+    names = fleet.strategy_names()
+    rss_before = common.peak_rss_mb()
+    daemon = Daemon(config)
+    runtime = daemon.runtime
+    try:
+        restart = resync(runtime, names, how="start", timeout=args.timeout)
+        restarted = {**outcome(runtime, names), "open_prs": open_prs(runtime)}
+    finally:
+        runtime.stop()
+    return {
+        "cold_restart": restart,
+        "outcome_after_restart": restarted,
+        "peak_rss_mb": common.peak_rss_mb(),
+        "rss_before_daemon_mb": rss_before,
+    }
+
+
+def measure_local(size: int, args: argparse.Namespace) -> dict[str, Any]:
+    """The local SCM's run of one size: its phases in one fresh process, the cold restart
+    in another, over the same repositories and SCM data; peak RSS is the larger."""
+    child = [__file__, "--size", str(size), "--repos", str(args.repos)]
+    child += ["--workers", str(args.workers), "--timeout", str(args.timeout)]
+    with tempfile.TemporaryDirectory(prefix="bench-resync-") as tmp:
+        child += ["--root", tmp]
+        run = common.run_child([*child, "--child", "local"], timeout=args.timeout * 4 + 300)
+        again = common.run_child([*child, "--child", "restart"], timeout=args.timeout + 300)
+    return {
+        **run,
+        "cold_restart": again["cold_restart"],
+        "outcome_after_restart": again["outcome_after_restart"],
+        "peak_rss_mb": max(run["peak_rss_mb"], again["peak_rss_mb"]),
+        "peak_rss_first_start_mb": run["peak_rss_mb"],
+        "peak_rss_restart_mb": again["peak_rss_mb"],
     }
 
 
@@ -430,10 +469,10 @@ def checks(run: dict[str, Any], github: dict[str, Any] | None) -> dict[str, bool
     if github:
         idle += [*github["idle_resync"], *github["idle_resync_silent"]]
     found = {
-        "cold_s": run["cold"]["wall_s"] <= TARGETS["cold_s"],
-        "cold_restart_s": run["cold_restart"]["wall_s"] <= TARGETS["cold_s"],
+        "cold_cpu_s": run["cold"]["cpu_s"] <= TARGETS["cold_cpu_s"],
+        "cold_restart_cpu_s": run["cold_restart"]["cpu_s"] <= TARGETS["cold_cpu_s"],
         "peak_rss_mb": run["peak_rss_mb"] <= TARGETS["peak_rss_mb"],
-        "idle_s": all(r["wall_s"] <= TARGETS["idle_s"] for r in idle),
+        "idle_cpu_s": all(r["cpu_s"] <= TARGETS["idle_cpu_s"] for r in idle),
         "idle_scm_writes": all(r["scm_writes"] == 0 for r in idle),
         "idle_ls_remotes_per_repo": all(
             r["git_ls_remotes"] <= repos * TARGETS["idle_ls_remotes_per_repo"] for r in idle
@@ -472,26 +511,29 @@ PHASES = (
 
 
 def growth(runs: list[dict[str, Any]]) -> dict[str, Any]:
-    """Wall time per strategy at each size, and the log-log slope end to end (1: linear)."""
+    """CPU and wall time per strategy at each size, and the log-log slope of the CPU end
+    to end (1: linear)."""
     import math
 
-    def walls(r: dict[str, Any], phase: str) -> float:
-        return float(r[phase]["wall_s"])
+    def cpu(r: dict[str, Any], phase: str) -> float:
+        return float(r[phase]["cpu_s"])
 
     out: dict[str, Any] = {}
     for phase in PHASES:
-        per = {
-            str(r["strategies"]): round(walls(r, phase) / r["strategies"] * 1000, 3) for r in runs
+        per = {str(r["strategies"]): round(cpu(r, phase) / r["strategies"] * 1000, 3) for r in runs}
+        walls = {
+            str(r["strategies"]): round(r[phase]["wall_s"] / r["strategies"] * 1000, 3)
+            for r in runs
         }
         first, last = runs[0], runs[-1]
         slope = None
-        if len(runs) > 1 and walls(first, phase) > 0 and walls(last, phase) > 0:
+        if len(runs) > 1 and cpu(first, phase) > 0 and cpu(last, phase) > 0:
             slope = round(
-                math.log(walls(last, phase) / walls(first, phase))
+                math.log(cpu(last, phase) / cpu(first, phase))
                 / math.log(last["strategies"] / first["strategies"]),
                 2,
             )
-        out[phase] = {"ms_per_strategy": per, "exponent": slope}
+        out[phase] = {"cpu_ms_per_strategy": per, "wall_ms_per_strategy": walls, "exponent": slope}
     per_mb = {str(r["strategies"]): r["peak_rss_mb"] for r in runs}
     out["peak_rss_mb"] = per_mb
     return out
@@ -523,7 +565,8 @@ def summary(
         lines.append(line("idle, all woken", r["idle_warm"]))
         lines.append(line("cold restart", r["cold_restart"]))
         lines.append(
-            f"  peak RSS {r['peak_rss_mb']:.0f} MB; states {r['outcome']['states']};"
+            f"  peak RSS {r['peak_rss_mb']:.0f} MB (first start {r['peak_rss_first_start_mb']:.0f},"
+            f" restart {r['peak_rss_restart_mb']:.0f}); states {r['outcome']['states']};"
             f" open PRs {r['outcome']['open_prs']}; errors {r['outcome']['errors']}"
         )
         if hub:
@@ -537,7 +580,9 @@ def summary(
                 lines.append(line("its sweep, at once", y))
     for phase in PHASES:
         g = grown[phase]
-        lines.append(f"{phase}: ms per strategy {g['ms_per_strategy']}; wall ~ N^{g['exponent']}")
+        lines.append(
+            f"{phase}: CPU ms per strategy {g['cpu_ms_per_strategy']}; CPU ~ N^{g['exponent']}"
+        )
     return lines
 
 
@@ -548,18 +593,23 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workers", type=int, default=0, help="reconcile workers (0: default)")
     parser.add_argument("--timeout", type=float, default=600.0, help="seconds per resync")
     parser.add_argument("--no-github", action="store_true", help="skip the GitHub plugin's runs")
-    parser.add_argument("--child", choices=("local", "github"), help="(internal) one run here")
+    parser.add_argument(
+        "--child", choices=("local", "restart", "github"), help="(internal) one run here"
+    )
+    parser.add_argument("--root", help="(internal) the directory the local run leaves")
     args = parser.parse_args(argv)
     sizes = sorted(args.size or DEFAULT_SIZES)
     if args.child:
-        measured = measure if args.child == "local" else measure_github
+        measured = {"local": measure, "restart": measure_restart, "github": measure_github}[
+            args.child
+        ]
         common.report(measured(sizes[0], args), [])
         return 0
     runs, hubs = [], []
     for size in sizes:
         child = [__file__, "--size", str(size), "--repos", str(args.repos)]
         child += ["--workers", str(args.workers), "--timeout", str(args.timeout)]
-        runs.append(common.run_child([*child, "--child", "local"], timeout=args.timeout * 4 + 300))
+        runs.append(measure_local(size, args))
         hubs.append(
             None
             if args.no_github
@@ -578,7 +628,9 @@ def main(argv: list[str] | None = None) -> int:
     if passed is not None and ceiling is not None:
         passed = {
             **passed,
-            "ceiling_cold_s": ceiling["cold"]["wall_s"] <= TARGETS["ceiling_cold_s"],
+            "ceiling_cold_cpu_s": ceiling["cold"]["cpu_s"] <= TARGETS["ceiling_cold_cpu_s"],
+            "ceiling_cold_restart_cpu_s": ceiling["cold_restart"]["cpu_s"]
+            <= TARGETS["ceiling_cold_cpu_s"],
             "ceiling_peak_rss_mb": ceiling["peak_rss_mb"] <= TARGETS["ceiling_peak_rss_mb"],
             "ceiling_no_errors": ceiling["outcome"]["errors"] == 0,
         }

@@ -77,6 +77,9 @@ class Cost:
     """A content-creating request (a pull request, a comment, a merge)."""
     revalidation: bool = False
     """A conditional read of something read before: free on the primary limit if 304."""
+    core: bool = True
+    """Charged to the primary limit. GitHub's GraphQL API has a primary limit of its own
+    (points an hour): its requests count against the secondary limits only here."""
 
 
 @dataclass(frozen=True)
@@ -251,7 +254,7 @@ class CredentialBudget:
         with self._cond:
             now = self._clock()
             self._in_flight -= 1
-            if status is not None:
+            if status is not None and cost.core:  # another limit's answer says nothing of it
                 if cost.revalidation and status != 304:
                     self._bucket.take(1, now)
                 elif not cost.revalidation and status == 304:
@@ -328,7 +331,7 @@ class CredentialBudget:
         concurrent = self._concurrent
         if self._in_flight >= concurrent - math.floor(concurrent * share):
             found.append(_Short(limits.minute / 60.0, 0.0, "concurrency", on_release=True))
-        if not self.primary.unlimited:
+        if cost.core and not self.primary.unlimited:
             found += self._primary_short(cost, now, share)
         windows = [(self._points, cost.points, "points")]
         if cost.content:
@@ -366,7 +369,7 @@ class CredentialBudget:
 
     def _take(self, cost: Cost, now: float) -> None:
         self._in_flight += 1
-        if not cost.revalidation and not self.primary.unlimited:
+        if cost.core and not cost.revalidation and not self.primary.unlimited:
             self._bucket.take(1, now)
         self._points.spend(cost.points, now)
         if cost.content:

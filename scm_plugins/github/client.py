@@ -40,7 +40,7 @@ from github.Requester import Requester
 from scm_plugins.budget import Priority
 from scm_plugins.calls import ScmCalls
 from scm_plugins.github.errors import GitHubHTTPError
-from scm_plugins.github.limits import cost
+from scm_plugins.github.limits import GRAPHQL_PATH, cost
 
 TIMEOUT = 30
 """Seconds to wait for GitHub's answer."""
@@ -89,6 +89,7 @@ class GitHubClient:
         keep: Callable[[Any], Any] | None = None,
         priority: Priority | None = None,
         budgeted: bool = True,
+        url: str | None = None,
         **fields: object,
     ) -> Any:
         """One counted call; the parsed JSON answer (None for 204).
@@ -99,10 +100,12 @@ class GitHubClient:
         ETag cache holds), so that tens of thousands of answers fit in memory.
         ``priority`` overrides the class the call's method gives it in the credential's
         budget; ``budgeted=False`` is for calls made with another credential (a GitHub
-        App's own JWT).
+        App's own JWT). ``url``: where to send it when not to ``path`` under the API's
+        base URL (GraphQL: ``graphql_url``).
         """
         query = sorted((k, str(v)) for k, v in (params or {}).items())
-        url = path  # PyGithub prefixes it with the base URL's path (GHES: /api/v3)
+        # PyGithub prefixes a path with the base URL's path (GHES: /api/v3)
+        url = url or path
         cache_key = answer_key(path, params)
         headers = {
             "Authorization": authorization,
@@ -115,7 +118,16 @@ class GitHubClient:
         spent = None
         if budgeted:
             revalidation = cached is not None
-            spent = cost(operation, method, path, revalidation=revalidation, priority=priority)
+            text = str((body or {}).get("query", "")) if path == GRAPHQL_PATH else ""
+            mutation = text.lstrip().startswith("mutation")
+            spent = cost(
+                operation,
+                method,
+                path,
+                revalidation=revalidation,
+                priority=priority,
+                mutation=mutation,
+            )
         with self._calls.call(operation, spent, **fields) as receipt:
             requester = self._requester()
             _timeout(requester, receipt.deadline(TIMEOUT))
@@ -134,6 +146,11 @@ class GitHubClient:
         if conditional and etag:
             self._store(cache_key, etag, data)
         return data
+
+    def graphql_url(self) -> str:
+        """Where GraphQL is served: ``/graphql`` beside github.com's API, ``/api/graphql``
+        on GitHub Enterprise Server (whose REST API is under ``/api/v3``)."""
+        return str(self._requester().graphql_url)
 
     def close(self) -> None:
         with self._lock:

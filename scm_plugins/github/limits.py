@@ -6,7 +6,10 @@ says the real figure, and the budget follows it); secondary limits: no more than
 concurrent requests, no more than 900 points a minute for REST endpoints (GET, HEAD and
 OPTIONS 1 point, POST, PATCH, PUT and DELETE 5), no more than 80 content-generating
 requests a minute and 500 an hour. A 304 to a conditional request is not charged on
-the primary limit ("Best practices for using the REST API"). GitHub does not list the
+the primary limit ("Best practices for using the REST API"). A GraphQL request is
+charged to the GraphQL API's own primary limit, not the REST one, and to the secondary
+points at 1 for a query and 5 for a mutation ("Rate limits and query limits for the
+GraphQL API"). GitHub does not list the
 content-generating endpoints; these are the routes among ours that octokit's
 throttling plugin files as creating content that notifies people (pull requests,
 comments, reviews, merges).
@@ -29,6 +32,7 @@ GITHUB_LIMITS = Limits(
 )
 
 READ_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+GRAPHQL_PATH = "/graphql"
 READ_POINTS, WRITE_POINTS = 1, 5
 
 _REPO = r"^/repos/[^/]+/[^/]+"
@@ -52,9 +56,17 @@ def cost(
     *,
     revalidation: bool = False,
     priority: Priority | None = None,
+    mutation: bool = False,
 ) -> Cost:
     """The cost of one call: a merge goes first, then the reads asked for by a merge
-    (``priority``), then writes, then every other read."""
+    (``priority``), then writes, then every other read. ``mutation``: a GraphQL request
+    (``path`` ``GRAPHQL_PATH``) that changes something."""
+    if path == GRAPHQL_PATH:
+        return Cost(
+            priority=priority or (Priority.WRITE if mutation else Priority.READ),
+            points=WRITE_POINTS if mutation else READ_POINTS,
+            core=False,
+        )
     read = method in READ_METHODS
     if priority is None:
         if operation == "merge_pull_request":

@@ -129,6 +129,7 @@ class GitHubScm:
     def forget_commits(self, *, repo: Repository, shas: Collection[str]) -> None:
         """Let go of the answers kept for conditional reads of these commits (their
         statuses, check runs and signature): no strategy tracks them any more."""
+        self._statuses.forget(repo, shas)
         keys = [key for sha in shas for key in self._statuses.answer_keys(repo, sha)]
         keys += [answer_key(f"/repos/{repo.full_path}/commits/{sha}") for sha in shas]
         self._api.client.forget(keys)

@@ -1,77 +1,38 @@
 """Gates on GitHub: commit statuses and check runs read and normalised; the promoter's written.
 
-Reading a SHA costs two conditional GETs (combined status, check runs), free when
-nothing changed. Check runs count by name, latest run wins: success, neutral and
-skipped are success; queued, in progress (and waiting, requested, pending) are
-pending; any other conclusion is failure. Statuses: error and failure are failure.
-The promoter's own gates are written as commit statuses, or as check runs
-(``statusChecks: checkRuns``, App only). Every write asked for is sent: the engine
-decides a write by comparing with what GitHub shows, so a status someone else
-overwrote (a forged ``success``) is corrected, never skipped as already written.
+The first read of a commit, and the re-read before a merge, take one GraphQL request
+(``rollup``: statuses and check runs together, a point of the GraphQL budget); every
+later read two conditional REST GETs (combined status, check runs), which GitHub does not
+charge while nothing changed (``reads = "rest"``: every read by REST). Both are
+normalised alike (``contexts``). The promoter's own gates are written as commit
+statuses, or as check runs (``statusChecks: checkRuns``, App only). Every write asked
+for is sent: the engine decides a write by comparing with what GitHub shows, so a
+status someone else overwrote (a forged ``success``) is corrected, never skipped as
+already written.
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Iterator
-from datetime import datetime
+import threading
+from collections import OrderedDict
+from collections.abc import Collection, Iterator
 from functools import partial
 from typing import Any, Literal
 
 from promoter import markup
 from promoter.config import Repository
-from promoter.models import CommitStatus, Phase, utcnow
+from promoter.models import CommitStatus, Phase
 from scm_plugins.budget import Priority
 from scm_plugins.github.api import RepoApi
 from scm_plugins.github.client import answer_key
+from scm_plugins.github.contexts import from_check_run, from_status, latest_per_key
+from scm_plugins.github.rollup import read_rollup
 
 PER_PAGE = 100
 MAX_PAGES = 10
 DESCRIPTION_LIMIT = 140
-
-# the same sources, urls and descriptions as webhooks/providers/github.py
-SOURCE_STATUS = "github/status"
-SOURCE_CHECK_RUN = "github/check_run"
-
-_STATUS_PHASE = {"success": Phase.SUCCESS, "pending": Phase.PENDING}
-_CHECK_SUCCESS = frozenset({"success", "neutral", "skipped"})
-
-
-def _time(value: Any) -> datetime:
-    if not value:
-        return utcnow()
-    return datetime.fromisoformat(str(value).replace("Z", "+00:00"))
-
-
-def from_status(item: dict[str, Any]) -> CommitStatus:
-    """One commit status (``context``/``state``) as a CommitStatus."""
-    return CommitStatus(
-        key=str(item["context"]),
-        phase=_STATUS_PHASE.get(str(item.get("state")), Phase.FAILURE),
-        description=str(item.get("description") or ""),
-        url=str(item.get("target_url") or ""),
-        source=SOURCE_STATUS,
-        updated_at=_time(item.get("updated_at") or item.get("created_at")),
-    )
-
-
-def from_check_run(item: dict[str, Any]) -> CommitStatus:
-    """One check run (``name``/``status``/``conclusion``) as a CommitStatus."""
-    if item.get("status") != "completed":
-        phase = Phase.PENDING
-    elif item.get("conclusion") in _CHECK_SUCCESS:
-        phase = Phase.SUCCESS
-    else:
-        phase = Phase.FAILURE
-    output = item.get("output") or {}
-    return CommitStatus(
-        key=str(item["name"]),
-        phase=phase,
-        description=str(output.get("title") or item.get("conclusion") or item.get("status") or ""),
-        url=str(item.get("html_url") or item.get("details_url") or ""),
-        source=SOURCE_CHECK_RUN,
-        updated_at=_time(item.get("completed_at") or item.get("started_at")),
-    )
-
+READ_ONCE = 200_000
+"""Commits remembered as read once (by GraphQL): their next read goes by REST."""
 
 _KEPT = {
     "statuses": ("context", "state", "description", "target_url", "updated_at", "created_at"),
@@ -104,35 +65,52 @@ def _slim(field: str, data: Any) -> dict[str, Any]:
     return {field: items, "total_count": data.get("total_count")}
 
 
-def latest_per_key(statuses: Iterable[CommitStatus]) -> list[CommitStatus]:
-    """One status per key: the latest; on a tie, the first seen (GitHub lists newest first)."""
-    latest: dict[str, CommitStatus] = {}
-    for status in statuses:
-        seen = latest.get(status.key)
-        if seen is None or status.updated_at > seen.updated_at:
-            latest[status.key] = status
-    return list(latest.values())
-
-
 class Statuses:
-    """The CommitStatuses half of the GitHub plugin."""
+    """The CommitStatuses half of the GitHub plugin. Thread-safe."""
 
     def __init__(self, api: RepoApi, *, mode: Literal["statuses", "checkRuns"]) -> None:
         self._api = api
         self._mode = mode
+        self.reads: Literal["auto", "rest"] = "auto"
+        """``auto``: a commit's first read and the re-read before a merge by GraphQL, the
+        others by REST; ``rest``: every read by REST (two calls, the way to compare)."""
+        self._read_once: OrderedDict[tuple[str, str], None] = OrderedDict()
+        self._lock = threading.Lock()
 
     def get(
         self, *, repo: Repository, sha: str, keys: Collection[str] | None = None
     ) -> list[CommitStatus]:
-        """Statuses and check runs of ``sha``; with ``keys``, the check runs alone when
-        they hold every key (GitHub Actions gates are check runs): one call, not two."""
-        if keys is not None:  # the re-read before a merge: ahead of other reads
+        """Statuses and check runs of ``sha``. With ``keys`` (the re-read before a merge,
+        ahead of other reads): one GraphQL request, or by REST the check runs alone when
+        they hold every key (GitHub Actions gates are check runs)."""
+        if keys is not None:
+            if self.reads == "auto":
+                return read_rollup(self._api, repo, sha, Priority.PRE_MERGE_READ)
             checks = self._check_runs(repo, sha, Priority.PRE_MERGE_READ)
             if set(keys) <= {c.key for c in checks}:
                 return latest_per_key(checks)
             return latest_per_key(self._statuses(repo, sha, Priority.PRE_MERGE_READ) + checks)
+        if self.reads == "auto" and self._first_read(repo, sha):
+            return read_rollup(self._api, repo, sha)
         found = self._statuses(repo, sha)
         return latest_per_key(found + self._check_runs(repo, sha))
+
+    def _first_read(self, repo: Repository, sha: str) -> bool:
+        """Whether ``sha`` is read for the first time (it is remembered as read)."""
+        key = (repo.full_path, sha)
+        with self._lock:
+            if key in self._read_once:
+                return False
+            self._read_once[key] = None
+            if len(self._read_once) > READ_ONCE:
+                self._read_once.popitem(last=False)
+        return True
+
+    def forget(self, repo: Repository, shas: Collection[str]) -> None:
+        """No strategy tracks these commits any more: a later read is a first one."""
+        with self._lock:
+            for sha in shas:
+                self._read_once.pop((repo.full_path, sha), None)
 
     def _statuses(
         self, repo: Repository, sha: str, priority: Priority | None = None

@@ -187,7 +187,9 @@ class FakeGitHub(Routes):
 
     def _respond(self, request: Any) -> tuple[int, dict[str, str], str]:
         parts = urlsplit(request.url)
-        path = parts.path[len(urlsplit(self.base_url).path) :] or "/"
+        base = urlsplit(self.base_url).path
+        graphql = base.removesuffix("/v3") + "/graphql"  # GitHub Enterprise Server's
+        path = "/graphql" if parts.path == graphql else parts.path[len(base) :] or "/"
         query = {k: v[-1] for k, v in parse_qs(parts.query).items()}
         arrived = time.monotonic()
         auth = str(request.headers.get("Authorization", ""))

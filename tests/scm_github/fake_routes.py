@@ -19,6 +19,7 @@ from .fake_deployments import DeploymentRoutes
 from .fake_queue import QueueRoutes
 from .fake_requested import RequestedRoutes
 from .fake_reviews import ReviewRoutes
+from .fake_rollup import RollupRoutes
 from .fake_state import NOT_FOUND, Answer, FakeRepo, Handler, Refused, now
 from .fake_statuses import StatusRoutes
 from .genuine import Genuine
@@ -32,7 +33,13 @@ def _validation(message: str, **error: str) -> Answer:
 
 
 class Routes(
-    ReviewRoutes, StatusRoutes, CommitRoutes, RequestedRoutes, DeploymentRoutes, QueueRoutes
+    ReviewRoutes,
+    StatusRoutes,
+    CommitRoutes,
+    RequestedRoutes,
+    DeploymentRoutes,
+    QueueRoutes,
+    RollupRoutes,
 ):
     app: Any
 
@@ -67,6 +74,7 @@ class Routes(
         self._table.extend(self.commit_routes())
         self._table.extend(self.requested_routes())
         self._table.extend(self.deployment_routes())
+        self._table.extend(self.rollup_routes())  # the queue's GraphQL behind it
         self._table.extend(self.queue_routes())
 
     def _checks_landed(self, full_name: str, sha: str) -> None:

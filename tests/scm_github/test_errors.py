@@ -134,9 +134,11 @@ def test_a_rate_limited_call_raises_with_the_original_as_cause_and_is_counted(
 def test_an_exhausted_budget_is_a_rate_limit_too(
     plugin: GitHubScm, repo: Repository, fake: FakeGitHub
 ) -> None:
-    fake.exhaust_rate_limit("GET", r"/status$", reset_in=30)
+    fake.exhaust_rate_limit("GET", r"/pulls$", reset_in=30)
     with pytest.raises(ScmRateLimited) as raised:
-        plugin.get_commit_statuses(repo=repo, sha="a" * 40)
+        plugin.find_open_pull_request(
+            repo=repo, head="environment/dev-next", base="environment/dev"
+        )
     assert 20 <= raised.value.retry_after <= 30
 
 
@@ -148,8 +150,8 @@ def test_server_errors_and_timeouts_are_unavailable(
         plugin.merge_pull_request(repo=repo, number=1, expected_head_sha="a" * 40, message="m")
     with responses.RequestsMock() as timeouts:
         timeouts.add(
-            responses.GET,
-            re.compile(r"https://api\.github\.com(:443)?/repos/acme/deploy/commits/b{40}/status"),
+            responses.POST,
+            re.compile(r"https://api\.github\.com(:443)?/graphql"),
             body=requests.ReadTimeout("read timed out"),
         )
         with pytest.raises(ScmUnavailable, match="did not answer in time"):

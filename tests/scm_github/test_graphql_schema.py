@@ -61,3 +61,33 @@ def test_the_fakes_states_are_githubs() -> None:
     checks = set(re.findall(r'"checks": "([A-Z_]+)"', source))
     assert states and states <= fields("MergeQueueEntryState")
     assert checks and checks <= fields("StatusState")
+
+
+def test_the_status_rollup_read_selects_only_fields_github_has() -> None:
+    from scm_plugins.github import rollup
+
+    query = rollup.ROLLUP
+    assert "statusCheckRollup" in fields("Commit") and "object" in fields("Repository")
+    assert {"contexts"} <= fields("StatusCheckRollup")
+    assert {"nodes", "pageInfo"} <= fields("StatusCheckRollupContextConnection")
+    assert {"hasNextPage", "endCursor"} <= fields("PageInfo")
+    status = re.search(r"on StatusContext \{([^}]*)\}", query)
+    check = re.search(r"on CheckRun \{([^}]*)\}", query)
+    assert status and check
+    assert set(status.group(1).split()) <= fields("StatusContext")
+    assert set(check.group(1).split()) <= fields("CheckRun")
+
+
+def test_the_rollups_enum_values_are_githubs() -> None:
+    from .fake_rollup import check_run, status_context
+
+    states = {"success", "pending", "failure", "error"}
+    assert {status_context({"context": "c", "state": s})["state"] for s in states} <= fields(
+        "StatusState"
+    )
+    runs = [("queued", None), ("in_progress", None), ("completed", "success")]
+    runs += [("completed", c) for c in ("neutral", "skipped", "failure", "cancelled")]
+    runs += [("completed", c) for c in ("timed_out", "action_required", "stale")]
+    nodes = [check_run({"name": "n", "status": s, "conclusion": c}) for s, c in runs]
+    assert {n["status"] for n in nodes} <= fields("CheckStatusState")
+    assert {n["conclusion"] for n in nodes if n["conclusion"]} <= fields("CheckConclusionState")

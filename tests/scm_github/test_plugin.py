@@ -54,14 +54,15 @@ def promote(plugin: GitHubScm, repo: Repository, fake: FakeGitHub, sandbox: GitS
     )
 
 
-def test_one_environment_promotion_costs_six_calls_from_opening_to_merging(
+def test_one_environment_promotion_costs_five_calls_from_opening_to_merging(
     plugin: GitHubScm, repo: Repository, fake: FakeGitHub, sandbox: GitSandbox
 ) -> None:
     before = scm_calls()
     merged = promote(plugin, repo, fake, sandbox)
     assert sandbox.branch_sha(DEV) == merged
-    assert scm_calls() - before == 6
-    assert fake.charged() == 6
+    assert scm_calls() - before == 5  # the head's gates in one GraphQL read
+    assert fake.charged() == 5
+    assert [c.path for c in fake.calls if c.path == "/graphql"] == ["/graphql"]
 
 
 def test_an_idle_resync_of_an_open_pull_request_spends_no_rate_limit(
@@ -71,7 +72,8 @@ def test_an_idle_resync_of_an_open_pull_request_spends_no_rate_limit(
         repo=repo, head=DEV_NEXT, base=DEV, title="t", body="b", labels=()
     )
     plugin.find_open_pull_request(repo=repo, head=DEV_NEXT, base=DEV)
-    plugin.get_commit_statuses(repo=repo, sha=pr.head_sha)
+    plugin.get_commit_statuses(repo=repo, sha=pr.head_sha)  # the first read: GraphQL
+    plugin.get_commit_statuses(repo=repo, sha=pr.head_sha)  # REST, remembered by ETag
     charged = fake.charged()
     for _ in range(3):
         found = plugin.find_open_pull_request(repo=repo, head=DEV_NEXT, base=DEV)

@@ -10,7 +10,7 @@ import pytest
 from promoter.config import Repository, ScmProvider
 from promoter.models import CommitStatus, Phase
 from scm_plugins.github import GitHubScm
-from scm_plugins.github.statuses import from_check_run, from_status
+from scm_plugins.github.contexts import from_check_run, from_status
 from tests.gitrepo import GitSandbox
 
 from .conftest import FULL_NAME, scm_calls
@@ -101,7 +101,8 @@ def test_an_idle_resync_reads_gates_without_spending_rate_limit(
 ) -> None:
     fake.post_status(FULL_NAME, sha, "ci", "success")
     fake.post_check_run(FULL_NAME, sha, "build", "completed", "success")
-    first = plugin.get_commit_statuses(repo=repo, sha=sha)
+    first = plugin.get_commit_statuses(repo=repo, sha=sha)  # GraphQL: one call
+    assert plugin.get_commit_statuses(repo=repo, sha=sha) == first  # REST: two, remembered
     charged, counted = fake.charged(), scm_calls()
     again = plugin.get_commit_statuses(repo=repo, sha=sha)
     assert again == first
@@ -182,9 +183,24 @@ def test_with_check_runs_configured_the_promoter_writes_check_runs(
     assert phases(plugin, repo, sha) == {"promoter/gates": Phase.SUCCESS}
 
 
-def test_the_re_read_before_a_merge_takes_one_call_when_check_runs_hold_every_gate(
+def test_the_re_read_before_a_merge_takes_one_call_whatever_the_gates_are(
     plugin: GitHubScm, repo: Repository, fake: FakeGitHub, sha: str
 ) -> None:
+    fake.post_check_run(FULL_NAME, sha, "build", "completed", "success")
+    fake.post_status(FULL_NAME, sha, "lint", "success")
+    plugin.get_commit_statuses(repo=repo, sha=sha)
+    plugin.get_commit_statuses(repo=repo, sha=sha)  # read before, by REST too
+    before = scm_calls()
+    both = plugin.get_commit_statuses(repo=repo, sha=sha, keys=("build", "lint"))
+    assert {s.key: s.phase for s in both} == {"build": Phase.SUCCESS, "lint": Phase.SUCCESS}
+    assert scm_calls() - before == 1
+    assert fake.calls[-1].path == "/graphql"
+
+
+def test_read_by_rest_alone_the_re_read_takes_one_call_when_check_runs_hold_every_gate(
+    plugin: GitHubScm, repo: Repository, fake: FakeGitHub, sha: str
+) -> None:
+    plugin._statuses.reads = "rest"
     fake.post_check_run(FULL_NAME, sha, "build", "completed", "success")
     fake.post_status(FULL_NAME, sha, "lint", "success")
     before = scm_calls()
@@ -193,6 +209,7 @@ def test_the_re_read_before_a_merge_takes_one_call_when_check_runs_hold_every_ga
     assert scm_calls() - before == 1
     both = plugin.get_commit_statuses(repo=repo, sha=sha, keys=("build", "lint"))
     assert {s.key: s.phase for s in both} == {"build": Phase.SUCCESS, "lint": Phase.SUCCESS}
+    assert not [c for c in fake.calls if c.path == "/graphql"]
 
 
 def test_a_commit_no_strategy_tracks_any_more_leaves_the_etag_cache_and_others_stay(
@@ -201,7 +218,8 @@ def test_a_commit_no_strategy_tracks_any_more_leaves_the_etag_cache_and_others_s
     other = sandbox.commit("environment/dev-next", {"app.yaml": "image: other\n"}, "other")
     for commit in (sha, other):
         fake.post_status(FULL_NAME, commit, "ci", "success")
-        plugin.get_commit_statuses(repo=repo, sha=commit)
+        plugin.get_commit_statuses(repo=repo, sha=commit)  # GraphQL
+        plugin.get_commit_statuses(repo=repo, sha=commit)  # REST, kept by ETag
         assert plugin.commit_verification(repo=repo, sha=commit) is not None
     cache = plugin._pulls._api.client._etags
     held = {commit: [k for k in cache if f"/commits/{commit}" in k] for commit in (sha, other)}
@@ -211,7 +229,9 @@ def test_a_commit_no_strategy_tracks_any_more_leaves_the_etag_cache_and_others_s
 
     assert not [k for k in cache if f"/commits/{sha}" in k]
     assert [k for k in cache if f"/commits/{other}" in k] == held[other]
-    plugin.get_commit_statuses(repo=repo, sha=sha)  # read afresh: 200s, not 304s
+    plugin.get_commit_statuses(repo=repo, sha=sha)  # a first read again: GraphQL
+    assert fake.calls[-1].path == "/graphql"
+    plugin.get_commit_statuses(repo=repo, sha=sha)  # then REST afresh: 200s, not 304s
     assert [c.status for c in fake.calls[-2:]] == [200, 200]
     plugin.get_commit_statuses(repo=repo, sha=other)
     assert [c.status for c in fake.calls[-2:]] == [304, 304]
