@@ -74,10 +74,10 @@ class RollupRoutes(ABC):
     def _graphql_reads(self, *, query: Any, body: Any) -> Answer:
         text = str((body or {}).get("query", ""))
         if "statusCheckRollup" in text and "contexts(" in text:
-            return 200, {}, self._rollup((body or {}).get("variables") or {})
+            return 200, {}, self._commit_rollup((body or {}).get("variables") or {})
         return self._graphql(query=query, body=body)
 
-    def _rollup(self, variables: dict[str, Any]) -> Any:
+    def _commit_rollup(self, variables: dict[str, Any]) -> Any:
         owner, name, sha = variables["owner"], variables["name"], variables["sha"]
         repo = self.repositories.get(f"{owner}/{name}".lower())
         if repo is None:
