@@ -1,7 +1,9 @@
 """Four eyes: whose approval of a promotion PR does not count, and why. Pure.
 
 The PR's author never approves their own pull request. With ``excludeChangeAuthors``
-(the default) neither do the authors and co-authors of the dry commits being promoted.
+(the default) neither do the authors and co-authors of the dry commits being promoted (a
+co-author is any ``Co-authored-by:`` line anywhere in a message, in any case, blank line
+before it or not: the mirror reads them so, leaning to exclusion).
 A reviewer is known by the SCM login (and, where the SCM gives it, a display name); a
 dry commit's author by git's name and e-mail. They are taken for the same person when,
 ignoring case:
