@@ -7,8 +7,8 @@ a branch requires the queue is read from the rules that apply to it (REST
 Calls: enqueue 2 (the PR's node id, then the mutation), a read 1, the rules 1
 (conditional: free of the rate limit while unchanged). A GraphQL error is
 GitHub's refusal: ``NOT_FOUND`` is ``ScmNotFound``, anything else ``ScmConflict`` (a head
-that moved, a PR not ready for the queue). On github.com only: GitHub Enterprise Server
-serves GraphQL at another path.
+that moved, a PR not ready for the queue). GraphQL goes where the instance serves it
+(``GitHubClient.graphql_url``: GitHub Enterprise Server's is ``<host>/api/graphql``).
 """
 
 from __future__ import annotations
@@ -84,7 +84,7 @@ class GitHubQueue:
         data = self._api.client.request(
             operation,
             "POST",
-            "/graphql",
+            self._api.client.graphql_url,
             authorization=f"bearer {token}",
             body={"query": query, "variables": variables},
             repo=repo.full_path,

@@ -162,9 +162,7 @@ class Executor:
                 if sha is not None:  # created once its merge happened
                     self.deployments.create(snapshot, repo, mirror, action, sha)
             case EnqueuePullRequest():
-                deferred = QueueRunner(self.plugin, self.reader.gates, self.ledger).enqueue(
-                    snapshot, repo, mirror, action
-                )
+                deferred = self._queues().enqueue(snapshot, repo, mirror, action)
                 if deferred is not None:
                     outcome.deferred[branch] = deferred.reason
                 outcome.requeue(0.0)
@@ -213,6 +211,11 @@ class Executor:
             case _:
                 assert_never(action)
 
+    def _queues(self) -> QueueRunner:
+        """Enqueues remember an instance without the queue where the reader looks."""
+        detection = self.reader.queue_detection
+        return QueueRunner(self.plugin, self.reader.gates, self.ledger, detection)
+
     def _merge(
         self,
         snapshot: Snapshot,
@@ -233,9 +236,7 @@ class Executor:
             if not env.merge_queue_from_scm or action.purpose != "promotion":
                 raise  # mergeQueue: false says otherwise; reverts merge as they are
             self.reader.queue_detection.learn(self.plugin, repo, env.branch)
-            result = QueueRunner(self.plugin, self.reader.gates, self.ledger).instead_of_merge(
-                snapshot, repo, mirror, action
-            )
+            result = self._queues().instead_of_merge(snapshot, repo, mirror, action)
         outcome.requeue(0.0)
         if result is None:
             return

@@ -1,7 +1,9 @@
 """Carrying out a merge through a queue: the required gates read again (as before a merge),
 the PR enqueued with its head as the guard, the attempt recorded in the environment's
 ledger; a dequeue recorded as a failed attempt with the queue's reason; and a merge the SCM
-refused for want of its queue enqueued instead."""
+refused for want of its queue enqueued instead. An SCM instance without the queue
+(``ScmUnsupported``) defers the merge with what it lacks, and is remembered for a while
+(``QueueDetection.lacks``), so that the environment shows it and nothing asks again."""
 
 from __future__ import annotations
 
@@ -11,6 +13,7 @@ from dataclasses import dataclass
 
 from promoter.config import Repository
 from promoter.daemon.acting.merges import Deferred, deferral
+from promoter.daemon.reading.queue_detection import QueueDetection
 from promoter.engine import (
     EnqueuePullRequest,
     MergePullRequest,
@@ -18,7 +21,7 @@ from promoter.engine import (
     RecordDequeue,
     Snapshot,
 )
-from promoter.errors import PermanentError
+from promoter.errors import PermanentError, ScmUnsupported
 from promoter.git import GitMirror
 from promoter.models import CommitStatus, Phase
 from promoter.state import GitLedger
@@ -32,6 +35,8 @@ class QueueRunner:
     plugin: ScmPlugin
     gates: Callable[[Repository, str, tuple[str, ...]], dict[str, CommitStatus]]
     ledger: GitLedger
+    detection: QueueDetection | None = None
+    """Where an instance without the queue is remembered (the reader's)."""
 
     def enqueue(
         self, snapshot: Snapshot, repo: Repository, mirror: GitMirror, action: EnqueuePullRequest
@@ -53,9 +58,16 @@ class QueueRunner:
         if stale:
             log.info("enqueue deferred: gates changed", extra={**fields, "gates": stale})
             return Deferred(deferral(stale, statuses, action.expected_head_sha))
-        entry = self.plugin.enqueue_pull_request(
-            repo=repo, number=action.number, expected_head_sha=action.expected_head_sha
-        )
+        try:
+            entry = self.plugin.enqueue_pull_request(
+                repo=repo, number=action.number, expected_head_sha=action.expected_head_sha
+            )
+        except ScmUnsupported as exc:
+            reason = f"merge queue not available on {exc.instance}: {exc.detail}"
+            log.warning("merge queue not available", extra={**fields, "reason": reason})
+            if self.detection is not None:
+                self.detection.lacks(repo, env.branch, reason)
+            return Deferred(reason)
         attempt = QueueAttempt(
             number=action.number,
             head_sha=action.expected_head_sha,

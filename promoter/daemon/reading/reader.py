@@ -182,6 +182,9 @@ class SnapshotReader:
         )
         authors, authors_error = change_authors(mirror, gates, pull_request, active, proposed)
         merge_queue, queue = self.queue_detection.read(self.plugin, repo, env, pull_request, ledger)
+        lacking = self.queue_detection.lacking(repo, env.branch) if merge_queue else None
+        if lacking and active and proposed and proposed.dry_sha != active.dry_sha:
+            error = error or lacking  # this environment cannot promote here; others can
         return EnvironmentSnapshot(
             branch=env.branch,
             proposed_branch=proposed_branch,
