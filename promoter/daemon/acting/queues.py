@@ -73,6 +73,8 @@ class QueueRunner:
             head_sha=action.expected_head_sha,
             attempts=action.attempt,
             enqueued_at=snapshot.now,
+            dry_sha=action.dry_sha,
+            url=env.pull_request.url if env.pull_request is not None else "",
         )
         self.ledger.update(
             mirror,

@@ -98,6 +98,10 @@ class QueueAttempt(Frozen):
     enqueued_at: datetime
     dequeued_at: datetime | None = None
     reason: str = ""
+    dry_sha: str = ""
+    """The dry commit the PR promotes: the queue's merge runs it (its deployment's PR)."""
+    url: str = ""
+    """The PR's page, where that deployment links to."""
 
 
 class Freeze(Frozen):
