@@ -42,12 +42,27 @@ def login_of(email: str) -> str:
 
 def is_author(review: Review, author: Author) -> bool:
     """Whether ``review``'s reviewer is taken for ``author`` (see the module's rules)."""
-    login = _fold(review.user)
+    return same_person(review.user, author, review.name)
+
+
+def same_person(user: str, author: Author, name: str = "") -> bool:
+    """Whether the SCM user ``user`` (display name ``name``) is taken for ``author``."""
+    login = _fold(user)
     if not login:
         return False
-    names = {login, _fold(review.name)} - {""}
+    names = {login, _fold(name)} - {""}
     email = _fold(author.email)
     return login_of(author.email) == login or email == login or _fold(author.name) in names
+
+
+def not_asked(user: str, pr: PullRequest | None, authors: Iterable[Author] | None) -> str | None:
+    """Why ``user`` is not asked to review ``pr`` (their approval would not count), or None:
+    the PR's opener, or (as far as the change's authors are known) one of them."""
+    if pr is not None and pr.author and _fold(pr.author) == _fold(user):
+        return "opened the pull request"
+    if any(same_person(user, author) for author in authors or ()):
+        return "wrote a change being promoted"
+    return None
 
 
 def not_counted(
