@@ -194,7 +194,7 @@ class Probes:
             shown = f"not on the SCM ({words}): {result.description}"
             job.cache.put(job.repo.name, sha, pending(job.gate.key, shown, result.url))
             return True, False
-        job.cache.put(job.repo.name, sha, result)
+        job.cache.wrote(job.repo.name, sha, result)
         with self._lock:
             self._state(job.ident).published = said
         log.info(
