@@ -36,10 +36,10 @@ HOOK_AFTER = 0.05
 after the call answered, never before)."""
 
 
-def config(gitops: Path, state: Path, url: str, auto_merge: bool = True) -> str:
-    """The end-to-end configuration, with the CI job (or status) ``lint`` as dev's gate."""
+def config(gitops: Path, state: Path, url: str, auto_merge: bool = True, gate: str = "lint") -> str:
+    """The end-to-end configuration, with the CI job (or status) ``gate`` as the gate."""
     dev = "" if auto_merge else ", autoMerge: false"
-    return config_text(gitops, state, url, gate="lint", dev=dev)
+    return config_text(gitops, state, url, gate=gate, dev=dev)
 
 
 class GitLabSide:
