@@ -4,7 +4,9 @@ under the gate's key.
 
 A reconcile only reads the results (they are commit statuses, like any other gate's) and
 calls ``plan``, which hands the checks that are due to a bounded pool of threads and says
-when the next one is due. A check runs through ``GateCalls`` (its deadline, its
+when the next one is due. A pool thread starts a check and is free at once: the backend's
+answer (or its deadline) hands the rest back to the pool, so hanging backends, however
+many, never hold the pool's threads. A check runs through ``GateCalls`` (its deadline, its
 backend's bound); a result that changed is published through the SCM plugin (a call
 bounded the same way), put in the status cache, and its strategy is woken. So a slow
 backend delays only the gates that use it, by at most their timeout, and never a
