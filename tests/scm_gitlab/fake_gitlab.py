@@ -14,7 +14,8 @@ source/target; 409 "SHA does not match HEAD of source branch" when the merge
 ``sha`` is not the head; drafts refused (405 by default); 400 "Cannot transition
 status" for pending -> pending; statuses on a SHA with no pipeline create an
 ``external`` pipeline; with "Pipelines must succeed" (``pipelines_must_succeed``) a
-merge whose head's latest pipeline did not succeed is refused (405). CI pipelines are set by the test (``add_pipeline``).
+merge whose head's latest pipeline did not succeed is refused (405). CI pipelines are set
+by the test (``add_pipeline``); a status set on a commit joins its latest pipeline.
 ``fail_next`` injects one-off answers (429 with ``Retry-After``, 5xx, ...).
 
 Usage::
