@@ -5,10 +5,10 @@ HTTP checks, Argo CD, Flux (the Kubernetes API), and the SCM reads and writes ma
 gate (an approval's reviews, a check's result published) all go through ``GateCalls``:
 
 - ``call`` runs the backend's call on that backend's own threads, at most ``per_backend``
-  at once, and waits for it at most ``timeout`` seconds. A call that overruns is
-  abandoned, not killed: it keeps its thread until its own socket timeouts end it, and
-  while a backend has ``per_backend`` calls unanswered a new one is refused at once
-  ("no answer to 2 earlier calls yet").
+  at once (more wait in line, each within its deadline, up to ``LINE`` per thread), and
+  waits for it at most ``timeout`` seconds. A call that overruns is abandoned, not
+  killed: it keeps its thread until its own socket timeouts end it; a call given up while
+  in line is not made.
   So a hanging backend holds its own few threads and no one else's. A backend whose last
   call was given up at its deadline (``late``) gets one call in flight, not
   ``per_backend``, until one answers in time; and all backends together have at most
@@ -54,6 +54,9 @@ GRACE = 1.2
 it a little after that, for a check that does not."""
 IDLE = 600.0
 """Seconds after which an idle backend's threads are let go."""
+LINE = 4
+"""Calls to a backend that answers, per thread of its own, that may wait in line for one
+(each within its own deadline) before more are refused at once."""
 TOTAL = 32
 """Gate calls unended at once, all backends together (``GateCalls.total``)."""
 
@@ -187,7 +190,7 @@ class GateCalls:
 
     def _refusal(self, slot: _Backend) -> str | None:
         """Why a new call to ``slot`` is refused at once, if it is (under the lock)."""
-        mine = 1 if slot.late else self.per_backend
+        mine = 1 if slot.late else self.per_backend * LINE
         if slot.running >= mine:
             return f"no answer to {slot.running} earlier calls yet"
         room = self.total - self.reserve if slot.late else self.total
@@ -205,6 +208,8 @@ class GateCalls:
     ) -> None:
         answered = False
         try:
+            if future.done():  # given up while it waited in line: not worth making now
+                return
             answered = _settle(future, result=fn())
         except BaseException as exc:
             answered = _settle(future, exc=exc)
