@@ -61,3 +61,5 @@ def test_a_person_cannot_merge_an_mr_by_hand_before_its_previous_environment_is_
     side.external_status(side.gitops.tip(DEV), "health", "success")
     wait_for(lambda: dry(client, STAGING) == change, what="staging to run the change")
     assert env(client, STAGING)["state"] != "error"
+    writes = [p for m, p in side.fake.requests if m == "POST" and p.endswith(f"/statuses/{head}")]
+    assert len(writes) <= 4  # the promoter's checks only: each pending, then success
