@@ -29,7 +29,7 @@ from typing import Any
 
 import common
 
-from webhooks.deliveries import DeliveryLog
+from webhooks.deliveries.log import DeliveryLog
 
 TARGET_RATIO = 2.0
 TARGET_LOOKUPS = 0.02

@@ -24,10 +24,7 @@ from promoter.config import Config
 from promoter.state.pulls import PullRequestCache
 from promoter.state.statuses import StatusCache
 from promoter.state.tracking import ShaIndex
-from webhooks.azure_devops import AzureDevOps, ServiceHookAuth
-from webhooks.bitbucket_cloud import BitbucketCloud
-from webhooks.bitbucket_datacenter import BitbucketDataCenter
-from webhooks.deliveries import FILE_NAME, MIN_RETENTION, DeliveryLog
+from webhooks.deliveries.log import FILE_NAME, MIN_RETENTION, DeliveryLog
 from webhooks.dispatch import Applied, Dispatcher, HasTip
 from webhooks.events import (
     Event,
@@ -40,11 +37,14 @@ from webhooks.events import (
     StatusBatch,
     StatusChange,
 )
-from webhooks.forgejo import Forgejo
-from webhooks.github import GitHub
-from webhooks.gitlab import GitLab
 from webhooks.index import StrategyIndex
 from webhooks.plugin_events import PluginEvents
+from webhooks.providers.azure_devops import AzureDevOps, ServiceHookAuth
+from webhooks.providers.bitbucket_cloud import BitbucketCloud
+from webhooks.providers.bitbucket_datacenter import BitbucketDataCenter
+from webhooks.providers.forgejo import Forgejo
+from webhooks.providers.github import GitHub
+from webhooks.providers.gitlab import GitLab
 from webhooks.receiver import Receiver
 from webhooks.verify import GitHubSignature, GitLabToken, SignedDelivery
 

@@ -49,7 +49,7 @@ def _decoder(shape: type[Any]) -> msgspec.json.Decoder[Any]:
 
 def decode_fields(raw: bytes | str, shape: type[Any]) -> JsonObject:
     """The JSON object in ``raw`` as ``decode_json`` reads it, keeping only the fields of
-    ``shape`` (a TypedDict of ``webhooks.shapes``), which is what costs less.
+    ``shape`` (a TypedDict of ``webhooks.providers.shapes``), which is what costs less.
 
     Whatever the shape does not fit (a field of another type, not JSON, not UTF-8) is
     decoded whole by ``decode_json`` instead, so that the answer is the same as without

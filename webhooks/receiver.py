@@ -3,10 +3,10 @@
 One ``Receiver`` per provider, a plain ASGI app (the hot path skips starlette's
 Request/Response objects, and ``promoter.http.direct`` its middleware). It does no git
 and no SCM call: the answer goes back as soon as the keys are enqueued, the status
-cache is updated and the delivery id is persisted (``webhooks.durable``). Every outcome is
-counted in ``promoter_webhook_requests_total`` and logged with the delivery id,
-never with the secret or the body: routine outcomes at debug level, refusals at
-info (invalid) or warning (unauthorized, too large).
+cache is updated and the delivery id is persisted (``webhooks.deliveries.durable``).
+Every outcome is counted in ``promoter_webhook_requests_total`` and logged with the
+delivery id, never with the secret or the body: routine outcomes at debug level,
+refusals at info (invalid) or warning (unauthorized, too large).
 """
 
 from __future__ import annotations
@@ -25,9 +25,9 @@ from starlette.types import Receive, Scope, Send
 from promoter.logs import log_context
 from promoter.metrics import WEBHOOK_DURATION, WEBHOOK_REQUESTS_TOTAL
 from webhooks.body import BadLength, BodyTooLarge, ClientGone, read_capped
-from webhooks.deliveries import DeliveryLog
+from webhooks.deliveries.durable import Durable
+from webhooks.deliveries.log import DeliveryLog
 from webhooks.dispatch import Dispatcher
-from webhooks.durable import Durable
 from webhooks.events import Event, Ping
 from webhooks.payload import PayloadError
 

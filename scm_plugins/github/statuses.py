@@ -28,7 +28,8 @@ PER_PAGE = 100
 MAX_PAGES = 10
 DESCRIPTION_LIMIT = 140
 
-SOURCE_STATUS = "github/status"  # the same sources, urls and descriptions as webhooks/github.py
+# the same sources, urls and descriptions as webhooks/providers/github.py
+SOURCE_STATUS = "github/status"
 SOURCE_CHECK_RUN = "github/check_run"
 
 _STATUS_PHASE = {"success": Phase.SUCCESS, "pending": Phase.PENDING}

@@ -15,7 +15,7 @@ import pytest
 from promoter.metrics import REGISTRY
 from tests.support_logs import daemon_logs
 from tests.webhooks.helpers import Hooks, Recorder, github_fixture, running_hooks
-from webhooks.delivery_store import delivery_key
+from webhooks.deliveries.store import delivery_key
 from webhooks.receiver import INLINE_LIMIT
 
 PUSH = github_fixture("push/with-new-branch.payload.json")

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from promoter.http import free_port
 from tests.webhooks.helpers import GITHUB_SECRET, SECRET_ENV, github_fixture
-from webhooks.deliveries import FILE_NAME, DeliveryLog
+from webhooks.deliveries.log import FILE_NAME, DeliveryLog
 from webhooks.verify import GitHubSignature
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -17,7 +17,7 @@ from promoter.state.tracking import ShaIndex
 from tests.support_logs import daemon_logs
 from tests.webhooks.helpers import Hooks, Recorder, github_fixture, make_config, running_hooks
 from webhooks import build_routes
-from webhooks.deliveries import FILE_NAME
+from webhooks.deliveries.log import FILE_NAME
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -6,10 +6,8 @@ raises to twice the largest block it has mapped and unmapped, up to 64 MB (git's
 output of a large repository is such a block). A burst of work (a webhook storm, a
 resync of every strategy) frees most of what it made, among objects that stay, so the
 process's RSS stays at the burst's level. ``malloc_trim(0)`` walks the heap and gives
-every whole free page back (``madvise``); measured on the webhook storm
-(``bench/webhook_storm.py``), 2.1 MB after a cold start of 1,000 strategies and
-3.4 MB after the storm. A trim takes under a millisecond where there is little to give
-back, 12 ms to give back 160 MB.
+every whole free page back (``madvise``); what it gives back after a cold start and
+after a webhook storm is in docs/performance.md (section 4, "Freed memory given back").
 
 ``MemoryTrim.tick`` runs on the scheduler's thread every ``TICK`` seconds and trims
 once the work queue has been idle, with no reconcile finished, for ``REST`` seconds

@@ -2,9 +2,10 @@
 
 A reconcile ends by showing what it found: the strategy's status, and an Event for each
 thing it did. Written in the reconcile, every such write held the strategy's key, so a
-slow API server held its next reconcile too (a merge waited 0.7 s for the status write of
-the reconcile that opened its PR, in a rolling restart), and a hanging one held it up to
-the request's timeout. Now the reconcile only hands them here, and one thread writes them:
+slow API server held its next reconcile too (a merge waited for the status write of the
+reconcile that opened its PR, in a rolling restart: docs/scaling.md), and a hanging one
+held it up to the request's timeout. Now the reconcile only hands them here, and one
+thread writes them:
 
 * a strategy's status is written from what is known when its turn comes, so the
   reconciles that end while a write is under way make one more write, not one each

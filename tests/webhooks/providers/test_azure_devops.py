@@ -23,9 +23,9 @@ from promoter.models import PullRequest, PullRequestState
 from promoter.state import ShaIndex, StatusCache
 from promoter.state.pulls import MISSING, PullRequestCache
 from webhooks import build_routes
-from webhooks.azure_devops import ServiceHookAuth
+from webhooks.providers.azure_devops import ServiceHookAuth
 
-HOOKS = Path(__file__).resolve().parents[1] / "fixtures" / "azure-devops" / "webhooks"
+HOOKS = Path(__file__).resolve().parents[2] / "fixtures" / "azure-devops" / "webhooks"
 PASSWORD_ENV, PASSWORD = "PROMOTER_TEST_AZURE_HOOK_PASSWORD", "hook-password-0123"
 OLD_ENV, OLD = "PROMOTER_TEST_AZURE_HOOK_OLD", "hook-password-old"
 TOKEN_ENV, TOKEN = "PROMOTER_TEST_AZURE_HOOK_TOKEN", "hook-header-token-0123"

@@ -19,7 +19,6 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from promoter.models import Phase, PullRequestState
-from webhooks import bitbucket_shapes as shapes
 from webhooks import payload as p
 from webhooks.events import (
     Event,
@@ -30,6 +29,7 @@ from webhooks.events import (
     RepoIdentity,
     StatusChange,
 )
+from webhooks.providers import bitbucket_shapes as shapes
 from webhooks.verify import GitHubSignature
 
 PROVIDER = "bitbucket-cloud"

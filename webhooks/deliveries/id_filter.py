@@ -1,7 +1,7 @@
 """A Bloom filter over delivery keys: "certainly not seen" without a disk read.
 
 The delivery log keeps the newest ids in memory; the older ones of its retention window
-are only in SQLite, as 64-bit keys (``webhooks.delivery_store.delivery_key``). A new
+are only in SQLite, as 64-bit keys (``webhooks.deliveries.store.delivery_key``). A new
 delivery is, by far, the common case, and without this filter every one of them would
 cost a SQLite lookup once the window holds more ids than memory does. The filter answers
 ``key in filter`` with no false negative: False means the key was never added; True

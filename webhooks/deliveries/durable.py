@@ -6,8 +6,8 @@ together cost one append to the journal (a single ``write``) and no thread hop.
 
 A request that nothing else can join in its turn appends at once and goes on without
 giving the loop a turn: that saves a future, a callback and two passes of the loop
-(18 of the receiver's 79 µs a delivery measured in process; 4 % of the server's CPU a
-delivery at one connection, ``bench/webhook_throughput.py``). It is alone when
+(docs/performance.md, section 4, "A delivery alone in its turn of the loop"). It is
+alone when
 asyncio's loop has nothing else ready to run in this turn (its queue of ready
 callbacks, ``_ready``, is empty): another request's task would be there. On a loop
 without that queue (uvloop), every append waits for the end of the turn.
@@ -18,7 +18,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sized
 
-from webhooks.deliveries import DeliveryLog
+from webhooks.deliveries.log import DeliveryLog
 
 
 def _alone(loop: asyncio.AbstractEventLoop) -> bool:

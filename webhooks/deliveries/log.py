@@ -4,19 +4,19 @@ A delivery id seen within the retention window is a duplicate (a redelivery or a
 retry) and is not processed again.
 
 Where ids live: in memory, those recorded since the start (up to ``memory_limit``,
-newest kept); in the journal (``webhooks.delivery_journal``) from ``persist`` until
-their batch is in SQLite; in SQLite (``webhooks.delivery_store``, as 64-bit keys) after
+newest kept); in the journal (``webhooks.deliveries.journal``) from ``persist`` until
+their batch is in SQLite; in SQLite (``webhooks.deliveries.store``, as 64-bit keys) after
 that, written by a thread of the log's own every ``flush_every`` seconds or ``batch``
 ids, and on ``close``. The keys of the window that are not in memory (all of them after
 a restart, and those of the ids that left memory) are also in a Bloom filter
-(``webhooks.id_filter``): a miss in memory is looked up in SQLite (the one disk read on
+(``webhooks.deliveries.id_filter``): a miss in memory is looked up in SQLite (the one disk read on
 the caller's thread) only when the filter says the key may be there, about one new id
 in a hundred. The writer thread builds a new filter from SQLite when the log starts
 with ids in SQLite, and when the filter has taken more keys than it was sized for (it
 cannot forget the pruned ones); until the first one is built, every miss is looked up.
 
 Durability: the receiver records an id and, before answering, awaits one ``persist``
-for every request the event loop handled in the same turn (``webhooks.durable``): one
+for every request the event loop handled in the same turn (``webhooks.deliveries.durable``): one
 ``write`` of a few lines to the journal, without fsync. From then on the id survives
 the crash of the process (the journal is replayed into SQLite at start-up); an OS crash
 or a power loss may undo the last appends, which costs no more than a redelivery
@@ -46,9 +46,9 @@ from collections import OrderedDict
 from collections.abc import Callable
 from pathlib import Path
 
-from webhooks.delivery_journal import ADDED, FORGOTTEN, Journal, encode, replay
-from webhooks.delivery_store import DeliveryStore, delivery_key
-from webhooks.id_filter import IdFilter
+from webhooks.deliveries.id_filter import IdFilter
+from webhooks.deliveries.journal import ADDED, FORGOTTEN, Journal, encode, replay
+from webhooks.deliveries.store import DeliveryStore, delivery_key
 
 log = logging.getLogger("promoter.webhooks")
 

@@ -20,9 +20,9 @@ from promoter.config import parse_config
 from promoter.models import Phase
 from promoter.state import ShaIndex, StatusCache
 from webhooks import build_routes
-from webhooks.forgejo import ForgejoSignature
+from webhooks.providers.forgejo import ForgejoSignature
 
-HOOKS = Path(__file__).resolve().parents[1] / "fixtures" / "forgejo" / "webhooks"
+HOOKS = Path(__file__).resolve().parents[2] / "fixtures" / "forgejo" / "webhooks"
 SECRET_ENV, SECRET = "PROMOTER_TEST_FORGEJO_HOOK", "forgejo-hook-secret"
 SHA = "4522cbcefc20728a5b72b3a86af35e608622c514"
 

@@ -30,8 +30,8 @@ import msgspec
 
 from promoter.models import PullRequestState
 from webhooks import payload as p
-from webhooks import shapes
 from webhooks.events import Event, Ignored, PullRequestChange, Push, PushBatch, RepoIdentity
+from webhooks.providers import shapes
 from webhooks.verify import refuse_empty
 
 PROVIDER = "azure-devops"

@@ -4,7 +4,7 @@ A genuine payload is mostly what the promoter never reads (the sender, the commi
 trees, the repository's hundred settings). ``payload.decode_fields`` builds only the
 fields named here, as plain dicts, and checks nothing about their values: the
 normalisers do that as before. Each shape must name every field its normaliser reads
-(a field left out would read as absent); ``tests/webhooks/test_webhook_shapes.py``
+(a field left out would read as absent); ``tests/webhooks/providers/test_webhook_shapes.py``
 checks every genuine payload and many mutated ones against a full decode.
 """
 

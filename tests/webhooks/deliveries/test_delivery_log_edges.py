@@ -14,9 +14,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 from tests.support import wait_for
-from webhooks.deliveries import DeliveryLog
-from webhooks.delivery_journal import replay
-from webhooks.delivery_store import delivery_key
+from webhooks.deliveries.journal import replay
+from webhooks.deliveries.log import DeliveryLog
+from webhooks.deliveries.store import delivery_key
 
 
 def stored(path: Path) -> set[int]:

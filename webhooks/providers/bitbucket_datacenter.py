@@ -20,7 +20,6 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from promoter.models import PullRequestState
-from webhooks import bitbucket_shapes as shapes
 from webhooks import payload as p
 from webhooks.events import (
     Event,
@@ -31,6 +30,7 @@ from webhooks.events import (
     PushBatch,
     RepoIdentity,
 )
+from webhooks.providers import bitbucket_shapes as shapes
 from webhooks.verify import GitHubSignature
 
 PROVIDER = "bitbucket-datacenter"

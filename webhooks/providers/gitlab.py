@@ -13,7 +13,6 @@ from collections.abc import Mapping, Sequence
 
 from promoter.models import Phase, PullRequestState
 from webhooks import payload as p
-from webhooks import shapes
 from webhooks.events import (
     Event,
     Ignored,
@@ -23,6 +22,7 @@ from webhooks.events import (
     StatusBatch,
     StatusChange,
 )
+from webhooks.providers import shapes
 from webhooks.verify import GitLabToken, SignedDelivery
 
 EVENT_LABELS = {

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from webhooks.delivery_journal import ADDED, Journal, encode, replay
+from webhooks.deliveries.journal import ADDED, Journal, encode, replay
 
 
 def test_a_rotation_the_file_system_refuses_leaves_the_journal_appending(

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from webhooks.deliveries import DeliveryLog
-from webhooks.delivery_journal import ADDED, FORGOTTEN
-from webhooks.delivery_store import DeliveryStore, delivery_key
+from webhooks.deliveries.journal import ADDED, FORGOTTEN
+from webhooks.deliveries.log import DeliveryLog
+from webhooks.deliveries.store import DeliveryStore, delivery_key
 
 
 class Interrupted(Exception):

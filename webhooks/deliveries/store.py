@@ -9,12 +9,12 @@ Generations: keys are written into the newest generation until it has taken
 ``generation_keys`` (65,536), then into a new one; a row is ``(generation, key,
 received_at)``, ordered by generation first. A batch of random keys (GitHub's ids are
 UUIDs) then lands among the pages of one generation, not of the whole window: in one
-table ordered by key, each batch of 4,096 dirtied most of its pages, and an insert cost
-13 µs of CPU a key at 400,000 keys (most of it writing and reading those pages, growing
-with the window), against 3 µs in generations. A lookup asks each generation (one
-primary-key search each, about 1 µs); the log makes one only when its Bloom filter
-says the id may be stored. Pruning drops a generation whole once its newest key is
-older than the cutoff, and the keys older than it from the generation that straddles it.
+table ordered by key, each batch dirtied most of its pages, and an insert cost more the
+larger the window (docs/performance.md, section 4, "The delivery log past its memory
+bound"). A lookup asks each generation (one primary-key search each); the log makes one
+only when its Bloom filter says the id may be stored. Pruning drops a generation whole
+once its newest key is older than the cutoff, and the keys older than it from the
+generation that straddles it.
 
 A file of an earlier layout (the ids' text, table ``deliveries``; or one table of keys,
 ``delivery_keys``) is converted when it is opened, the time each id was received kept.
@@ -35,7 +35,7 @@ import threading
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
-from webhooks.delivery_journal import ADDED, FORGOTTEN
+from webhooks.deliveries.journal import ADDED, FORGOTTEN
 
 GENERATION_KEYS = 65_536
 """Keys a generation takes before the next one is begun."""

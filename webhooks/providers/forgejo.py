@@ -18,8 +18,8 @@ from typing import Any
 
 from promoter.models import Phase, PullRequestState
 from webhooks import payload as p
-from webhooks import shapes
 from webhooks.events import Event, Ignored, PullRequestChange, Push, RepoIdentity, StatusChange
+from webhooks.providers import shapes
 from webhooks.verify import refuse_empty
 
 _EVENT_NAME = re.compile(r"^[a-z_]{1,40}$")

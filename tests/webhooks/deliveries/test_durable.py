@@ -12,8 +12,8 @@ import pytest
 from starlette.routing import Route
 
 from tests.webhooks.helpers import GITHUB_FIXTURES, GITHUB_SECRET, Hooks
-from webhooks.deliveries import DeliveryLog
-from webhooks.durable import Durable, _alone
+from webhooks.deliveries.durable import Durable, _alone
+from webhooks.deliveries.log import DeliveryLog
 from webhooks.verify import GitHubSignature
 
 

@@ -10,10 +10,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from tests.support import wait_for
-from webhooks.deliveries import DeliveryLog
-from webhooks.delivery_journal import ADDED, FORGOTTEN, encode
-from webhooks.delivery_store import delivery_key
-from webhooks.durable import Durable
+from webhooks.deliveries.durable import Durable
+from webhooks.deliveries.journal import ADDED, FORGOTTEN, encode
+from webhooks.deliveries.log import DeliveryLog
+from webhooks.deliveries.store import delivery_key
 
 
 def test_a_delivery_is_new_once_and_a_duplicate_afterwards(tmp_path: Path) -> None:

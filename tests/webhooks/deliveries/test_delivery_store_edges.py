@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from webhooks.delivery_store import DeliveryStore
-from webhooks.delivery_store import delivery_key as k
+from webhooks.deliveries.store import DeliveryStore
+from webhooks.deliveries.store import delivery_key as k
 
 
 def test_a_store_under_directories_that_do_not_exist_yet_creates_them_all(

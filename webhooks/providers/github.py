@@ -17,7 +17,6 @@ from urllib.parse import parse_qs
 
 from promoter.models import Phase, PullRequestState
 from webhooks import payload as p
-from webhooks import shapes
 from webhooks.events import (
     Event,
     Ignored,
@@ -27,6 +26,7 @@ from webhooks.events import (
     RepoIdentity,
     StatusChange,
 )
+from webhooks.providers import shapes
 from webhooks.verify import GitHubSignature
 
 _EVENT_NAME = re.compile(r"^[a-z_]{1,40}$")

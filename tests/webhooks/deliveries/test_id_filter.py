@@ -10,9 +10,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from webhooks.deliveries import DeliveryLog
-from webhooks.delivery_store import delivery_key
-from webhooks.id_filter import IdFilter
+from webhooks.deliveries.id_filter import IdFilter
+from webhooks.deliveries.log import DeliveryLog
+from webhooks.deliveries.store import delivery_key
 
 
 @given(

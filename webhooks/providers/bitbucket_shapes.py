@@ -1,5 +1,5 @@
 """The fields each Bitbucket event is read for (Cloud and Data Center), as TypedDicts:
-decoding skips everything else (see ``webhooks.shapes``, whose rules these follow)."""
+decoding skips everything else (see ``webhooks.providers.shapes``, whose rules these follow)."""
 
 from __future__ import annotations
 
