@@ -1,11 +1,18 @@
-"""Gate faults: an unrelated strategy's gate-to-merge latency while a gate backend hangs.
+"""Gate faults: an unrelated strategy's gate-to-merge latency while gate backends hang.
 
 One daemon under uvicorn on 127.0.0.1, the local SCM and real bare repositories. The
-``unrelated`` strategy has one environment gated by ``ci``. Each of the ``hanging``
-strategies has dev, then staging gated by an HTTP check; their staging PRs wait on the
-check all along, asked every 0.2 s. The check's endpoint (a server on 127.0.0.1)
-answers "pending" while healthy, and holds every request without answering while it
-hangs (the check's timeout is ``--timeout``, 5 s by default).
+``unrelated`` strategy has one environment gated by ``ci`` and by an HTTP check of its
+own, on the daemon's pool of gate workers like every other (its endpoint always answers).
+Each of the ``hanging`` strategies has dev, then staging gated by an HTTP check; their
+staging PRs wait on the check all along, asked every 0.2 s. A check's endpoint (a server
+on 127.0.0.1) answers at once while healthy, and holds every request without answering
+while it hangs (the check's timeout is ``--timeout``, 5 s by default).
+
+Two cases, one daemon each, in one run: ``--hanging`` strategies (4) whose checks share
+one host, so one backend and its bound on calls in flight; and ``--hosts`` strategies (10,
+more than the 8 gate workers) each on a host of its own (a port: a backend each), which
+no bound per backend holds: when each waiting check held a gate worker, the unrelated
+strategy's check waited behind them for a timeout or more.
 
 Side by side in one run, the promotions alternate between the endpoint healthy and the
 endpoint hanging; for each, the latency is the time from posting ``ci`` on the
@@ -14,9 +21,10 @@ hanging strategy's own dev (an environment without that gate). Before the gate b
 ran outside the reconcile, each reconcile of a hanging strategy waited on the check,
 so with more of them than workers every strategy waited.
 
-    python bench/gate_faults.py [--promotions 20] [--hanging 4] [--timeout 5]
+    python bench/gate_faults.py [--promotions 20] [--hanging 4] [--hosts 10] [--timeout 5]
 
-Target: with the backend hanging, the unrelated strategy's p50 <= 2x its healthy p50.
+Target: in both cases, with the backends hanging, the unrelated strategy's p50 <= 2x its
+healthy p50.
 """
 
 from __future__ import annotations
@@ -43,9 +51,9 @@ WAIT = 60.0
 
 
 class Endpoint:
-    """An HTTP check's endpoint: "pending" while healthy; holds requests while it hangs."""
+    """An HTTP check's endpoint: ``verdict`` while healthy; holds requests while it hangs."""
 
-    def __init__(self) -> None:
+    def __init__(self, verdict: str = "pending") -> None:
         self.healthy = threading.Event()
         self.healthy.set()
         self.held = 0
@@ -65,7 +73,7 @@ class Endpoint:
                 finally:
                     with lock:
                         endpoint.held -= 1
-                body = json.dumps({"verdict": "pending"}).encode()
+                body = json.dumps({"verdict": verdict}).encode()
                 self.send_response(200)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(body)))
@@ -118,11 +126,15 @@ class Merges:
                 self._cond.wait(left)
 
 
-def config_text(base: Path, hanging: int, url: str, timeout: float, port: int) -> str:
-    gate = (
+def gate(url: str, timeout: float) -> str:
+    return (
         f"gates: [{{name: smoke, http: {{url: '{url}/verify/{{sha}}', expression: verdict,"
         f" interval: 0.2s, timeout: {timeout}s}}}}]"
     )
+
+
+def config_text(base: Path, urls: list[str], own: str, timeout: float, port: int) -> str:
+    hanging = len(urls)
     repos = "".join(
         f"\n  - {{name: hanging{i}, url: {base / f'hanging{i}' / 'gitops.git'},"
         " scmProvider: local}"
@@ -133,7 +145,7 @@ def config_text(base: Path, hanging: int, url: str, timeout: float, port: int) -
   - name: hanging{i}
     repository: hanging{i}
     proposedCommitStatuses: [{{key: ci}}]
-    environments: [{{branch: {DEV}}}, {{branch: {STAGING}, {gate}}}]"""
+    environments: [{{branch: {DEV}}}, {{branch: {STAGING}, {gate(urls[i], timeout)}}}]"""
         for i in range(hanging)
     )
     return f"""
@@ -144,7 +156,7 @@ promotionStrategies:
   - name: unrelated
     repository: unrelated
     proposedCommitStatuses: [{{key: ci}}]
-    environments: [{{branch: {DEV}}}]{strategies}
+    environments: [{{branch: {DEV}, {gate(own, timeout)}}}]{strategies}
 daemon:
   stateDir: {base / "state"}
   host: 127.0.0.1
@@ -155,10 +167,35 @@ daemon:
 """
 
 
+class Endpoints:
+    """The hanging strategies' endpoints: one for all, or one each; healed and hung
+    together."""
+
+    def __init__(self, count: int) -> None:
+        self.all = [Endpoint() for _ in range(count)]
+        self.healthy = self
+
+    @property
+    def held(self) -> int:
+        return sum(e.held for e in self.all)
+
+    def set(self) -> None:
+        for e in self.all:
+            e.healthy.set()
+
+    def clear(self) -> None:
+        for e in self.all:
+            e.healthy.clear()
+
+    def close(self) -> None:
+        for e in self.all:
+            e.close()
+
+
 @contextmanager
 def started(
-    args: argparse.Namespace, base: Path
-) -> Iterator[tuple[Any, Any, Endpoint, Merges, Any]]:
+    args: argparse.Namespace, base: Path, hanging: int, hosts: int
+) -> Iterator[tuple[Any, Any, Endpoints, Merges, Any]]:
     import httpx
 
     from promoter.cli.sandbox import GitOpsRepo
@@ -166,10 +203,11 @@ def started(
     from promoter.wiring import Daemon
 
     repos = {"unrelated": GitOpsRepo.create(base / "unrelated", [DEV])}
-    for i in range(args.hanging):
+    for i in range(hanging):
         repos[f"hanging{i}"] = GitOpsRepo.create(base / f"hanging{i}", [DEV, STAGING])
-    endpoint, merges, port = Endpoint(), Merges(), free_port()
-    text = config_text(base, args.hanging, endpoint.url, args.timeout, port)
+    endpoint, own, merges, port = Endpoints(hosts), Endpoint("success"), Merges(), free_port()
+    urls = [endpoint.all[i % hosts].url for i in range(hanging)]
+    text = config_text(base, urls, own.url, args.timeout, port)
     daemon = Daemon(parse_config(text), observers=[merges])
     stop = common.serve(daemon.app, port)
     http = httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=WAIT)
@@ -178,6 +216,7 @@ def started(
     finally:
         http.close()
         endpoint.close()
+        own.close()
         stop()
 
 
@@ -227,7 +266,8 @@ def promote(http: Any, merges: Merges, strategy: str, dry: str) -> float:
     return merges.wait(strategy, DEV, mark) - sent
 
 
-def run(args: argparse.Namespace) -> dict[str, Any]:
+def run(args: argparse.Namespace, hanging_count: int, hosts: int) -> dict[str, Any]:
+    """One case: ``hanging_count`` strategies whose checks hang, on ``hosts`` hosts."""
     common.quiet_logs()
     healthy: list[float] = []
     hanging: list[float] = []
@@ -235,14 +275,14 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     versions = iter(range(2, 10_000))
     with (
         tempfile.TemporaryDirectory(prefix="bench-gate-faults-") as tmp,
-        started(args, Path(tmp)) as (repos, http, endpoint, merges, queue),
+        started(args, Path(tmp), hanging_count, hosts) as (repos, http, endpoint, merges, queue),
     ):
         common.wait_for(
             lambda: view(http, "unrelated", DEV).get("state") == "up-to-date",
             timeout=WAIT,
             what="the daemon",
         )
-        names = [f"hanging{i}" for i in range(args.hanging)]
+        names = [f"hanging{i}" for i in range(hanging_count)]
         for name in names:  # every hanging strategy's staging waits on its check
             dry = change(repos, name, 1)
             ci(http, name, proposed(http, name, DEV, dry))
@@ -260,7 +300,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             endpoint.healthy.clear()
             fresh = {name: change(repos, name, next(versions)) for name in names}
             common.wait_for(
-                lambda: endpoint.held >= min(args.hanging, 2) and queue.idle(),
+                lambda: endpoint.held >= min(hanging_count, 2 * hosts, 8) and queue.idle(),
                 timeout=WAIT,
                 what="checks hanging, the new commits read",
             )
@@ -277,7 +317,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     return {
         "bench": "gate_faults",
         "promotions": len(healthy) + len(hanging),
-        "hanging_strategies": args.hanging,
+        "hanging_strategies": hanging_count,
+        "hosts": hosts,
         "check_timeout_s": args.timeout,
         "unrelated_healthy_p50_ms": ms(p50_healthy),
         "unrelated_hanging_p50_ms": ms(p50_hanging),
@@ -298,25 +339,41 @@ def ms(seconds: float) -> float:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("--promotions", type=int, default=20, help="of each kind")
-    parser.add_argument("--hanging", type=int, default=4, help="strategies whose check hangs")
+    parser.add_argument(
+        "--hanging", type=int, default=4, help="strategies whose check hangs, on one host"
+    )
+    parser.add_argument(
+        "--hosts", type=int, default=10, help="strategies whose check hangs, each on its host"
+    )
     parser.add_argument("--timeout", type=float, default=5.0, help="the check's timeout (s)")
     args = parser.parse_args(argv)
-    figures = run(args)
+    figures = run(args, args.hanging, 1)
+    many = run(args, args.hosts, args.hosts)
     passed = figures["ratio"] <= 2.0
-    figures.update(target="hanging p50 <= 2x healthy p50", checks={"ratio": passed})
+    passed_many = many["ratio"] <= 2.0
+    figures.update(
+        many_hosts=many,
+        target="hanging p50 <= 2x healthy p50, on one host and on many",
+        checks={"ratio": passed, "many_hosts_ratio": passed_many},
+    )
     lines = [
-        f"{figures['promotions']} promotions of the unrelated strategy, alternating: the check"
-        f" endpoint of {figures['hanging_strategies']} other strategies healthy, then hanging"
-        f" (timeout {figures['check_timeout_s']} s); local SCM, real git, 2 workers",
-        f"unrelated, gate -> merge: healthy p50 {figures['unrelated_healthy_p50_ms']} ms"
-        f" (max {figures['unrelated_healthy_max_ms']}), hanging p50"
-        f" {figures['unrelated_hanging_p50_ms']} ms (max {figures['unrelated_hanging_max_ms']}):"
-        f" x{figures['ratio']} {'ok' if passed else 'MISSED'} (target <= x2)",
-        f"a hanging strategy's own dev while its staging check hangs: p50"
-        f" {figures['hanging_own_dev_p50_ms']} ms (max {figures['hanging_own_dev_max_ms']})",
+        f"{figures['promotions']} promotions of the unrelated strategy (gated by ci and a"
+        " pooled HTTP check), alternating: the check endpoints of other strategies healthy,"
+        f" then hanging (timeout {figures['check_timeout_s']} s); local SCM, real git,"
+        " 2 workers, 8 gate workers",
     ]
+    for case, found, ok in (("one host", figures, passed), ("many hosts", many, passed_many)):
+        lines += [
+            f"{case}: {found['hanging_strategies']} strategies hanging on {found['hosts']}"
+            f" host(s); unrelated, gate -> merge: healthy p50 {found['unrelated_healthy_p50_ms']}"
+            f" ms (max {found['unrelated_healthy_max_ms']}), hanging p50"
+            f" {found['unrelated_hanging_p50_ms']} ms (max {found['unrelated_hanging_max_ms']}):"
+            f" x{found['ratio']} {'ok' if ok else 'MISSED'} (target <= x2)",
+            f"  a hanging strategy's own dev while its staging check hangs: p50"
+            f" {found['hanging_own_dev_p50_ms']} ms (max {found['hanging_own_dev_max_ms']})",
+        ]
     common.report(figures, lines)
-    return 0 if passed else 1
+    return 0 if passed and passed_many else 1
 
 
 if __name__ == "__main__":

@@ -29,13 +29,18 @@ itself makes through the daemon's API (those are CI's calls, not the promoter's)
   send one after each merge, ref polling is off); ``-manual`` runs leave prod to a
   person, who merges its PR in the SCM;
 * from opening the PR to its merge: the calls about that PR (its number, head branch
-  or head commit) between the two, from the plugin's call log;
+  or head commit) between the two, from the plugin's call log; ``-waits`` runs leave prod
+  to a person who merges only after ``--person-waits`` minutes of the promoter's clock (a
+  reconcile each minute): what the promoter writes while a person waits, its own statuses
+  coming back included (GitLab's Pipeline Hooks are sent for every status set, as GitLab
+  does), counts in prod's calls;
 * an idle resync, per strategy: the periodic resync reads statuses and PRs from the
   SCM again (GitHub: and how many of those calls were charged to the rate limit; its
   answers to unchanged resources are 304s). Two in a row: the first after the
   promotions (statuses changed since the last read), then a steady one.
 
-    python bench/scm_calls.py [--changes 3] [--plugin github --plugin gitlab-manual ...]
+    python bench/scm_calls.py [--changes 3] [--plugin github --plugin gitlab-waits ...]
+        [--person-waits 30]
 
 Target: at most 4 calls for every environment on GitHub, GitLab, Forgejo and Azure DevOps
 (the local
@@ -63,6 +68,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -90,8 +96,13 @@ PLUGINS = (
     "bitbucket-datacenter-manual",
     "azure-devops",
     "azure-devops-manual",
+    "github-waits",
+    "gitlab-waits",
+    "forgejo-waits",
 )
-"""``-manual``: prod has ``autoMerge: false`` and a person merges its PR in the SCM."""
+"""``-manual``: prod has ``autoMerge: false`` and a person merges its PR in the SCM;
+``-waits``: the same person merges only after ``--person-waits`` minutes of the promoter's
+clock, a reconcile each minute (as webhooks and timers would run them)."""
 FEATURES = ("deployments", "reviewers")
 """``--feature``: issue 31's features that cost SCM calls, turned on to measure what they cost
 (off, the counts are those of the target)."""
@@ -242,6 +253,9 @@ class Driver(ABC):
 
         self.tmp = tmp
         self.manual_prod = manual_prod
+        self.waits = 0
+        """Minutes of the promoter's clock a person waits before merging prod's PR."""
+        self.shift = timedelta(0)
         self.gitops = GitOpsRepo.create(tmp)
         self.events = common.Events()
 
@@ -259,6 +273,10 @@ class Driver(ABC):
 
     def charged(self) -> int | None:
         return None
+
+    def clock(self) -> datetime:
+        """The promoter's clock: now, moved on by the minutes a person waited."""
+        return datetime.now(UTC) + self.shift
 
     def person_merges(self, number: int, head_sha: str) -> None:
         """A person merges the PR in the SCM's UI (prod with ``autoMerge: false``)."""
@@ -289,7 +307,7 @@ class LocalDriver(Driver):
         from tests.support import local_config
 
         config = local_config(self.gitops.path, self.tmp / "state")
-        self.daemon = Daemon(config, observers=[self.events])
+        self.daemon = Daemon(config, observers=[self.events], clock=self.clock)
         self.runtime = self.daemon.runtime
         with TestClient(self.daemon.app, base_url=common.LOOPBACK) as self.client:
             yield self
@@ -331,7 +349,9 @@ class GitHubDriver(Driver):
                 poll_interval=POLL,
                 prod_auto_merge=not self.manual_prod,
             )
-            self.daemon = Daemon(parse_config(featured(text)), observers=[self.events])
+            self.daemon = Daemon(
+                parse_config(featured(text)), observers=[self.events], clock=self.clock
+            )
             self.runtime = self.daemon.runtime
             with TestClient(self.daemon.app, base_url=common.LOOPBACK) as self.client:
                 self.robot = GitHubCI(self.client, fake)
@@ -371,6 +391,7 @@ class GitLabDriver(Driver):
             Harness,
             config_text,
         )
+        from tests.scm_gitlab.test_gates_seen_at_once import GitLabSide
 
         os.environ[TOKEN_ENV], os.environ[HOOK_ENV] = TOKEN, HOOK_TOKEN
         hook = json.loads((FIXTURES / "gitlab/webhooks/go-gitlab/pipeline.json").read_text())
@@ -385,10 +406,15 @@ class GitLabDriver(Driver):
                 prod=", autoMerge: false" if self.manual_prod else "",
             )
             fake.add_user("ada")
-            self.daemon = Daemon(parse_config(featured(text)), observers=[self.events])
+            self.daemon = Daemon(
+                parse_config(featured(text)), observers=[self.events], clock=self.clock
+            )
             self.runtime = self.daemon.runtime
             with TestClient(self.daemon.app, base_url=common.LOOPBACK) as self.client:
                 self.harness = Harness(self.runtime, self.client, fake, self.gitops, hook)
+                side = GitLabSide(fake, self.gitops, hook, FIXTURES)
+                side.client = self.client
+                fake.on_status = side.on_status  # each status's Pipeline Hook, as GitLab sends
                 yield self
 
     def hydrate(self, version: str, message: str) -> str:
@@ -431,7 +457,7 @@ class ForgejoDriver(Driver):
                 poll_interval=POLL,
                 prod_auto_merge=not self.manual_prod,
             )
-            self.daemon = Daemon(parse_config(text), observers=[self.events])
+            self.daemon = Daemon(parse_config(text), observers=[self.events], clock=self.clock)
             self.runtime = self.daemon.runtime
             with TestClient(self.daemon.app, base_url=common.LOOPBACK) as self.client:
                 self.robot = ForgejoCI(self.client, fake)
@@ -543,7 +569,9 @@ class BitbucketDriver(Driver):
                 poll_interval=POLL,
                 prod=", autoMerge: false" if self.manual_prod else "",
             )
-            self.daemon = Daemon(parse_config(featured(text)), observers=[self.events])
+            self.daemon = Daemon(
+                parse_config(featured(text)), observers=[self.events], clock=self.clock
+            )
             self.runtime = self.daemon.runtime
             with TestClient(self.daemon.app, base_url=common.LOOPBACK) as self.client:
                 self.robot = BitbucketCI(self.product, self.client, fake)
@@ -606,7 +634,9 @@ class AzureDevOpsDriver(Driver):
                 fake.url,
                 prod=", autoMerge: false" if self.manual_prod else "",
             )
-            self.daemon = Daemon(parse_config(featured(text)), observers=[self.events])
+            self.daemon = Daemon(
+                parse_config(featured(text)), observers=[self.events], clock=self.clock
+            )
             self.runtime = self.daemon.runtime
             with TestClient(self.daemon.app, base_url=common.LOOPBACK) as self.client:
                 self.robot = AzureCI(self.client, self.runtime, fake, self.repo, self.gitops)
@@ -692,6 +722,10 @@ def promote(d: Driver, log: CallLog, change: str, branch: str, mark: int) -> Win
             what=f"{branch} to wait for a person",
         )
         settle(d)
+        for _ in range(d.waits):  # the person waits; the promoter writes nothing meanwhile
+            d.shift += timedelta(minutes=1)
+            d.runtime.queue.add(STRATEGY)
+            settle(d)
         w.merged_at = time.perf_counter()
         d.person_merges(w.number, w.head_sha)
     else:
@@ -706,11 +740,12 @@ def promote(d: Driver, log: CallLog, change: str, branch: str, mark: int) -> Win
     return w
 
 
-def measure(plugin: str, changes: int) -> PluginResult:
+def measure(plugin: str, changes: int, waits: int = 0) -> PluginResult:
     result = PluginResult(plugin)
-    provider = plugin.removesuffix("-manual")
+    provider = plugin.removesuffix("-manual").removesuffix("-waits")
     with tempfile.TemporaryDirectory(prefix=f"bench-scm-{provider}-") as tmp:
-        d = DRIVERS[provider](Path(tmp), plugin.endswith("-manual"))
+        d = DRIVERS[provider](Path(tmp), plugin.endswith(("-manual", "-waits")))
+        d.waits = waits if plugin.endswith("-waits") else 0
         with d.session(), CallLog().attached() as log:
             from tests.support import ENVIRONMENTS
 
@@ -801,12 +836,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--feature", action="append", choices=FEATURES, default=[], help="turn on (repeatable)"
     )
+    parser.add_argument(
+        "--person-waits", type=int, default=30, help="minutes a person waits (-waits runs)"
+    )
     args = parser.parse_args(argv)
     ON[:] = args.feature
     common.quiet_logs()
     os.environ.update(common.IDENTITY)
     chosen = args.plugin or [p for p in PLUGINS if shutil.which("node") or "node" not in p]
-    results = {p: as_json(measure(p, args.changes)) for p in chosen}
+    results = {p: as_json(measure(p, args.changes, args.person_waits)) for p in chosen}
     checks = {
         p: {
             "open_to_merge": r["open_to_merge_max"] <= TARGET,

@@ -25,7 +25,8 @@ configuration (the resync skips it)::
     │   ├── StatusNotRead       no environment reads that key on that commit: the API answers 409
     │   ├── AmbiguousName       a short name that several environments share: 409 with them all
     │   ├── MetadataMissing     a hydrated commit has no hydrator metadata: its environment blocked
-    │   └── ScmAuthError        credentials refused (401), a permission missing (403): parked
+    │   ├── ScmAuthError        credentials refused (401), a permission missing (403): parked
+    │   └── ScmUnsupported      the SCM lacks a feature asked of it: shown on its environment
     ├── NotOwner                sharded: another replica holds the repository now: dropped
     └── ScmError                what an SCM plugin raises: every Scm* class above is one too
 
@@ -177,3 +178,15 @@ class ScmOutage(ScmUnavailable):
 
 class ScmAuthError(ScmError, PermanentError):
     """The credentials were refused (401) or lack a permission (403 without rate limit)."""
+
+
+class ScmUnsupported(ScmError, PermanentError):
+    """The SCM instance lacks a feature asked of it (a merge queue on a GitHub Enterprise
+    Server release without one): ``instance`` names it ("this GitHub Enterprise"),
+    ``detail`` is the SCM's own words. What asked for the feature names it and shows it on
+    the environment that needs it, not on the whole strategy."""
+
+    def __init__(self, detail: str, *, instance: str) -> None:
+        super().__init__(f"{instance} lacks it: {detail}")
+        self.detail = detail
+        self.instance = instance

@@ -125,6 +125,13 @@ SCM_RATE_LIMIT_REMAINING = Gauge(
     ["provider"],
     registry=REGISTRY,
 )
+STATUS_WRITES_CAPPED = Counter(
+    "promoter_status_writes_capped_total",
+    "The promoter's own status writes held back: more on one commit in a minute than the"
+    " bound (a write loop), by repository.",
+    ["repository"],
+    registry=REGISTRY,
+)
 QUEUE_DEPTH = Gauge("promoter_queue_depth", "Keys waiting in the work queue.", registry=REGISTRY)
 GIT_FETCHES_TOTAL = Counter(
     "promoter_git_fetches_total", "git fetches by repository.", ["repository"], registry=REGISTRY

@@ -146,7 +146,8 @@ class Dispatcher:
                 updated_at=event.updated_at,
                 revision=event.revision,
             )
-            self._cache.put(repo, event.sha, status)
+            if not self._cache.put(repo, event.sha, status):
+                continue  # the echo of the promoter's own write: nothing new to decide on
             mine = self._index.strategies(repo)
             # A SHA no strategy tracks yet may be one the reconciler has not read: wake them all.
             keys |= (tracking & mine) or mine

@@ -45,7 +45,7 @@ class RepoApi:
             GRAPHQL_PATH,
             body={"query": query, "variables": dict(variables)},
             priority=priority,
-            url=self.client.graphql_url(),
+            url=self.client.graphql_url,
             **fields,
         )
 

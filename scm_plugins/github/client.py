@@ -20,7 +20,11 @@ environment); this module gives what a daemon needs on top:
   hold lapses is given up on;
 * PyGithub's debug records dropped, whatever its log level: they carry the
   request's headers and the answer's body (the answer that mints an App
-  installation token holds the token).
+  installation token holds the token);
+* GraphQL where the instance serves it (``graphql_url``: github.com's beside its REST
+  API, GitHub Enterprise Server's at ``<host>/api/graphql``, not under ``/api/v3``), and
+  a GraphQL answer naming fields the instance's schema lacks (``undefinedField``: a GHES
+  release without the feature) raised as ``ScmUnsupported``.
 Concurrency: the ETag cache has its own lock; requesters are thread-local and live
 as long as their thread.
 """
@@ -34,9 +38,11 @@ import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
+from urllib.parse import urlsplit
 
 from github.Requester import Requester
 
+from promoter.errors import ScmUnsupported
 from scm_plugins.budget import Priority
 from scm_plugins.calls import ScmCalls
 from scm_plugins.github.errors import GitHubHTTPError
@@ -68,6 +74,15 @@ class GitHubClient:
 
     def __init__(self, *, base_url: str, calls: ScmCalls) -> None:
         self.base_url = base_url.rstrip("/")
+        parts = urlsplit(self.base_url)
+        self.enterprise = parts.path.endswith("/api/v3")
+        """GitHub Enterprise Server: REST at ``<host>/api/v3``, GraphQL beside it."""
+        self.graphql_url = (
+            f"{parts.scheme}://{parts.netloc}{parts.path.removesuffix('/v3')}/graphql"
+            if self.enterprise
+            else "/graphql"
+        )
+        """Where GraphQL is posted (a path under ``base_url``, or GHES's absolute URL)."""
         self._calls = calls
         self._local = threading.local()
         self._requesters: weakref.WeakSet[Requester] = weakref.WeakSet()
@@ -140,6 +155,8 @@ class GitHubClient:
             data = _json(output)
             if status >= 300:
                 raise GitHubHTTPError(status, data, answer_headers)
+            if path in (GRAPHQL_PATH, self.graphql_url):
+                self._lacking(data)
             if keep is not None:
                 data = keep(data)
         etag = answer_headers.get("etag")
@@ -147,10 +164,17 @@ class GitHubClient:
             self._store(cache_key, etag, data)
         return data
 
-    def graphql_url(self) -> str:
-        """Where GraphQL is served: ``/graphql`` beside github.com's API, ``/api/graphql``
-        on GitHub Enterprise Server (whose REST API is under ``/api/v3``)."""
-        return str(self._requester().graphql_url)
+    def _lacking(self, data: Any) -> None:
+        """``ScmUnsupported`` for a GraphQL answer naming fields the schema does not have."""
+        errors = data.get("errors") if isinstance(data, dict) else None
+        missing = [
+            str(e.get("message") or e.get("extensions", {}).get("fieldName") or "")
+            for e in errors or []
+            if isinstance(e, dict) and (e.get("extensions") or {}).get("code") == "undefinedField"
+        ]
+        if missing:
+            instance = "this GitHub Enterprise" if self.enterprise else "this GitHub"
+            raise ScmUnsupported("; ".join(missing)[:300], instance=instance)
 
     def close(self) -> None:
         with self._lock:

@@ -12,7 +12,8 @@ anything else ``ScmConflict`` (a head that moved, a PR not ready for the queue).
 refuses the dequeue of a PR that is not in the queue (it left, or was merged) with an
 ``UNPROCESSABLE`` error, so a refused dequeue is answered by reading where the PR stands:
 out of the queue is what was asked, merged is the queue's race, still in it is the refusal.
-On github.com only: GitHub Enterprise Server serves GraphQL at another path.
+GraphQL goes where the instance serves it (``GitHubClient.graphql_url``: GitHub Enterprise
+Server's is ``<host>/api/graphql``).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from promoter.config import Repository
 from promoter.errors import ScmConflict, ScmError, ScmNotFound
 from promoter.models import QueueEntry
 from scm_plugins.github.api import RepoApi
+from scm_plugins.github.limits import GRAPHQL_PATH
 
 NODE_ID = """query($owner: String!, $name: String!, $number: Int!) {
   repository(owner: $owner, name: $name) { pullRequest(number: $number) { id } }
@@ -93,7 +95,8 @@ class GitHubQueue:
         data = self._api.client.request(
             operation,
             "POST",
-            "/graphql",
+            GRAPHQL_PATH,
+            url=self._api.client.graphql_url,
             authorization=f"bearer {token}",
             body={"query": query, "variables": variables},
             repo=repo.full_path,

@@ -21,7 +21,7 @@ BENCH = Path(__file__).resolve().parents[2] / "bench"
 
 TINY = {
     "dag_reconcile": ["--environments", "8", "--width", "3", "--rounds", "1"],
-    "gate_faults": ["--promotions", "1", "--hanging", "2", "--timeout", "1"],
+    "gate_faults": ["--promotions", "1", "--hanging", "2", "--hosts", "2", "--timeout", "1"],
     "plugin_overhead": ["--calls", "20"],
     "overview_scale": ["--strategies", "30", "--rounds", "1", "--no-browser"],
     "promotion_latency": ["--promotions", "3"],
@@ -30,6 +30,7 @@ TINY = {
     "scm_calls": [
         *("--changes", "1", "--plugin", "local", "--plugin", "github", "--plugin", "gitlab"),
         *("--plugin", "forgejo", "--plugin", "bitbucket-cloud", "--plugin", "bitbucket-datacenter"),
+        *("--plugin", "gitlab-waits", "--person-waits", "2"),
     ],
     "shard_memory": ["--strategies", "50"],
     "kube_list": ["--strategies", "30"],

@@ -42,6 +42,7 @@ GATE = f"gates: [{{approval: {{count: 1, timeout: {TIMEOUT}}}}}]"
 NO_ANSWER = (  # the SCM's client waits 30 s: its calls hold the backend's threads meanwhile
     "approval: github not reachable: no answer within 0.3s",
     "approval: github not reachable: no answer to 2 earlier calls yet",
+    "approval: github not reachable: no answer to 1 earlier calls yet",  # late: one at a time
 )
 UNLIMITED = FakeLimits(
     primary=10**9,

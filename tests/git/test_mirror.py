@@ -257,6 +257,24 @@ def test_authors_names_every_author_and_co_author_of_the_commits_between(
         mirror.authors(None, third + "^{commit}")  # three commits; not a SHA: read again
 
 
+def test_a_co_author_line_anywhere_in_the_message_in_any_case_is_read(
+    mirror: GitMirror, remote: GitSandbox
+) -> None:
+    first = remote.branch_sha("main") or ""
+    second = remote.commit_dry(
+        {"b.yaml": "b\n"},
+        "Pair on b\n\nWe did it together.\nCo-authored-by: Bob <bob@example.com>\n"
+        "Signed-off-by: Dev Eloper <dev@example.invalid>\n\nMore words after.\n"
+        "  co-AUTHORED-by:Ada <12345+ada@users.noreply.github.com>",
+    )
+    mirror.refresh()
+    assert [(a.name, a.email) for a in mirror.authors(first, second)] == [
+        ("Dev Eloper", "dev@example.invalid"),
+        ("Bob", "bob@example.com"),
+        ("Ada", "12345+ada@users.noreply.github.com"),
+    ]
+
+
 def test_a_push_with_a_stale_lease_is_rejected_and_changes_nothing(
     mirror: GitMirror, remote: GitSandbox
 ) -> None:

@@ -152,3 +152,31 @@ def test_on_forgejo_neither_the_opener_nor_the_author_of_the_change_approves_it(
     fake.review(FULL_NAME, number, "grace")
     client.post("/api/v1/refresh", json={"strategy": "guestbook"})
     wait_for(partial(promoted, client, "environment/prod", change), what="prod promoted")
+
+
+def test_on_forgejo_a_co_author_named_right_under_the_body_does_not_approve_it(
+    approving: tuple[TestClient, FakeForgejo], gitops: GitOpsRepo
+) -> None:
+    client, fake = approving
+    message = (
+        "Bump guestbook to 1.1.0\n\nPaired on the rollout.\nCo-authored-by: Bob <bob@example.com>"
+    )
+    change = gitops.change("1.1.0", message)  # the trailer right under the body, no blank line
+    for branch in ENVIRONMENTS:
+        env = wait_for(lambda b=branch: (e := env_view(client, b)).get("pullRequest") and e)
+        set_status(client, env["proposed"]["hydratedSha"], "ci")
+        if branch == "environment/prod":
+            break
+        wait_for(partial(promoted, client, branch, change), what=f"{branch} promoted")
+        set_status(client, gitops.tip(branch), "health")
+    number = env["pullRequest"]["number"]
+    fake.review(FULL_NAME, number, "bob")
+    client.post("/api/v1/refresh", json={"strategy": "guestbook"})
+    wait_for(
+        lambda: (
+            "not counted: bob wrote a change being promoted"
+            in env_view(client, "environment/prod")["reason"]
+        ),
+        what="prod to leave out the co-author's approval",
+    )
+    assert not promoted(client, "environment/prod", change)

@@ -8,6 +8,9 @@ GitHub's rules the plugin relies on: one open PR per head/base (422), a merge wh
 charging the rate limit, tokens are checked (401), and an App signs a JWT that is
 verified with its public key. Each known token's primary and secondary rate limits are
 enforced with GitHub's headers and answers (``fake_limits``; ``limits`` scales them).
+Served at a GitHub Enterprise Server URL (``https://ghe.example/api/v3``), it answers as
+GHES does: REST under ``/api/v3``, GraphQL at ``/api/graphql`` (``/api/v3/graphql`` is
+404).
 Faults are injected with ``fail_next`` and ``rate_limit_next``. Thread-safe: the
 daemon's workers call it concurrently.
 
@@ -114,6 +117,14 @@ class FakeGitHub(Routes):
         self._lock = threading.RLock()
         self._mock: responses.RequestsMock | None = None
         self.on_request: Callable[[str, str], None] | None = None
+        base = urlsplit(self.base_url)
+        self.enterprise = base.path.endswith("/api/v3")
+        """GitHub Enterprise Server's layout: GraphQL beside the REST API, not under it."""
+        self.graphql_url = (
+            f"{base.scheme}://{base.netloc}{base.path.removesuffix('/v3')}/graphql"
+            if self.enterprise
+            else f"{self.base_url}/graphql"
+        )
 
     # --- life cycle -----------------------------------------------------------------
 
@@ -142,6 +153,10 @@ class FakeGitHub(Routes):
         pattern = re.compile(re.escape(origin) + port + re.escape(base.path) + r"(/.*)?$")
         for method in ("GET", "POST", "PATCH", "PUT", "DELETE"):
             mock.add_callback(method, pattern, callback=self._respond)
+        if self.enterprise:
+            graphql = urlsplit(self.graphql_url).path
+            endpoint = re.compile(re.escape(origin) + port + re.escape(graphql) + r"$")
+            mock.add_callback("POST", endpoint, callback=self._respond)
 
     # --- faults and inspection ------------------------------------------------------
 
@@ -187,9 +202,7 @@ class FakeGitHub(Routes):
 
     def _respond(self, request: Any) -> tuple[int, dict[str, str], str]:
         parts = urlsplit(request.url)
-        base = urlsplit(self.base_url).path
-        graphql = base.removesuffix("/v3") + "/graphql"  # GitHub Enterprise Server's
-        path = "/graphql" if parts.path == graphql else parts.path[len(base) :] or "/"
+        path = self._api_path(parts.path)
         query = {k: v[-1] for k, v in parse_qs(parts.query).items()}
         arrived = time.monotonic()
         auth = str(request.headers.get("Authorization", ""))
@@ -218,6 +231,14 @@ class FakeGitHub(Routes):
         if etag:
             out["etag"] = etag
         return status, out, "" if payload is None else _dumps(payload)
+
+    def _api_path(self, path: str) -> str:
+        """The route a request's path names: ``/graphql`` for GHES's ``/api/graphql``, and
+        for GHES's ``/api/v3/graphql`` a path no route serves (GitHub answers 404)."""
+        if self.enterprise and path == urlsplit(self.graphql_url).path:
+            return "/graphql"
+        api = path[len(urlsplit(self.base_url).path) :] or "/"
+        return "/api/v3/graphql" if self.enterprise and api == "/graphql" else api
 
     def _limited_token(self, auth: str) -> str:
         """The token whose limits a request counts against ("" for none the fake issued)."""

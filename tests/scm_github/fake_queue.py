@@ -17,6 +17,12 @@ as people quoted it, ``rest/quoted``), and the rules that apply to a branch (``G
 ``merge_queue`` rule (the example's first rule with the type and the parameters of the
 ``repository-rule-merge-queue`` schema) when the queue is required by a ruleset; a classic
 branch protection's queue is not among them.
+
+An instance without the merge queue (``merge_queue_available = False``: a GitHub Enterprise
+Server release before it) refuses every query that names its fields as GitHub's GraphQL
+refuses a field its schema lacks: status 200, an ``undefinedField`` error per field (the
+shape ``gh api graphql`` prints for one), and no ``data``; its branches list no
+``merge_queue`` rule.
 """
 
 from __future__ import annotations
@@ -52,10 +58,12 @@ class QueueRoutes(ABC):
     queue_branches: set[tuple[str, str]]
     ruleset_queues: set[tuple[str, str]]
     queue_checks: dict[tuple[str, str], tuple[str, ...]]
+    merge_queue_available: bool
 
     def queue_routes(self) -> list[tuple[str, re.Pattern[str], Handler, str]]:
         self.queued, self.removed, self.queue_branches, self.ruleset_queues = {}, {}, set(), set()
         self.queue_checks = {}
+        self.merge_queue_available = True
         rules = re.compile(r"^/repos/([^/]+)/([^/]+)/rules/branches/(.+)$")
         return [
             ("POST", re.compile(r"^/graphql$"), self._graphql, "repo"),
@@ -110,7 +118,7 @@ class QueueRoutes(ABC):
         if full not in self.repositories:
             return 404, {}, NOT_FOUND
         rules: list[dict[str, Any]] = self.genuine.docs("repos.get-branch-rules.200")
-        if (full, unquote(branch)) in self.ruleset_queues:
+        if (full, unquote(branch)) in self.ruleset_queues and self.merge_queue_available:
             rule = {**rules[0], "type": "merge_queue", "parameters": dict(QUEUE_RULE_PARAMETERS)}
             rules.append(rule)
         return 200, {}, rules
@@ -190,6 +198,9 @@ class QueueRoutes(ABC):
 
     def _graphql(self, *, query: Any, body: Any) -> Answer:
         text, variables = str(body.get("query", "")), body.get("variables") or {}
+        lacking = [f for f in QUEUE_FIELDS if f in text] if not self.merge_queue_available else []
+        if lacking:
+            return 200, {}, {"errors": [_undefined(field) for field in lacking]}
         if "enqueuePullRequest" in text:
             return 200, {}, self._enqueue(variables)
         if "dequeuePullRequest" in text:
@@ -275,6 +286,26 @@ class QueueRoutes(ABC):
         if any(r in ("failure", "error") for r in results):
             return "FAILURE"
         return "SUCCESS" if all(r == "success" for r in results) else "PENDING"
+
+
+QUEUE_FIELDS = {
+    "enqueuePullRequest": "Mutation",
+    "dequeuePullRequest": "Mutation",
+    "isInMergeQueue": "PullRequest",
+    "mergeQueueEntry": "PullRequest",
+}
+"""The merge queue's fields in the queries the plugin sends, and the type each is on."""
+
+
+def _undefined(field: str) -> dict[str, Any]:
+    """GitHub's GraphQL error for a field its schema does not have."""
+    kind = QUEUE_FIELDS[field]
+    return {
+        "path": ["mutation" if kind == "Mutation" else "query", field],
+        "extensions": {"code": "undefinedField", "typeName": kind, "fieldName": field},
+        "locations": [{"line": 2, "column": 3}],
+        "message": f"Field '{field}' doesn't exist on type '{kind}'",
+    }
 
 
 def _node(full: str, number: int) -> str:

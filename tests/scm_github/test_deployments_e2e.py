@@ -163,3 +163,33 @@ def test_a_status_for_a_deployment_github_no_longer_has_is_not_asked_again(
     gone = [c for c in fake.calls[mark:] if "/deployments/" in c.path and c.status == 404]
     assert len(gone) == 1  # recorded as gone, not asked again
     assert env_view(ci.client, "environment/dev")["state"] == "up-to-date"
+
+
+def test_on_a_merge_queue_branch_the_deployment_links_to_the_promotion_pr(
+    fake: FakeGitHub, gitops: GitOpsRepo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(TOKEN_ENV, TOKEN)
+    monkeypatch.setenv(SECRET_ENV, SECRET)
+    fake.require_merge_queue(FULL_NAME, "environment/dev")
+    text = config_text(gitops.path, tmp_path / "state").replace(
+        "    environments:\n", "    deployments: {}\n    environments:\n"
+    )
+    with TestClient(Daemon(parse_config(text)).app) as client:
+        ci = GitHubCI(client, fake)
+        wait_for(lambda: states(fake, "dev") == [["in_progress"]], what="dev reported")
+        change = ci.hydrate(gitops, "1.1.0", "Bump guestbook to 1.1.0")
+        env = wait_for(
+            lambda: (e := env_view(client, "environment/dev")).get("pullRequest") and e,
+            what="the dev PR",
+        )
+        number = env["pullRequest"]["number"]
+        ci.check_run(env["proposed"]["hydratedSha"], "ci", "success")
+        wait_for(lambda: fake.in_queue(FULL_NAME, number), what="the PR enqueued")
+        fake.merge_from_queue(FULL_NAME, number)  # the queue merges it, not the promoter
+        wait_for(partial(promoted, client, "environment/dev", change), what="dev promoted")
+        wait_for(lambda: len(states(fake, "dev")) == 2, what="the queue's merge reported")
+    deployment = fake.deployments[FULL_NAME][-1]
+    assert deployment["sha"] == gitops.tip("environment/dev")
+    assert f"#{number}" in deployment["description"]
+    [status] = fake.deployment_statuses[deployment["id"]]
+    assert status["log_url"] == fake.pull(FULL_NAME, number)["html_url"]

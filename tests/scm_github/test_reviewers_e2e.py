@@ -1,6 +1,8 @@
 """Reviewer requests on GitHub end to end (daemon, GitHub plugin, fake GitHub, real git):
 the environment's reviewers are requested on its promotion PR once, not again when the PR
-is updated by a newer change; a request GitHub refuses is not asked again in a loop."""
+is updated by a newer change; whose approval would not count (the PR's author) is left out
+up front, GitHub's refusal of one name leaves the others asked, and who could not be asked
+is told on the PR, once; nothing is asked again in a loop."""
 
 from __future__ import annotations
 
@@ -65,7 +67,7 @@ def test_reviewers_are_requested_once_not_on_every_update(
     assert [t["slug"] for t in stored["requested_teams"]] == ["sre"]
 
 
-def test_a_request_github_refuses_is_not_asked_again(
+def test_the_prs_author_is_not_asked_and_the_pr_says_so_once(
     fake: FakeGitHub, gitops: GitOpsRepo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv(TOKEN_ENV, TOKEN)
@@ -74,14 +76,39 @@ def test_a_request_github_refuses_is_not_asked_again(
     with TestClient(built.app) as client:
         GitHubCI(client, fake)
         gitops.change("1.1.0", "Bump guestbook to 1.1.0")
-        wait_for(lambda: env_view(client, DEV).get("pullRequest"), what="the dev PR")
-        wait_for(
-            lambda: [
-                c for c in fake.calls if c.path.endswith("/requested_reviewers") and c.status == 422
-            ],
-            what="GitHub's refusal",
-        )
+        pr = wait_for(lambda: env_view(client, DEV).get("pullRequest"), what="the dev PR")
+        wait_for(lambda: fake.comments_of(FULL_NAME, pr["number"]), what="the PR told")
         for _ in range(3):
             built.runtime.reconciler.reconcile("guestbook")
+        requested = [c for c in fake.calls if c.path.endswith("/requested_reviewers")]
+        comments = fake.comments_of(FULL_NAME, pr["number"])
+    assert requested == []  # known to be refused: not asked at all
+    assert comments == [
+        "The promoter could not ask for a review from: octocat (opened the pull request)."
+    ]
+
+
+def test_one_refused_reviewer_leaves_the_others_asked_and_the_pr_names_who_was_not(
+    fake: FakeGitHub, gitops: GitOpsRepo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(TOKEN_ENV, TOKEN)
+    monkeypatch.setenv(SECRET_ENV, SECRET)
+    fake.collaborators = {"ada", "grace", "octocat"}  # bob is not one: GitHub refuses him
+    built = daemon(gitops, tmp_path, "{users: [ada, octocat, bob, grace]}")
+    with TestClient(built.app) as client:
+        GitHubCI(client, fake)
+        gitops.change("1.1.0", "Bump guestbook to 1.1.0")
+        pr = wait_for(lambda: env_view(client, DEV).get("pullRequest"), what="the dev PR")
+        wait_for(lambda: fake.comments_of(FULL_NAME, pr["number"]), what="the PR told")
+        for _ in range(3):
+            built.runtime.reconciler.reconcile("guestbook")
+        stored = fake.pull(FULL_NAME, pr["number"])
+        [comment] = fake.comments_of(FULL_NAME, pr["number"])
         refused = [c for c in fake.calls if c.path.endswith("/requested_reviewers")]
-    assert [c.status for c in refused] == [422]
+    assert [u["login"] for u in stored["requested_reviewers"]] == ["ada", "grace"]
+    assert comment.startswith(
+        "The promoter could not ask for a review from: octocat (opened the pull request);"
+        " bob (refused: "
+    )
+    assert "not a collaborator" in comment
+    assert [c.status for c in refused] == [422, 201, 422, 201]  # all at once, then one by one

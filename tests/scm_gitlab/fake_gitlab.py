@@ -13,7 +13,9 @@ Behaviour copied from GitLab: 401 without the right ``PRIVATE-TOKEN``; 409
 source/target; 409 "SHA does not match HEAD of source branch" when the merge
 ``sha`` is not the head; drafts refused (405 by default); 400 "Cannot transition
 status" for pending -> pending; statuses on a SHA with no pipeline create an
-``external`` pipeline. CI pipelines are set by the test (``add_pipeline``).
+``external`` pipeline; with "Pipelines must succeed" (``pipelines_must_succeed``) a
+merge whose head's latest pipeline did not succeed is refused (405). CI pipelines are set
+by the test (``add_pipeline``); a status set on a commit joins its latest pipeline.
 ``fail_next`` injects one-off answers (429 with ``Retry-After``, 5xx, ...).
 
 Usage::
@@ -64,6 +66,9 @@ class FakeProject:
     train: dict[int, dict[str, Any]] = field(default_factory=dict)
     merge_trains: bool = False
     """The project runs merge trains (and merged results pipelines, which they need)."""
+    pipelines_must_succeed: bool = False
+    """"Pipelines must succeed" (``only_allow_merge_if_pipeline_succeeds``): a merge is
+    refused (405) unless the head's latest pipeline succeeded."""
 
     def git(self, *args: str) -> str:
         done = subprocess.run(

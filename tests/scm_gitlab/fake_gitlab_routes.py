@@ -175,6 +175,8 @@ def merge_mr(fake: FakeGitLab, project: FakeProject, iid: int, params: dict[str,
         return json_answer(
             409, {"message": f"SHA does not match HEAD of source branch: {source_sha}"}
         )
+    if project.pipelines_must_succeed and not _pipeline_succeeded(project, source_sha):
+        return json_answer(405, {"message": "405 Method Not Allowed"})
     squash = bool(params.get("squash", mr["squash"]))
     message = params.get("squash_commit_message" if squash else "merge_commit_message") or (
         f"Merge branch '{mr['source_branch']}' into '{mr['target_branch']}'\n\n{mr['title']}\n\n"
@@ -267,20 +269,27 @@ def create_status(
 
 
 def _attach_to_pipeline(fake: FakeGitLab, project: FakeProject, sha: str) -> None:
-    """GitLab puts a commit status in the SHA's latest pipeline, creating an external one."""
+    """GitLab puts a commit status in the SHA's latest pipeline, creating an external one;
+    the pipeline's status then folds the status's in."""
     pipelines = [p for p in project.pipelines if p["sha"] == sha]
     if not pipelines:
         pipelines = [fake.add_pipeline(project.path, sha, "pending", source="external")]
     pipeline = pipelines[-1]
-    if pipeline["source"] != "external":
-        return
     states = {s["status"] for s in project.statuses if s["sha"] == sha}
+    if pipeline["source"] != "external":  # a CI pipeline: its jobs' result, and the status
+        states.add(pipeline.setdefault("ci_status", pipeline["status"]))
     if states & {"failed", "canceled"}:
         pipeline["status"] = "failed"
     elif states & set(ACTIVE):
         pipeline["status"] = "running"
     else:
         pipeline["status"] = "success"
+
+
+def _pipeline_succeeded(project: FakeProject, sha: str) -> bool:
+    """Whether the latest pipeline of ``sha`` succeeded (GitLab's "Pipelines must succeed")."""
+    pipelines = [p for p in project.pipelines if p["sha"] == sha]
+    return bool(pipelines) and max(pipelines, key=lambda p: p["id"])["status"] == "success"
 
 
 def list_pipelines(project: FakeProject, params: dict[str, Any]) -> Answer:

@@ -13,6 +13,7 @@ import json
 import threading
 import time
 from collections.abc import Iterator
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +31,9 @@ from tests.support import ENVIRONMENTS, GitOpsRepo, wait_for
 from .test_end_to_end import HOOK_ENV, HOOK_TOKEN, PROJECT_ID, config_text, merged_mr_hook
 
 DEV = "environment/dev"
+HOOK_AFTER = 0.05
+"""Seconds from a status set through the API to its Pipeline Hook (GitLab's workers send it
+after the call answered, never before)."""
 
 
 SEEN = 30.0
@@ -38,10 +42,10 @@ resync being an hour away and the cached statuses trusted for a minute (how fast
 is acted on is a figure of the benchmarks, not a bound a loaded machine can keep)."""
 
 
-def config(gitops: Path, state: Path, url: str, auto_merge: bool = True) -> str:
-    """The end-to-end configuration, with the CI job (or status) ``lint`` as dev's gate."""
+def config(gitops: Path, state: Path, url: str, auto_merge: bool = True, gate: str = "lint") -> str:
+    """The end-to-end configuration, with the CI job (or status) ``gate`` as the gate."""
     dev = "" if auto_merge else ", autoMerge: false"
-    return config_text(gitops, state, url, gate="lint", dev=dev, resync_interval="1h")
+    return config_text(gitops, state, url, gate=gate, dev=dev, resync_interval="1h")
 
 
 class GitLabSide:
@@ -61,8 +65,9 @@ class GitLabSide:
         )
         return loaded
 
-    def send(self, event: str, payload: dict[str, Any]) -> None:
-        """Deliver a hook from another thread, as GitLab's own workers would."""
+    def send(self, event: str, payload: dict[str, Any], after: float = 0.0) -> None:
+        """Deliver a hook from another thread, as GitLab's own workers would, ``after``
+        seconds (GitLab sends a status's hook once its API call has answered)."""
         assert self.client is not None
         client = self.client
 
@@ -77,7 +82,9 @@ class GitLabSide:
                 return  # the test is over and its daemon stopped: the hook is lost, as then
             assert answer.status_code in (200, 202), answer.text
 
-        threading.Thread(target=post, daemon=True).start()
+        timer = threading.Timer(after, post)
+        timer.daemon = True
+        timer.start()
 
     def pipeline_hook(
         self, pipeline: dict[str, Any], builds: list[dict[str, Any]]
@@ -106,10 +113,17 @@ class GitLabSide:
         ):
             latest[status["name"]] = status
         builds = [
-            {"id": s["id"], "name": s["name"], "status": s["status"], "stage": "external"}
+            {
+                "id": s["id"],
+                "name": s["name"],
+                "status": s["status"],
+                "stage": "external",
+                "allow_failure": s["allow_failure"],
+                **{at: hook_time(s[at]) for at in ("created_at", "started_at", "finished_at")},
+            }
             for s in latest.values()
         ]
-        self.send("Pipeline Hook", self.pipeline_hook(pipeline, builds))
+        self.send("Pipeline Hook", self.pipeline_hook(pipeline, builds), after=HOOK_AFTER)
 
     def ci_job(self, branch: str, job: str, status: str) -> None:
         """A push pipeline on the proposed tip whose job ``job`` ended ``status``."""
@@ -134,6 +148,14 @@ class GitLabSide:
             timeout=30,
         )
         assert answer.status_code == 201, answer.text
+
+
+def hook_time(at: str | None) -> str | None:
+    """A time of GitLab's REST API (ISO 8601) as its hooks write it (``2016-08-12 15:23:28
+    UTC``): each status of a hook carries its own times, not the template's."""
+    if at is None:
+        return None
+    return datetime.fromisoformat(at.replace("Z", "+00:00")).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
 def start(
@@ -282,3 +304,31 @@ def test_a_429_pauses_every_call_on_the_credential_and_the_api_says_when(gitlab:
         json={"key": "health", "phase": "success"},
     )
     assert later.status_code == 201, later.text
+
+
+def test_while_a_person_waits_the_promoters_statuses_coming_back_are_not_written_again(
+    manual: Any,
+) -> None:
+    """GitLab hands each status back in its Pipeline Hook in its own words ("success
+    (pipeline #12)"): recognised as the promoter's own, none is written again."""
+    client, side, runtime = manual
+    side.gitops.change("1.3.0", "Bump guestbook to 1.3.0")
+    open_mr(side, DEV)
+    head = side.gitops.tip(f"{DEV}-next")
+    side.external_status(head, "lint", "success")
+    wait_for(lambda: env(client, DEV)["state"] == "ready", what="dev to wait for a person")
+
+    def writes() -> int:
+        return sum(
+            1
+            for m, p in side.fake.requests
+            if m == "POST" and p == f"/projects/{PROJECT_ID}/statuses/{head}"
+        )
+
+    ours = wait_for(lambda: writes() - 1 or None, what="the promoter's writes")  # lint is CI's
+    for _ in range(20):  # every hook of every write heard, and reconciled
+        time.sleep(0.1)
+        wait_for(lambda: runtime.queue.idle(), what="an idle queue")
+    assert writes() - 1 == ours <= 2  # promoter/gates: pending, then success
+    shown = {s["name"]: s["description"] for s in side.fake.projects[PROJECT].statuses}
+    assert shown["promoter/gates"].endswith("waiting for a person to merge")

@@ -61,7 +61,7 @@ from promoter.engine import (
 from promoter.errors import ScmConflict, ScmNotFound, ScmQueueRequired
 from promoter.git import GitMirror
 from promoter.logs import log_context
-from promoter.metrics import REVERTS_TOTAL, held_gauge
+from promoter.metrics import REVERTS_TOTAL, STATUS_WRITES_CAPPED, held_gauge
 from promoter.state import GitLedger, PullRequestCache, StatusCache
 from scm_plugins.protocol import ScmPlugin
 
@@ -146,8 +146,13 @@ class Executor:
         branch = snapshot.environments[action.environment].branch
         match action:
             case SetCommitStatus():
+                wait = self.status_cache.writes.admit(repo.name, action.sha)
+                if wait is not None:  # a loop: the write waits for the bound's window
+                    capped(snapshot.strategy, repo, branch, action, wait)
+                    outcome.requeue(wait)
+                    return
                 self.plugin.set_commit_status(repo=repo, sha=action.sha, status=action.status)
-                self.status_cache.put(repo.name, action.sha, action.status)
+                self.status_cache.wrote(repo.name, action.sha, action.status)
                 what = f"{action.status.key}: {action.status.description}"
                 tell(self.observers, "status", snapshot.strategy, branch, what, action.sha)
                 outcome.written.append(action)
@@ -164,9 +169,7 @@ class Executor:
                 if sha is not None:  # created once its merge happened
                     self.deployments.create(snapshot, repo, mirror, action, sha)
             case EnqueuePullRequest():
-                deferred = QueueRunner(self.plugin, self.reader.gates, self.ledger).enqueue(
-                    snapshot, repo, mirror, action
-                )
+                deferred = self._queues().enqueue(snapshot, repo, mirror, action)
                 if deferred is not None:
                     outcome.deferred[branch] = deferred.reason
                 outcome.requeue(0.0)
@@ -241,6 +244,11 @@ class Executor:
             case _:
                 assert_never(action)
 
+    def _queues(self) -> QueueRunner:
+        """Enqueues remember an instance without the queue where the reader looks."""
+        detection = self.reader.queue_detection
+        return QueueRunner(self.plugin, self.reader.gates, self.ledger, detection)
+
     def _merge(
         self,
         snapshot: Snapshot,
@@ -261,9 +269,7 @@ class Executor:
             if not env.merge_queue_from_scm or action.purpose != "promotion":
                 raise  # mergeQueue: false says otherwise; reverts merge as they are
             self.reader.queue_detection.learn(self.plugin, repo, env.branch)
-            result = QueueRunner(self.plugin, self.reader.gates, self.ledger).instead_of_merge(
-                snapshot, repo, mirror, action
-            )
+            result = self._queues().instead_of_merge(snapshot, repo, mirror, action)
         outcome.requeue(0.0)
         if result is None:
             return
@@ -322,3 +328,20 @@ class Executor:
             strategy, branch = snapshot.strategy, told.environment
             text, sha = told.text, told.sha
             tell(self.observers, told.event, strategy, branch, text, sha, told.pr, dry_sha=sha)
+
+
+def capped(
+    strategy: str, repo: Repository, branch: str, action: SetCommitStatus, wait: float
+) -> None:
+    """A status write held back by the bound on writes per commit: told, and counted."""
+    STATUS_WRITES_CAPPED.labels(repo.name).inc()
+    log.warning(
+        "status writes capped",
+        extra={
+            "strategy": strategy,
+            "environment": branch,
+            "sha": action.sha,
+            "key": action.status.key,
+            "retry_in": round(wait, 1),
+        },
+    )

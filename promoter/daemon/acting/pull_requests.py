@@ -13,6 +13,7 @@ from typing import assert_never
 
 from promoter.config import Repository
 from promoter.daemon.acting.events import Observer, tell
+from promoter.daemon.acting.reviewer_requests import ask
 from promoter.engine import (
     Action,
     ApprovePullRequest,
@@ -25,7 +26,7 @@ from promoter.engine import (
     Snapshot,
     UpdatePullRequest,
 )
-from promoter.errors import PermanentError, ScmConflict
+from promoter.errors import PermanentError, ScmError
 from promoter.models import PullRequest
 from promoter.state import PullRequestCache
 from scm_plugins.protocol import Approvals, ReviewerRequests, ScmPlugin
@@ -132,24 +133,33 @@ class PullRequests:
     def request_reviewers(
         self, snapshot: Snapshot, repo: Repository, action: RequestReviewers
     ) -> None:
-        """Ask for the reviews; a request the SCM refuses for good (an unknown user, the PR's
-        own author) or cannot make is logged once and not asked again."""
+        """Ask for the reviews (``reviewer_requests.ask``: one refused name does not leave the
+        others unasked); who could not be asked, left out up front (the PR's opener, the
+        change's authors) or refused by the SCM, is told on the PR, once."""
         env = snapshot.environments[action.environment]
         fields = {"strategy": snapshot.strategy, "environment": env.branch, "pr": action.number}
         who = {"users": list(action.users), "teams": list(action.teams)}
         if not isinstance(self.plugin, ReviewerRequests):
             log.warning("the SCM cannot request reviewers", extra={**fields, **who})
             return
-        try:
-            self.plugin.request_reviewers(
-                repo=repo, number=action.number, users=action.users, teams=action.teams
+        asked = ask(self.plugin, repo, action.number, action.users, action.teams)
+        unasked = [*action.left_out, *asked.refused]
+        if asked.refused:
+            log.warning("reviewers refused", extra={**fields, **who, "refused": asked.refused})
+        if asked.users or asked.teams:
+            log.info(
+                "reviewers requested", extra={**fields, "users": asked.users, "teams": asked.teams}
             )
-        except ScmConflict as exc:
-            log.warning("reviewers refused", extra={**fields, **who, "reason": str(exc)})
-            return
-        log.info("reviewers requested", extra={**fields, **who})
-        text = ", ".join((*action.users, *action.teams))
-        self._tell("reviewers", snapshot, env, f"review requested from {text}", pr=action.number)
+            text = ", ".join((*asked.users, *asked.teams))
+            self._tell(
+                "reviewers", snapshot, env, f"review requested from {text}", pr=action.number
+            )
+        if unasked:
+            body = f"The promoter could not ask for a review from: {'; '.join(unasked)}."
+            try:
+                self.plugin.comment_pull_request(repo=repo, number=action.number, body=body)
+            except ScmError as exc:  # told in the log instead; the request is not made again
+                log.warning("reviewers not asked, not told", extra={**fields, "reason": str(exc)})
 
     def comment(self, repo: Repository, action: CommentPullRequest) -> None:
         self.plugin.comment_pull_request(repo=repo, number=action.number, body=action.body)

@@ -4,7 +4,10 @@ ledger; a dequeue recorded as a failed attempt with the queue's reason; a merge 
 refused for want of its queue enqueued instead. Stop means stop: a PR taken out of the
 queue where the promoter would not merge it now, the attempt recorded as withdrawn; one
 the queue merged first (the SCM answers so) is a race, as is a merge the engine found made
-while a freeze, a hold or a pin stopped it: in the ledger, the log and a metric."""
+while a freeze, a hold or a pin stopped it: in the ledger, the log and a metric. An SCM
+instance without the queue (``ScmUnsupported``) defers the merge with what it lacks, and
+is remembered for a while (``QueueDetection.lacks``), so that the environment shows it
+and nothing asks again."""
 
 from __future__ import annotations
 
@@ -14,6 +17,7 @@ from dataclasses import dataclass
 
 from promoter.config import Repository
 from promoter.daemon.acting.merges import Deferred, deferral
+from promoter.daemon.reading.queue_detection import QueueDetection
 from promoter.engine import (
     DequeuePullRequest,
     EnqueuePullRequest,
@@ -25,7 +29,7 @@ from promoter.engine import (
     RecordQueueMerge,
     Snapshot,
 )
-from promoter.errors import PermanentError
+from promoter.errors import PermanentError, ScmUnsupported
 from promoter.git import GitMirror
 from promoter.metrics import QUEUE_RACES_TOTAL
 from promoter.models import CommitStatus, Phase
@@ -40,6 +44,8 @@ class QueueRunner:
     plugin: ScmPlugin
     gates: Callable[[Repository, str, tuple[str, ...]], dict[str, CommitStatus]]
     ledger: GitLedger
+    detection: QueueDetection | None = None
+    """Where an instance without the queue is remembered (the reader's)."""
 
     def enqueue(
         self, snapshot: Snapshot, repo: Repository, mirror: GitMirror, action: EnqueuePullRequest
@@ -57,15 +63,23 @@ class QueueRunner:
         if stale:
             log.info("enqueue deferred: gates changed", extra={**fields, "gates": stale})
             return Deferred(deferral(stale, statuses, action.expected_head_sha))
-        entry = self._queues(env.branch).enqueue_pull_request(
-            repo=repo, number=action.number, expected_head_sha=action.expected_head_sha
-        )
+        try:
+            entry = self._queues(env.branch).enqueue_pull_request(
+                repo=repo, number=action.number, expected_head_sha=action.expected_head_sha
+            )
+        except ScmUnsupported as exc:
+            reason = f"merge queue not available on {exc.instance}: {exc.detail}"
+            log.warning("merge queue not available", extra={**fields, "reason": reason})
+            if self.detection is not None:
+                self.detection.lacks(repo, env.branch, reason)
+            return Deferred(reason)
         attempt = QueueAttempt(
             number=action.number,
             head_sha=action.expected_head_sha,
             attempts=action.attempt,
             enqueued_at=snapshot.now,
             dry_sha=action.dry_sha,
+            url=env.pull_request.url if env.pull_request is not None else "",
         )
         self.ledger.update(
             mirror,

@@ -4,7 +4,9 @@ under the gate's key.
 
 A reconcile only reads the results (they are commit statuses, like any other gate's) and
 calls ``plan``, which hands the checks that are due to a bounded pool of threads and says
-when the next one is due. A check runs through ``GateCalls`` (its deadline, its
+when the next one is due. A pool thread starts a check and is free at once: the backend's
+answer (or its deadline) hands the rest back to the pool, so hanging backends, however
+many, never hold the pool's threads. A check runs through ``GateCalls`` (its deadline, its
 backend's bound); a result that changed is published through the SCM plugin (a call
 bounded the same way), put in the status cache, and its strategy is woken. So a slow
 backend delays only the gates that use it, by at most their timeout, and never a
@@ -23,6 +25,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any
 
@@ -130,10 +133,27 @@ class Probes:
         return state
 
     def _run(self, job: _Job) -> None:
-        """One check, its result published if it changed, and its strategy woken."""
+        """One check started: the pool's thread does not wait for its answer, which comes
+        back to the pool (``_finish``) when the backend answers or its deadline passes."""
+        try:
+            verdict = self._judging(job.gate, job.target)
+        except Exception:
+            log.exception("gate check crashed", extra={"gate": job.gate.key})
+            self._finish(job, None)
+            return
+        context = contextvars.copy_context()
+
+        def answered(done: Future[Judged]) -> None:
+            self._pool.submit(functools.partial(context.run, self._finish, job, done.result()))
+
+        verdict.add_done_callback(answered)
+
+    def _finish(self, job: _Job, judged: Judged | None) -> None:
+        """A check's verdict published if it changed, and its strategy woken."""
         changed, trouble = False, True
         try:
-            judged = self.check(job.gate, job.target)
+            if judged is None:
+                raise RuntimeError("the check did not start")
             changed, published = self._publish(job, judged.status)
             trouble = judged.trouble or not published
         except Exception:  # never lose the gate: it is planned again after its backoff
@@ -150,6 +170,10 @@ class Probes:
 
     def check(self, gate: GateSpec, target: Target) -> Judged:
         """The gate's verdict on ``target`` through the contract; never raises."""
+        return self._judging(gate, target).result()
+
+    def _judging(self, gate: GateSpec, target: Target) -> Future[Judged]:
+        """The gate's verdict on ``target``, to come (by the check's deadline)."""
         backend, what = backend_of(gate)
         spec = gate.http or gate.argocd or gate.flux
         assert spec is not None
@@ -163,7 +187,7 @@ class Probes:
             assert gate.flux is not None
             return flux_check(gate.key, gate.flux, target, self._kube)
 
-        return self.calls.judge(
+        return self.calls.judging(
             key=gate.key, what=what, backend=backend, timeout=spec.timeout, check=ask, url=url
         )
 
@@ -194,7 +218,7 @@ class Probes:
             shown = f"not on the SCM ({words}): {result.description}"
             job.cache.put(job.repo.name, sha, pending(job.gate.key, shown, result.url))
             return True, False
-        job.cache.put(job.repo.name, sha, result)
+        job.cache.wrote(job.repo.name, sha, result)
         with self._lock:
             self._state(job.ident).published = said
         log.info(

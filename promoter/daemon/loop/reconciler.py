@@ -252,7 +252,7 @@ class Reconciler:
         """What is kept about commits no strategy tracks any more: their statuses, and what
         the plugin cached to read them (``ForgottenCommits``)."""
         for sha in released:
-            self.status_cache.forget(repo.name, sha)
+            self.status_cache.release(repo.name, sha)
         if released and isinstance(plugin, ForgottenCommits):
             plugin.forget_commits(repo=repo, shas=released)
 

@@ -73,10 +73,14 @@ def change_authors(
     pr: PullRequest | None,
     active: CommitState | None,
     proposed: CommitState | None,
+    *,
+    reviewers: bool = False,
 ) -> tuple[tuple[Author, ...] | None, str | None]:
-    """Who wrote the dry commits being promoted, read only when an approval gate leaves
-    them out (``excludeChangeAuthors``) and a PR is open; unreadable: None, and why."""
-    if pr is None or not any(g.approval and g.approval.exclude_change_authors for g in gates):
+    """Who wrote the dry commits being promoted, read only when a PR is open and an approval
+    gate leaves them out (``excludeChangeAuthors``) or ``reviewers`` are to be asked for
+    (the authors are not asked); unreadable: None, and why."""
+    excluded = any(g.approval and g.approval.exclude_change_authors for g in gates)
+    if pr is None or not (excluded or reviewers):
         return None, None
     if active is None or proposed is None or not active.dry_sha or not proposed.dry_sha:
         return None, "approval: the dry commits being promoted are not known"

@@ -8,8 +8,11 @@ for ``keep_for`` seconds.
 An answer that cannot be had or read (no permission, 404, another shape) is "no queue",
 kept the same way and logged once, so that it never costs a call per reconcile; after a
 5xx or a rate limit the SCM is asked again sooner (``retry_for``).
-A merge the SCM refuses for want of the queue teaches it otherwise (``learn``).
-Thread-safe: the workers share one.
+A merge the SCM refuses for want of the queue teaches it otherwise (``learn``). An SCM
+instance that lacks the queue altogether (``ScmUnsupported`` on an enqueue: a GitHub
+Enterprise Server release without it) is remembered for ``keep_for`` (``lacks``): the
+environment is shown in error with what the instance lacks, alone, and not asked again
+meanwhile. Thread-safe: the workers share one.
 """
 
 from __future__ import annotations
@@ -43,6 +46,7 @@ class QueueDetection:
     clock: Callable[[], float] = time.monotonic
     _known: dict[tuple[str, str], tuple[bool, float]] = field(default_factory=dict)
     _unreadable: set[tuple[str, str]] = field(default_factory=set)
+    _lacking: dict[tuple[str, str], tuple[str, float]] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _detects: weakref.WeakKeyDictionary[object, bool] = field(
         default_factory=weakref.WeakKeyDictionary
@@ -110,6 +114,22 @@ class QueueDetection:
         """The SCM refused a merge into ``branch`` for want of its queue: it has one."""
         if isinstance(plugin, MergeQueueDetection):
             self._keep(_key(plugin, repo, branch), True, self.keep_for)
+
+    def lacks(self, repo: Repository, branch: str, reason: str) -> None:
+        """The SCM instance has no queue for ``branch``: ``reason`` says so, for a while."""
+        key = (repo.name, branch)
+        with self._lock:
+            self._lacking[key] = (reason, self.clock() + self.keep_for)
+
+    def lacking(self, repo: Repository, branch: str) -> str | None:
+        """Why ``branch``'s queue cannot be used on this instance, while that is known."""
+        key = (repo.name, branch)
+        with self._lock:
+            found = self._lacking.get(key)
+            if found is not None and self.clock() >= found[1]:
+                del self._lacking[key]
+                found = None
+        return found[0] if found is not None else None
 
     def _keep(self, key: tuple[str, str], found: bool, seconds: float) -> None:
         with self._lock:

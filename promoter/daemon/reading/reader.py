@@ -180,8 +180,13 @@ class SnapshotReader:
             active.dry_sha if active else None,
             proposed.dry_sha if active and proposed else None,
         )
-        authors, authors_error = change_authors(mirror, gates, pull_request, active, proposed)
+        authors, authors_error = change_authors(
+            mirror, gates, pull_request, active, proposed, reviewers=bool(users)
+        )
         merge_queue, queue = self.queue_detection.read(self.plugin, repo, env, pull_request, ledger)
+        lacking = self.queue_detection.lacking(repo, env.branch) if merge_queue else None
+        if lacking and active and proposed and proposed.dry_sha != active.dry_sha:
+            error = error or lacking  # this environment cannot promote here; others can
         return EnvironmentSnapshot(
             branch=env.branch,
             proposed_branch=proposed_branch,

@@ -254,13 +254,16 @@ class SetDeploymentStatus(Frozen):
 
 
 class RequestReviewers(Frozen):
-    """Ask for reviews on a promotion PR, once: the ledger records it."""
+    """Ask for reviews on a promotion PR, once: the ledger records it. ``left_out``: the
+    configured reviewers not asked, each with why ("ada (opened the pull request)"), told
+    on the PR with those the SCM refuses."""
 
     kind: Literal["reviewers"] = "reviewers"
     environment: int
     number: int
     users: tuple[str, ...]
     teams: tuple[str, ...]
+    left_out: tuple[str, ...] = ()
 
 
 class ApprovePullRequest(Frozen):

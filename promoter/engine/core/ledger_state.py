@@ -101,6 +101,9 @@ class QueueAttempt(Frozen):
     dequeued_at: datetime | None = None
     reason: str = ""
     dry_sha: str = ""
+    """The dry commit the PR promotes: the queue's merge runs it (its deployment's PR)."""
+    url: str = ""
+    """The PR's page, where that deployment links to."""
     withdrawn: bool = False
     merged_at: datetime | None = None
 

@@ -1,7 +1,9 @@
 """Four eyes: whose approval of a promotion PR does not count, and why. Pure.
 
 The PR's author never approves their own pull request. With ``excludeChangeAuthors``
-(the default) neither do the authors and co-authors of the dry commits being promoted.
+(the default) neither do the authors and co-authors of the dry commits being promoted (a
+co-author is any ``Co-authored-by:`` line anywhere in a message, in any case, blank line
+before it or not: the mirror reads them so, leaning to exclusion).
 A reviewer is known by the SCM login (and, where the SCM gives it, a display name); a
 dry commit's author by git's name and e-mail. They are taken for the same person when,
 ignoring case:
@@ -40,12 +42,27 @@ def login_of(email: str) -> str:
 
 def is_author(review: Review, author: Author) -> bool:
     """Whether ``review``'s reviewer is taken for ``author`` (see the module's rules)."""
-    login = _fold(review.user)
+    return same_person(review.user, author, review.name)
+
+
+def same_person(user: str, author: Author, name: str = "") -> bool:
+    """Whether the SCM user ``user`` (display name ``name``) is taken for ``author``."""
+    login = _fold(user)
     if not login:
         return False
-    names = {login, _fold(review.name)} - {""}
+    names = {login, _fold(name)} - {""}
     email = _fold(author.email)
     return login_of(author.email) == login or email == login or _fold(author.name) in names
+
+
+def not_asked(user: str, pr: PullRequest | None, authors: Iterable[Author] | None) -> str | None:
+    """Why ``user`` is not asked to review ``pr`` (their approval would not count), or None:
+    the PR's opener, or (as far as the change's authors are known) one of them."""
+    if pr is not None and pr.author and _fold(pr.author) == _fold(user):
+        return "opened the pull request"
+    if any(same_person(user, author) for author in authors or ()):
+        return "wrote a change being promoted"
+    return None
 
 
 def not_counted(

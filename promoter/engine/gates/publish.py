@@ -13,6 +13,14 @@ its phase, and its reason as the description. What is written, and when:
 - once on the head, a check follows its verdict, pending included;
 - a check already showing the same phase and text is not written again.
 
+On an SCM whose own merge check is a pipeline the promoter's statuses join (GitLab's
+"Pipelines must succeed": ``snapshot.folded_keys``), nothing pending on the head means a
+person may merge by hand before the promoter's gates pass. There a pending verdict is also
+written from the start (``guards_manual_merge``) once the folded gates the environment
+waits for report success (at once when it waits for none): until then the SCM's own
+check refuses the merge, and the common path, CI finishing after the previous
+environment is healthy, costs no write more.
+
 So a change crossing an environment costs one write per check on GitHub, GitLab or
 Forgejo (docs/performance.md), and no check ever says something its verdict does not.
 """
@@ -51,8 +59,24 @@ def previous_environment_status(
     verdict = next((gate for gate in gates if gate.name == PREVIOUS_ENVIRONMENT_KEY), None)
     if not upstreams_of(snapshot, index) or verdict is None:
         return []
+    eager = guards_manual_merge(snapshot, index, proposed)
+    reason = clip(verdict.reason)
     return publish(
-        snapshot, index, proposed, PREVIOUS_ENVIRONMENT_KEY, verdict.phase, clip(verdict.reason)
+        snapshot, index, proposed, PREVIOUS_ENVIRONMENT_KEY, verdict.phase, reason, eager=eager
+    )
+
+
+def guards_manual_merge(snapshot: Snapshot, index: int, proposed: CommitState) -> bool:
+    """Whether a pending check must be on the head now to stop a person merging early: on
+    an SCM whose merge check folds the promoter's statuses in, once every folded gate the
+    environment waits for is success there (module docstring)."""
+    env = snapshot.environments[index]
+    if not snapshot.folded_keys or not env.auto_merge:
+        return False  # a person's environment has its summary pending from the start
+    waited = [key for key in snapshot.folded_keys if key in env.proposed_keys]
+    return all(
+        (found := proposed.status(key)) is not None and found.phase is Phase.SUCCESS
+        for key in waited
     )
 
 
@@ -115,6 +139,7 @@ def builtin_statuses(
     env = snapshot.environments[index]
     keys = published_keys(snapshot, index)
     approvals = {g.key for g in env.gates if g.approval is not None}
+    guard = guards_manual_merge(snapshot, index, proposed)
     return [
         action
         for gate in gates
@@ -126,7 +151,7 @@ def builtin_statuses(
             gate.name,
             gate.phase,
             clip(gate.reason),
-            eager=gate.name in approvals or gate.changes_at is not None,
+            eager=guard or gate.name in approvals or gate.changes_at is not None,
         )
     ]
 
@@ -159,9 +184,8 @@ def gates_status(
         return []
     own = tuple(g for g in gates if g.name not in snapshot.folded_keys)
     phase, description = _gates_summary(own, shown=shown, auto_merge=env.auto_merge)
-    return publish(
-        snapshot, index, proposed, GATES_KEY, phase, clip(description), eager=not env.auto_merge
-    )
+    eager = not env.auto_merge or guards_manual_merge(snapshot, index, proposed)
+    return publish(snapshot, index, proposed, GATES_KEY, phase, clip(description), eager=eager)
 
 
 def _gates_summary(

@@ -1,8 +1,10 @@
 """SCM deployments: what an environment runs, reported as a deployment to it.
 
 A merge decided in a pass creates the deployment of its merge commit, in progress and
-linked to the PR; a commit the environment runs without one (a person's merge, a lost
-answer, deployments just turned on) gets one too. It turns success when every active
+linked to the PR; a commit the environment runs without one (a merge queue's merge, a
+person's merge, a lost answer, deployments just turned on) gets one too, linked to the
+promotion PR when the queue merged the promoter's attempt for that dry commit, else to the
+strategy's status page. It turns success when every active
 gate of the environment is green on it, failure when one fails or a revert of it opens,
 and inactive when a newer one supersedes it. The ledger keeps each deployment's id and
 state, so nothing is reported twice. Pure: the snapshot and the pass's decisions only.
@@ -56,6 +58,9 @@ def deployment_actions(snapshot: Snapshot, index: int, decided: Sequence[Action]
     if active is None or active.dry_sha is None or active.metadata_error:
         return []
     if latest is None or latest.hydrated_sha != active.hydrated_sha:
+        queued = env.ledger.queue
+        if queued is not None and (queued.dequeued_at or queued.dry_sha != active.dry_sha):
+            queued = None  # not the queue's merge of the promoter's attempt for this commit
         return [
             CreateDeployment(
                 environment=index,
@@ -63,7 +68,8 @@ def deployment_actions(snapshot: Snapshot, index: int, decided: Sequence[Action]
                 dry_sha=active.dry_sha,
                 scm_environment=name,
                 url=env.deployment_url,
-                pr_url=snapshot.status_url,
+                pr=queued.number if queued is not None else None,
+                pr_url=(queued.url if queued is not None else "") or snapshot.status_url,
                 supersedes=live,
             )
         ]

@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 from promoter.engine import CreateDeployment, Deployment, SetDeploymentStatus, decide
-from promoter.engine.core.ledger_state import EnvLedger
+from promoter.engine.core.ledger_state import EnvLedger, QueueAttempt
 from promoter.engine.core.snapshot import Snapshot
 
 from ..reverts.test_revert import edit, revert_of
@@ -65,3 +65,23 @@ def test_a_revert_of_it_fails_it_even_with_green_gates() -> None:
 
 def test_nothing_is_reported_where_deployments_are_off() -> None:
     assert of(staging(name=None, ledger=EnvLedger())) == []
+
+
+def test_a_commit_a_merge_queue_merged_links_to_the_promotion_pr_the_promoter_enqueued() -> None:
+    attempt = QueueAttempt(
+        number=12,
+        head_sha="a" * 40,
+        attempts=1,
+        enqueued_at=NOW - timedelta(minutes=5),
+        dry_sha=dry(5),
+        url="https://scm.example/pr/12",
+    )
+    [made] = of(staging(ledger=EnvLedger(queue=attempt)))
+    assert isinstance(made, CreateDeployment)
+    assert (made.pr, made.pr_url) == (12, "https://scm.example/pr/12")
+    for other in (
+        attempt.model_copy(update={"dry_sha": dry(4)}),  # another change's attempt
+        attempt.model_copy(update={"dequeued_at": NOW}),  # taken out: not the queue's merge
+    ):
+        [made] = of(staging(ledger=EnvLedger(queue=other)))
+        assert isinstance(made, CreateDeployment) and made.pr is None

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from promoter.engine import RequestReviewers, decide
 from promoter.engine.core.ledger_state import EnvLedger
+from promoter.models import Author
 
 from ..reverts.test_revert import edit
 from ..strategies import build
@@ -31,3 +32,23 @@ def test_a_pr_already_asked_about_is_not_asked_again() -> None:
 
 def test_no_reviewers_configured_asks_nobody() -> None:
     assert requests() == []
+
+
+def test_whose_approval_would_not_count_is_left_out_with_why() -> None:
+    snapshot = build(promotable())
+    pr = snapshot.environments[0].pull_request
+    assert pr is not None
+    opened = pr.model_copy(update={"author": "Octocat"})
+    authors = (Author(name="Grace Hopper", email="12345+grace@users.noreply.github.com"),)
+    [request] = requests(
+        reviewers=("ada", "octocat", "grace"),
+        pull_request=opened,
+        change_authors=authors,
+    )
+    assert request.users == ("ada",)
+    assert request.left_out == (
+        "octocat (opened the pull request)",
+        "grace (wrote a change being promoted)",
+    )
+    [nobody] = requests(reviewers=("octocat",), pull_request=opened)
+    assert (nobody.users, nobody.left_out) == ((), ("octocat (opened the pull request)",))
