@@ -275,7 +275,10 @@ def _attach_to_pipeline(fake: FakeGitLab, project: FakeProject, sha: str) -> Non
     if not pipelines:
         pipelines = [fake.add_pipeline(project.path, sha, "pending", source="external")]
     pipeline = pipelines[-1]
-    states = {s["status"] for s in project.statuses if s["sha"] == sha}
+    latest: dict[str, str] = {}  # a status set again replaces its earlier self, as a retried job
+    for status in sorted((s for s in project.statuses if s["sha"] == sha), key=lambda s: s["id"]):
+        latest[status["name"]] = status["status"]
+    states = set(latest.values())
     if pipeline["source"] != "external":  # a CI pipeline: its jobs' result, and the status
         states.add(pipeline.setdefault("ci_status", pipeline["status"]))
     if states & {"failed", "canceled"}:
