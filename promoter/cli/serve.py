@@ -54,6 +54,7 @@ def run(args: argparse.Namespace) -> int:
 
     from promoter import logs
     from promoter.config.loader import config_warnings
+    from promoter.http import uvicorn_options
     from promoter.wiring import Daemon, load_checked
 
     if args.config is None and not args.kubernetes:
@@ -74,10 +75,7 @@ def run(args: argparse.Namespace) -> int:
         daemon = Daemon(config)
         uvicorn.run(
             daemon.app,
-            host=config.daemon.host,
-            port=config.daemon.port,
-            log_config=None,
-            access_log=False,
+            **uvicorn_options(host=config.daemon.host, port=config.daemon.port),
             timeout_graceful_shutdown=GRACE_SECONDS,
         )
     finally:

@@ -5,6 +5,7 @@ JSON writes). It knows neither the API's routes nor the pages.
 """
 
 from promoter.http.access.access import AccessControl
+from promoter.http.access.forwarded import Forwarding, peer
 from promoter.http.access.guard import (
     HEADERS,
     BrowserGuard,
@@ -22,6 +23,7 @@ __all__ = [
     "BrowserGuard",
     "Credentials",
     "Forbidden",
+    "Forwarding",
     "Hosts",
     "Identity",
     "Scope",
@@ -29,4 +31,5 @@ __all__ = [
     "Unauthenticated",
     "cross_site",
     "json_only",
+    "peer",
 ]

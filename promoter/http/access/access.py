@@ -82,3 +82,7 @@ class AccessControl:
 
     async def identify(self, request: Request) -> Identity | Unauthenticated:
         return await self.credentials.identify(request)
+
+    def forwarded_client(self, request: Request) -> str | None:
+        """The client the trusted proxy says it forwards (None from any other peer)."""
+        return self.credentials.forwarding.client(request)
