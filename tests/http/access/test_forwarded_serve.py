@@ -15,11 +15,15 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 
 from promoter.cli.sandbox import sandbox_config
 from promoter.http import free_port
 from tests.people import access_yaml, bearer
 from tests.support import GitOpsRepo, wait_for
+
+pytestmark = pytest.mark.timeout(180)
+"""A daemon's process starts in seconds, over the 10 s a test has under ``make mutate``."""
 
 HOLD = "/api/v1/strategies/guestbook/hold"
 PROXY = "10.20.30.40"
