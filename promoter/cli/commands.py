@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any, Literal
 
 DEFAULT_URL = "http://127.0.0.1:8080"
 PATH = "PATH"
@@ -78,14 +80,47 @@ def add_client_arguments(
         p.add_argument("--json", action="store_true", help="print JSON, for scripts")
 
 
+def version_action(version: Callable[[], str]) -> type[argparse.Action]:
+    """``--version``, whose version is looked up only when it is asked for."""
+
+    class Version(argparse.Action):
+        def __init__(self, option_strings: Sequence[str], dest: str, **kw: Any) -> None:
+            super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, **kw)
+
+        def __call__(self, parser: argparse.ArgumentParser, *args: Any, **kw: Any) -> None:
+            parser._print_message(f"{parser.prog} {version()}\n", sys.stdout)
+            parser.exit()
+
+    return Version
+
+
+def chosen(commands: Sequence[Command], argv: Sequence[str]) -> str | None:
+    """The command ``argv`` runs: its first word that is not an option (None if none is)."""
+    names = {command.name for command in commands}
+    word = next((a for a in argv if not a.startswith("-")), None)
+    return word if word in names else None
+
+
 def build_parser(
-    commands: Sequence[Command], *, prog: str, description: str, version: str
+    commands: Sequence[Command],
+    *,
+    prog: str,
+    description: str,
+    version: Callable[[], str],
+    only: str | Literal[False] | None = False,
 ) -> argparse.ArgumentParser:
-    """The parser of the whole command line, from the table."""
+    """The parser of the whole command line, from the table.
+
+    ``only``: build the arguments of that command alone (None: of none), so that a command
+    loads what its own arguments need and no other's: ``promoter --help`` loads no command
+    at all. Every command is listed either way; False builds them all (completion).
+    """
     parser = argparse.ArgumentParser(
         prog=prog, description=description, formatter_class=HelpFormatter
     )
-    parser.add_argument("--version", action="version", version=f"%(prog)s {version}")
+    parser.add_argument(
+        "--version", action=version_action(version), help="show the version and exit"
+    )
     sub = parser.add_subparsers(title="commands", dest="command", metavar="COMMAND", required=True)
     for command in commands:
         p = sub.add_parser(
@@ -94,7 +129,8 @@ def build_parser(
             description=command.description or command.summary[0].upper() + command.summary[1:],
             formatter_class=HelpFormatter,
         )
-        command.arguments(p)
+        if only is False or only == command.name:
+            command.arguments(p)
         p.set_defaults(func=command.run)
     return parser
 

@@ -11,13 +11,11 @@ import argparse
 import json
 import sys
 from collections.abc import Sequence
-from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
 from promoter.cli import notify, remote, serve, status
-from promoter.cli.commands import PATH, Command, build_parser
+from promoter.cli.commands import PATH, Command, build_parser, chosen
 from promoter.errors import ConfigError, PromoterError
-from promoter.kube import cmd_crds, crds_arguments
 
 EXIT_INVALID = 2
 DESCRIPTION = """\
@@ -41,6 +39,10 @@ def validate_arguments(p: argparse.ArgumentParser) -> None:
     )
 
 
+SECRETS = (".fromEnv: ", ".fromFile: ")
+"""How a secret that cannot be read here is named in a problem."""
+
+
 def cmd_validate(args: argparse.Namespace) -> int:
     from promoter.config.loader import config_warnings, load_config
     from promoter.wiring import load_checked
@@ -50,7 +52,10 @@ def cmd_validate(args: argparse.Namespace) -> int:
     except ConfigError as exc:
         for problem in exc.problems:
             print(problem, file=sys.stderr)
-        print(f"{args.file}: {len(exc.problems)} problem(s)", file=sys.stderr)
+        secrets = not args.offline and any(s in p for p in exc.problems for s in SECRETS)
+        hint = "; secrets are read here as serve reads them (--offline: the file alone)"
+        count = f"{args.file}: {len(exc.problems)} problem(s)"
+        print(count + (hint if secrets else ""), file=sys.stderr)
         return EXIT_INVALID
     print(
         f"{args.file}: ok ({len(config.promotion_strategies)} strategies, "
@@ -151,6 +156,21 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return run_demo(scripted=args.scripted, port=args.port, workdir=args.dir)
 
 
+# --- crds ------------------------------------------------------------------------------
+
+
+def crds_arguments(p: argparse.ArgumentParser) -> None:
+    from promoter.kube import crds_arguments as kube_arguments
+
+    kube_arguments(p)
+
+
+def cmd_crds(args: argparse.Namespace) -> int:
+    from promoter.kube import cmd_crds as kube_crds
+
+    return kube_crds(args)
+
+
 # --- completion --------------------------------------------------------------------------
 
 
@@ -228,20 +248,28 @@ COMMANDS: list[Command] = [
 
 
 def promoter_version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
     try:
         return version("promoter")
     except PackageNotFoundError:  # pragma: no cover - running from a source tree
         return "unknown"
 
 
-def parser() -> argparse.ArgumentParser:
+def parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
+    """The whole command line; given ``argv``, with the arguments of its command alone."""
     return build_parser(
-        COMMANDS, prog="promoter", description=DESCRIPTION, version=promoter_version()
+        COMMANDS,
+        prog="promoter",
+        description=DESCRIPTION,
+        version=promoter_version,
+        only=False if argv is None else chosen(COMMANDS, argv),
     )
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = parser().parse_args(argv)
+    argv = sys.argv[1:] if argv is None else list(argv)
+    args = parser(argv).parse_args(argv)
     try:
         result: int = args.func(args)
     except ConfigError as exc:

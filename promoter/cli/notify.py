@@ -8,10 +8,7 @@ from __future__ import annotations
 
 import argparse
 
-import httpx
-
 from promoter.cli.commands import PATH, Command
-from promoter.notify import Notification, render, send_once
 
 
 def arguments(p: argparse.ArgumentParser) -> None:
@@ -21,7 +18,10 @@ def arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    import httpx
+
     from promoter.config.loader import load_config
+    from promoter.notify import Notification, render, send_once
 
     config = load_config(args.config)
     sinks = [s for s in config.notifications.sinks if args.sink in (None, s.name)]

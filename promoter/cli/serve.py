@@ -13,9 +13,7 @@ import signal
 from types import FrameType
 
 from promoter.cli.commands import PATH
-from promoter.config import Config
 from promoter.errors import ConfigError
-from promoter.kube import add_serve_arguments, serve_kubernetes
 
 DESCRIPTION = """\
 Run the daemon: webhook receivers, the API, /healthz, /readyz and /metrics.
@@ -40,6 +38,8 @@ def arguments(p: argparse.ArgumentParser) -> None:
         "--state-dir", metavar=PATH, help="use this directory instead of daemon.stateDir"
     )
     p.add_argument("--plain-logs", action="store_true", help="key=value logs instead of JSON lines")
+    from promoter.kube import add_serve_arguments
+
     add_serve_arguments(p)
 
 
@@ -53,8 +53,10 @@ def run(args: argparse.Namespace) -> int:
     import uvicorn
 
     from promoter import logs
+    from promoter.config import Config
     from promoter.config.loader import config_warnings
     from promoter.http import uvicorn_options
+    from promoter.kube import serve_kubernetes
     from promoter.wiring import Daemon, load_checked
 
     if args.config is None and not args.kubernetes:

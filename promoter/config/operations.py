@@ -12,9 +12,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from string import Formatter
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
-from promoter.config.access import Role
+if TYPE_CHECKING:
+    from promoter.config.access import Role
 
 Reach = Literal["environment", "later", "strategy", "scope", "repository", "strategies"]
 """Where the role is needed: the environment named; it and every later one; every

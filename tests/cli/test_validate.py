@@ -149,3 +149,33 @@ def test_serve_refuses_what_validate_refuses_with_the_same_words(
     assert served.returncode == 2
     assert "Traceback" not in served.stderr
     assert served.stderr.splitlines() == said_by_validate.splitlines()[:-1]
+
+
+def test_the_readmes_validate_example_validates_as_written(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = Path(__file__).resolve().parents[2]
+    monkeypatch.chdir(root)
+    lines = (root / "README.md").read_text().splitlines()
+    examples = [
+        line.split("#")[0].split()[1:]
+        for line in lines
+        if line.startswith("promoter validate") and "examples/" in line
+    ]
+    assert examples, "the README shows how to validate its example"
+    for argv in examples:
+        assert main(argv) == 0, capsys.readouterr().err
+        assert "ok (1 strategies, 1 repositories)" in capsys.readouterr().out
+
+
+def test_secrets_not_readable_here_point_to_offline(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = Path(__file__).resolve().parents[2]
+    for name in ("GITHUB_TOKEN", "GITHUB_WEBHOOK_SECRET"):
+        monkeypatch.delenv(name, raising=False)
+    code, err = validate(root / "examples" / "promoter.yaml", capsys)
+    assert code == 2
+    assert err.splitlines()[-1].endswith(
+        "3 problem(s); secrets are read here as serve reads them (--offline: the file alone)"
+    )
