@@ -1,0 +1,142 @@
+"""The access parts alone: the Host guard's answer to a foreign name, the loopback daemon
+without credentials (every caller of this machine an admin, no other name answered), and
+the TokenReview's answers kept for their time and no longer."""
+
+from __future__ import annotations
+
+import asyncio
+from types import SimpleNamespace
+
+import pytest
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import PlainTextResponse
+from starlette.routing import Route
+from starlette.testclient import TestClient
+
+from promoter.http.access import identity as identity_module
+from promoter.http.access.access import AccessControl
+from promoter.http.access.guard import HEADERS, BrowserGuard, Hosts
+from promoter.http.access.identity import Credentials, Identity, Unauthenticated
+
+
+def guarded() -> TestClient:
+    async def hello(request: Request) -> PlainTextResponse:
+        return PlainTextResponse("hello")
+
+    routes = [Route("/api/v1/x", hello), Route("/webhooks/github", hello, methods=["POST"])]
+    app = BrowserGuard(Starlette(routes=routes), hosts=Hosts(["promoter.example"]))
+    return TestClient(app, base_url="http://promoter.example")
+
+
+def test_a_foreign_host_is_answered_421_naming_it_with_the_browser_headers() -> None:
+    answer = guarded().get("/api/v1/x", headers={"host": "evil.example:8080"})
+    assert answer.status_code == 421
+    assert answer.json() == {
+        "error": "this daemon does not answer to the Host 'evil.example'; "
+        "add the name to access.hosts if it is really yours"
+    }
+    assert answer.headers["content-type"] == "application/json"
+    assert answer.headers["content-length"] == str(len(answer.content))
+    for name, value in HEADERS:
+        assert answer.headers[name.decode()] == value.decode()
+
+
+def test_a_foreign_host_is_named_at_most_a_hundred_characters_long() -> None:
+    name = "a" * 150 + ".example"
+    answer = guarded().get("/api/v1/x", headers={"host": name})
+    assert answer.status_code == 421
+    assert f"Host {name[:100]!r};" in answer.json()["error"]
+
+
+def test_an_own_host_is_answered_with_the_browser_headers_and_a_webhook_whatever_its_host() -> None:
+    client = guarded()
+    own = client.get("/api/v1/x")
+    assert (own.status_code, own.text) == (200, "hello")
+    for name, value in HEADERS:
+        assert own.headers[name.decode()] == value.decode()
+    hook = client.post("/webhooks/github", headers={"host": "anything.example"})
+    assert (hook.status_code, hook.text) == (200, "hello")
+    assert "content-security-policy" not in hook.headers
+
+
+def request(headers: dict[str, str] | None = None) -> Request:
+    raw = [(k.lower().encode(), v.encode()) for k, v in (headers or {}).items()]
+    return Request({"type": "http", "headers": raw, "client": ("127.0.0.1", 5000)})
+
+
+def identify(credentials: Credentials | AccessControl, req: Request) -> object:
+    return asyncio.run(credentials.identify(req))
+
+
+def test_a_loopback_daemon_without_credentials_takes_its_machines_caller_for_an_admin() -> None:
+    local = AccessControl.local()
+    who = identify(local, request())
+    assert who == Identity("local", "local")
+    assert isinstance(who, Identity) and local.policy.allows(who, "admin")
+    proxied = identify(local, request({"x-forwarded-for": "198.51.100.1"}))
+    assert proxied == Identity("anonymous", "anonymous")
+    assert identify(local, request({"authorization": "Bearer guess"})) == Unauthenticated(
+        "the bearer token is not accepted"
+    )
+    assert (local.hosts.allows("localhost"), local.hosts.allows("evil.example")) == (True, False)
+    assert local.public_origin is None
+
+
+class Review:
+    """A TokenReview that counts its calls: ``good`` is ada, anything else refused."""
+
+    def __init__(self) -> None:
+        self.calls: list[str] = []
+
+    def __call__(self, token: str) -> Identity | None:
+        self.calls.append(token)
+        return Identity("ada", "kubernetes") if token == "good" else None
+
+
+@pytest.fixture
+def clock(monkeypatch: pytest.MonkeyPatch) -> list[float]:
+    now = [1000.0]
+    monkeypatch.setattr(identity_module, "time", SimpleNamespace(monotonic=lambda: now[0]))
+    return now
+
+
+def test_a_reviewed_token_is_asked_once_for_its_time_then_again(clock: list[float]) -> None:
+    review = Review()
+    credentials = Credentials(tokens={}, review=review, review_ttl=60)
+    bearer = request({"authorization": "Bearer good"})
+    assert identify(credentials, bearer) == Identity("ada", "kubernetes")
+    clock[0] += 59
+    assert identify(credentials, bearer) == Identity("ada", "kubernetes")
+    assert review.calls == ["good"]
+    clock[0] += 1
+    assert identify(credentials, bearer) == Identity("ada", "kubernetes")
+    assert review.calls == ["good", "good"]
+
+
+def test_a_refused_token_is_remembered_as_refused_and_each_token_apart(clock: list[float]) -> None:
+    review = Review()
+    credentials = Credentials(tokens={}, review=review, review_ttl=60)
+    refused = Unauthenticated("the bearer token is not accepted")
+    assert identify(credentials, request({"authorization": "Bearer bad"})) == refused
+    assert identify(credentials, request({"authorization": "Bearer bad"})) == refused
+    assert identify(credentials, request({"authorization": "Bearer good"})) == Identity(
+        "ada", "kubernetes"
+    )
+    assert review.calls == ["bad", "good"]
+
+
+def test_the_reviews_kept_are_forgotten_past_four_thousand_and_ninety_six(
+    clock: list[float],
+) -> None:
+    review = Review()
+    credentials = Credentials(tokens={}, review=review, review_ttl=60)
+
+    async def ask(tokens: list[str]) -> None:
+        for token in tokens:
+            await credentials.identify(request({"authorization": f"Bearer {token}"}))
+
+    asyncio.run(ask([f"t{n}" for n in range(4097)] + ["t0"]))
+    assert len(review.calls) == 4097
+    asyncio.run(ask(["extra", "t1"]))
+    assert review.calls[-2:] == ["extra", "t1"]
