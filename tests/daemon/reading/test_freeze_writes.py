@@ -15,9 +15,10 @@ import pytest
 from promoter.config import Config, Repository
 from promoter.daemon.reading.freezes import ALL, FreezeResult, Freezes
 from promoter.engine import EnvLedger, Freeze
+from promoter.errors import AmbiguousName
 from promoter.git import GitMirror
 from promoter.state.ledger import GitLedger
-from tests.support import local_config
+from tests.support import local_config, teams_strategy
 
 NOW = datetime(2026, 12, 24, 12, tzinfo=UTC)
 PROD = "environment/prod"
@@ -129,3 +130,13 @@ def test_unfreezing_a_scope_that_is_not_frozen_is_refused_by_its_name(config: Co
     freezes(config, notes).freeze(strategy=None, environment=None, reason="all", by="ada")
     with pytest.raises(LookupError, match=f"^{PROD} of guestbook is not frozen$"):
         freezes(config, notes).unfreeze(strategy="guestbook", environment="prod", by="bo")
+
+
+def test_an_environment_name_several_branches_end_with_is_refused_naming_its_strategy(
+    tmp_path: Path,
+) -> None:
+    config = local_config(tmp_path / "gitops", tmp_path / "state", extra_strategy=teams_strategy())
+    notes = Notes()
+    with pytest.raises(AmbiguousName, match=r"^'prod' names 2 environments of teams "):
+        freezes(config, notes).freeze(strategy="teams", environment="prod", reason="r", by="ada")
+    assert notes.notes == {}
