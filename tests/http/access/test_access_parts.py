@@ -14,10 +14,12 @@ from starlette.responses import PlainTextResponse
 from starlette.routing import Route
 from starlette.testclient import TestClient
 
+from promoter.config import Grant
 from promoter.http.access import identity as identity_module
 from promoter.http.access.access import AccessControl
 from promoter.http.access.guard import HEADERS, BrowserGuard, Hosts
 from promoter.http.access.identity import Credentials, Identity, Unauthenticated
+from promoter.http.access.roles import API_TOKEN_NAME, Policy
 
 
 def guarded() -> TestClient:
@@ -140,3 +142,24 @@ def test_the_reviews_kept_are_forgotten_past_four_thousand_and_ninety_six(
     assert len(review.calls) == 4097
     asyncio.run(ask(["extra", "t1"]))
     assert review.calls[-2:] == ["extra", "t1"]
+
+
+def test_whoami_lists_the_role_given_without_a_grant_or_each_grant_naming_the_caller() -> None:
+    grants = [
+        Grant(role="operator", users=["ada"], strategies=["guestbook"], environments=["prod"]),
+        Grant(role="viewer", groups=["sre"]),
+        Grant(role="admin", users=["bo"]),
+    ]
+    policy = Policy(grants, anonymous="admin", api_token=True)
+    given = [{"role": "admin", "strategies": [], "environments": []}]
+    assert policy.roles(Identity("local", "local")) == given
+    assert policy.roles(Identity(API_TOKEN_NAME, "token")) == given
+    assert policy.roles(Identity("anonymous", "anonymous")) == [
+        {"role": "viewer", "strategies": [], "environments": []}
+    ]
+    assert policy.roles(Identity("ada", "proxy", ("sre",))) == [
+        {"role": "operator", "strategies": ["guestbook"], "environments": ["prod"]},
+        {"role": "viewer", "strategies": [], "environments": []},
+    ]
+    assert policy.roles(Identity("cy", "token")) == []
+    assert Policy(grants, anonymous=None).roles(Identity("anonymous", "anonymous")) == []
