@@ -79,4 +79,5 @@ def test_a_hop_is_read_as_a_proxy_writes_it() -> None:
     assert parse_address("[2001:db8::1") is None
     assert str(parse_address("[2001:db8::1]:80]")) == "2001:db8::1"
     assert parse_address("unknown") is None
+    assert parse_address("X192.0.2.1X") is None
     assert parse_address("") is None
