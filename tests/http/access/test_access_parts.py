@@ -17,9 +17,9 @@ from starlette.testclient import TestClient
 from promoter.config import Grant
 from promoter.http.access import identity as identity_module
 from promoter.http.access.access import AccessControl
-from promoter.http.access.guard import HEADERS, BrowserGuard, Hosts
+from promoter.http.access.guard import HEADERS, BrowserGuard, Hosts, json_only
 from promoter.http.access.identity import Credentials, Identity, Unauthenticated
-from promoter.http.access.roles import API_TOKEN_NAME, Policy
+from promoter.http.access.roles import API_TOKEN_NAME, Forbidden, Policy, Scope
 
 
 def guarded() -> TestClient:
@@ -163,3 +163,35 @@ def test_whoami_lists_the_role_given_without_a_grant_or_each_grant_naming_the_ca
     ]
     assert policy.roles(Identity("cy", "token")) == []
     assert Policy(grants, anonymous=None).roles(Identity("anonymous", "anonymous")) == []
+
+
+@pytest.mark.parametrize(
+    ("media", "json"),
+    [
+        ("application/json", True),
+        ("Application/JSON ; charset=utf-8", True),
+        ("application/json; charset=utf-8; profile=x", True),
+        ("text/plain; application/json", False),
+        ("application/x-www-form-urlencoded", False),
+        (None, False),
+    ],
+)
+def test_a_write_is_json_only_by_the_media_type_before_its_parameters(
+    media: str | None, json: bool
+) -> None:
+    assert json_only(request({"content-type": media} if media else {})) is json
+
+
+def test_a_refusal_names_the_role_the_strategy_and_each_environment_it_lacked() -> None:
+    policy = Policy([Grant(role="viewer", users=["ada"])], anonymous=None)
+    with pytest.raises(Forbidden) as refused:
+        policy.require(
+            Identity("ada", "token"),
+            "operator",
+            Scope("guestbook", ("environment/staging", "environment/prod")),
+        )
+    assert str(refused.value) == (
+        "ada needs the operator role on guestbook (environment/staging, environment/prod)"
+    )
+    with pytest.raises(Forbidden, match=r"^ada needs the operator role on guestbook$"):
+        policy.require(Identity("ada", "token"), "operator", Scope("guestbook"))
