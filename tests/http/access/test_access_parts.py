@@ -195,3 +195,21 @@ def test_a_refusal_names_the_role_the_strategy_and_each_environment_it_lacked() 
     )
     with pytest.raises(Forbidden, match=r"^ada needs the operator role on guestbook$"):
         policy.require(Identity("ada", "token"), "operator", Scope("guestbook"))
+
+
+@pytest.mark.parametrize("header", ["Basic s3cret", "Bearer ", "Bearer", "s3cret", "Token s3cret"])
+def test_an_authorization_that_is_not_a_bearer_token_is_refused_as_such(header: str) -> None:
+    credentials = Credentials(tokens={"ada": "s3cret"}, review=Review())
+    assert identify(credentials, request({"authorization": header})) == Unauthenticated(
+        "the Authorization header is not 'Bearer TOKEN'"
+    )
+
+
+def test_a_bearer_token_is_read_whatever_the_schemes_case_and_a_wrong_one_refused() -> None:
+    credentials = Credentials(tokens={"ada": "s3cret"})
+    assert identify(credentials, request({"authorization": "bearer  s3cret "})) == Identity(
+        "ada", "token"
+    )
+    assert identify(credentials, request({"authorization": "Bearer guess"})) == Unauthenticated(
+        "the bearer token is not accepted"
+    )
