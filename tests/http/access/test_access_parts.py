@@ -5,6 +5,7 @@ the TokenReview's answers kept for their time and no longer."""
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -14,12 +15,14 @@ from starlette.responses import PlainTextResponse
 from starlette.routing import Route
 from starlette.testclient import TestClient
 
-from promoter.config import Grant
+from promoter.config import Config, Grant
+from promoter.errors import ConfigError
 from promoter.http.access import identity as identity_module
 from promoter.http.access.access import AccessControl
-from promoter.http.access.guard import HEADERS, BrowserGuard, Hosts, json_only
+from promoter.http.access.guard import HEADERS, BrowserGuard, Hosts, json_only, origin_of
 from promoter.http.access.identity import Credentials, Identity, Unauthenticated
 from promoter.http.access.roles import API_TOKEN_NAME, Forbidden, Policy, Scope
+from tests.support import local_config
 
 
 def guarded() -> TestClient:
@@ -213,3 +216,48 @@ def test_a_bearer_token_is_read_whatever_the_schemes_case_and_a_wrong_one_refuse
     assert identify(credentials, request({"authorization": "Bearer guess"})) == Unauthenticated(
         "the bearer token is not accepted"
     )
+
+
+def config_of(tmp_path: Path, access: str = "", host: str = "127.0.0.1") -> Config:
+    return local_config(tmp_path / "gitops", tmp_path / "state", access=access, host=host)
+
+
+@pytest.mark.parametrize(("anonymous", "role"), [("none", None), ("viewer", "viewer")])
+def test_a_daemon_off_loopback_may_let_anonymous_callers_read_or_nothing(
+    tmp_path: Path, anonymous: str, role: str | None
+) -> None:
+    config = config_of(tmp_path, f"  anonymous: {anonymous}", host="10.0.0.5")
+    assert AccessControl.from_config(config).policy.anonymous == role
+
+
+def test_the_daemons_own_name_is_answered_and_no_made_up_one(tmp_path: Path) -> None:
+    hosts = AccessControl.from_config(config_of(tmp_path, host="promoter.internal")).hosts
+    assert (hosts.allows("promoter.internal"), hosts.allows("xxxx"), hosts.allows("")) == (
+        True,
+        False,
+        False,
+    )
+
+
+def test_token_review_is_refused_outside_kubernetes_and_asked_inside(tmp_path: Path) -> None:
+    config = config_of(tmp_path, "  kubernetes: {tokenReview: true}")
+    with pytest.raises(
+        ConfigError, match=r"^access.kubernetes.tokenReview: only in Kubernetes mode$"
+    ):
+        AccessControl.from_config(config)
+    review = Review()
+    access = AccessControl.from_config(config, review=review)
+    assert identify(access, request({"authorization": "Bearer good"})) == Identity(
+        "ada", "kubernetes"
+    )
+    assert review.calls == ["good"]
+
+
+def test_the_shared_tokens_name_is_an_admin_only_when_the_shared_token_is_set() -> None:
+    shared = Identity(API_TOKEN_NAME, "token")
+    assert Policy([], anonymous=None).roles(shared) == []
+    assert Policy([], anonymous=None, api_token=True).roles(shared)[0]["role"] == "admin"
+
+
+def test_an_origin_without_a_host_name_keeps_its_port() -> None:
+    assert origin_of("http://:8080") == "http://:8080"
