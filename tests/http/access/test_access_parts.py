@@ -19,7 +19,14 @@ from promoter.config import Config, Grant
 from promoter.errors import ConfigError
 from promoter.http.access import identity as identity_module
 from promoter.http.access.access import AccessControl
-from promoter.http.access.guard import HEADERS, BrowserGuard, Hosts, json_only, origin_of
+from promoter.http.access.guard import (
+    HEADERS,
+    BrowserGuard,
+    Hosts,
+    cross_site,
+    json_only,
+    origin_of,
+)
 from promoter.http.access.identity import Credentials, Identity, Unauthenticated
 from promoter.http.access.roles import API_TOKEN_NAME, Forbidden, Policy, Scope
 from tests.support import local_config
@@ -261,3 +268,22 @@ def test_the_shared_tokens_name_is_an_admin_only_when_the_shared_token_is_set() 
 
 def test_an_origin_without_a_host_name_keeps_its_port() -> None:
     assert origin_of("http://:8080") == "http://:8080"
+
+
+def test_kubernetes_mode_without_token_review_asks_no_review(tmp_path: Path) -> None:
+    review = Review()
+    access = AccessControl.from_config(config_of(tmp_path), review=review)
+    assert identify(access, request({"authorization": "Bearer good"})) == Unauthenticated(
+        "the bearer token is not accepted"
+    )
+    assert review.calls == []
+
+
+def test_a_configured_name_keeps_its_letters_and_loses_its_final_dot() -> None:
+    hosts = Hosts(["box.", " Fox "])
+    assert (hosts.allows("box"), hosts.allows("fox"), hosts.allows("bo")) == (True, True, False)
+
+
+def test_another_sites_fetch_is_named_twenty_characters_long_at_most() -> None:
+    why = cross_site(request({"sec-fetch-site": "cross-site-and-then-some"}))
+    assert why == "a cross-site-and-then- request (Sec-Fetch-Site) may not write"
