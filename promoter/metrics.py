@@ -199,6 +199,13 @@ DORA_RESTORES_TOTAL = SeriesCounter(
     ("strategy", "environment"),
     registry=REGISTRY,
 )
+AUDIT_DROPPED_TOTAL = Counter(
+    "promoter_audit_entries_dropped_total",
+    "Audit entries not kept: past a client's bound for the day (client), or past the"
+    " refusals a repository's day keeps in its notes (notes).",
+    ["outcome", "bound"],
+    registry=REGISTRY,
+)
 NOTIFICATIONS_TOTAL = Counter(
     "promoter_notifications_total",
     "Notification delivery attempts by outcome (delivered, retried, dropped).",

@@ -1,4 +1,5 @@
-"""Authentication of deliveries: GitHub's HMAC signature, GitLab's token and signed deliveries.
+"""Authentication of deliveries: GitHub's HMAC signature, GitLab's token and signed
+deliveries (and which of them decides, ``GitLabAuth``), Forgejo's and Gitea's signature.
 
 Every comparison is constant-time (``hmac.compare_digest`` on bytes) and every
 configured secret is tried, so that a secret can be rotated by configuring the
@@ -13,7 +14,7 @@ import binascii
 import hashlib
 import hmac
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from promoter.errors import ConfigError
 
@@ -145,4 +146,53 @@ class SignedDelivery:
             given = _header_bytes(value)
             for digest in expected:
                 ok |= hmac.compare_digest(digest, given)
+        return ok
+
+
+class GitLabAuth:
+    """A GitLab delivery's proof: its signature decides when it sends one and signing
+    secrets are configured (a bad one is refused even with a right token); else its token
+    does. With signing secrets alone, an unsigned delivery has no token to match."""
+
+    def __init__(
+        self,
+        tokens: Sequence[str],
+        signing_secrets: Sequence[str] = (),
+        *,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self._token = GitLabToken(tokens)
+        self._signed = SignedDelivery(signing_secrets, clock=clock)
+
+    def verify(self, headers: Mapping[str, str], body: bytes) -> bool:
+        signature = headers.get("webhook-signature")
+        if signature is not None and self._signed:
+            return self._signed.verify(
+                headers.get("webhook-id"), headers.get("webhook-timestamp"), signature, body
+            )
+        return self._token.verify(headers.get("x-gitlab-token"))
+
+
+class ForgejoSignature:
+    """Forgejo's and Gitea's signature: the hex HMAC-SHA256 of the body, compared in
+    constant time against every secret (several while one is rotated)."""
+
+    def __init__(self, secrets: Sequence[str]) -> None:
+        refuse_empty(secrets, "Forgejo webhook secret")
+        self._macs = [hmac.new(s.encode("utf-8"), digestmod=hashlib.sha256) for s in secrets]
+
+    @staticmethod
+    def sign(secret: str, body: bytes) -> str:
+        """The header value Forgejo would send (for tests)."""
+        return hmac.new(secret.encode("utf-8"), body, hashlib.sha256).hexdigest()
+
+    def verify(self, header: str, body: bytes) -> bool:
+        if not header:
+            return False
+        given = _header_bytes(header)
+        ok = False
+        for base in self._macs:
+            mac = base.copy()
+            mac.update(body)
+            ok |= hmac.compare_digest(mac.hexdigest().encode("ascii"), given)
         return ok

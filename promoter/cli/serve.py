@@ -55,6 +55,7 @@ def run(args: argparse.Namespace) -> int:
     from promoter import logs
     from promoter.config import Config
     from promoter.config.loader import config_warnings
+    from promoter.http import uvicorn_options
     from promoter.kube import serve_kubernetes
     from promoter.wiring import Daemon, load_checked
 
@@ -76,10 +77,7 @@ def run(args: argparse.Namespace) -> int:
         daemon = Daemon(config)
         uvicorn.run(
             daemon.app,
-            host=config.daemon.host,
-            port=config.daemon.port,
-            log_config=None,
-            access_log=False,
+            **uvicorn_options(host=config.daemon.host, port=config.daemon.port),
             timeout_graceful_shutdown=GRACE_SECONDS,
         )
     finally:

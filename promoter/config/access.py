@@ -51,6 +51,13 @@ class Proxy(Spec):
         min_length=1,
         description="The proxy's own addresses (CIDR): the header is believed only from them.",
     )
+    address_header: str | None = Field(
+        default="X-Forwarded-For",
+        min_length=1,
+        description="The header the proxy adds its client's address to (X-Forwarded-For,"
+        " X-Real-IP), believed only from trustedAddresses: the right-most address in it"
+        " that is not the proxy's own is the client the audit records as forwarded.",
+    )
 
 
 class Oidc(Spec):

@@ -32,6 +32,7 @@ from promoter.http.app import build_app
 from promoter.http.direct import DirectPostApp
 from promoter.http.loopback import ThreadServer, free_port
 from promoter.http.ports import Commands, Operations, Views
+from promoter.http.serving import uvicorn_options
 
 __all__ = [
     "HEADERS",
@@ -57,4 +58,5 @@ __all__ = [
     "read_body",
     "strategy_json",
     "strategy_summary",
+    "uvicorn_options",
 ]

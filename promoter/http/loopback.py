@@ -10,6 +10,8 @@ from typing import Any
 
 import uvicorn
 
+from promoter.http.serving import uvicorn_options
+
 
 def free_port() -> int:
     """A TCP port on 127.0.0.1 that nothing listens on right now."""
@@ -30,9 +32,7 @@ class ThreadServer:
         name: str = "promoter-uvicorn",
         server: Callable[[uvicorn.Config], uvicorn.Server] = uvicorn.Server,
     ) -> None:
-        self.server = server(
-            uvicorn.Config(app, host="127.0.0.1", port=port, log_config=None, access_log=False)
-        )
+        self.server = server(uvicorn.Config(app, **uvicorn_options(host="127.0.0.1", port=port)))
         self.thread = threading.Thread(target=self.server.run, name=name, daemon=True)
 
     def start(self, timeout: float = 30.0) -> ThreadServer:

@@ -110,7 +110,9 @@ class Freezing(Protocol):
 class Audit(Protocol):
     """The audit of writes: recorded as they happen, read by the API."""
 
-    def record(self, entry: AuditEntry) -> None: ...
+    def record(self, entry: AuditEntry) -> bool:
+        """Whether the entry is kept: past its client's bound for the day it is not."""
+        ...
 
     def entries(self, query: AuditQuery, repositories: Iterable[str]) -> AuditPage: ...
 

@@ -22,6 +22,8 @@ from typing import TYPE_CHECKING
 
 import uvicorn
 
+from promoter.http import uvicorn_options
+
 if TYPE_CHECKING:
     from promoter.kube.controller import Controller
 
@@ -37,10 +39,7 @@ def serve_replica(controller: Controller, *, host: str, port: int) -> bool:
 
     config = uvicorn.Config(
         ReplicaApp(controller),
-        host=host,
-        port=port,
-        log_config=None,
-        access_log=False,
+        **uvicorn_options(host=host, port=port),
         timeout_graceful_shutdown=GRACE_SECONDS,
     )
     server = ReplicaServer(config, controller)

@@ -8,6 +8,11 @@ naming a repository are then pushed to that repository's audit notes
 timer, at most once a second, and at shutdown). A write is journaled as ``started``
 before it runs: one a crash cut short is recorded ``interrupted`` at the next start.
 
+Each client leaves a bounded number of entries a day (``promoter.state.audit_quota``):
+``record`` says whether it kept one. Refusals a repository's notes do not keep (past
+their bound a day) are forgotten by the journal too, once the push says so: what the
+audit lists is what the notes kept.
+
 Entries naming no repository (a refresh of everything, an unknown strategy) stay in the
 journal only, the newest ``KEEP_UNSCOPED`` of them. So do, in Kubernetes mode with
 shards, entries about a repository whose shard another replica holds (``owns``): a
@@ -21,12 +26,14 @@ import json
 import logging
 import os
 from collections.abc import Callable, Iterable
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 
 from promoter.git import GitMirror
+from promoter.metrics import AUDIT_DROPPED_TOTAL
 from promoter.state import audit_notes
 from promoter.state.audit_entry import AuditEntry, AuditPage, AuditQuery, cursor
+from promoter.state.audit_quota import AuditQuota
 from promoter.watchdog import WatchedLock
 
 log = logging.getLogger("promoter.audit")
@@ -48,11 +55,13 @@ class AuditTrail:
         *,
         mirror_of: Callable[[str], GitMirror | None],
         owns: Callable[[str], bool] = lambda repository: True,
+        quota: AuditQuota | None = None,
     ) -> None:
         self.directory = directory
         self.path = directory / "journal.jsonl"
         self.mirror_of = mirror_of
         self.owns = owns
+        self.quota = quota if quota is not None else AuditQuota()
         self._lock = WatchedLock("audit journal")
         """Never held while a mirror is used (``promoter.git``)."""
         self._pending: dict[str, list[AuditEntry]] = {}
@@ -60,17 +69,23 @@ class AuditTrail:
         self._journal: dict[str, AuditEntry] = {}
         self._pushed_to: set[str] = set()
         """Repositories this process pushed to last time, whose notes it may trust."""
+        self._told: dict[str, date] = {}
+        """The day each repository's refusals not kept were last logged."""
         self._recover()
 
     # --- writing -------------------------------------------------------------------------
 
-    def record(self, entry: AuditEntry) -> None:
-        """Journal ``entry`` (on disk when this returns); queue it for its repository."""
+    def record(self, entry: AuditEntry) -> bool:
+        """Journal ``entry`` (on disk when this returns) and queue it for its repository;
+        False, and nothing kept, when it is the first of its id past its client's bound."""
         with self._lock:
+            if entry.id not in self._journal and not self.quota.admit(entry):
+                return False
             self._append({"entry": entry.model_dump(mode="json")})
             self._journal[entry.id] = entry
             if entry.outcome != "started" and entry.repository:
                 self._pending.setdefault(entry.repository, []).append(entry)
+        return True
 
     def flush_all(self) -> None:
         """Push every repository's pending entries; a failure keeps them for the next try."""
@@ -81,9 +96,10 @@ class AuditTrail:
                 continue  # another replica holds it: kept in the journal only
             mirror = self.mirror_of(repository)
             try:
+                dropped: set[str] = set()
                 if mirror is not None:
                     fetch = repository not in self._pushed_to
-                    audit_notes.append(mirror, entries, fetch=fetch)
+                    dropped = audit_notes.append(mirror, entries, fetch=fetch)
                     self._pushed_to.add(repository)
             except Exception as exc:
                 self._pushed_to.discard(repository)
@@ -95,9 +111,24 @@ class AuditTrail:
                 continue
             with self._lock:
                 ids = [e.id for e in entries]
-                self._append({"pushed": ids})
+                self._append({"pushed": ids, "dropped": sorted(dropped)})
                 self._pushed.update(ids)
+                self._forget(dropped)
+            if dropped:
+                AUDIT_DROPPED_TOTAL.labels("refused", "notes").inc(len(dropped))
+                today = datetime.now(UTC).date()
+                if self._told.get(repository) != today:  # once a repository and day
+                    self._told[repository] = today
+                    log.warning(
+                        "audit refusals not kept",
+                        extra={"repository": repository, "count": len(dropped)},
+                    )
         self._compact()
+
+    def _forget(self, ids: set[str]) -> None:
+        """Drop entries the notes did not keep from the journal's memory (under ``_lock``)."""
+        for dropped in ids:
+            self._journal.pop(dropped, None)
 
     def _append(self, record: dict[str, object]) -> None:
         """One journal line, fsync'd (under ``_lock``)."""
@@ -114,6 +145,8 @@ class AuditTrail:
             pushed = line.get("pushed")
             if isinstance(pushed, list):
                 self._pushed.update(str(i) for i in pushed)
+                dropped = line.get("dropped")
+                self._forget({str(i) for i in dropped} if isinstance(dropped, list) else set())
             elif "entry" in line:
                 try:
                     entry = AuditEntry.model_validate(line["entry"])

@@ -26,6 +26,9 @@ class AuditEntry(BaseModel):
     repository: str | None = None
     detail: dict[str, str] = Field(default_factory=dict)
     address: str = ""
+    """The peer that opened the connection."""
+    forwarded: str | None = None
+    """The client a trusted proxy forwarded the request for (its ``addressHeader``)."""
     origin: str | None = None
     outcome: Outcome
     status: int | None = None

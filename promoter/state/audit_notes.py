@@ -8,8 +8,9 @@ an audit entry never moves what tells a settled strategy from one to read again.
 Entries are appended (an entry already there, by id, is not written twice); a push
 refused because another writer moved the ref is retried on a fresh fetch, on top of what
 that writer stored. Refusals past ``MAX_REFUSED`` a day are counted, not kept, so a
-flood of refused requests cannot grow the repository without bound; every allowed,
-failed or interrupted write is kept. A note that cannot be parsed is never overwritten.
+flood of refused requests cannot grow the repository without bound (``append`` says which
+it did not keep); every allowed, failed or interrupted write is kept. A note that cannot
+be parsed is never overwritten.
 """
 
 from __future__ import annotations
@@ -62,8 +63,11 @@ def _parse(text: str | None, day: date) -> dict[str, Any]:
     return value
 
 
-def _merged(note: dict[str, Any], entries: list[AuditEntry]) -> dict[str, Any] | None:
-    """``note`` with ``entries`` appended, or None when it holds them all already."""
+def _merged(
+    note: dict[str, Any], entries: list[AuditEntry], dropped: set[str]
+) -> dict[str, Any] | None:
+    """``note`` with ``entries`` appended, or None when it holds them all already; the
+    ids of the refusals past the day's bound go into ``dropped``."""
     known = {e.get("id") for e in note["entries"] if isinstance(e, dict)}
     refused = sum(
         1 for e in note["entries"] if isinstance(e, dict) and e.get("outcome") == "refused"
@@ -76,6 +80,7 @@ def _merged(note: dict[str, Any], entries: list[AuditEntry]) -> dict[str, Any] |
         if entry.outcome == "refused":
             if refused >= MAX_REFUSED:
                 not_kept += 1
+                dropped.add(entry.id)
                 continue
             refused += 1
         added.append(entry.model_dump(mode="json"))
@@ -84,8 +89,9 @@ def _merged(note: dict[str, Any], entries: list[AuditEntry]) -> dict[str, Any] |
     return {**note, "entries": [*note["entries"], *added], "refusedNotKept": not_kept}
 
 
-def append(mirror: GitMirror, entries: list[AuditEntry], *, fetch: bool = False) -> None:
-    """Add ``entries`` to their days' notes and push them, as one notes commit.
+def append(mirror: GitMirror, entries: list[AuditEntry], *, fetch: bool = False) -> set[str]:
+    """Add ``entries`` to their days' notes and push them, as one notes commit; the ids
+    of the refusals not kept (past ``MAX_REFUSED`` that day).
 
     ``fetch`` first when the mirror's notes may hold a commit that was written and never
     pushed (a push that failed, a process that died before it): entries already there,
@@ -101,14 +107,15 @@ def append(mirror: GitMirror, entries: list[AuditEntry], *, fetch: bool = False)
             before = mirror.refs().get(AUDIT_REF)
             notes: dict[str, str] = {}
             blobs: list[bytes] = []
+            dropped: set[str] = set()
             for day, group in sorted(days.items()):
                 data, sha = key_object(day)
-                merged = _merged(_parse(mirror.read_note(AUDIT_REF, sha), day), group)
+                merged = _merged(_parse(mirror.read_note(AUDIT_REF, sha), day), group, dropped)
                 if merged is not None:
                     notes[sha] = json.dumps(merged, indent=None, separators=(",", ":")) + "\n"
                     blobs.append(data)
             if not notes:
-                return
+                return dropped
             try:
                 tip = mirror.write_notes(AUDIT_REF, notes, message="promoter audit", blobs=blobs)
             except NotesMoved:  # read again at the tip another writer made
@@ -123,7 +130,7 @@ def append(mirror: GitMirror, entries: list[AuditEntry], *, fetch: bool = False)
             continue
         with mirror.lock:
             mirror.keep_pushed(AUDIT_REF, tip, before=before)
-        return
+        return dropped
     raise GitError(f"the audit of {mirror.name} kept moving; try again")
 
 

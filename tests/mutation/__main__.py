@@ -2,7 +2,9 @@
 survivor that docs/testing.md does not explain; exit 1 below the target or on one.
 
 Run from the repository's root after ``mutmut run`` and ``python -m tests.mutation.wider``
-(``make mutate`` does all three): a mutant either caught is killed. A
+(``make mutate`` does all three): a mutant either caught is killed. ``--only PATTERN...``
+reports the modules those globs match alone (``--only 'promoter/http/access/*'``), after a
+``mutmut run`` of theirs. A
 survivor is explained when docs/testing.md lists it under "Equivalent mutants" by its
 module, its function and its one changed line, before and after: that names it whatever
 mutmut's number for it, and the entry goes stale, and the mutant is reported again,
@@ -11,6 +13,7 @@ when the line it names changes.
 
 from __future__ import annotations
 
+import fnmatch
 import json
 import re
 import sys
@@ -81,8 +84,30 @@ def explained(doc: str) -> set[tuple[str, str, str, str]]:
     return rows
 
 
-def main() -> int:
-    modules = tomllib.loads(Path("pyproject.toml").read_text())["tool"]["mutmut"]["only_mutate"]
+def listed(patterns: list[str], root: Path = Path(".")) -> list[str]:
+    """The modules ``only_mutate`` names, in its order: a glob (``promoter/http/access/*.py``)
+    stands for each file it matches."""
+    found: list[str] = []
+    for pattern in patterns:
+        if any(c in pattern for c in "*?["):
+            matches = sorted(str(p.relative_to(root)) for p in root.glob(pattern))
+        else:
+            matches = [pattern]
+        found += [m for m in matches if m not in found]
+    return found
+
+
+def modules_of(pyproject: Path = Path("pyproject.toml")) -> list[str]:
+    """Every module ``[tool.mutmut] only_mutate`` names."""
+    patterns = tomllib.loads(pyproject.read_text())["tool"]["mutmut"]["only_mutate"]
+    return listed(patterns, pyproject.parent)
+
+
+def main(argv: list[str]) -> int:
+    modules = modules_of()
+    if "--only" in argv:
+        wanted = argv[argv.index("--only") + 1 :]
+        modules = [m for m in modules if any(fnmatch.fnmatch(m, w) for w in wanted)]
     known = explained(DOC.read_text())
     wider = json.loads(WIDER.read_text()) if WIDER.exists() else {}
     totals: Counter[str] = Counter()
@@ -135,4 +160,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(sys.argv[1:]))

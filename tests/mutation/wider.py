@@ -24,7 +24,7 @@ import sys
 import tomllib
 from pathlib import Path
 
-from tests.mutation.__main__ import DOC, SURVIVED, explained, mutant_of
+from tests.mutation.__main__ import DOC, SURVIVED, explained, modules_of, mutant_of
 
 RESULTS = Path("mutants/wider.json")
 COPY = Path(".mutmut-wider")
@@ -91,7 +91,7 @@ def main(argv: list[str]) -> int:
     """``--minutes N``: stop the wider run after N minutes (what ran by then counts)."""
     minutes = float(argv[argv.index("--minutes") + 1]) if "--minutes" in argv else None
     config = tomllib.loads(Path("pyproject.toml").read_text())["tool"]
-    modules: list[str] = config["mutmut"]["only_mutate"]
+    modules = modules_of()
     paths: list[str] = config["promoter"]["mutation"]["wider"]
     left = unexplained(modules)
     print(

@@ -20,7 +20,7 @@ from starlette.testclient import TestClient
 
 from tests.announced import Announcements
 from tests.support import ENVIRONMENTS, GitOpsRepo
-from webhooks.providers.forgejo import ForgejoSignature
+from webhooks.verify import ForgejoSignature
 
 from .conftest import BIN, FULL_NAME, TOKEN, TOKEN_ENV
 from .fake_forgejo import FIXTURES, FakeForgejo

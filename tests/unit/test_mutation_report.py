@@ -3,9 +3,15 @@ equivalent ones: by module, function and its one changed line, whatever mutmut's
 
 from __future__ import annotations
 
-from pathlib import Path
-
-from tests.mutation.__main__ import DOC, Mutant, changed_line, explained, function_of
+from tests.mutation.__main__ import (
+    DOC,
+    Mutant,
+    changed_line,
+    explained,
+    function_of,
+    listed,
+    modules_of,
+)
 
 DIFF = """--- promoter/engine/gates/gates.py
 +++ promoter/engine/gates/gates.py
@@ -50,11 +56,15 @@ def test_a_listed_equivalent_is_found_by_its_line_and_a_pipe_in_code_is_kept() -
 
 
 def test_every_equivalent_in_the_docs_names_a_listed_module() -> None:
-    import tomllib
-
-    modules = set(
-        tomllib.loads(Path("pyproject.toml").read_text())["tool"]["mutmut"]["only_mutate"]
-    )
+    modules = set(modules_of())
     rows = explained(DOC.read_text())
     assert len(rows) > 50
     assert {module for module, *_ in rows} <= modules
+
+
+def test_a_glob_of_only_mutate_stands_for_each_module_it_matches_in_order() -> None:
+    modules = modules_of()
+    access = [m for m in modules if m.startswith("promoter/http/access/")]
+    assert "promoter/http/access/guard.py" in access and "promoter/http/access/*.py" not in modules
+    assert access == sorted(access)
+    assert listed(["webhooks/verify.py", "webhooks/verif*.py"]) == ["webhooks/verify.py"]

@@ -23,7 +23,7 @@ from webhooks.events import (
     StatusChange,
 )
 from webhooks.providers import shapes
-from webhooks.verify import GitLabToken, SignedDelivery
+from webhooks.verify import GitLabAuth
 
 EVENT_LABELS = {
     "Push Hook": "push",
@@ -81,17 +81,11 @@ class GitLab:
     name = "gitlab"
 
     def __init__(self, tokens: Sequence[str], signing_secrets: Sequence[str] = ()) -> None:
-        self._token = GitLabToken(tokens)
-        self._signed = SignedDelivery(signing_secrets)
+        self._auth = GitLabAuth(tokens, signing_secrets)
 
     def authenticate(self, headers: Mapping[str, str], body: bytes) -> bool:
         """A signature decides when one is sent and keys are configured; else the token does."""
-        signature = headers.get("webhook-signature")
-        if signature is not None and self._signed:
-            return self._signed.verify(
-                headers.get("webhook-id"), headers.get("webhook-timestamp"), signature, body
-            )
-        return self._token.verify(headers.get("x-gitlab-token"))
+        return self._auth.verify(headers, body)
 
     def event_name(self, headers: Mapping[str, str]) -> str:
         return headers.get("x-gitlab-event", "").strip()

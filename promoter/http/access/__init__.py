@@ -6,6 +6,7 @@ neither the API's routes nor the pages.
 """
 
 from promoter.http.access.access import AccessControl
+from promoter.http.access.forwarded import Forwarding, peer
 from promoter.http.access.guard import (
     HEADERS,
     BrowserGuard,
@@ -30,6 +31,7 @@ __all__ = [
     "BrowserGuard",
     "Credentials",
     "Forbidden",
+    "Forwarding",
     "Hosts",
     "Identity",
     "NoRole",
@@ -42,4 +44,5 @@ __all__ = [
     "cross_site",
     "json_only",
     "local_path",
+    "peer",
 ]

@@ -92,6 +92,10 @@ class AccessControl:
             return found
         return self.sign_in.identify(request) or found
 
+    def forwarded_client(self, request: Request) -> str | None:
+        """The client the trusted proxy says it forwards (None from any other peer)."""
+        return self.credentials.forwarding.client(request)
+
 
 def _sign_in(config: Config) -> SignIn | None:
     """``access.oidc``'s sign-in: it needs a URL the provider sends browsers back to."""

@@ -3,18 +3,17 @@ TokenReview, or nobody (the local caller of a loopback daemon, or an anonymous o
 
 ``Credentials.identify`` answers an ``Identity`` or an ``Unauthenticated`` reason (401).
 A credential that is sent and wrong is refused, never taken as no credential; a proxy's
-identity header is believed only from the proxy's own addresses.
+identity header is believed only from the proxy's own addresses, the peer that opened the
+connection (``forwarded``: no forwarded header moves it).
 """
 
 from __future__ import annotations
 
 import hashlib
 import hmac
-import ipaddress
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from ipaddress import IPv4Network, IPv6Network
 from typing import Literal
 
 from starlette.concurrency import run_in_threadpool
@@ -22,6 +21,7 @@ from starlette.requests import Request
 
 from promoter.config import Proxy
 from promoter.errors import ConfigError
+from promoter.http.access.forwarded import Forwarding
 
 Via = Literal["token", "proxy", "kubernetes", "oidc", "local", "anonymous"]
 
@@ -75,8 +75,10 @@ class Credentials:
             raise ConfigError(["an API token must not be empty or only whitespace"])
         self._tokens = [(name, token.encode()) for name, token in tokens.items()]
         self._proxy = proxy
-        self._trusted: Sequence[IPv4Network | IPv6Network] = (
-            proxy.trusted_addresses if proxy else ()
+        self.forwarding = (
+            Forwarding(proxy.trusted_addresses, proxy.address_header)
+            if proxy
+            else Forwarding((), None)
         )
         self._review = review
         self._local = local
@@ -100,7 +102,7 @@ class Credentials:
         user = request.headers.get(self._proxy.user_header)
         if user is None:
             return None
-        if not self._trusted_peer(request):
+        if not self.forwarding.trusted_peer(request):
             return Unauthenticated(
                 f"{self._proxy.user_header} is believed only from the trusted proxy's addresses"
             )
@@ -112,14 +114,6 @@ class Credentials:
             raw = request.headers.get(self._proxy.groups_header, "")
             groups = tuple(g.strip() for g in raw.split(",") if g.strip())
         return Identity(user, "proxy", groups)
-
-    def _trusted_peer(self, request: Request) -> bool:
-        host = request.client.host if request.client else ""
-        try:
-            address = ipaddress.ip_address(host)
-        except ValueError:
-            return False
-        return any(address in network for network in self._trusted)
 
     async def _bearer(self, header: str) -> Identity | Unauthenticated:
         scheme, _, value = header.partition(" ")

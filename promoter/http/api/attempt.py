@@ -1,11 +1,15 @@
 """One write someone asks the API for, from the first check to the audit entry.
 
-``Attempts.begin`` refuses a cross-site request (403), a caller whose credentials are not
-accepted (401) and a body that is not declared JSON (415); the handler then reads the
-body and calls ``Attempt.authorize`` with the role and scope the write needs (401 for a
-caller without credentials, 403 for one without the role). ``Attempt.finish`` records
-how it ended in the audit: ``allowed`` (done), ``refused`` (401, 403, 415) or
-``failed`` (anything else: a malformed body, a conflict, an SCM error).
+Who first, then what. ``Attempts.begin`` names the caller, then refuses a cross-site
+request (403, naming whoever the request proved to be), a caller whose credentials are
+not accepted (401), one without the write's role anywhere in its strategy (401 without
+credentials, 403 with) and a body that is not declared JSON (415): no body is read for
+any of them. The handler then reads the body and calls ``Attempt.authorize`` with the
+role and scope the write needs on what the body names. ``Attempt.finish`` records how it
+ended in the audit: ``allowed`` (done), ``refused`` (401, 403, 415, 429) or ``failed``
+(anything else: a malformed body, a conflict, an SCM error). The audit keeps a bounded
+number of entries a client and day (``promoter.state.audit_quota``): a write past it is
+refused (429) before it runs, so every write done is audited.
 """
 
 from __future__ import annotations
@@ -15,7 +19,7 @@ import json
 from starlette.requests import Request
 from starlette.responses import Response
 
-from promoter.config import Role
+from promoter.config import ROLES, Role
 from promoter.errors import AmbiguousName
 from promoter.http.access import (
     AccessControl,
@@ -25,13 +29,16 @@ from promoter.http.access import (
     Unauthenticated,
     cross_site,
     json_only,
+    peer,
 )
 from promoter.http.api.problems import ambiguous, problem
 from promoter.http.ports import Audit
 from promoter.state.audit_entry import AuditEntry, Outcome
 
-REFUSED = (401, 403, 415)
+REFUSED = (401, 403, 415, 429)
 MAX_DETAIL = 1024
+WRITE_ROLES: tuple[Role, ...] = ("operator", "approver", "admin")
+"""What an unknown operation needs before it is answered 404: some role that writes."""
 
 
 class Attempt:
@@ -71,6 +78,22 @@ class Attempt:
             return self.finish(problem(403, str(exc)))
         return None
 
+    def may_ask(self) -> Response | None:
+        """None when the caller has the write's role somewhere in its strategy (anywhere,
+        for a write that names none before its body is read); else the refusal, audited."""
+        assert self.identity is not None
+        known = ROLES.get(self.action)
+        roles = (known,) if known is not None else WRITE_ROLES
+        scope = Scope(self.strategy) if self.strategy is not None else None
+        if any(self.access.policy.allows(self.identity, role, scope) for role in roles):
+            return None
+        if not self.identity.credentialed:
+            return self.finish(problem(401, f"{self.action} needs credentials: {_HINT}"))
+        where = f" on {self.strategy}" if self.strategy is not None else ""
+        return self.finish(
+            problem(403, f"{self.identity.name} needs the {' or '.join(roles)} role{where}")
+        )
+
     def ambiguous(self, role: Role, strategy: str, exc: AmbiguousName) -> Response:
         """409 naming the branches an ambiguous environment name could mean, audited; to a
         caller with ``role`` somewhere in ``strategy`` (any other is refused as without)."""
@@ -81,10 +104,17 @@ class Attempt:
         assert self.identity is not None
         return self.access.policy.allows(self.identity, role, scope)
 
-    def start(self) -> None:
-        """Journal the write before it runs: a crash leaves it ``interrupted``."""
-        self._started = self._entry("started", None, "")
-        self.audit.record(self._started)
+    def start(self) -> Response | None:
+        """Journal the write before it runs (a crash leaves it ``interrupted``); the
+        refusal (429, audited as far as the audit keeps it) when the audit keeps no more
+        of this client's writes today: a write is never done unaudited."""
+        started = self._entry("started", None, "")
+        if not self.audit.record(started):
+            return self.finish(
+                problem(429, "the audit keeps no more of this caller's writes today")
+            )
+        self._started = started
+        return None
 
     def finish(self, response: Response) -> Response:
         """Record how the write ended (from its answer's status) and return the answer."""
@@ -103,7 +133,6 @@ class Attempt:
 
     def _entry(self, outcome: Outcome, status: int | None, message: str) -> AuditEntry:
         who = self.identity
-        client = self.request.client
         fields = {
             "who": who.name if who else "unknown",
             "via": who.via if who else "unknown",
@@ -112,7 +141,8 @@ class Attempt:
             "environment": self.environment,
             "repository": self.repository,
             "detail": {k: v[:MAX_DETAIL] for k, v in self.detail.items() if v},
-            "address": client.host if client else "",
+            "address": peer(self.request),
+            "forwarded": self.access.forwarded_client(self.request),
             "origin": (self.request.headers.get("origin") or None),
             "outcome": outcome,
             "status": status,
@@ -150,16 +180,18 @@ class Attempts:
             strategy=strategy,
             repository=repository,
         )
+        who = await self.access.identify(request)
+        if isinstance(who, Identity):
+            attempt.identity = who
         why = cross_site(request, public_origin=self.access.public_origin)
         if why is not None:
             attempt.answer = attempt.finish(problem(403, why))
             return attempt
-        who = await self.access.identify(request)
         if isinstance(who, Unauthenticated):
             attempt.answer = attempt.finish(problem(401, f"{who.reason}; {_HINT}"))
             return attempt
-        attempt.identity = who
-        if not json_only(request):
+        attempt.answer = attempt.may_ask()
+        if attempt.answer is None and not json_only(request):
             attempt.answer = attempt.finish(
                 problem(415, "a write takes a JSON body: send Content-Type: application/json")
             )

@@ -138,7 +138,9 @@ class FreezeApi:
         )
 
     async def _run(self, attempt: Attempt, call: Callable[[], Any]) -> Response:
-        attempt.start()
+        refused = attempt.start()
+        if refused is not None:
+            return refused
         try:
             result = await run_in_threadpool(call)
         except AmbiguousName as exc:

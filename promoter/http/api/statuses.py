@@ -89,7 +89,9 @@ class StatusRoutes:
             denied = attempt.authorize(ROLES["set-status"], scope)
             if denied is not None:
                 return denied
-        attempt.start()
+        refused = attempt.start()
+        if refused is not None:
+            return refused
         status = CommitStatus(
             key=body.key,
             phase=body.phase,

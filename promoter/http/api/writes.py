@@ -180,7 +180,9 @@ class WriteRoutes:
     async def _run(
         self, attempt: Attempt, name: str, operation: str, call: Callable[[], OperationResult]
     ) -> Response:
-        attempt.start()
+        refused = attempt.start()
+        if refused is not None:
+            return refused
         try:
             result = await run_in_threadpool(call)
         except OperationError as exc:

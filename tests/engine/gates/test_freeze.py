@@ -8,6 +8,8 @@ from datetime import timedelta
 from promoter.engine import FREEZE_KEY, FreezePeriod, decide
 from promoter.engine.core.actions import EnvState, MergePullRequest, OpenRevert, SetCommitStatus
 from promoter.engine.core.snapshot import Snapshot
+from promoter.engine.gates.freeze import frozen as frozen_gate
+from promoter.engine.gates.freeze import said
 from promoter.engine.operations import promote
 from promoter.models import Phase
 
@@ -97,3 +99,21 @@ def test_only_the_environments_a_freeze_covers_are_held() -> None:
     snapshot = build(promotable("dev"), Env("staging", active=1, proposed=1))
     snapshot = edit(snapshot, 1, freezes=(MANUAL,))
     assert merges(snapshot)
+
+
+def test_a_freeze_says_who_and_since_when_only_when_it_knows() -> None:
+    assert said(MANUAL) == f"frozen by ada since {NOW:%Y-%m-%d %H:%M} UTC, until lifted: " + (
+        "incident 42 (everything)"
+    )
+    assert said(FreezePeriod(reason="r", scope="everything", by="ada")) == (
+        "frozen by ada, until lifted: r (everything)"
+    )
+    assert said(FreezePeriod(reason="r", scope="everything", start=NOW)) == (
+        "frozen until lifted: r (everything)"
+    )
+
+
+def test_several_freezes_in_force_are_each_said_in_turn() -> None:
+    verdict = frozen_gate(frozen(MANUAL, CHRISTMAS), 0)
+    assert verdict is not None
+    assert verdict.reason == f"{said(MANUAL)}; {said(CHRISTMAS)}"

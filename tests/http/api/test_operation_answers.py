@@ -74,8 +74,9 @@ class Views:
 
 
 class Audit(list[AuditEntry]):
-    def record(self, entry: AuditEntry) -> None:
+    def record(self, entry: AuditEntry) -> bool:
         self.append(entry)
+        return True
 
 
 class Commands:

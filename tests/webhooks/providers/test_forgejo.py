@@ -20,7 +20,7 @@ from promoter.config import parse_config
 from promoter.models import Phase
 from promoter.state import ShaIndex, StatusCache
 from webhooks import build_routes
-from webhooks.providers.forgejo import ForgejoSignature
+from webhooks.verify import ForgejoSignature
 
 HOOKS = Path(__file__).resolve().parents[2] / "fixtures" / "forgejo" / "webhooks"
 SECRET_ENV, SECRET = "PROMOTER_TEST_FORGEJO_HOOK", "forgejo-hook-secret"
