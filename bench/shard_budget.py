@@ -78,7 +78,8 @@ def budget_moves(api: str, namespace: str, hour: float) -> dict[str, Any]:
 
 
 def _moves(api: str, namespace: str, hour: float, *, shared: bool) -> dict[str, Any]:
-    from promoter.kube.client.api import Kube, loopback_client
+    from promoter.kube.client.api import Kube
+    from promoter.kube.client.connect import loopback_client
     from promoter.kube.shards.spending import LeaseFleet
 
     limits = replace(GITHUB_LIMITS, window=hour, max_wait=0.0)

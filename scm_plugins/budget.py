@@ -33,38 +33,14 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
-from enum import IntEnum
 from functools import partial
 
 from scm_plugins.fleet import Fleet, FleetUnavailable, Want
 from scm_plugins.primary import PrimaryLimit
+from scm_plugins.priorities import HOLD as HOLD
+from scm_plugins.priorities import RESERVE as RESERVE
+from scm_plugins.priorities import Priority as Priority
 from scm_plugins.windows import SlidingWindow, TokenBucket
-
-
-class Priority(IntEnum):
-    """Who goes first when a credential's budget is short (lower is sooner)."""
-
-    MERGE = 0
-    PRE_MERGE_READ = 1
-    WRITE = 2
-    READ = 3
-
-
-RESERVE = {
-    Priority.MERGE: 0.0,
-    Priority.PRE_MERGE_READ: 0.02,
-    Priority.WRITE: 0.05,
-    Priority.READ: 0.10,
-}
-"""The share of each limit a class leaves to the classes above it."""
-
-HOLD = {
-    Priority.MERGE: 1.0,
-    Priority.PRE_MERGE_READ: 1.0,
-    Priority.WRITE: 0.5,
-    Priority.READ: 0.25,
-}
-"""The share of ``Limits.max_wait`` a call of each class may wait in its own thread."""
 
 
 @dataclass(frozen=True)

@@ -123,7 +123,7 @@ REVERSE_IMPORTS = [
     ("promoter.engine.decide", "subprocess", "engine-no-io-libraries"),
     ("promoter.engine.gates.windows", "git", "engine-no-io-libraries"),
     ("promoter.engine.reverts.dora", "logging", "engine-no-io-libraries"),
-    ("promoter.git.runner", "promoter.git.identity", "acyclic"),
+    ("promoter.git.process.runner", "promoter.git.identity", "acyclic"),
     ("promoter.daemon.reading.reader", "promoter.daemon.loop.reconciler", "acyclic"),
 ]
 

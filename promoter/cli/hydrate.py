@@ -21,10 +21,10 @@ from urllib.parse import urlsplit
 
 from promoter.config import short_name
 from promoter.errors import GitError, PermanentError
-from promoter.git.credentials import strip_credentials
 from promoter.git.identity import identity_env
 from promoter.git.metadata import METADATA_FILE, NOTES_REF, render_metadata
-from promoter.git.runner import run_git
+from promoter.git.process.credentials import strip_credentials
+from promoter.git.process.runner import run_git
 
 _ZERO = "0" * 40
 MetadataStyle = Literal["file", "argocd", "note"]

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from promoter.cli.hydrate import MetadataStyle, hydrate
 from promoter.git.identity import identity_env
-from promoter.git.runner import run_git
+from promoter.git.process.runner import run_git
 
 
 @cache

@@ -41,7 +41,7 @@ from promoter.errors import CommitNotFound
 from promoter.git import GitMirror
 from promoter.git.diff import changed_files
 from promoter.git.pool import MirrorPool
-from promoter.git.version import require_git
+from promoter.git.process.version import require_git
 from promoter.models import CommitStatus, DryCommit, utcnow
 from promoter.state.audit import AuditTrail
 from promoter.state.ledger import GitLedger

@@ -30,7 +30,6 @@ counted (``promoter_watchdog_overdue_total``).
 """
 
 from promoter.git.bare import MirrorLost
-from promoter.git.credentials import redact, strip_credentials
 from promoter.git.identity import FALLBACK_EMAIL, FALLBACK_NAME, identity_env
 from promoter.git.lineage import LINEAGE_REF, Lineage
 from promoter.git.metadata import (
@@ -43,7 +42,8 @@ from promoter.git.metadata import (
 )
 from promoter.git.mirror import GitMirror, PushRejected
 from promoter.git.mirror_notes import NotesMoved
-from promoter.git.runner import git_error, run_git
+from promoter.git.process.credentials import redact, strip_credentials
+from promoter.git.process.runner import git_error, run_git
 
 __all__ = [
     "FALLBACK_EMAIL",

@@ -22,11 +22,11 @@ from git import Repo
 from git.exc import GitError as GitPythonError
 
 from promoter.errors import GitError
-from promoter.git.credentials import strip_credentials, url_secrets
 from promoter.git.damage import damaged
 from promoter.git.identity import identity_env
-from promoter.git.runner import run_git
-from promoter.git.stale_lock import clear_stale_locks
+from promoter.git.process.credentials import strip_credentials, url_secrets
+from promoter.git.process.runner import run_git
+from promoter.git.process.stale_lock import clear_stale_locks
 from promoter.watchdog import WatchedLock
 
 _NAME_RE = re.compile(r"^[a-zA-Z0-9][a-zA-Z0-9_.-]*$")

@@ -14,7 +14,7 @@ import re
 from functools import cache
 from pathlib import Path
 
-from promoter.git.runner import run_git
+from promoter.git.process.runner import run_git
 
 LOCATIONS = (".github/CODEOWNERS", "CODEOWNERS", "docs/CODEOWNERS", ".gitlab/CODEOWNERS")
 MAX_PATHS = 2000

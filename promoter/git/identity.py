@@ -11,7 +11,7 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
-from promoter.git.runner import run_git
+from promoter.git.process.runner import run_git
 
 FALLBACK_NAME = "promoter"
 FALLBACK_EMAIL = "promoter@localhost"

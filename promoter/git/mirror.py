@@ -32,9 +32,9 @@ from pathlib import Path
 
 from promoter.errors import GitError
 from promoter.git.bare import Env
-from promoter.git.credentials import url_secrets
 from promoter.git.mirror_notes import MirrorNotes
-from promoter.git.runner import git_error
+from promoter.git.process.credentials import url_secrets
+from promoter.git.process.runner import git_error
 
 _LOST_RACE = ("stale info", "non-fast-forward", "fetch first", "already exists")
 """Push refusals that mean another writer moved the ref first (retry on a fresh fetch)."""

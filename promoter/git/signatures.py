@@ -23,7 +23,7 @@ from typing import Literal
 
 from promoter.errors import GitError
 from promoter.git.caches import remember
-from promoter.git.runner import run_git
+from promoter.git.process.runner import run_git
 
 Verdict = Literal["good", "unsigned", "unknown-signer", "bad", "expired", "revoked"]
 FIELDS = "%H%x1f%G?%x1f%GS%x1f%GK%x1f%GF"

@@ -24,7 +24,8 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from promoter.kube.app import ReplicaApp
     from promoter.kube.cli import add_serve_arguments, cmd_crds, crds_arguments, serve_kubernetes
-    from promoter.kube.client.api import LIST_PAGE, Kube, KubeError, api_client, loopback_client
+    from promoter.kube.client.api import LIST_PAGE, Kube, KubeError
+    from promoter.kube.client.connect import api_client, loopback_client
     from promoter.kube.client.group import GROUP, VERSION
     from promoter.kube.client.watcher import Watcher
     from promoter.kube.controller import Controller, KubeSettings
@@ -78,14 +79,14 @@ _WHERE = {
     "VERSION": "promoter.kube.client.group",
     "Watcher": "promoter.kube.client.watcher",
     "add_serve_arguments": "promoter.kube.cli",
-    "api_client": "promoter.kube.client.api",
+    "api_client": "promoter.kube.client.connect",
     "assemble": "promoter.kube.resources.config_source",
     "cmd_crds": "promoter.kube.cli",
     "config_name": "promoter.kube.resources.config_source",
     "crd": "promoter.kube.resources.crds",
     "crds_arguments": "promoter.kube.cli",
     "leader_guard": "promoter.kube.leadership.mode",
-    "loopback_client": "promoter.kube.client.api",
+    "loopback_client": "promoter.kube.client.connect",
     "object_key": "promoter.kube.resources.config_source",
     "rendered": "promoter.kube.resources.crds",
     "serve_kubernetes": "promoter.kube.cli",

@@ -131,7 +131,8 @@ def shard_settings(args: argparse.Namespace, base: Config) -> ShardSettings | No
 
 def serve_kubernetes(args: argparse.Namespace, base: Config) -> int:
     """Run one replica until SIGTERM."""
-    from promoter.kube.client.api import Kube, api_client
+    from promoter.kube.client.api import Kube
+    from promoter.kube.client.connect import api_client
     from promoter.kube.controller import Controller, KubeSettings
     from promoter.kube.leadership.elector import LeaseSettings
     from promoter.kube.serving import serve_replica

@@ -21,7 +21,7 @@ from typing import Any
 
 from promoter.config import ExternalPlugin, Repository, SecretRef
 from promoter.errors import ConfigError, PromoterError
-from scm_plugins.external.conformance import run_conformance
+from scm_plugins.external.conformance.kit import run_conformance
 from scm_plugins.external.discovery import discover
 from scm_plugins.external.host import ExternalScm
 from scm_plugins.external.scratch import Scratch, init_bare

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Literal
 
 from promoter.errors import ScmConflict
-from promoter.git.runner import run_git
+from promoter.git.process.runner import run_git
 
 MergeMethod = Literal["merge", "squash", "rebase"]
 PATCH_HISTORY = 200

@@ -28,10 +28,10 @@ from promoter.errors import (
     ScmNotFound,
     ScmUnavailable,
 )
-from promoter.git.credentials import noninteractive_env
 from promoter.git.identity import identity_env
-from promoter.git.runner import run_git
-from promoter.git.stale_lock import abandoned_in
+from promoter.git.process.credentials import noninteractive_env
+from promoter.git.process.runner import run_git
+from promoter.git.process.stale_lock import abandoned_in
 from promoter.models import CommitStatus, PullRequest, PullRequestState, Review
 from scm_plugins.calls import ScmCalls
 from scm_plugins.local import merging

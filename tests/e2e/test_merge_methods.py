@@ -17,7 +17,7 @@ from starlette.testclient import TestClient
 from promoter.cli.sandbox import git, sandbox_config
 from promoter.config.loader import parse_config
 from promoter.git.lineage import LINEAGE_REF
-from promoter.git.runner import run_git
+from promoter.git.process.runner import run_git
 from promoter.wiring import Daemon
 from tests.support import ENVIRONMENTS, GitOpsRepo, wait_for
 

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from promoter.git.child_env import child_env
-from promoter.git.credentials import noninteractive_env
-from promoter.git.runner import run_git
+from promoter.git.process.child_env import child_env
+from promoter.git.process.credentials import noninteractive_env
+from promoter.git.process.runner import run_git
 
 
 def fresh(env: dict[str, str] | None = None, base: dict[str, str] | None = None) -> dict[str, str]:

@@ -12,8 +12,8 @@ import pytest
 
 from promoter.cli.sandbox import sandbox_config
 from promoter.errors import ConfigError
-from promoter.git import version
-from promoter.git.version import MINIMUM, parse, require_git
+from promoter.git.process import version
+from promoter.git.process.version import MINIMUM, parse, require_git
 from promoter.wiring import Daemon
 from tests import processes
 from tests.support import GitOpsRepo, local_config

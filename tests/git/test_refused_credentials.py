@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from promoter.git.runner import git_error
+from promoter.git.process.runner import git_error
 
 
 def test_git_asking_for_a_username_is_told_as_a_refused_token() -> None:

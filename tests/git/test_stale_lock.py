@@ -6,7 +6,12 @@ import os
 import time
 from pathlib import Path
 
-from promoter.git.stale_lock import STALE_AFTER, abandoned_in, clear_stale_lock, clear_stale_locks
+from promoter.git.process.stale_lock import (
+    STALE_AFTER,
+    abandoned_in,
+    clear_stale_lock,
+    clear_stale_locks,
+)
 
 
 def lock_file(path: Path, age: float) -> Path:

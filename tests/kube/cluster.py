@@ -13,7 +13,8 @@ from typing import Any
 from promoter.config import Config, ScmProvider
 from promoter.http import ThreadServer, free_port
 from promoter.kube.app import ReplicaApp
-from promoter.kube.client.api import Kube, loopback_client
+from promoter.kube.client.api import Kube
+from promoter.kube.client.connect import loopback_client
 from promoter.kube.controller import Controller, KubeSettings
 from promoter.kube.leadership.elector import LeaseSettings
 from promoter.kube.serving import ReplicaServer

@@ -24,7 +24,7 @@ from promoter.config.loader import parse_config
 from promoter.daemon import Runtime
 from promoter.engine import EnvLedger
 from promoter.errors import PromoterError
-from promoter.git.runner import run_git
+from promoter.git.process.runner import run_git
 from promoter.models import CommitStatus, Phase, PullRequest
 from promoter.wiring import build_plugins, with_state_dir
 from scm_plugins.local import LocalScm

@@ -11,7 +11,7 @@ import pytest
 
 from promoter.cli import main
 from promoter.config import ExternalPlugin, Repository
-from scm_plugins.external.conformance import run_conformance
+from scm_plugins.external.conformance.kit import run_conformance
 from scm_plugins.external.messages import METHODS
 from scm_plugins.external.scratch import Scratch, init_bare
 

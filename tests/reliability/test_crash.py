@@ -26,7 +26,7 @@ import pytest
 from starlette.testclient import TestClient
 
 from promoter.config.loader import load_config
-from promoter.git.stale_lock import STALE_AFTER
+from promoter.git.process.stale_lock import STALE_AFTER
 from promoter.http import free_port
 from promoter.wiring import Daemon as InProcessDaemon
 from scm_plugins.local import LocalScm

@@ -8,7 +8,7 @@ import pytest
 
 from promoter.cli import main
 from promoter.config import ExternalPlugin, Repository, SecretRef
-from scm_plugins.external.conformance import run_conformance
+from scm_plugins.external.conformance.kit import run_conformance
 from scm_plugins.external.scratch import Scratch
 
 from .conftest import BIN, NAME, PROJECT, TOKEN, TOKEN_ENV

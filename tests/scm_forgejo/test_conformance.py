@@ -11,7 +11,7 @@ import pytest
 from promoter.cli import main
 from promoter.config import ExternalPlugin, Repository, ScmProvider, SecretRef
 from scm_plugins.external import ExternalScm
-from scm_plugins.external.conformance import run_conformance
+from scm_plugins.external.conformance.kit import run_conformance
 from scm_plugins.external.errors import PluginError
 from scm_plugins.external.scratch import Scratch
 from scm_plugins.forgejo.__main__ import VERSION

@@ -11,7 +11,7 @@ import pytest
 from promoter.cli.sandbox import commit_files, git, init_bare
 from promoter.config import LocalProvider, Repository, ScmProvider
 from promoter.errors import ScmBusy, ScmConflict
-from promoter.git.stale_lock import STALE_AFTER
+from promoter.git.process.stale_lock import STALE_AFTER
 from promoter.models import PullRequestState
 from scm_plugins.local import LocalScm
 

@@ -113,7 +113,7 @@ def test_a_git_command_past_its_deadline_is_reported_with_the_thread_running_it(
 
 
 def test_every_git_command_runs_watched(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    import promoter.git.runner as runner
+    import promoter.git.process.runner as runner
 
     seen: list[tuple[str, str, float]] = []
     real = runner.watch

@@ -17,7 +17,7 @@ from promoter.engine import CommitSignature
 from promoter.errors import ConfigError, GitError, ScmError
 from promoter.git import GitMirror
 from promoter.git.caches import remember
-from promoter.git.runner import run_git
+from promoter.git.process.runner import run_git
 from promoter.git.signatures import MAX_COMMITS, SignatureVerifier
 from promoter.models import Verification
 from scm_plugins.protocol import CommitVerifications, ScmPlugin

@@ -24,7 +24,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.types import ASGIApp, Message, Receive, Scope
 
 from promoter.http import BodyTooLarge, read_body
-from promoter.kube.shards.passing import replay
+from promoter.kube.shards.forwarding.passing import replay
 
 PATHS = ("/api/v1/freeze", "/api/v1/unfreeze")
 

@@ -35,8 +35,8 @@ from promoter.kube.shards import transfer
 from promoter.kube.shards.assignment import Table
 from promoter.kube.shards.coordinator import ShardCoordinator
 from promoter.kube.shards.fence import ShardFence
+from promoter.kube.shards.forwarding.peers import PeerForwarder
 from promoter.kube.shards.moves import Moves
-from promoter.kube.shards.peers import PeerForwarder
 from promoter.kube.shards.placement import Placement
 from promoter.kube.shards.routes import ShardRoutes
 from promoter.kube.shards.settings import ShardSettings

@@ -37,12 +37,18 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from promoter.http import MOVED, Api, BrowserGuard, Hosts, json_only
 from promoter.kube.runtime.runtime import ClusterRuntime
+from promoter.kube.shards.forwarding.passing import (
+    PASSED,
+    pass_on,
+    receive_passed,
+    replay,
+    unavailable,
+)
+from promoter.kube.shards.forwarding.peers import KEYS
+from promoter.kube.shards.forwarding.peers import PATH as KEYS_PATH
+from promoter.kube.shards.forwarding.signing import SIGNATURE, Verifier
 from promoter.kube.shards.freezes import PATHS as FREEZES
 from promoter.kube.shards.freezes import body_of, everywhere, named_strategy
-from promoter.kube.shards.passing import PASSED, pass_on, receive_passed, replay, unavailable
-from promoter.kube.shards.peers import KEYS
-from promoter.kube.shards.peers import PATH as KEYS_PATH
-from promoter.kube.shards.signing import SIGNATURE, Verifier
 from promoter.kube.shards.views import Listing, Shards, others, shard_table
 
 log = logging.getLogger("promoter.kube.shard_api")

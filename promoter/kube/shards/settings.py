@@ -15,7 +15,7 @@ class ShardSettings:
     address: str = ""
     """``http://host:port`` other replicas forward webhooks and API writes to."""
     peer_token: str | None = field(default=None, repr=False)
-    """The secret replicas sign forwarded work with (``promoter.kube.shards.peers``)."""
+    """The secret replicas sign forwarded work with (``promoter.kube.shards.forwarding.peers``)."""
     owner: dict[str, Any] | None = None
     """The Pod that owns the member Lease, as an ownerReference (Kubernetes deletes the
     Lease with the Pod)."""

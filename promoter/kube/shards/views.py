@@ -25,9 +25,9 @@ from starlette.responses import JSONResponse, Response
 from promoter.http import Api, strategy_summary
 from promoter.kube.runtime.runtime import ClusterRuntime
 from promoter.kube.shards.assignment import Table, loads
+from promoter.kube.shards.forwarding.signing import SIGNATURE, Verifier, sign
 from promoter.kube.shards.leases import shard_lease
 from promoter.kube.shards.settings import ShardSettings
-from promoter.kube.shards.signing import SIGNATURE, Verifier, sign
 
 LOCAL = "/api/v1/strategies?scope=local"
 

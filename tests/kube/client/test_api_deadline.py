@@ -8,7 +8,8 @@ import threading
 import pytest
 
 from promoter.kube.client import api
-from promoter.kube.client.api import Kube, KubeError, loopback_client
+from promoter.kube.client.api import Kube, KubeError
+from promoter.kube.client.connect import loopback_client
 from tests.faults.standins import Standin
 
 

@@ -17,7 +17,8 @@ from starlette.routing import Route
 from starlette.testclient import TestClient
 
 from promoter.http import ThreadServer, free_port
-from promoter.kube.client.api import Kube, loopback_client
+from promoter.kube.client.api import Kube
+from promoter.kube.client.connect import loopback_client
 from promoter.kube.client.token_review import TokenReviewer
 from promoter.wiring import Daemon
 from tests.support import GitOpsRepo, local_config, wait_for

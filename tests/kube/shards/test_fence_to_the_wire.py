@@ -20,7 +20,8 @@ from starlette.routing import Route
 from promoter.config import Repository
 from promoter.errors import HoldLapsed, NotOwner, RateBudgetWait, ScmUnavailable
 from promoter.http import ThreadServer, free_port
-from promoter.kube.client.api import Kube, KubeError, loopback_client
+from promoter.kube.client.api import Kube, KubeError
+from promoter.kube.client.connect import loopback_client
 from promoter.kube.resources.commit_statuses import CommitStatusIndex
 from promoter.kube.runtime.scm import ClusterScm
 from promoter.kube.shards.fence import ShardFence

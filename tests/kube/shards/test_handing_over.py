@@ -14,7 +14,8 @@ import pytest
 
 from promoter.config import Config
 from promoter.daemon import WorkQueue
-from promoter.kube.client.api import CONNECTIONS, Kube, loopback_client
+from promoter.kube.client.api import Kube
+from promoter.kube.client.connect import CONNECTIONS, loopback_client
 from promoter.kube.leadership.elector import LeaseSettings
 from promoter.kube.resources.refresh import RefreshForwarder
 from promoter.kube.resources.specs import REFRESH_ANNOTATION

@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
-from promoter.kube.shards.peer_connections import PeerConnections, PeerError
+from promoter.kube.shards.forwarding.peer_connections import PeerConnections, PeerError
 
 ANSWER = b"HTTP/1.1 202 Accepted\r\ncontent-type: application/json\r\ncontent-length: 2\r\n\r\n{}"
 

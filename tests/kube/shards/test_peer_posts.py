@@ -10,7 +10,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from promoter.kube.shards.peers import PATH, PeerForwarder
+from promoter.kube.shards.forwarding.peers import PATH, PeerForwarder
 from tests.kube.cluster import wait_until
 
 

@@ -19,8 +19,8 @@ from promoter.errors import NotOwner
 from promoter.kube.controller import Controller
 from promoter.kube.resources.specs import REFRESH_ANNOTATION
 from promoter.kube.shards import routes as shard_api
-from promoter.kube.shards.peers import KEYS, PATH
-from promoter.kube.shards.signing import SIGNATURE, sign
+from promoter.kube.shards.forwarding.peers import KEYS, PATH
+from promoter.kube.shards.forwarding.signing import SIGNATURE, sign
 from tests.kube.cluster import NS, PEER_TOKEN, Cluster, fake_cluster, wait_until
 from tests.kube.shard_helpers import fleet, holders, owner_of, promoted, settled
 

@@ -16,8 +16,8 @@ import pytest
 
 from promoter.config import Config
 from promoter.kube.controller import Controller
-from promoter.kube.shards.passing import FOR, PASSED
-from promoter.kube.shards.signing import SIGNATURE, sign
+from promoter.kube.shards.forwarding.passing import FOR, PASSED
+from promoter.kube.shards.forwarding.signing import SIGNATURE, sign
 from promoter.state.audit_entry import AuditEntry, AuditQuery
 from tests.kube.cluster import NS, PEER_TOKEN, Cluster, fake_cluster, wait_until
 from tests.kube.shard_helpers import fleet, owner_of, settled

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from promoter.kube import controller as controller_module
 from promoter.kube.controller import Controller
+from promoter.kube.controller import controller as controller_module
 from tests.kube.cluster import NS, fake_cluster, wait_until
 from tests.kube.shard_helpers import (
     all_promoted,

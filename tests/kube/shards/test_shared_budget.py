@@ -12,7 +12,8 @@ from typing import Any
 import pytest
 
 from promoter.http import ThreadServer, free_port
-from promoter.kube.client.api import Kube, loopback_client
+from promoter.kube.client.api import Kube
+from promoter.kube.client.connect import loopback_client
 from promoter.kube.shards.spending import SPENT_ANNOTATION, LeaseFleet, budget_lease
 from scm_plugins.budget import Cost, CredentialBudget, Priority, Throttled
 from scm_plugins.fleet import GRANT, Spent, Want

@@ -13,7 +13,7 @@ import httpx
 import pytest
 
 from promoter.config import Config
-from promoter.kube.shards.signing import SIGNATURE, SKEW, Verifier, sign
+from promoter.kube.shards.forwarding.signing import SIGNATURE, SKEW, Verifier, sign
 from tests.kube.cluster import NS, PEER_TOKEN, fake_cluster, wait_until
 from tests.kube.shard_helpers import owner_of
 from tests.kube.shards.test_shard_trust import HOLD, audited, replicas

@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 
-from promoter.git.credentials import noninteractive_env
+from promoter.git.process.credentials import noninteractive_env
 
 
 def child_env(

@@ -6,7 +6,7 @@ at ``/internal/v1/keys``, on a thread of its own, never in the request; keys for
 owner arriving together go in one call, and the calls to different owners go at once (an
 owner slow to answer, busy taking shards over, delays only its own keys). The call is
 signed with the replicas' shared secret for the owner it is sent to
-(``promoter.kube.shards.signing``: a timestamp, a nonce, the method and path, the body;
+(``promoter.kube.shards.forwarding.signing``: a timestamp, a nonce, the method and path, the body;
 the owner refuses one stale, replayed or signed for another replica); it is a
 replica's call, never a browser's (``promoter.kube.shards.routes`` refuses one that
 carries a browser's headers or is not JSON). The other calls between replicas (a
@@ -30,8 +30,8 @@ from concurrent.futures import ThreadPoolExecutor
 from prometheus_client import Counter as MetricCounter
 from prometheus_client import Histogram
 
-from promoter.kube.shards.peer_connections import PeerConnections, PeerError
-from promoter.kube.shards.signing import SIGNATURE, sign
+from promoter.kube.shards.forwarding.peer_connections import PeerConnections, PeerError
+from promoter.kube.shards.forwarding.signing import SIGNATURE, sign
 from promoter.metrics import REGISTRY
 
 log = logging.getLogger("promoter.kube.peers")

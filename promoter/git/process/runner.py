@@ -16,9 +16,9 @@ from pathlib import Path
 from git.exc import GitCommandError
 
 from promoter.errors import GitError
-from promoter.git.child_env import child_env
-from promoter.git.credentials import redact
-from promoter.git.stale_lock import clear_stale_lock
+from promoter.git.process.child_env import child_env
+from promoter.git.process.credentials import redact
+from promoter.git.process.stale_lock import clear_stale_lock
 from promoter.watchdog import CALL_DEADLINE, GRACE, watch
 
 REFUSED_CREDENTIALS = (

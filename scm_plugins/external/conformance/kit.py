@@ -27,8 +27,8 @@ from dataclasses import dataclass, field
 from promoter.config import ExternalPlugin, ScmProvider
 from promoter.errors import ScmConflict, ScmNotFound, ScmUnavailable
 from promoter.models import CommitStatus, Phase, PullRequestState, utcnow
-from scm_plugins.external import conformance_faults as faults
-from scm_plugins.external.conformance_events import (
+from scm_plugins.external.conformance import faults as faults
+from scm_plugins.external.conformance.events import (
     Failed,
     NotOffered,
     Seen,

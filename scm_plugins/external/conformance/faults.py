@@ -23,7 +23,7 @@ from collections.abc import Mapping
 
 from promoter.config import ExternalPlugin, Repository, ScmProvider
 from promoter.errors import ScmError, ScmOutage
-from scm_plugins.external.conformance_events import Failed, NotOffered
+from scm_plugins.external.conformance.events import Failed, NotOffered
 from scm_plugins.external.errors import METHOD_NOT_FOUND, CallTimedOut, PluginError
 from scm_plugins.external.health import HUNG_AFTER_TIMEOUTS, MAX_PAUSE
 from scm_plugins.external.host import ExternalScm

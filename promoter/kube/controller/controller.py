@@ -16,15 +16,14 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Any
 
-from promoter.config import Config, ScmProvider
+from promoter.config import Config
 from promoter.daemon import StrategyView
 from promoter.kube.client.api import Kube, Obj
 from promoter.kube.client.token_review import TokenReviewer
 from promoter.kube.client.watcher import Watcher
-from promoter.kube.leadership.elector import LeaderElector, LeaseSettings
+from promoter.kube.controller.settings import KINDS, KubeSettings, generation_of, refresh_of
+from promoter.kube.leadership.elector import LeaderElector
 from promoter.kube.leadership.mode import LeaderMode
 from promoter.kube.resources.commit_status_sync import CommitStatusSync
 from promoter.kube.resources.commit_statuses import CommitStatusIndex
@@ -40,14 +39,12 @@ from promoter.kube.resources.config_source import (
 from promoter.kube.resources.events import EventRecorder
 from promoter.kube.resources.publisher import Publisher
 from promoter.kube.resources.refresh import RefreshForwarder
-from promoter.kube.resources.specs import REFRESH_ANNOTATION
 from promoter.kube.resources.status import strategy_status
 from promoter.kube.resources.status_writer import StatusWriter, write_ready_statuses
 from promoter.kube.runtime.mode import Mode
 from promoter.kube.runtime.runtime import ClusterRuntime
 from promoter.kube.runtime.scm import ClusterScm
 from promoter.kube.shards.mode import ShardedMode
-from promoter.kube.shards.settings import ShardSettings
 from promoter.metrics import forget_strategies
 from promoter.wiring import Daemon
 from scm_plugins.protocol import ScmPlugin
@@ -64,36 +61,9 @@ REBUILD_RETRY = (1.0, 60.0)
 """Seconds before building a configuration that failed to build again: the first wait,
 doubled on each failure up to the second (a change of the objects tries again at once)."""
 
-KINDS = {
-    "promotionstrategies": "PromotionStrategy",
-    "gitrepositories": "GitRepository",
-    "scmproviders": "ScmProvider",
-    "commitstatuses": "CommitStatus",
-}
-
-
-@dataclass(frozen=True)
-class KubeSettings:
-    """Where to watch, who we are, and the Lease's timing."""
-
-    namespace: str | None
-    lease: LeaseSettings
-    identity: str
-    watch_timeout: int = 60
-    plugin_factory: Callable[[ScmProvider, str], ScmPlugin] | None = field(default=None)
-    shards: ShardSettings | None = None
-    """Shard the repositories over the live replicas; None: one leader does all the work."""
-
-
-def _generation(obj: Obj | None) -> Any:
-    return (obj or {}).get("metadata", {}).get("generation")
-
-
-def _refreshed(obj: Obj | None) -> Any:
-    return ((obj or {}).get("metadata", {}).get("annotations") or {}).get(REFRESH_ANNOTATION)
-
-
 class Controller:
+    """Watches -> ``Config`` -> runtime, on one thread, in the mode the settings choose."""
+
     def __init__(self, kube: Kube, base: Config, settings: KubeSettings) -> None:
         self.kube = kube
         self.base = base
@@ -355,12 +325,12 @@ class Controller:
             if plural == "commitstatuses":
                 self.commit_statuses.changed(kind, obj)
                 return
-            spec_changed = kind != "MODIFIED" or _generation(obj) != _generation(before)
+            spec_changed = kind != "MODIFIED" or generation_of(obj) != generation_of(before)
             if spec_changed:
                 self._config_dirty = True
                 self._rebuild_after = 0.0  # a change may mend what failed to build
                 self._wake.set()
-            elif plural == "promotionstrategies" and _refreshed(obj) != _refreshed(before):
+            elif plural == "promotionstrategies" and refresh_of(obj) != refresh_of(before):
                 meta = obj["metadata"]
                 key = config_name(meta["namespace"], meta["name"])
                 if self.mode.mine(key) and self.runtime.config.strategy(key) is not None:

@@ -25,7 +25,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from promoter.http import HEADERS, MOVED, BodyTooLarge, read_body
-from promoter.kube.shards.signing import SIGNATURE, Verifier, sign
+from promoter.kube.shards.forwarding.signing import SIGNATURE, Verifier, sign
 
 PASSED = "x-promoter-passed-by"
 """The entry replica's identity, on a request passed to the owner."""
