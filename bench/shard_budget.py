@@ -78,9 +78,7 @@ def budget_moves(api: str, namespace: str, hour: float) -> dict[str, Any]:
 
 
 def _moves(api: str, namespace: str, hour: float, *, shared: bool) -> dict[str, Any]:
-    from promoter.kube.client.api import Kube
-    from promoter.kube.client.connect import loopback_client
-    from promoter.kube.shards.spending import LeaseFleet
+    from promoter.kube import Kube, LeaseFleet, loopback_client
 
     limits = replace(GITHUB_LIMITS, window=hour, max_wait=0.0)
     now = [1_700_000_000.0 + (hour * 10 if shared else 0.0)]  # a log of its own each

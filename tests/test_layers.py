@@ -173,7 +173,7 @@ def test_lint_imports_catches_a_cycle_hidden_inside_a_function(tmp_path: Path) -
     for top in configuration()["session_options"]["root_packages"]:
         shutil.copytree(ROOT / top, tmp_path / top, ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copy(ROOT / "pyproject.toml", tmp_path)
-    runner = tmp_path / "promoter" / "git" / "runner.py"
+    runner = tmp_path / "promoter" / "git" / "process" / "runner.py"
     runner.write_text(
         runner.read_text(encoding="utf-8")
         + "\n\ndef _committer() -> dict[str, str]:\n"
@@ -191,4 +191,4 @@ def test_lint_imports_catches_a_cycle_hidden_inside_a_function(tmp_path: Path) -
     )
     assert done.returncode == 1
     assert "No cycles are allowed in promoter.git" in done.stdout
-    assert ".runner -> .identity" in done.stdout
+    assert ".process -> .identity" in done.stdout

@@ -49,6 +49,7 @@ if TYPE_CHECKING:
     from promoter.kube.serving import serve_replica
     from promoter.kube.shards.mode import ShardedMode
     from promoter.kube.shards.settings import ShardSettings
+    from promoter.kube.shards.spending import LeaseFleet
 
 _WHERE = {
     "API_VERSION": "promoter.kube.resources.specs",
@@ -74,6 +75,7 @@ _WHERE = {
     "ReplicaApp": "promoter.kube.app",
     "SecretFiles": "promoter.kube.resources.config_source",
     "ShardSettings": "promoter.kube.shards.settings",
+    "LeaseFleet": "promoter.kube.shards.spending",
     "ShardedMode": "promoter.kube.shards.mode",
     "StatusWriter": "promoter.kube.resources.status_writer",
     "VERSION": "promoter.kube.client.group",
@@ -119,6 +121,7 @@ __all__ = [
     "KubeSettings",
     "LeaderElector",
     "LeaderMode",
+    "LeaseFleet",
     "LeaseSettings",
     "Mode",
     "NotLeader",

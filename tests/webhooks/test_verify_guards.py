@@ -13,7 +13,7 @@ from promoter.state.statuses import StatusCache
 from promoter.state.tracking import ShaIndex
 from tests.webhooks.helpers import make_config
 from webhooks import build_routes
-from webhooks.deliveries import MIN_RETENTION
+from webhooks.deliveries.log import MIN_RETENTION
 from webhooks.verify import ForgejoSignature, GitLabAuth, SignedDelivery
 
 SECRET = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
