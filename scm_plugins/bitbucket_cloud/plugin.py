@@ -16,8 +16,9 @@ import requests
 
 from promoter.config import BitbucketCloudProvider, Repository, ScmProvider, transport
 from promoter.errors import ConfigError
-from promoter.models import CommitStatus, PullRequest, Review
+from promoter.models import CommitStatus, Review
 from scm_plugins.bitbucket import BitbucketApi, git_environment, http_origin, translate
+from scm_plugins.bitbucket.pull_methods import PullRequestMethods
 from scm_plugins.bitbucket_cloud.auth import Credentials
 from scm_plugins.bitbucket_cloud.pulls import Pulls
 from scm_plugins.bitbucket_cloud.statuses import Statuses, web_url
@@ -40,8 +41,10 @@ LIMITS = Limits(
 over a rolling hour (scaled up for some plans and token kinds: the 429s say when)."""
 
 
-class BitbucketCloudScm:
+class BitbucketCloudScm(PullRequestMethods):
     """Pull requests, commit statuses, reviews and git credentials for Bitbucket Cloud."""
+
+    _pulls: Pulls
 
     name = PROVIDER
     folded_gate_keys: frozenset[str] = frozenset()
@@ -77,46 +80,7 @@ class BitbucketCloudScm:
     def __repr__(self) -> str:
         return f"BitbucketCloudScm(url={self._config.url!r})"
 
-    # --- pull requests ---------------------------------------------------------------
-
-    def find_open_pull_request(
-        self, *, repo: Repository, head: str, base: str
-    ) -> PullRequest | None:
-        return self._pulls.find_open(repo, head=head, base=base)
-
-    def open_pull_request(
-        self,
-        *,
-        repo: Repository,
-        head: str,
-        base: str,
-        title: str,
-        body: str,
-        labels: tuple[str, ...],
-    ) -> PullRequest:
-        return self._pulls.open(repo, head=head, base=base, title=title, body=body)
-
-    def update_pull_request(
-        self, *, repo: Repository, number: int, title: str, body: str, labels: tuple[str, ...]
-    ) -> PullRequest:
-        return self._pulls.update(repo, number=number, title=title, body=body)
-
-    def merge_pull_request(
-        self, *, repo: Repository, number: int, expected_head_sha: str, message: str
-    ) -> str:
-        return self._pulls.merge(
-            repo, number=number, expected_head_sha=expected_head_sha, message=message
-        )
-
-    def close_pull_request(self, *, repo: Repository, number: int, comment: str) -> None:
-        """Comment first, then decline: a crash in between repeats the comment, never
-        loses it."""
-        if comment:
-            self._pulls.comment(repo, number=number, body=comment)
-        self._pulls.decline(repo, number=number)
-
-    def comment_pull_request(self, *, repo: Repository, number: int, body: str) -> None:
-        self._pulls.comment(repo, number=number, body=body)
+    # --- pull requests (PullRequestMethods), and their reviews ------------------------
 
     def get_reviews(
         self, *, repo: Repository, number: int, teams: Collection[str] = ()

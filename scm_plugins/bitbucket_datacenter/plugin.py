@@ -17,8 +17,9 @@ import requests
 
 from promoter.config import BitbucketDataCenterProvider, Repository, ScmProvider, transport
 from promoter.errors import ConfigError
-from promoter.models import CommitStatus, PullRequest, Review
+from promoter.models import CommitStatus, Review
 from scm_plugins.bitbucket import BitbucketApi, git_environment, translate
+from scm_plugins.bitbucket.pull_methods import PullRequestMethods
 from scm_plugins.bitbucket_datacenter.pulls import Pulls
 from scm_plugins.bitbucket_datacenter.statuses import Statuses
 from scm_plugins.budget import CredentialBudget, Limits
@@ -39,8 +40,10 @@ LIMITS = Limits(
 requests per user, refilled at 5 a second; an administrator may change both."""
 
 
-class BitbucketDataCenterScm:
+class BitbucketDataCenterScm(PullRequestMethods):
     """Pull requests, build statuses, reviews and git credentials for one Data Center."""
+
+    _pulls: Pulls
 
     name = PROVIDER
     folded_gate_keys: frozenset[str] = frozenset()
@@ -78,46 +81,7 @@ class BitbucketDataCenterScm:
     def __repr__(self) -> str:
         return f"BitbucketDataCenterScm(url={self._config.url!r})"
 
-    # --- pull requests ---------------------------------------------------------------
-
-    def find_open_pull_request(
-        self, *, repo: Repository, head: str, base: str
-    ) -> PullRequest | None:
-        return self._pulls.find_open(repo, head=head, base=base)
-
-    def open_pull_request(
-        self,
-        *,
-        repo: Repository,
-        head: str,
-        base: str,
-        title: str,
-        body: str,
-        labels: tuple[str, ...],
-    ) -> PullRequest:
-        return self._pulls.open(repo, head=head, base=base, title=title, body=body)
-
-    def update_pull_request(
-        self, *, repo: Repository, number: int, title: str, body: str, labels: tuple[str, ...]
-    ) -> PullRequest:
-        return self._pulls.update(repo, number=number, title=title, body=body)
-
-    def merge_pull_request(
-        self, *, repo: Repository, number: int, expected_head_sha: str, message: str
-    ) -> str:
-        return self._pulls.merge(
-            repo, number=number, expected_head_sha=expected_head_sha, message=message
-        )
-
-    def close_pull_request(self, *, repo: Repository, number: int, comment: str) -> None:
-        """Comment first, then decline: a crash in between repeats the comment, never
-        loses it."""
-        if comment:
-            self._pulls.comment(repo, number=number, body=comment)
-        self._pulls.decline(repo, number=number)
-
-    def comment_pull_request(self, *, repo: Repository, number: int, body: str) -> None:
-        self._pulls.comment(repo, number=number, body=body)
+    # --- pull requests (PullRequestMethods), and their reviews ------------------------
 
     def get_reviews(
         self, *, repo: Repository, number: int, teams: Collection[str] = ()

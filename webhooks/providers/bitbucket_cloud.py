@@ -13,9 +13,8 @@ names its head by 12 characters only: the event carries no head SHA.
 
 from __future__ import annotations
 
-import hashlib
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from promoter.models import Phase, PullRequestState
@@ -30,7 +29,7 @@ from webhooks.events import (
     StatusChange,
 )
 from webhooks.providers import bitbucket_shapes as shapes
-from webhooks.verify import GitHubSignature
+from webhooks.providers.bitbucket_receiver import BitbucketReceiver
 
 PROVIDER = "bitbucket-cloud"
 _EVENT_NAME = re.compile(r"^[a-z_]{1,40}:[a-z_]{1,60}$")
@@ -54,45 +53,15 @@ _PR_ACTIONS = {
 }
 
 
-class BitbucketCloud:
+class BitbucketCloud(BitbucketReceiver):
     """The Bitbucket Cloud side of the receiver (see webhooks.receiver.Provider)."""
 
     name = PROVIDER
 
     def __init__(self, secrets: Sequence[str]) -> None:
-        self._signature = GitHubSignature(secrets)  # the same sha256=<hex> HMAC
-
-    def __bool__(self) -> bool:
-        return bool(self._signature)
-
-    @staticmethod
-    def sign(secret: str, body: bytes) -> str:
-        """The ``X-Hub-Signature`` Bitbucket would send (for tests)."""
-        return GitHubSignature.sign(secret, body)
-
-    def authenticate(self, headers: Mapping[str, str], body: bytes) -> bool:
-        return self._signature.verify(headers.get("x-hub-signature"), body)
-
-    def event_name(self, headers: Mapping[str, str]) -> str:
-        return headers.get("x-event-key", "").strip()
-
-    def event_label(self, event: str, *, trusted: bool) -> str:
-        if event in _HANDLERS or (trusted and _EVENT_NAME.match(event)):
-            return event
-        return "other"
-
-    def delivery_id(self, headers: Mapping[str, str], body: bytes | None) -> str | None:
-        value = headers.get("x-request-uuid", "").strip()[:128]
-        if value or body is None:
-            return value or None
-        return "body-sha256:" + hashlib.sha256(body).hexdigest()
-
-    def parse(self, event: str, headers: Mapping[str, str], body: bytes) -> Event:
-        handler = _HANDLERS.get(event)
-        if handler is None:
-            return Ignored("event not handled")
-        normalise, shape = handler
-        return normalise(p.decode_fields(body, shape), event)
+        super().__init__(
+            secrets, handlers=_HANDLERS, event_name=_EVENT_NAME, delivery_header="x-request-uuid"
+        )
 
 
 def _repo(data: p.JsonObject) -> RepoIdentity:

@@ -14,7 +14,6 @@ clone links where the server sends them.
 
 from __future__ import annotations
 
-import hashlib
 import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -31,7 +30,7 @@ from webhooks.events import (
     RepoIdentity,
 )
 from webhooks.providers import bitbucket_shapes as shapes
-from webhooks.verify import GitHubSignature
+from webhooks.providers.bitbucket_receiver import BitbucketReceiver
 
 PROVIDER = "bitbucket-datacenter"
 _EVENT_NAME = re.compile(r"^[a-z_]{1,40}(:[a-z_]{1,40}){1,3}$")
@@ -53,47 +52,20 @@ _PR_ACTIONS = {
 }
 
 
-class BitbucketDataCenter:
+class BitbucketDataCenter(BitbucketReceiver):
     """The Bitbucket Data Center side of the receiver (see webhooks.receiver.Provider)."""
 
     name = PROVIDER
 
     def __init__(self, secrets: Sequence[str]) -> None:
-        self._signature = GitHubSignature(secrets)  # the same sha256=<hex> HMAC
-
-    def __bool__(self) -> bool:
-        return bool(self._signature)
-
-    @staticmethod
-    def sign(secret: str, body: bytes) -> str:
-        """The ``X-Hub-Signature`` Bitbucket would send (for tests)."""
-        return GitHubSignature.sign(secret, body)
-
-    def authenticate(self, headers: Mapping[str, str], body: bytes) -> bool:
-        return self._signature.verify(headers.get("x-hub-signature"), body)
-
-    def event_name(self, headers: Mapping[str, str]) -> str:
-        return headers.get("x-event-key", "").strip()
-
-    def event_label(self, event: str, *, trusted: bool) -> str:
-        if event in _HANDLERS or (trusted and _EVENT_NAME.match(event)):
-            return event
-        return "other"
-
-    def delivery_id(self, headers: Mapping[str, str], body: bytes | None) -> str | None:
-        value = headers.get("x-request-id", "").strip()[:128]
-        if value or body is None:
-            return value or None
-        return "body-sha256:" + hashlib.sha256(body).hexdigest()
+        super().__init__(
+            secrets, handlers=_HANDLERS, event_name=_EVENT_NAME, delivery_header="x-request-id"
+        )
 
     def parse(self, event: str, headers: Mapping[str, str], body: bytes) -> Event:
         if event == "diagnostics:ping":
             return Ping()
-        handler = _HANDLERS.get(event)
-        if handler is None:
-            return Ignored("event not handled")
-        normalise, shape = handler
-        return normalise(p.decode_fields(body, shape), event)
+        return super().parse(event, headers, body)
 
 
 def _identity(repo: p.JsonObject) -> RepoIdentity:
