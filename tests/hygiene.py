@@ -20,6 +20,7 @@ import signal
 import tempfile
 import threading
 import time
+import weakref
 from collections.abc import Iterator
 from pathlib import Path
 from types import FrameType
@@ -86,19 +87,20 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
 def _runtimes_stopped(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """Every daemon runtime a test builds is stopped after it, started or not (after the
     test's own stop: a second one does nothing): its delivery log's thread, its plugins'
-    processes and its mirrors' ``cat-file`` end with the test, not with the session."""
+    processes and its mirrors' ``cat-file`` end with the test, not with the session. Held
+    weakly: a runtime the test dropped, and nothing of it runs any more, is gone already."""
     from promoter.daemon import Runtime
 
-    built: list[Runtime] = []
+    built: weakref.WeakSet[Runtime] = weakref.WeakSet()
     real = Runtime.__init__
 
     def init(self: Runtime, *args: Any, **kwargs: Any) -> None:
         real(self, *args, **kwargs)
-        built.append(self)
+        built.add(self)
 
     monkeypatch.setattr(Runtime, "__init__", init)
     yield
-    for runtime in built:
+    for runtime in list(built):
         runtime.stop()
 
 
