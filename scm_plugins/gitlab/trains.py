@@ -13,7 +13,12 @@ enough (201 for a cancel and for an MR already merged, 406 or a 201 carrying an 
 one with nothing to cancel), so the car is read afterwards: gone is what was asked, the
 MR merged is the train's race, still riding is a refusal.
 
-Calls: adding 1 (``POST /projects/:id/merge_trains/merge_requests/:iid``), reading 1
+An instance without merge trains (GitLab without Premium: the project's answer has no
+``merge_trains_enabled`` at all) refuses the train's routes (404, or 403); adding to its
+train is then ``ScmUnsupported``, which the promoter shows on that environment alone.
+
+Calls: adding 1 (``POST /projects/:id/merge_trains/merge_requests/:iid``; refused, 1 more
+to read the project), reading 1
 (``GET`` of the same), plus 1 to read the MR when it has left the train; taking off 1 plus
 a read; whether trains are on 1 (``GET /projects/:id``).
 """
@@ -24,7 +29,7 @@ from typing import Any
 
 from gitlab.v4.objects import Project
 
-from promoter.errors import ScmConflict, ScmError, ScmNotFound
+from promoter.errors import ScmAuthError, ScmConflict, ScmError, ScmNotFound, ScmUnsupported
 from promoter.models import PullRequestState, QueueEntry
 from scm_plugins.calls import ScmCalls
 from scm_plugins.gitlab.merge_requests import MergeRequests
@@ -46,13 +51,30 @@ class MergeTrains:
         )
 
     def add(self, project: Project, *, number: int, expected_head_sha: str) -> QueueEntry:
+        """``ScmUnsupported`` when the train refuses (404 or 403) on an instance whose
+        project has no merge-train settings at all: GitLab without Premium."""
         path = f"/projects/{project.encoded_id}/merge_trains/merge_requests/{number}"
         data = {"sha": expected_head_sha, "when_pipeline_succeeds": True}
-        with self._calls.call("enqueue_pull_request", pr=number, sha=expected_head_sha):
-            answer: Any = project.manager.gitlab.http_post(path, post_data=data)
+        try:
+            with self._calls.call("enqueue_pull_request", pr=number, sha=expected_head_sha):
+                answer: Any = project.manager.gitlab.http_post(path, post_data=data)
+        except (ScmNotFound, ScmAuthError) as exc:
+            if self._offered(project):
+                raise
+            raise ScmUnsupported(
+                "merge trains (GitLab Premium): the project has no merge-train settings",
+                instance="this GitLab",
+            ) from exc
         mine = [c for c in answer or [] if (c.get("merge_request") or {}).get("iid") == number]
         status = str(mine[0].get("status") or "") if mine else "idle"
         return QueueEntry(queued=True, state=status)
+
+    def _offered(self, project: Project) -> bool:
+        """Whether the instance offers merge trains to the project at all (the settings
+        exist, on or off)."""
+        with self._calls.call("get_project"):
+            answer: Any = project.manager.gitlab.http_get(f"/projects/{project.encoded_id}")
+        return isinstance(answer, dict) and "merge_trains_enabled" in answer
 
     def remove(self, project: Project, *, number: int) -> QueueEntry:
         path = (

@@ -6,11 +6,12 @@ from __future__ import annotations
 import pytest
 
 from promoter.config import Repository
-from promoter.errors import ScmConflict
+from promoter.errors import ScmConflict, ScmNotFound, ScmUnsupported
 from scm_plugins.gitlab import GitLabScm
 from scm_plugins.protocol import MergeQueues
 
 from . import fake_gitlab_trains
+from .conftest import PROJECT
 from .fake_gitlab import FakeGitLab
 
 CANCEL = "cancel_merge_when_pipeline_succeeds"
@@ -116,3 +117,35 @@ def test_a_new_commit_on_the_source_branch_takes_the_mr_off_the_train(
     )
     left = plugin.queue_entry(repo=repo, number=number)
     assert not left.queued and not left.merged
+
+
+@pytest.mark.parametrize("status", [404, 403])
+def test_an_instance_without_premium_says_it_lacks_merge_trains(
+    plugin: GitLabScm, fake: FakeGitLab, repo: Repository, status: int
+) -> None:
+    """GitLab without Premium has no merge-train settings on the project and refuses the
+    train's routes: named as what the instance lacks, not as a missing merge request."""
+    mr = plugin.open_pull_request(
+        repo=repo,
+        head="environment/dev-next",
+        base="environment/dev",
+        title="t",
+        body="",
+        labels=(),
+    )
+    fake.fail_next(
+        "POST", r"/merge_trains/merge_requests/", status, body={"message": "404 Not Found"}
+    )
+    fake.fail_next("GET", r"^/projects/[^/]+$", 200, body=fake.templates["project"])
+    assert "merge_trains_enabled" not in fake.templates["project"]
+    with pytest.raises(ScmUnsupported, match="this GitLab lacks it: merge trains"):
+        plugin.enqueue_pull_request(repo=repo, number=mr.number, expected_head_sha=mr.head_sha)
+
+
+def test_a_refused_train_on_a_premium_project_is_the_scms_own_refusal(
+    plugin: GitLabScm, fake: FakeGitLab, repo: Repository
+) -> None:
+    fake.projects[PROJECT].merge_trains = True
+    fake.fail_next("POST", r"/merge_trains/merge_requests/", 404, body={"message": "404 Not Found"})
+    with pytest.raises(ScmNotFound):
+        plugin.enqueue_pull_request(repo=repo, number=7, expected_head_sha="0" * 40)
