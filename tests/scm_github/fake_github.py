@@ -226,7 +226,7 @@ class FakeGitHub(Routes):
                     call = Call(request.method, path, query, status, auth, body, arrived=arrived)
                     self.calls.append(call)
         finally:
-            charged = self.rate_limits.leave(token, status) if token else {}
+            charged = self.rate_limits.leave(token, status, path) if token else {}
         out = {"content-type": "application/json; charset=utf-8", **charged, **headers}
         if etag:
             out["etag"] = etag

@@ -1,8 +1,10 @@
 """GitHub's rate limits as the fake enforces them, per token, with GitHub's answers.
 
-The primary limit: ``primary`` requests per hour and token, in a window that starts with
-the window's first request and resets ``hour`` later (``x-ratelimit-reset``, whole epoch
-seconds); a 304 is not charged; every answer carries ``x-ratelimit-limit``,
+The primary limit: ``primary`` requests per hour and token (GraphQL's ``/graphql`` has a
+budget of its own, ``graphql_primary``, as GitHub keeps it apart from REST's), in a
+window that starts with the window's first request and resets ``hour`` later
+(``x-ratelimit-reset``, whole epoch seconds); a 304 is not charged; every answer carries
+``x-ratelimit-limit``,
 ``-remaining``, ``-used``, ``-reset`` and ``-resource``; past the limit GitHub answers
 403 with ``x-ratelimit-remaining: 0`` and its recorded body. The secondary limits
 (docs.github.com, "Rate limits for the REST API"): at most ``concurrent`` requests in
@@ -38,10 +40,16 @@ CONTENT_CREATING = (
 """Requests that create content and notify people (octokit's throttling plugin's list)."""
 
 
+GRAPHQL = "/graphql"
+"""The route GraphQL is posted to (GitHub Enterprise Server's ``/api/graphql`` included)."""
+
+
 @dataclass(frozen=True)
 class FakeLimits:
     hour: float = 3600.0
     primary: int = 5000
+    graphql_primary: int = 5000
+    """GraphQL's own hourly budget (resource ``graphql``), apart from REST's (``core``)."""
     concurrent: int = 100
     points_per_minute: int = 900
     content_per_minute: int = 80
@@ -97,6 +105,7 @@ class RateLimits:
         self._clock = clock
         self._usage: dict[str, _Usage] = {}
         self._lock = threading.Lock()
+        self._graphql: dict[str, _Usage] = {}
         self.hits: list[Hit] = []
         self.peak_in_flight = 0
 
@@ -108,10 +117,13 @@ class RateLimits:
             usage = self._usage.setdefault(token, _Usage())
             usage.in_flight += 1
             self.peak_in_flight = max(self.peak_in_flight, usage.in_flight)
-            if now >= usage.reset:
-                usage.reset, usage.used = math.ceil(now + limits.hour), 0
-            if usage.used >= limits.primary:
-                return self._refused(now, "primary", method, path, self._primary(usage))
+            spent, limit = self._resource(token, path)
+            if now >= spent.reset:
+                spent.reset, spent.used = math.ceil(now + limits.hour), 0
+            if spent.used >= limit:
+                resource = "graphql" if path == GRAPHQL else "core"
+                answer = self._primary(spent, limit, resource)
+                return self._refused(now, "primary", method, path, answer)
             if usage.in_flight > limits.concurrent:
                 return self._refused(now, "concurrency", method, path, self._secondary(False))
             points = 1 if method in ("GET", "HEAD", "OPTIONS") else 5
@@ -130,36 +142,43 @@ class RateLimits:
                 usage.content_minute.append(now)
             return None
 
-    def leave(self, token: str, status: int) -> dict[str, str]:
-        """The request is answered: charge it (not a 304) and give its rate-limit headers."""
+    def leave(self, token: str, status: int, path: str = "") -> dict[str, str]:
+        """The request is answered: charge it (not a 304) to its resource (GraphQL's own,
+        else REST's) and give that resource's rate-limit headers."""
         with self._lock:
-            usage = self._usage[token]
-            usage.in_flight -= 1
+            self._usage[token].in_flight -= 1
+            spent, limit = self._resource(token, path)
             if status != 304:
-                usage.used = min(usage.used + 1, self.limits.primary)
-            return self._headers(usage)
+                spent.used = min(spent.used + 1, limit)
+            return self._headers(spent, limit, "graphql" if path == GRAPHQL else "core")
+
+    def _resource(self, token: str, path: str) -> tuple[_Usage, int]:
+        """The spending and the hourly limit ``path`` is charged to."""
+        if path == GRAPHQL:
+            return self._graphql.setdefault(token, _Usage()), self.limits.graphql_primary
+        return self._usage.setdefault(token, _Usage()), self.limits.primary
 
     def remaining(self, token: str) -> int:
         with self._lock:
             usage = self._usage.get(token, _Usage())
             return self.limits.primary - usage.used
 
-    def _headers(self, usage: _Usage) -> dict[str, str]:
+    def _headers(self, usage: _Usage, limit: int, resource: str) -> dict[str, str]:
         return {
-            "x-ratelimit-limit": str(self.limits.primary),
-            "x-ratelimit-remaining": str(self.limits.primary - usage.used),
+            "x-ratelimit-limit": str(limit),
+            "x-ratelimit-remaining": str(limit - usage.used),
             "x-ratelimit-reset": str(usage.reset),
             "x-ratelimit-used": str(usage.used),
-            "x-ratelimit-resource": "core",
+            "x-ratelimit-resource": resource,
         }
 
     def _refused(self, now: float, limit: str, method: str, path: str, answer: Answer) -> Answer:
         self.hits.append(Hit(now, limit, method, path))
         return answer
 
-    def _primary(self, usage: _Usage) -> Answer:
+    def _primary(self, usage: _Usage, limit: int, resource: str) -> Answer:
         _, _, body = self._genuine.error("SpecificExceptions.testRateLimitExceeded")
-        return 403, {**self._headers(usage), "x-ratelimit-remaining": "0"}, body
+        return 403, {**self._headers(usage, limit, resource), "x-ratelimit-remaining": "0"}, body
 
     def _secondary(self, content: bool) -> Answer:
         name = "secondary-rate-limit" + (".content-creation" if content else "")
