@@ -20,7 +20,6 @@ import signal
 import tempfile
 import threading
 import time
-import weakref
 from collections.abc import Iterator
 from pathlib import Path
 from types import FrameType
@@ -85,22 +84,27 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
 
 @pytest.fixture(autouse=True)
 def _runtimes_stopped(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """Every daemon runtime a test builds is stopped after it, started or not (after the
-    test's own stop: a second one does nothing): its delivery log's thread, its plugins'
-    processes and its mirrors' ``cat-file`` end with the test, not with the session. Held
-    weakly: a runtime the test dropped, and nothing of it runs any more, is gone already."""
+    """Every daemon runtime a test builds is stopped after it, started or not: its delivery
+    log's thread, its plugins' processes and its mirrors' ``cat-file`` end with the test,
+    not with the session. A runtime is held until it is stopped, by the test or here, and
+    let go then, so a test can see a stopped and dropped daemon freed."""
     from promoter.daemon import Runtime
 
-    built: weakref.WeakSet[Runtime] = weakref.WeakSet()
-    real = Runtime.__init__
+    unstopped: dict[int, Runtime] = {}
+    real_init, real_stop = Runtime.__init__, Runtime.stop
 
     def init(self: Runtime, *args: Any, **kwargs: Any) -> None:
-        real(self, *args, **kwargs)
-        built.add(self)
+        real_init(self, *args, **kwargs)
+        unstopped[id(self)] = self
+
+    def stop(self: Runtime, *args: Any, **kwargs: Any) -> Any:
+        unstopped.pop(id(self), None)
+        return real_stop(self, *args, **kwargs)
 
     monkeypatch.setattr(Runtime, "__init__", init)
+    monkeypatch.setattr(Runtime, "stop", stop)
     yield
-    for runtime in list(built):
+    for runtime in list(unstopped.values()):
         runtime.stop()
 
 

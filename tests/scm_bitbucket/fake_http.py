@@ -14,6 +14,7 @@ import re
 import subprocess
 import threading
 import time
+from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -107,7 +108,7 @@ class _Fault:
 
 
 @dataclass
-class FakeServer:
+class FakeServer(ABC):
     """The HTTP half of a fake; subclasses give ``answer``."""
 
     calls: list[Call] = field(default_factory=list)
@@ -223,19 +224,23 @@ class FakeServer:
 
     # --- what a fake gives -------------------------------------------------------------
 
+    @abstractmethod
     def authorized(self, authorization: str, path: str) -> bool:
-        raise NotImplementedError
+        """Whether the product takes ``authorization`` for ``path``."""
 
+    @abstractmethod
     def rate_limited(self) -> Answer:
-        raise NotImplementedError
+        """The product's answer to a client over its rate limit."""
 
+    @abstractmethod
     def error(self, status: int, message: str) -> Answer:
-        raise NotImplementedError
+        """The product's error answer, in its own shape."""
 
+    @abstractmethod
     def answer(
         self, method: str, path: str, query: dict[str, str], headers: dict[str, str], body: Any
     ) -> Answer:
-        raise NotImplementedError
+        """The product's answer to a request that passed authentication and the limits."""
 
     def count(self, method: str, pattern: str) -> list[Call]:
         """The logged requests of ``method`` whose path matches ``pattern``."""
