@@ -21,6 +21,7 @@ import logging
 import re
 import subprocess
 import threading
+import weakref
 from collections.abc import Callable, Mapping
 from contextlib import suppress
 from typing import IO, Any
@@ -85,6 +86,9 @@ class PluginProcess:
             close_fds=True,
             start_new_session=True,
         )
+        self._reaped = weakref.finalize(self, _reap, self.proc)
+        """A process dropped without ``stop`` (its reader ended: it exited) is killed if
+        still running, waited for and its pipes closed when the process is collected."""
         self._ids = itertools.count(1)
         self._timed_out: dict[int, None] = {}
         """Ids of calls that stopped waiting (oldest first): their answers come late. Any
@@ -284,6 +288,19 @@ class PluginProcess:
         for stream in (self.proc.stdout, self.proc.stderr):
             if stream is not None:
                 stream.close()
+        self._reaped.detach()
+
+
+def _reap(proc: subprocess.Popen[bytes]) -> None:
+    """End a plugin process nobody stopped: its pipes closed, killed if it still runs,
+    waited for (no zombie, no open file left to the collector)."""
+    for stream in (proc.stdin, proc.stdout, proc.stderr):
+        if stream is not None:
+            with suppress(OSError):
+                stream.close()
+    if proc.poll() is None:
+        proc.kill()
+        proc.wait()
 
 
 def _id_in(line: bytes) -> int | None:
