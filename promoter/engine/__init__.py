@@ -57,24 +57,22 @@ from promoter.engine.core.ledger_state import (
     QueueRace,
     Revert,
 )
-from promoter.engine.core.parts import (
-    Approvals,
-    AuthorsRead,
-    CommitSignature,
-    DeploymentTarget,
-    Queueing,
-    Read,
-    ReviewsRead,
-    SignaturesRead,
-)
 from promoter.engine.core.pr_text import PullRequestText, read_metadata
 from promoter.engine.core.pr_text import short as short_sha
+from promoter.engine.core.reads import Read
 from promoter.engine.core.snapshot import (
+    Approvals,
+    AuthorsRead,
     AutoRevertPolicy,
+    CommitSignature,
     CommitState,
+    DeploymentTarget,
     EnvironmentSnapshot,
     FreezePeriod,
+    Queueing,
+    ReviewsRead,
     Rollout,
+    SignaturesRead,
     Snapshot,
     UpstreamGroup,
 )

@@ -2,8 +2,9 @@
 
 A snapshot is immutable and self-contained; ``decide`` reads nothing else. An
 environment's branches, commits, open PR and ledger are plain fields; what one SCM
-feature adds (approvals, signatures, the merge queue, deployments) is a part of its own
-(``parts``), filled by one function of the reader.
+feature adds (approvals, signatures, the merge queue, deployments) is a part of its own,
+a frozen model below, filled by one function of ``promoter.daemon.reading``. A read that
+can fail or not be asked is a ``Read`` (``reads``).
 """
 
 from __future__ import annotations
@@ -14,16 +15,8 @@ from pydantic import Field
 
 from promoter.config.gates import GateSpec
 from promoter.engine.core.ledger_state import EnvLedger, HealthyRecord
-from promoter.engine.core.parts import (
-    NO_APPROVALS,
-    NO_DEPLOYMENT,
-    Approvals,
-    DeploymentTarget,
-    Frozen,
-    Queueing,
-    SignaturesRead,
-)
-from promoter.models import CommitStatus, DryCommit, PullRequest
+from promoter.engine.core.reads import Frozen, Read
+from promoter.models import Author, CommitStatus, DryCommit, PullRequest, QueueEntry, Review
 
 
 class CommitState(Frozen):
@@ -80,6 +73,74 @@ class FreezePeriod(Frozen):
     """The zone its end is shown in."""
     by: str = ""
     """Who froze it (a person's freeze)."""
+
+
+# The per-feature parts, each filled by one function of ``promoter.daemon.reading``.
+
+ReviewsRead = Read[tuple[Review, ...]]
+"""The open pull request's reviews."""
+AuthorsRead = Read[tuple[Author, ...]]
+"""The authors and co-authors of the dry commits being promoted."""
+
+
+class CommitSignature(Frozen):
+    """A dry commit's signature as git verified it against the configured signers."""
+
+    sha: str
+    verdict: str
+    """good, unsigned, unknown-signer, bad, expired or revoked."""
+    signer: str = ""
+    key: str = ""
+    scm_verified: bool | None = None
+    """The SCM's own verdict when asked for (None: not asked, or not read)."""
+    scm_reason: str = ""
+
+
+SignaturesRead = Read[tuple[CommitSignature, ...]]
+"""The signatures of the dry commits being promoted, oldest first: read only when a
+``signedCommits`` gate asks (empty when nothing is to be promoted)."""
+
+
+class Approvals(Frozen):
+    """What approval gates and reviewer requests read of the open pull request."""
+
+    reviews: ReviewsRead = ReviewsRead()
+    """Read only when an approval gate asks and a PR is open; a plugin that cannot read
+    reviews gives the reason."""
+    change_authors: AuthorsRead = AuthorsRead()
+    """Read only when a PR is open and an approval gate leaves the change's authors out
+    (``excludeChangeAuthors``) or reviewers are to be requested (they are not asked)."""
+    reviewers: tuple[str, ...] = ()
+    """Users to request on the promotion PR (configured, and code owners when asked)."""
+    reviewer_teams: tuple[str, ...] = ()
+    """Teams (GitHub) or groups (GitLab) to request on the promotion PR."""
+
+
+NO_APPROVALS = Approvals()
+"""Nothing asked: no approval gate, no reviewer to request, or no PR."""
+
+
+class Queueing(Frozen):
+    """Whether the environment's branch merges through the SCM's merge queue."""
+
+    on: bool = False
+    """Promotion PRs are enqueued, not merged."""
+    from_scm: bool = False
+    """``mergeQueue`` is not configured: ``on`` is what the SCM says, and a merge the SCM
+    refuses for want of its queue is enqueued instead."""
+    entry: QueueEntry | None = None
+    """The open PR's place in the queue, read while the promoter's attempt is in it."""
+
+
+class DeploymentTarget(Frozen):
+    """The SCM environment promotions are reported to as deployments."""
+
+    environment: str | None = None
+    """None: promotions of this environment are not reported."""
+    url: str = ""
+
+
+NO_DEPLOYMENT = DeploymentTarget()
 
 
 class EnvironmentSnapshot(Frozen):
