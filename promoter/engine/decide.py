@@ -233,7 +233,7 @@ def _verdict(
     elif not env.auto_merge:
         outcome.state = EnvState.READY
         outcome.reason = "every gate passes; waiting for a person to merge"
-    elif env.merge_queue:
+    elif env.queueing.on:
         outcome.state, outcome.reason, queued, outcome.requeue = queue_step(
             snapshot, index, proposed, pr
         )

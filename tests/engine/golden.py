@@ -32,7 +32,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from promoter.config import GateSpec
-from promoter.engine import Decision, Snapshot
+from promoter.engine import Approvals, AuthorsRead, Decision, ReviewsRead, Snapshot
 from promoter.engine.core.ledger_state import EnvLedger, HealthyRecord, Hold, Pin, Revert
 from promoter.engine.core.snapshot import AutoRevertPolicy
 from promoter.models import Author, Phase, Review
@@ -89,14 +89,20 @@ def _with_extras(env: Any, plain: Env, spec: Mapping[str, Any]) -> Any:
         update["gates"] = tuple(GateSpec.model_validate(g) for g in spec["gates"])
     if "auto_revert" in spec:
         update["auto_revert"] = AutoRevertPolicy(enabled=True, **spec["auto_revert"])
+    approvals: dict[str, Any] = {}
     if "reviews" in spec:
         head = env.pull_request.head_sha if env.pull_request else ""
-        update["reviews"] = tuple(
-            Review(user=r["user"], approved=r.get("approved", True), commit_sha=head)
-            for r in spec["reviews"]
+        approvals["reviews"] = ReviewsRead(
+            value=tuple(
+                Review(user=r["user"], approved=r.get("approved", True), commit_sha=head)
+                for r in spec["reviews"]
+            )
         )
     if "reviews" in spec or "authors" in spec:
-        update["change_authors"] = tuple(Author(**a) for a in spec.get("authors", ()))
+        authors = tuple(Author(**a) for a in spec.get("authors", ()))
+        approvals["change_authors"] = AuthorsRead(value=authors)
+    if approvals:
+        update["approvals"] = Approvals(**approvals)
     if "pr_author" in spec and env.pull_request is not None:
         update["pull_request"] = env.pull_request.model_copy(update={"author": spec["pr_author"]})
     if spec.get("proposed_by_merge") and env.proposed is not None:

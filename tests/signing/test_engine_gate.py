@@ -5,7 +5,13 @@ from __future__ import annotations
 
 from promoter.config import GateSpec, SecretRef
 from promoter.config.gates import SignedCommits
-from promoter.engine import CommitSignature, GateVerdict, MergePullRequest, decide
+from promoter.engine import (
+    CommitSignature,
+    GateVerdict,
+    MergePullRequest,
+    SignaturesRead,
+    decide,
+)
 from promoter.models import Phase
 from tests.engine.reverts.test_revert import edit
 from tests.engine.strategies import build
@@ -23,8 +29,7 @@ def verdict(
         build(promotable()),
         0,
         gates=(GateSpec(signed_commits=spec),),
-        signatures=None if unread else signatures,
-        signatures_error=unread,
+        signatures=SignaturesRead(reason=unread) if unread else SignaturesRead(value=signatures),
     )
     decision = decide(snapshot)
     gate = next(g for g in decision.environments[0].gates if g.name == KEY)

@@ -266,7 +266,7 @@ class Executor:
                 snapshot, repo, action, pr_key(repo, env, action)
             )
         except ScmQueueRequired:
-            if not env.merge_queue_from_scm or action.purpose != "promotion":
+            if not env.queueing.from_scm or action.purpose != "promotion":
                 raise  # mergeQueue: false says otherwise; reverts merge as they are
             self.reader.queue_detection.learn(self.plugin, repo, env.branch)
             result = self._queues().instead_of_merge(snapshot, repo, mirror, action)

@@ -2,8 +2,7 @@
 
 Which dry SHAs descend from which (``ancestry``), whether the proposed commit is already
 in the active branch (``proposed_in_active``), whether merging them would conflict
-(``MergeConflicts``, kept by SHA), who to ask for a review by the active branch's
-CODEOWNERS (``reviewers_to_request``) and who wrote the change (``change_authors``).
+(``MergeConflicts``, kept by SHA).
 """
 
 from __future__ import annotations
@@ -11,13 +10,9 @@ from __future__ import annotations
 import itertools
 from dataclasses import dataclass, field
 
-from promoter.config import Environment, GateSpec
-from promoter.engine import CommitState, EnvironmentSnapshot, EnvLedger
-from promoter.errors import GitError
+from promoter.engine import CommitState, EnvironmentSnapshot
 from promoter.git import GitMirror
 from promoter.git.caches import remember
-from promoter.git.codeowners import change_owners
-from promoter.models import Author, PullRequest
 
 
 def ancestry(mirror: GitMirror, envs: list[EnvironmentSnapshot]) -> frozenset[tuple[str, str]]:
@@ -43,51 +38,6 @@ def ancestry(mirror: GitMirror, envs: list[EnvironmentSnapshot]) -> frozenset[tu
         if env.proposed is not None and env.proposed.dry_sha:
             pairs.update((h.dry_sha, env.proposed.dry_sha) for h in env.ledger.holds)
     return frozenset((a, d) for a, d in pairs if a != d and mirror.is_ancestor(a, d))
-
-
-def reviewers_to_request(
-    env: Environment,
-    mirror: GitMirror,
-    active: CommitState | None,
-    proposed: CommitState | None,
-    pr: PullRequest | None,
-    ledger: EnvLedger,
-) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """The users and teams to request on the open PR: configured, and (``codeowners``) the
-    owners of what it changes by the active branch's CODEOWNERS; read only until asked."""
-    wanted = env.reviewers
-    if wanted is None or pr is None or pr.number in ledger.reviewers_requested:
-        return (), ()
-    users, teams = list(wanted.users), list(wanted.teams)
-    if wanted.codeowners and active is not None and proposed is not None:
-        for owner in change_owners(
-            mirror.path, active.hydrated_sha, active.hydrated_sha, proposed.hydrated_sha
-        ):
-            (teams if "/" in owner else users).append(owner)
-    return tuple(dict.fromkeys(users)), tuple(dict.fromkeys(teams))
-
-
-def change_authors(
-    mirror: GitMirror,
-    gates: tuple[GateSpec, ...],
-    pr: PullRequest | None,
-    active: CommitState | None,
-    proposed: CommitState | None,
-    *,
-    reviewers: bool = False,
-) -> tuple[tuple[Author, ...] | None, str | None]:
-    """Who wrote the dry commits being promoted, read only when a PR is open and an approval
-    gate leaves them out (``excludeChangeAuthors``) or ``reviewers`` are to be asked for
-    (the authors are not asked); unreadable: None, and why."""
-    excluded = any(g.approval and g.approval.exclude_change_authors for g in gates)
-    if pr is None or not (excluded or reviewers):
-        return None, None
-    if active is None or proposed is None or not active.dry_sha or not proposed.dry_sha:
-        return None, "approval: the dry commits being promoted are not known"
-    try:
-        return mirror.authors(active.dry_sha, proposed.dry_sha), None
-    except GitError as exc:
-        return None, f"approval: the authors of the change cannot be read: {exc}"
 
 
 def proposed_in_active(

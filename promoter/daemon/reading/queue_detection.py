@@ -1,5 +1,5 @@
-"""An environment's merge queue as the reader sees it: whether the branch merges through the
-SCM's queue, and the open PR's place in it while the promoter's attempt waits there.
+"""The merge queue part of an environment's snapshot (``Queueing``): whether the branch merges
+through the SCM's queue, and the open PR's place in it while the promoter's attempt waits there.
 
 When the configuration does not say (``mergeQueue`` unset), the SCM's answer is read once
 per branch (GitHub) or per repository (GitLab), for branches the promoter merges, and kept
@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import cast
 
 from promoter.config import Environment, Repository
-from promoter.engine import EnvLedger
+from promoter.engine import EnvLedger, Queueing
 from promoter.errors import ScmError, ScmRateLimited, ScmUnavailable
 from promoter.models import PullRequest, QueueEntry
 from scm_plugins.protocol import MergeQueueDetection, MergeQueues
@@ -37,6 +37,13 @@ KEEP_FOR = 3600.0
 """Seconds an answer is kept before the SCM is asked again."""
 RETRY_FOR = 300.0
 """Seconds "no queue" is kept after the SCM was unavailable or rate limited."""
+
+OUT_OF_QUEUE = {
+    (on, from_scm): Queueing(on=on, from_scm=from_scm)
+    for on in (False, True)
+    for from_scm in (False, True)
+}
+"""The parts without a queue entry (the common case, shared)."""
 
 
 @dataclass
@@ -61,22 +68,32 @@ class QueueDetection:
         env: Environment,
         pr: PullRequest | None,
         ledger: EnvLedger,
-    ) -> tuple[bool, QueueEntry | None]:
+    ) -> Queueing:
         """Whether ``env`` merges through a queue (configured, else as the SCM says), and the
         open PR's place in it: read only while the promoter's attempt for that PR and head
         waits there (one call)."""
+        from_scm = env.merge_queue is None
         if env.merge_queue is not None:
             queued = env.merge_queue
         else:
             queued = env.auto_merge and self.required(plugin, repo, env.branch)
+        entry = self._entry(plugin, repo, queued, pr, ledger)
+        if entry is None:
+            return OUT_OF_QUEUE[queued, from_scm]
+        return Queueing(on=queued, from_scm=from_scm, entry=entry)
+
+    @staticmethod
+    def _entry(
+        plugin: object, repo: Repository, queued: bool, pr: PullRequest | None, ledger: EnvLedger
+    ) -> QueueEntry | None:
         attempt = ledger.queue
         if not queued or pr is None or attempt is None or not attempt.waiting:
-            return queued, None
+            return None
         if (attempt.number, attempt.head_sha) != (pr.number, pr.head_sha):
-            return queued, None
+            return None
         if not isinstance(plugin, MergeQueues):
-            return queued, None
-        return queued, plugin.queue_entry(repo=repo, number=pr.number)
+            return None
+        return plugin.queue_entry(repo=repo, number=pr.number)
 
     def required(self, plugin: object, repo: Repository, branch: str) -> bool:
         """Whether merges into ``branch`` must go through the queue, as the SCM says; False

@@ -11,15 +11,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from promoter.config import Environment, GateSpec, PromotionStrategy, Repository
+from promoter.config import PromotionStrategy, Repository
 from promoter.config.freezes import GlobalFreezeWindow
-from promoter.daemon.reading.commit_facts import (
-    MergeConflicts,
-    ancestry,
-    change_authors,
-    proposed_in_active,
-    reviewers_to_request,
-)
+from promoter.daemon.reading.approvals import read_approvals
+from promoter.daemon.reading.commit_facts import MergeConflicts, ancestry, proposed_in_active
+from promoter.daemon.reading.deployment_target import deployment_target
 from promoter.daemon.reading.freezes import configured, dated_periods, manual_periods
 from promoter.daemon.reading.queue_detection import QueueDetection
 from promoter.daemon.reading.review_reads import ReviewReads
@@ -29,11 +25,11 @@ from promoter.engine import CommitState, EnvironmentSnapshot, EnvLedger, FreezeP
 from promoter.errors import MetadataMissing
 from promoter.git import GitMirror
 from promoter.git.lineage import Lineage
-from promoter.models import CommitStatus, DryCommit, PullRequest, Review, utcnow
+from promoter.models import CommitStatus, DryCommit, PullRequest, utcnow
 from promoter.state.ledger import GitLedger, LedgerUnreadable
 from promoter.state.pulls import MISSING, PullRequestCache
 from promoter.state.statuses import StatusCache
-from scm_plugins.protocol import Deployments, ScmPlugin, review_reader
+from scm_plugins.protocol import ScmPlugin
 
 log = logging.getLogger("promoter.reader")
 
@@ -150,7 +146,9 @@ class SnapshotReader:
         shape: EnvironmentShape,
         wide: dict[tuple[str, str], EnvLedger],
     ) -> EnvironmentSnapshot:
-        """One environment's part of the snapshot: its branches, PR, ledger and reviews.
+        """One environment's part of the snapshot: its branches, PR, ledger and freezes, then
+        one part per SCM feature, each filled by its own function (``approvals``,
+        ``signature_check``, ``queue_detection``, ``deployment_target``).
         ``wide``: the ledgers read for every environment of the snapshot, kept by key."""
         env = shape.config
         proposed_branch = shape.proposed_branch
@@ -170,9 +168,19 @@ class SnapshotReader:
         freezes, freeze_error = self._freezes(strategy, mirror, env.branch, ledger, wide)
         error = error or freeze_error
         gates = shape.gates
-        reviews, reviews_error = self._reviews(repo, gates, pull_request)
-        users, teams = reviewers_to_request(env, mirror, active, proposed, pull_request, ledger)
-        signatures, signatures_error = self.signatures.read(
+        approvals = read_approvals(
+            self.plugin,
+            self.review_reads,
+            repo,
+            mirror,
+            env,
+            gates,
+            pull_request,
+            active,
+            proposed,
+            ledger,
+        )
+        signatures = self.signatures.read(
             self.plugin,
             repo,
             mirror,
@@ -180,11 +188,8 @@ class SnapshotReader:
             active.dry_sha if active else None,
             proposed.dry_sha if active and proposed else None,
         )
-        authors, authors_error = change_authors(
-            mirror, gates, pull_request, active, proposed, reviewers=bool(users)
-        )
-        merge_queue, queue = self.queue_detection.read(self.plugin, repo, env, pull_request, ledger)
-        lacking = self.queue_detection.lacking(repo, env.branch) if merge_queue else None
+        queueing = self.queue_detection.read(self.plugin, repo, env, pull_request, ledger)
+        lacking = self.queue_detection.lacking(repo, env.branch) if queueing.on else None
         if lacking and active and proposed and proposed.dry_sha != active.dry_sha:
             error = error or lacking  # this environment cannot promote here; others can
         return EnvironmentSnapshot(
@@ -205,29 +210,14 @@ class SnapshotReader:
             merge_conflicts=self.conflicts.check(mirror, active, proposed),
             error=error,
             gates=gates,
-            reviews=reviews,
-            reviews_error=reviews_error,
-            change_authors=authors,
-            change_authors_error=authors_error,
             upstreams=shape.upstreams,
             rollout=shape.rollout,
             freezes=freezes,
+            approvals=approvals,
             signatures=signatures,
-            signatures_error=signatures_error,
-            reviewers=users,
-            reviewer_teams=teams,
-            **self._deployment(strategy, env),
-            merge_queue=merge_queue,
-            merge_queue_from_scm=env.merge_queue is None,
-            queue=queue,
+            queueing=queueing,
+            deployment=deployment_target(self.plugin, strategy, env),
         )
-
-    def _deployment(self, strategy: PromotionStrategy, env: Environment) -> dict[str, str]:
-        """The SCM environment promotions of ``env`` are reported to, if on and possible."""
-        target = strategy.deployment_of(env)
-        if target is None or not isinstance(self.plugin, Deployments):
-            return {}
-        return {"deployment_environment": target[0], "deployment_url": target[1]}
 
     def _ledger(
         self, mirror: GitMirror, strategy: str, branch: str
@@ -265,22 +255,6 @@ class SnapshotReader:
         for windows, scope in configured(strategy, self.global_freezes):
             found += dated_periods([windows], scope, branch, now)
         return tuple(found), None
-
-    def _reviews(
-        self, repo: Repository, gates: tuple[GateSpec, ...], pr: PullRequest | None
-    ) -> tuple[tuple[Review, ...] | None, str | None]:
-        """The open PR's reviews, read only when an approval gate needs them."""
-        wanted = [g.approval for g in gates if g.approval is not None]
-        if not wanted or pr is None:
-            return None, None
-        reviewer = review_reader(self.plugin)
-        if reviewer is None:
-            return None, f"approval: the {self.plugin.name} SCM plugin cannot read reviews"
-        teams = sorted({team for approval in wanted for team in approval.teams})
-        timeout = min(approval.timeout for approval in wanted)
-        return self.review_reads.read(
-            reviewer, self.plugin.name, repo, pr.number, teams, timeout=timeout
-        )
 
     def open_pull_request(
         self, repo: Repository, head: str, base: str, tip: str

@@ -16,7 +16,7 @@ from collections.abc import Collection
 
 from promoter.config import Repository
 from promoter.daemon.checks.gate_calls import GateCalls, GateTrouble, words_of
-from promoter.engine import Snapshot
+from promoter.engine import ReviewsRead, Snapshot
 from promoter.errors import ScmError
 from promoter.models import Review
 from scm_plugins.protocol import Reviews
@@ -41,8 +41,8 @@ class ReviewReads:
         teams: Collection[str],
         *,
         timeout: float,
-    ) -> tuple[tuple[Review, ...] | None, str | None]:
-        """``(reviews, None)``, or ``(None, why)`` in the words of SCM ``name``."""
+    ) -> ReviewsRead:
+        """The reviews, or why they could not be read in the words of SCM ``name``."""
         ident = (repo.name, number)
         try:
             found = self.calls.call(
@@ -54,13 +54,14 @@ class ReviewReads:
                 raise TypeError(f"not a list of reviews: {type(found).__name__}")
         except (ScmError, GateTrouble) as exc:
             self._failed(ident)
-            return None, f"approval: {name} not reachable: {words_of(exc)}"
+            return ReviewsRead(reason=f"approval: {name} not reachable: {words_of(exc)}")
         except Exception as exc:
             self._failed(ident)
-            return None, f"approval: {name} answered garbage: {type(exc).__name__}: {words_of(exc)}"
+            why = f"{type(exc).__name__}: {words_of(exc)}"
+            return ReviewsRead(reason=f"approval: {name} answered garbage: {why}")
         with self._lock:
             self._failures.pop(ident, None)
-        return tuple(found), None
+        return ReviewsRead(value=tuple(found))
 
     def _failed(self, ident: tuple[str, int]) -> None:
         with self._lock:
@@ -74,7 +75,7 @@ class ReviewReads:
         with self._lock:
             for env in snapshot.environments:
                 pr = env.pull_request
-                if env.reviews_error is None or pr is None:
+                if env.approvals.reviews.reason is None or pr is None:
                     continue
                 failures = self._failures.get((snapshot.repository, pr.number), 0)
                 if failures:

@@ -13,7 +13,7 @@ import threading
 from dataclasses import dataclass, field
 
 from promoter.config import GateSpec, Repository
-from promoter.engine import CommitSignature
+from promoter.engine import CommitSignature, SignaturesRead
 from promoter.errors import ConfigError, GitError, ScmError
 from promoter.git import GitMirror
 from promoter.git.caches import remember
@@ -23,6 +23,9 @@ from promoter.models import Verification
 from scm_plugins.protocol import CommitVerifications, ScmPlugin
 
 log = logging.getLogger("promoter.signatures")
+
+NOT_ASKED = SignaturesRead()
+NOTHING_TO_VERIFY = SignaturesRead(value=())
 
 
 @dataclass
@@ -41,23 +44,28 @@ class SignatureReading:
         gates: tuple[GateSpec, ...],
         since: str | None,
         until: str | None,
-    ) -> tuple[tuple[CommitSignature, ...] | None, str | None]:
-        """The signatures of the dry commits in ``since..until``, or why they cannot be read."""
+    ) -> SignaturesRead:
+        """The signatures of the dry commits in ``since..until``, or why they cannot be read;
+        not asked without a ``signedCommits`` gate."""
         specs = [g.signed_commits for g in gates if g.signed_commits is not None]
-        if not specs or until is None or since == until:
-            return (() if specs else None), None
+        if not specs:
+            return NOT_ASKED
+        if until is None or since == until:
+            return NOTHING_TO_VERIFY
         spec = specs[0]
         try:
             signers = spec.allowed_signers.resolve() if spec.allowed_signers else ""
             keyring = spec.keyring.resolve() if spec.keyring else ""
             shas = self._range(mirror, since, until)
             if len(shas) > MAX_COMMITS:
-                return None, f"signatures: more than {MAX_COMMITS} dry commits to verify"
+                return SignaturesRead(
+                    reason=f"signatures: more than {MAX_COMMITS} dry commits to verify"
+                )
             found = self.verifier.verify(
                 mirror.path, shas, allowed_signers=signers, keyring=keyring
             )
         except (ConfigError, GitError) as exc:
-            return None, f"signatures: cannot verify: {exc}"
+            return SignaturesRead(reason=f"signatures: cannot verify: {exc}")
         checks = []
         for sig in found:
             verified = self._scm_verdict(plugin, repo, sig.sha) if spec.scm_verification else None
@@ -71,7 +79,7 @@ class SignatureReading:
                     scm_reason=verified.reason if verified else "",
                 )
             )
-        return tuple(checks), None
+        return SignaturesRead(value=tuple(checks))
 
     @staticmethod
     def _range(mirror: GitMirror, since: str | None, until: str) -> list[str]:

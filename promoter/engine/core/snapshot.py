@@ -1,21 +1,22 @@
 """The engine's input: everything read from git, the SCM and the cache for one strategy.
 
-A snapshot is immutable and self-contained; ``decide`` reads nothing else.
+A snapshot is immutable and self-contained; ``decide`` reads nothing else. An
+environment's branches, commits, open PR and ledger are plain fields; what one SCM
+feature adds (approvals, signatures, the merge queue, deployments) is a part of its own,
+a frozen model below, filled by one function of ``promoter.daemon.reading``. A read that
+can fail or not be asked is a ``Read`` (``reads``).
 """
 
 from __future__ import annotations
 
 from datetime import datetime
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from promoter.config.gates import GateSpec
 from promoter.engine.core.ledger_state import EnvLedger, HealthyRecord
+from promoter.engine.core.reads import Frozen, Read
 from promoter.models import Author, CommitStatus, DryCommit, PullRequest, QueueEntry, Review
-
-
-class Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
 
 class CommitState(Frozen):
@@ -60,19 +61,6 @@ class Rollout(Frozen):
     """A promotion PR with this label stops here until a person approves its change."""
 
 
-class CommitSignature(Frozen):
-    """A dry commit's signature as git verified it against the configured signers."""
-
-    sha: str
-    verdict: str
-    """good, unsigned, unknown-signer, bad, expired or revoked."""
-    signer: str = ""
-    key: str = ""
-    scm_verified: bool | None = None
-    """The SCM's own verdict when asked for (None: not asked, or not read)."""
-    scm_reason: str = ""
-
-
 class FreezePeriod(Frozen):
     """A freeze that covers an environment: a person's (no end) or a configured date or range."""
 
@@ -87,8 +75,76 @@ class FreezePeriod(Frozen):
     """Who froze it (a person's freeze)."""
 
 
+# The per-feature parts, each filled by one function of ``promoter.daemon.reading``.
+
+ReviewsRead = Read[tuple[Review, ...]]
+"""The open pull request's reviews."""
+AuthorsRead = Read[tuple[Author, ...]]
+"""The authors and co-authors of the dry commits being promoted."""
+
+
+class CommitSignature(Frozen):
+    """A dry commit's signature as git verified it against the configured signers."""
+
+    sha: str
+    verdict: str
+    """good, unsigned, unknown-signer, bad, expired or revoked."""
+    signer: str = ""
+    key: str = ""
+    scm_verified: bool | None = None
+    """The SCM's own verdict when asked for (None: not asked, or not read)."""
+    scm_reason: str = ""
+
+
+SignaturesRead = Read[tuple[CommitSignature, ...]]
+"""The signatures of the dry commits being promoted, oldest first: read only when a
+``signedCommits`` gate asks (empty when nothing is to be promoted)."""
+
+
+class Approvals(Frozen):
+    """What approval gates and reviewer requests read of the open pull request."""
+
+    reviews: ReviewsRead = ReviewsRead()
+    """Read only when an approval gate asks and a PR is open; a plugin that cannot read
+    reviews gives the reason."""
+    change_authors: AuthorsRead = AuthorsRead()
+    """Read only when a PR is open and an approval gate leaves the change's authors out
+    (``excludeChangeAuthors``) or reviewers are to be requested (they are not asked)."""
+    reviewers: tuple[str, ...] = ()
+    """Users to request on the promotion PR (configured, and code owners when asked)."""
+    reviewer_teams: tuple[str, ...] = ()
+    """Teams (GitHub) or groups (GitLab) to request on the promotion PR."""
+
+
+NO_APPROVALS = Approvals()
+"""Nothing asked: no approval gate, no reviewer to request, or no PR."""
+
+
+class Queueing(Frozen):
+    """Whether the environment's branch merges through the SCM's merge queue."""
+
+    on: bool = False
+    """Promotion PRs are enqueued, not merged."""
+    from_scm: bool = False
+    """``mergeQueue`` is not configured: ``on`` is what the SCM says, and a merge the SCM
+    refuses for want of its queue is enqueued instead."""
+    entry: QueueEntry | None = None
+    """The open PR's place in the queue, read while the promoter's attempt is in it."""
+
+
+class DeploymentTarget(Frozen):
+    """The SCM environment promotions are reported to as deployments."""
+
+    environment: str | None = None
+    """None: promotions of this environment are not reported."""
+    url: str = ""
+
+
+NO_DEPLOYMENT = DeploymentTarget()
+
+
 class EnvironmentSnapshot(Frozen):
-    """One environment: its configuration and the state of its two branches."""
+    """One environment: its configuration, the state of its two branches, its parts."""
 
     branch: str
     proposed_branch: str
@@ -121,46 +177,22 @@ class EnvironmentSnapshot(Frozen):
     gates: tuple[GateSpec, ...] = Field(
         default=(), description="Built-in gates configured on this environment (rule 5)."
     )
-    reviews: tuple[Review, ...] | None = Field(
-        default=None,
-        description="Reviews of the open PR; None when not read (no approval gate, no PR) "
-        "or when the SCM plugin cannot read them (see reviews_error).",
-    )
-    reviews_error: str | None = None
-    change_authors: tuple[Author, ...] | None = Field(
-        default=None,
-        description="The authors and co-authors of the dry commits being promoted; None when "
-        "not read (no approval gate excludes them, no PR) or unreadable (change_authors_error).",
-    )
-    change_authors_error: str | None = None
     upstreams: tuple[UpstreamGroup, ...] | None = Field(
         default=None,
         description="What this environment waits for; None: the environment before it.",
     )
     rollout: Rollout = Field(default_factory=lambda: Rollout())
-    signatures: tuple[CommitSignature, ...] | None = Field(
-        default=None,
-        description="Signatures of the dry commits being promoted, oldest first; None when "
-        "no signedCommits gate asks, or they could not be read (signatures_error).",
-    )
-    signatures_error: str | None = None
-    merge_queue: bool = False
-    """The branch merges through a queue: promotion PRs are enqueued, not merged."""
-    merge_queue_from_scm: bool = False
-    """``mergeQueue`` is not configured: ``merge_queue`` is what the SCM says, and a merge
-    the SCM refuses for want of its queue is enqueued instead."""
-    queue: QueueEntry | None = None
-    """The open PR's place in the queue, read while the promoter's attempt is in it."""
-    deployment_environment: str | None = None
-    """The SCM environment promotions are reported to as deployments (None: not reported)."""
-    deployment_url: str = ""
-    reviewers: tuple[str, ...] = ()
-    """Users to request on the promotion PR (configured, and code owners when asked)."""
-    reviewer_teams: tuple[str, ...] = ()
-    """Teams (GitHub) or groups (GitLab) to request on the promotion PR."""
     freezes: tuple[FreezePeriod, ...] = Field(
         default=(), description="Freezes covering the environment, in force or to come."
     )
+    approvals: Approvals = NO_APPROVALS
+    """The open PR's reviews, the change's authors, the reviewers to request."""
+    signatures: SignaturesRead = SignaturesRead()
+    """Signatures of the dry commits being promoted (``signedCommits`` gates)."""
+    queueing: Queueing = Queueing()
+    """Whether the branch merges through the SCM's queue, and the open PR's place in it."""
+    deployment: DeploymentTarget = NO_DEPLOYMENT
+    """Where promotions are reported as deployments."""
 
     @property
     def last_healthy(self) -> HealthyRecord | None:

@@ -95,13 +95,15 @@ def approval(spec: Approval, key: str, snapshot: Snapshot, index: int) -> GateVe
         return GateVerdict(name=key, phase=Phase.SUCCESS, reason=f"approved by label {spec.label}")
     reviews: tuple[Review, ...] = ()
     if pr is not None:
-        if env.reviews is None:
-            reason = env.reviews_error or "approval: reviews not read yet"
+        read = env.approvals.reviews
+        if read.value is None:
+            reason = read.reason or "approval: reviews not read yet"
             return GateVerdict(name=key, phase=Phase.PENDING, reason=reason)
-        reviews = env.reviews
-    authors = env.change_authors if spec.exclude_change_authors else ()
+        reviews = read.value
+    read_authors = env.approvals.change_authors
+    authors = read_authors.value if spec.exclude_change_authors else ()
     if authors is None and reviews:
-        reason = env.change_authors_error or "approval: the authors of the change not read yet"
+        reason = read_authors.reason or "approval: the authors of the change not read yet"
         return GateVerdict(name=key, phase=Phase.PENDING, reason=reason)
     head = pr.head_sha if pr is not None else ""
     latest = {r.user: r for r in reviews}  # a person's latest review counts
@@ -169,13 +171,14 @@ WHY_NOT = {
 def signed_commits(spec: SignedCommits, key: str, snapshot: Snapshot, index: int) -> GateVerdict:
     """Every dry commit being promoted is signed by an allowed signer (and, when asked, the
     SCM verifies it too). A failure names each commit and what is wrong with it."""
-    env = snapshot.environments[index]
-    if env.signatures is None:
-        reason = env.signatures_error or "signatures: not read yet"
+    read = snapshot.environments[index].signatures
+    if read.value is None:
+        reason = read.reason or "signatures: not read yet"
         return GateVerdict(name=key, phase=Phase.PENDING, reason=reason)
+    signatures = read.value
     problems = []
     unread = []
-    for sig in env.signatures:
+    for sig in signatures:
         if sig.verdict != "good":
             by = f" ({sig.key})" if sig.key else ""
             problems.append(f"{short(sig.sha)} {WHY_NOT.get(sig.verdict, sig.verdict)}{by}")
@@ -189,8 +192,8 @@ def signed_commits(spec: SignedCommits, key: str, snapshot: Snapshot, index: int
     if unread:
         reason = f"signatures: waiting for the SCM's verdict on {', '.join(unread)}"
         return GateVerdict(name=key, phase=Phase.PENDING, reason=reason)
-    count = len(env.signatures)
-    signers = ", ".join(dict.fromkeys(s.signer or s.key for s in env.signatures))
+    count = len(signatures)
+    signers = ", ".join(dict.fromkeys(s.signer or s.key for s in signatures))
     reason = (
         f"signed by {signers} ({count} commit{'s' if count != 1 else ''})"
         if count

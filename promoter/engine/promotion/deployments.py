@@ -32,7 +32,7 @@ from promoter.models import Phase
 def deployment_actions(snapshot: Snapshot, index: int, decided: Sequence[Action]) -> list[Action]:
     """The deployment to create, or the status to set, for environment ``index`` now."""
     env = snapshot.environments[index]
-    name = env.deployment_environment
+    name = env.deployment.environment
     if name is None or env.error:
         return []
     latest = env.ledger.deployments[-1] if env.ledger.deployments else None
@@ -48,7 +48,7 @@ def deployment_actions(snapshot: Snapshot, index: int, decided: Sequence[Action]
                 sha=None,
                 dry_sha=merge.dry_sha,
                 scm_environment=name,
-                url=env.deployment_url,
+                url=env.deployment.url,
                 pr=merge.number,
                 pr_url=pr.url if pr is not None and pr.url else snapshot.status_url,
                 supersedes=live,
@@ -67,7 +67,7 @@ def deployment_actions(snapshot: Snapshot, index: int, decided: Sequence[Action]
                 sha=active.hydrated_sha,
                 dry_sha=active.dry_sha,
                 scm_environment=name,
-                url=env.deployment_url,
+                url=env.deployment.url,
                 pr=queued.number if queued is not None else None,
                 pr_url=(queued.url if queued is not None else "") or snapshot.status_url,
                 supersedes=live,
@@ -81,7 +81,7 @@ def _status(
 ) -> list[Action]:
     """The running deployment's state from the active gates and reverts."""
     env = snapshot.environments[index]
-    assert env.active is not None and env.deployment_environment is not None
+    assert env.active is not None and env.deployment.environment is not None
     if latest.state == "inactive":
         return []
     reverts = [r for r in env.ledger.reverts if r.bad_hydrated_sha == latest.hydrated_sha]
@@ -103,10 +103,10 @@ def _status(
         SetDeploymentStatus(
             environment=index,
             deployment_id=latest.id,
-            scm_environment=env.deployment_environment,
+            scm_environment=env.deployment.environment,
             state=state,
             description=clip(text),
-            url=env.deployment_url,
+            url=env.deployment.url,
             log_url=latest.link or snapshot.status_url,
         )
     ]

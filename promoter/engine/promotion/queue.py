@@ -57,7 +57,7 @@ def queue_step(
             older = withdraw(snapshot, index, attempt, newer_head(snapshot, index, pr))
         attempt = None  # another PR, or a newer head: a fresh start
     if attempt is not None and attempt.waiting:
-        entry = env.queue
+        entry = env.queueing.entry
         if entry is None or entry.queued:
             where = f" at position {entry.position}" if entry is not None and entry.position else ""
             state = f", {entry.state.lower()}" if entry is not None and entry.state else ""
@@ -114,7 +114,7 @@ def withdrawals(snapshot: Snapshot, index: int, why: str) -> tuple[list[Action],
     out = f"; pull request #{pr.number} is out of the merge queue until every gate passes"
     if not attempt.waiting:
         return [], out if attempt.withdrawn else ""
-    if not env.merge_queue or merged(snapshot, index, attempt):
+    if not env.queueing.on or merged(snapshot, index, attempt):
         return [], ""
     proposed = env.proposed.hydrated_sha if env.proposed is not None else pr.head_sha
     if attempt.head_sha != proposed or attempt.head_sha != pr.head_sha:

@@ -15,17 +15,19 @@ from promoter.models import PullRequest
 def request_reviewers(snapshot: Snapshot, index: int, pr: PullRequest | None) -> list[Action]:
     """A request for the open PR ``pr`` when it has reviewers to ask for and none was made."""
     env = snapshot.environments[index]
-    if pr is None or not (env.reviewers or env.reviewer_teams):
+    approvals = env.approvals
+    users = approvals.reviewers
+    if pr is None or not (users or approvals.reviewer_teams):
         return []
     if pr.number in env.ledger.reviewers_requested:
         return []
-    why = {user: not_asked(user, pr, env.change_authors) for user in env.reviewers}
+    why = {user: not_asked(user, pr, approvals.change_authors.value) for user in users}
     return [
         RequestReviewers(
             environment=index,
             number=pr.number,
-            users=tuple(user for user in env.reviewers if why[user] is None),
-            teams=env.reviewer_teams,
-            left_out=tuple(f"{user} ({why[user]})" for user in env.reviewers if why[user]),
+            users=tuple(user for user in users if why[user] is None),
+            teams=approvals.reviewer_teams,
+            left_out=tuple(f"{user} ({why[user]})" for user in users if why[user]),
         )
     ]

@@ -172,11 +172,11 @@ def test_a_merge_refused_for_want_of_the_queue_is_enqueued_instead_and_the_queue
     queueing: Setting,
 ) -> None:
     # The promoter read "no queue" for dev (kept an hour); a queue rule was added since.
-    assert queueing.snapshot().environments[0].merge_queue is False
+    assert queueing.snapshot().environments[0].queueing.on is False
     scm(queueing).queued.add(DEV)
     queueing.ci(Phase.SUCCESS)
     snapshot = queueing.snapshot()
-    assert snapshot.environments[0].merge_queue_from_scm
+    assert snapshot.environments[0].queueing.from_scm
     dev_before = queueing.gitops.tip(DEV)
 
     outcome = queueing.run(snapshot, [promotion(queueing, snapshot)])
@@ -187,7 +187,7 @@ def test_a_merge_refused_for_want_of_the_queue_is_enqueued_instead_and_the_queue
     assert (outcome.merged, outcome.deferred, outcome.requeue_after) == ([], {}, 0.0)
     assert queueing.events == []
     after = queueing.snapshot().environments[0]
-    assert after.merge_queue is True  # learnt from the refusal, not read again in an hour
+    assert after.queueing.on is True  # learnt from the refusal, not read again in an hour
     assert after.ledger.queue is not None
     assert (after.ledger.queue.number, after.ledger.queue.head_sha) == (number, queueing.head)
 
@@ -199,7 +199,7 @@ def test_a_merge_refused_for_want_of_the_queue_where_merge_queue_is_false_is_an_
         scm(s).queued.add(DEV)
         s.ci(Phase.SUCCESS)
         snapshot = s.snapshot()
-        assert not snapshot.environments[0].merge_queue_from_scm
+        assert not snapshot.environments[0].queueing.from_scm
         with pytest.raises(ScmQueueRequired):
             s.run(snapshot, [promotion(s, snapshot)])
         assert scm(s).queue == {}
@@ -210,7 +210,7 @@ def test_a_revert_refused_for_want_of_the_queue_is_an_error_and_never_enqueued(
     queueing: Setting,
 ) -> None:
     snapshot = revert_pr_open(queueing)
-    assert snapshot.environments[0].merge_queue_from_scm
+    assert snapshot.environments[0].queueing.from_scm
     scm(queueing).queued.add(DEV)
     with pytest.raises(ScmQueueRequired):
         queueing.run(snapshot, operations.merge(snapshot, 0, by="ada"))

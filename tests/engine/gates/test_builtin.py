@@ -9,7 +9,15 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from promoter.config import GateSpec
-from promoter.engine import EnvState, MergePullRequest, SetCommitStatus, decide
+from promoter.engine import (
+    Approvals,
+    AuthorsRead,
+    EnvState,
+    MergePullRequest,
+    ReviewsRead,
+    SetCommitStatus,
+    decide,
+)
 from promoter.engine.core.ledger_state import EnvLedger, HealthyRecord
 from promoter.engine.core.snapshot import Snapshot
 from promoter.models import DryCommit, Phase, Review
@@ -24,6 +32,7 @@ def gate(**spec: Any) -> GateSpec:
 
 def with_env(snapshot: Snapshot, index: int, **changes: Any) -> Snapshot:
     envs = list(snapshot.environments)
+    assert set(changes) <= set(type(envs[index]).model_fields), "not a field of the snapshot"
     envs[index] = envs[index].model_copy(update=changes)
     return snapshot.model_copy(update={"environments": tuple(envs)})
 
@@ -126,9 +135,8 @@ def test_a_closed_window_never_merges(hour: int, length: int, deny: bool) -> Non
 
 
 def approved(snapshot: Snapshot, *reviews: Review, **spec: Any) -> Snapshot:
-    return with_env(
-        snapshot, 1, gates=(gate(approval=spec),), reviews=tuple(reviews), change_authors=()
-    )
+    read = Approvals(reviews=ReviewsRead(value=reviews), change_authors=AuthorsRead(value=()))
+    return with_env(snapshot, 1, gates=(gate(approval=spec),), approvals=read)
 
 
 def test_an_approval_gate_waits_for_enough_distinct_approvers() -> None:
@@ -197,8 +205,7 @@ def test_an_scm_that_cannot_read_reviews_says_so() -> None:
         dev_then_prod(),
         1,
         gates=(gate(approval={}),),
-        reviews=None,
-        reviews_error="approval: no reviews here",
+        approvals=Approvals(reviews=ReviewsRead(reason="approval: no reviews here")),
     )
     assert verdict(snapshot, 1, "promoter/approval").reason == "approval: no reviews here"
 

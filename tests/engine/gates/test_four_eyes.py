@@ -7,7 +7,14 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from promoter.engine import MergePullRequest, SetCommitStatus, decide
+from promoter.engine import (
+    Approvals,
+    AuthorsRead,
+    MergePullRequest,
+    ReviewsRead,
+    SetCommitStatus,
+    decide,
+)
 from promoter.engine.core.snapshot import Snapshot
 from promoter.engine.gates.four_eyes import is_author, login_of
 from promoter.models import Author, Phase, Review
@@ -33,8 +40,9 @@ def approved(
         snapshot,
         1,
         gates=(gate(approval=spec),),
-        reviews=reviews,
-        change_authors=authors,
+        approvals=Approvals(
+            reviews=ReviewsRead(value=reviews), change_authors=AuthorsRead(value=authors)
+        ),
         pull_request=pr.model_copy(update={"author": pr_author}),
     )
 
@@ -96,8 +104,12 @@ def test_authors_that_cannot_be_read_make_the_gate_wait_with_the_reason() -> Non
     snapshot = with_env(
         approved(yes("grace")),
         1,
-        change_authors=None,
-        change_authors_error="approval: the authors of the change cannot be read: gone",
+        approvals=Approvals(
+            reviews=ReviewsRead(value=(yes("grace"),)),
+            change_authors=AuthorsRead(
+                reason="approval: the authors of the change cannot be read: gone"
+            ),
+        ),
     )
     found = verdict(snapshot, 1, KEY)
     assert (found.phase, found.reason) == (
@@ -108,7 +120,7 @@ def test_authors_that_cannot_be_read_make_the_gate_wait_with_the_reason() -> Non
 
 
 def test_a_pull_request_opened_in_this_pass_is_judged_as_one_without_reviews() -> None:
-    snapshot = with_env(approved(), 1, pull_request=None, reviews=None, change_authors=None)
+    snapshot = with_env(approved(), 1, pull_request=None, approvals=Approvals())
     decision = decide(snapshot)
     found = next(g for g in decision.environments[1].gates if g.name == KEY)
     assert found.reason == "waiting for 1 approval (0 so far)"

@@ -26,6 +26,7 @@ SOAK = GateSpec.model_validate({"soak": {"duration": "5m"}})
 
 def edit(snapshot: Snapshot, index: int, **updates: Any) -> Snapshot:
     envs = list(snapshot.environments)
+    assert set(updates) <= set(type(envs[index]).model_fields), "not a field of the snapshot"
     envs[index] = envs[index].model_copy(update=updates)
     return snapshot.model_copy(update={"environments": tuple(envs)})
 

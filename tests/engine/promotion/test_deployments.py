@@ -5,7 +5,13 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from promoter.engine import CreateDeployment, Deployment, SetDeploymentStatus, decide
+from promoter.engine import (
+    CreateDeployment,
+    Deployment,
+    DeploymentTarget,
+    SetDeploymentStatus,
+    decide,
+)
 from promoter.engine.core.ledger_state import EnvLedger, QueueAttempt
 from promoter.engine.core.snapshot import Snapshot
 
@@ -31,7 +37,7 @@ def staging(state: str = "in_progress", name: str | None = "staging", **env: obj
         at=NOW - timedelta(minutes=1),
     )
     ledger = env.pop("ledger", EnvLedger(deployments=(record,)))
-    return edit(snapshot, 0, deployment_environment=name, ledger=ledger, **env)
+    return edit(snapshot, 0, deployment=DeploymentTarget(environment=name), ledger=ledger, **env)
 
 
 def of(snapshot: Snapshot) -> list[object]:

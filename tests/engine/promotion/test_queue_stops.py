@@ -13,6 +13,7 @@ from promoter.engine import (
     EnqueuePullRequest,
     Pin,
     QueueAttempt,
+    Queueing,
     QueueRace,
     RecordQueueMerge,
     decide,
@@ -51,7 +52,7 @@ def queued(ci: str = "success", **ledger: Any) -> Snapshot:
         )
     )
     fields = {"queue": attempt(), **ledger}
-    return edit(snapshot, 0, merge_queue=True, ledger=EnvLedger(**fields))
+    return edit(snapshot, 0, queueing=Queueing(on=True), ledger=EnvLedger(**fields))
 
 
 def frozen(snapshot: Snapshot) -> Snapshot:
@@ -112,7 +113,7 @@ def merged_by_queue(**ledger: Any) -> Snapshot:
     """dev runs 3, which its PR promoted from the queue; the PR no longer open."""
     snapshot = build(Env("dev", active=3, proposed=3))
     fields = {"queue": attempt(), **ledger}
-    return edit(snapshot, 0, merge_queue=True, ledger=EnvLedger(**fields))
+    return edit(snapshot, 0, queueing=Queueing(on=True), ledger=EnvLedger(**fields))
 
 
 def test_a_merge_from_the_queue_settles_the_attempt_and_is_no_race() -> None:

@@ -3,7 +3,7 @@ the PR stops every later request."""
 
 from __future__ import annotations
 
-from promoter.engine import RequestReviewers, decide
+from promoter.engine import Approvals, AuthorsRead, RequestReviewers, decide
 from promoter.engine.core.ledger_state import EnvLedger
 from promoter.models import Author
 
@@ -12,8 +12,18 @@ from ..strategies import build
 from ..test_decide import promotable
 
 
-def requests(**env: object) -> list[RequestReviewers]:
-    snapshot = edit(build(promotable()), 0, **env)
+def requests(
+    reviewers: tuple[str, ...] = (),
+    reviewer_teams: tuple[str, ...] = (),
+    change_authors: tuple[Author, ...] | None = None,
+    **env: object,
+) -> list[RequestReviewers]:
+    approvals = Approvals(
+        reviewers=reviewers,
+        reviewer_teams=reviewer_teams,
+        change_authors=AuthorsRead(value=change_authors),
+    )
+    snapshot = edit(build(promotable()), 0, approvals=approvals, **env)
     return [a for a in decide(snapshot).actions if isinstance(a, RequestReviewers)]
 
 

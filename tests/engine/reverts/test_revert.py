@@ -63,6 +63,7 @@ def revert_of(branch: str, bad: int, restored: int, *, auto_merge: bool = True) 
 
 def edit(snapshot: Snapshot, index: int, **updates: Any) -> Snapshot:
     envs = list(snapshot.environments)
+    assert set(updates) <= set(type(envs[index]).model_fields), "not a field of the snapshot"
     envs[index] = envs[index].model_copy(update=updates)
     return snapshot.model_copy(update={"environments": tuple(envs)})
 
