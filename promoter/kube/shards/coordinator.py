@@ -121,7 +121,8 @@ class ShardCoordinator:
             self.observed,
             identity=identity,
             clock=clock,
-            gone_after=lease.lease_duration + lease.renew_deadline,
+            gone_after=lease.lease_duration,
+            noticed_late=lease.renew_deadline,
         )
         self.leases = Watcher(
             LeaseSource(kube, settings.group, self.outage),
