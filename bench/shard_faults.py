@@ -119,6 +119,13 @@ class Holds:
         _, holder, expires = seen[-1]
         return holder != replica or expires < at
 
+    def why(self, replica: str, repository: str, at: float) -> dict[str, Any]:
+        """For a write or Event past its hold: who held the shard then, and how long
+        after the Lease (as last written) expired it arrived."""
+        lease = self.shard_of.get(repository, "")
+        _, holder, expires = [h for h in self.history.get(lease, []) if h[0] <= at][-1]
+        return {"by": replica, "lease": lease, "holder": holder, "after_expiry_s": at - expires}
+
 
 def shard_leases(cluster: Any) -> dict[str, str]:
     """repository -> the name of its shard's Lease (shards are placed by hash: stable)."""
@@ -166,6 +173,7 @@ def pauses(
         after += lapsed is True
         unknown += lapsed is None
     events = stale = 0
+    late: list[dict[str, Any]] = []
     for e in journal(cluster.api, started):
         if e["kind"] != "event" or not e["instance"]:
             continue
@@ -175,6 +183,8 @@ def pauses(
         lapsed = holds.lapsed(e["instance"], repository, e["at"])
         stale += lapsed is True
         unknown += lapsed is None
+        if lapsed:
+            late.append({"event": e["name"], **holds.why(e["instance"], repository, e["at"])})
     return {
         "pauses": len(frozen),
         "longest_pause_s": max((p for _, p in frozen), default=0.0),
@@ -185,6 +195,9 @@ def pauses(
         "unknown_shard": unknown,
         "events": events,
         "unfenced_events": stale,
+        "unfenced": [
+            {k: round(v, 2) if isinstance(v, float) else v for k, v in x.items()} for x in late
+        ],
     }
 
 

@@ -14,7 +14,7 @@ import threading
 import time
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -164,6 +164,19 @@ def _parse(stamp: str) -> float:
     return datetime.fromisoformat(stamp).timestamp()
 
 
+LOOKBACK = 5.0
+"""Seconds before the newest update read that each read looks back: a replica stamps a
+pull request before its transaction commits, so one committed after a later-stamped one
+was read would be missed (a merge the benchmark then counted lost)."""
+
+
+def _before(stamp: str, seconds: float) -> str:
+    if not stamp:
+        return stamp
+    earlier = datetime.fromisoformat(stamp) - timedelta(seconds=seconds)
+    return earlier.isoformat(timespec="microseconds")
+
+
 @dataclass
 class Pull:
     number: int
@@ -197,7 +210,7 @@ class StoreWatcher:
             rows = db.execute(
                 "SELECT id, repo, head, state, created_at, updated_at FROM pull_requests"
                 " WHERE updated_at >= ?",
-                (self._since,),
+                (_before(self._since, LOOKBACK),),
             ).fetchall()
             with self._cond:
                 for number, repo, head, state, created, updated in rows:

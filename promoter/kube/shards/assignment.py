@@ -13,6 +13,10 @@ loaded member. So:
 * when a member joins, the shards that rank it first move to it, and a few more only
   where a member's load crossed the lower bound; when one leaves, its shards move and
   those the bound pushed along behind them.
+
+Because the assignment is computed, a member also knows ahead of time which shards it
+would be given if any one of its peers died (``standby``): it can clone their
+repositories at a low priority, so that taking them over starts with a fetch.
 """
 
 from __future__ import annotations
@@ -87,6 +91,24 @@ def assign(
         owner[shard] = chosen
         load[chosen] += weight
     return owner
+
+
+def standby(
+    weights: Mapping[str, float],
+    members: Collection[str],
+    identity: str,
+    *,
+    load_factor: float = LOAD_FACTOR,
+) -> set[str]:
+    """The shards ``identity`` is not assigned now and would be if any one of the other
+    ``members`` left (one assignment per peer: ``members`` times the cost of one)."""
+    live = set(members) | {identity}
+    now = {s for s, m in assign(weights, live, load_factor=load_factor).items() if m == identity}
+    found: set[str] = set()
+    for peer in sorted(live - {identity}):
+        without = assign(weights, live - {peer}, load_factor=load_factor)
+        found |= {s for s, m in without.items() if m == identity}
+    return found - now
 
 
 def loads(owner: Mapping[str, str], weights: Mapping[str, float]) -> dict[str, float]:

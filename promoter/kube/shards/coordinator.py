@@ -52,6 +52,7 @@ from promoter.kube.client.api import Kube, KubeError, Obj
 from promoter.kube.client.watcher import Watcher
 from promoter.kube.leadership.elector import LeaseSettings
 from promoter.kube.shards.assignment import Table, Work, assign
+from promoter.kube.shards.assignment import standby as standby_shards
 from promoter.kube.shards.fence import ShardFence
 from promoter.kube.shards.holdings import Holdings
 from promoter.kube.shards.lease_writer import LeaseWriter, renew_every
@@ -94,13 +95,16 @@ class ShardCoordinator:
         on_revoke: Callable[[str], None] = lambda shard: None,
         ready: Callable[[], bool] = lambda: True,
         prepare: Callable[[set[str]], None] = lambda shards: None,
+        standby: Callable[[set[str]], None] = lambda shards: None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         """``on_revoke(shard)``: a hand-over began (no new write on the shard from now).
         ``ready()``: whether this replica can work (it has listed the objects); until
         then it does not join. ``prepare(shards)``: before joining, warm up for the shards
         it is about to be given (clone their repositories), so that taking them over
-        does not start with the clones."""
+        does not start with the clones. ``standby(shards)``: after a round whose members
+        or weights changed, the shards this replica would be given if any one peer died
+        (``assignment.standby``); it must not block."""
         self.kube = kube
         self.lease = lease
         self.settings = settings
@@ -111,6 +115,8 @@ class ShardCoordinator:
         self.on_revoke = on_revoke
         self.ready = ready
         self.prepare = prepare
+        self.standby = standby
+        self._standby_for: tuple[frozenset[str], dict[str, float]] | None = None
         self._joined = False
         self.clock = clock
         self.observed = Observed()
@@ -121,7 +127,8 @@ class ShardCoordinator:
             self.observed,
             identity=identity,
             clock=clock,
-            gone_after=lease.lease_duration + lease.renew_deadline,
+            gone_after=lease.lease_duration,
+            noticed_late=lease.renew_deadline,
         )
         self.leases = Watcher(
             LeaseSource(kube, settings.group, self.outage),
@@ -259,6 +266,7 @@ class ShardCoordinator:
             assigned=table.assigned,
             held=self.holdings.held(),
         )
+        self._look_ahead(members, work)
         gained, lost, regained = self.holdings.end_round(before)
         if gained or lost or regained:
             log.info(
@@ -271,6 +279,17 @@ class ShardCoordinator:
                 },
             )
             self.on_change(gained, lost, regained)
+
+    def _look_ahead(self, members: dict[str, str], work: Work) -> None:
+        """Tell ``standby`` what this replica would be given at a peer's death, when the
+        members or the weights changed since it was last told (a joined replica only)."""
+        if not self._joined or self._stopping:
+            return
+        key = (frozenset(members), dict(work.weights))
+        if key == self._standby_for:
+            return
+        self._standby_for = key
+        self.standby(standby_shards(work.weights, members, self.identity))
 
     def _members(self, listed: dict[str, Seen], now: float) -> dict[str, str]:
         """The live members (those whose member Lease changed within a lease on our

@@ -41,6 +41,7 @@ from promoter.kube.shards.placement import Placement
 from promoter.kube.shards.routes import ShardRoutes
 from promoter.kube.shards.settings import ShardSettings
 from promoter.kube.shards.spending import LeaseFleet
+from promoter.kube.shards.standby import StandbyMirrors
 from promoter.kube.shards.transfer import RuntimePort
 from scm_plugins.protocol import ScmPlugin
 
@@ -73,6 +74,7 @@ class ShardedMode:
         self._led = False
         self.placement = Placement(settings.count, config=lambda: replica.assembled.config)
         self.moves = Moves(moved=replica.signal)
+        self.standby = StandbyMirrors(lambda name: replica.runtime.fetch(name))
         self.fence = ShardFence(shard_of=self.shard_of, renew_deadline=lease.renew_deadline)
         self.coordinator = ShardCoordinator(
             kube,
@@ -85,6 +87,7 @@ class ShardedMode:
             on_revoke=self.moves.revoked,
             ready=lambda: replica.runtime.started,
             prepare=lambda shards: self.warm_up(replica.runtime, shards),
+            standby=self.look_ahead,
         )
         self.peers = PeerForwarder(
             identity=identity,
@@ -135,6 +138,7 @@ class ShardedMode:
     def stop(self, *, release: bool) -> None:
         """Stop the Lease loop (with ``release``: releasing what is left, and the member
         Lease) and the peers."""
+        self.standby.stop()
         self.coordinator.stop(release=release)
         self.peers.stop()
 
@@ -267,6 +271,7 @@ class ShardedMode:
             recent = recently_refreshed(self.replica.strategy_objects(), within=within)
             transfer.regain(runtime, regained, recent=recent)
         if gained:
+            self.standby.warmed(gained)
             objects = self.replica.strategy_objects()
             urgent = recently_refreshed(objects, within=within)
             at_rest = {
@@ -287,8 +292,15 @@ class ShardedMode:
     def warm_up(self, runtime: RuntimePort, shards: set[str]) -> None:
         """Clone or fetch the repositories of ``shards`` before this replica joins and is
         given them."""
-        fetched = transfer.warm_up(runtime, self.placement.repositories(shards))
+        repositories = self.placement.repositories(shards)
+        fetched = transfer.warm_up(runtime, repositories)
+        self.standby.warmed(repositories)
         log.info("warmed up", extra={"shards": len(shards), "repositories": fetched})
+
+    def look_ahead(self, shards: set[str]) -> None:
+        """On the Lease loop: clone, in the background, the repositories of the shards
+        this replica would be given if a peer died (``standby``)."""
+        self.standby.want(self.placement.repositories(shards))
 
     def share_budgets(self, runtime: RuntimePort) -> None:
         """Give each credential's limiter this replica's share of its limits, and the

@@ -14,12 +14,14 @@ fails, or times out after the renew deadline; a list or a watch that breaks:
 again (``relisted``), every Lease counts as renewed at that moment
 (``Observed.renewed_all``): a peer is taken for gone only once it has not renewed for a
 whole lease *since the API server came back*. Meanwhile no Lease is taken over for its
-age (``trusted``). A Lease that had not changed for a whole lease (and the renew
-deadline more: a hung call is noticed that late) when the failures began is not
-counted renewed: its holder was gone already, and counting it back would make it a
-member again for a lease, moving the shards the assignment places differently with it,
-then moving them back. A replica's own renewals failing stop its writes at the renew
-deadline, as before (``ShardFence``).
+age (``trusted``). A Lease that had not changed for a whole lease when the failures
+began is not counted renewed: its holder was gone already (its shards taken over), and
+counting it back would make it a member again for a lease, moving the shards the
+assignment places differently with it, then moving them back. An answered failure (a
+5xx, a 429) began when it was met; a call that timed out or found nobody may have met
+the failure up to ``noticed_late`` (the renew deadline) earlier, and is counted so. A
+replica's own renewals failing stop its writes at the renew deadline, as before
+(``ShardFence``).
 
 An API server that holds calls for less than the renew deadline and then answers them
 is not an outage here: the peers' renewals are late by as much, and a Lease renewed
@@ -69,16 +71,21 @@ class Outage:
         identity: str,
         clock: Callable[[], float],
         gone_after: float = math.inf,
+        noticed_late: float = 0.0,
     ) -> None:
         self.observed = observed
         self.identity = identity
         self.clock = clock
         self.gone_after = gone_after
-        """Seconds unchanged after which a Lease's holder was gone before a failure
-        (the lease duration and the renew deadline)."""
+        """Seconds unchanged after which a Lease's holder was gone when the failures
+        began (the lease duration)."""
+        self.noticed_late = noticed_late
+        """Seconds a failure may have begun before a call that timed out said so."""
         self._lock = threading.Lock()
         self._failing: float | None = None
         """Since when the API server has failed this replica (None: it answers)."""
+        self._began = 0.0
+        """When those failures began at the earliest."""
         self.ended = 0
         """Outages seen to end so far."""
 
@@ -97,6 +104,7 @@ class Outage:
             first = self._failing is None
             if first:
                 self._failing = self.clock()
+                self._began = self._failing - (self.noticed_late if exc.status == 0 else 0.0)
         if first:
             log.warning("API server failing", extra={"error": str(exc)})
 
@@ -104,8 +112,9 @@ class Outage:
         """A call was answered: after a failure, the API server comes back now."""
         with self._lock:
             since, self._failing = self._failing, None
+            began = self._began
         if since is not None:
-            self._back(self.clock(), since)
+            self._back(self.clock(), since, began)
 
     def relisted(self) -> None:
         """The Leases were listed again (after a watch broke, or its history was lost):
@@ -113,13 +122,14 @@ class Outage:
         now = self.clock()
         with self._lock:
             since, self._failing = self._failing, None
+            began = self._began
         if since is None:  # a first listing, or a history compacted
-            self.observed.renewed_all(now, live_since=now - self.gone_after)
+            self.observed.renewed_all(now, live_since=now - self.gone_after - self.noticed_late)
         else:
-            self._back(now, since)
+            self._back(now, since, began)
 
-    def _back(self, now: float, since: float) -> None:
-        self.observed.renewed_all(now, live_since=since - self.gone_after)
+    def _back(self, now: float, since: float, began: float) -> None:
+        self.observed.renewed_all(now, live_since=began - self.gone_after)
         with self._lock:
             self.ended += 1
         OUTAGES.labels(self.identity).inc()

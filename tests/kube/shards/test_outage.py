@@ -126,3 +126,29 @@ def test_a_peer_dead_before_the_outage_stays_dead_when_it_ends(fault: str) -> No
         assert acquired(a, b) == taken
     finally:
         close(a, b, c)
+
+
+def test_a_peer_gone_just_over_a_lease_before_a_5xx_outage_stays_dead_when_it_ends() -> None:
+    """The benchmark's schedule: the outage answers 500 from 8 s after a kill -9 (the
+    lease, 5 s, and the renew deadline, 3 s, after the victim's last renewal), when its
+    shards were taken over already. A 500 is met when it begins, so the Lease unchanged
+    for longer than a lease then stays dead; only a call that timed out keeps the renew
+    deadline's margin."""
+    clock = Clock()
+    store = LeaseStore(clock)
+    a, b, c = (replica(store, clock, n, SHARDS) for n in "abc")
+    try:
+        rounds([a, b, c], store, clock, seconds=4)
+        assert set(store.holders().values()) == {"a", "b", "c"}
+        rounds([a, b], store, clock, seconds=LEASE.lease_duration + 2.5, step=0.25)
+        assert set(store.holders().values()) == {"a", "b"}, "c's shards taken over"
+        before, taken = store.holders(), acquired(a, b)
+        store.broken = True
+        rounds([a, b], store, clock, seconds=2 * LEASE.lease_duration)
+        store.broken = False
+        clock.now += 0.1
+        rounds([a, b], store, clock, seconds=3 * LEASE.lease_duration)
+        assert store.holders() == before
+        assert acquired(a, b) == taken
+    finally:
+        close(a, b, c)
