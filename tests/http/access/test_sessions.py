@@ -79,3 +79,18 @@ def test_a_sign_in_cookie_is_not_a_session_cookie_under_the_same_key() -> None:
     sessions = Sessions(KEY, ttl=60, secure=False)
     _, pending = sessions.begin("/dashboard")
     assert sessions.read(request_with({"promoter-session": pending})) is None
+
+
+def test_a_sessions_id_and_csrf_token_are_sixteen_and_twenty_four_random_bytes() -> None:
+    sessions = Sessions(KEY, ttl=60, secure=False)
+    made = [sessions.start("ana@example.com", ())[0] for _ in range(3)]
+    assert {(len(s.sid), len(s.csrf)) for s in made} == {(22, 32)}  # URL-safe base64
+    assert len({s.sid for s in made}) == len({s.csrf for s in made}) == 3
+
+
+def test_a_sign_ins_state_nonce_and_verifier_are_random_and_the_verifier_long_enough() -> None:
+    sessions = Sessions(KEY, ttl=60, secure=False)
+    made = [sessions.begin("/")[0] for _ in range(3)]
+    # 24, 24 and 48 random bytes; RFC 7636 asks a verifier of 43 to 128 characters
+    assert {(len(p.state), len(p.nonce), len(p.verifier)) for p in made} == {(32, 32, 64)}
+    assert len({p.state for p in made}) == len({p.nonce for p in made}) == 3
