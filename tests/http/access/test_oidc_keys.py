@@ -67,6 +67,8 @@ def test_a_token_naming_a_kid_is_never_checked_with_a_key_that_names_none(kid: s
 def test_a_token_naming_no_kid_is_checked_with_the_one_key_and_refused_among_several() -> None:
     assert Keys([K1])._key("", "RS256") is K1.jwk
     assert Keys([NAMELESS])._key("", "RS256") is NAMELESS.jwk
+    rotated = Keys([], fresh=[K2])  # none usable among the keys read: read again
+    assert rotated._key("", "RS256") is K2.jwk and rotated.asked == [False, True]
     several = Keys([K1, K2])
     with pytest.raises(Refused) as refused:
         several._key("", "RS256")
