@@ -9,7 +9,7 @@ import pytest
 from cryptography.hazmat.primitives.asymmetric import rsa
 from jwt.algorithms import RSAAlgorithm
 
-from promoter.http.access.oidc import Key, Provider, Refused
+from promoter.http.access.oidc import KEYS_REFRESH, Endpoints, Key, Provider, Refused
 
 
 def rsa_key(kid: str | None) -> Key:
@@ -74,3 +74,50 @@ def test_a_token_naming_no_kid_is_checked_with_the_one_key_and_refused_among_sev
         several._key("", "RS256")
     assert str(refused.value) == "the ID token names no key (kid) and the provider has several"
     assert several.asked == [False]
+
+
+class Published(Provider):
+    """A provider whose JWKS is given, on an injected clock, counting its reads."""
+
+    def __init__(self, keys: list[dict[str, object]], now: list[float]) -> None:
+        super().__init__(
+            issuer="https://idp.example.com",
+            client_id="promoter",
+            client_secret=None,
+            redirect_uri="https://promoter.example/auth/callback",
+            scopes=[],
+            timeout=5,
+            clock=lambda: now[0],
+        )
+        self.published = keys
+        self.reads = 0
+
+    def endpoints(self) -> Endpoints:
+        site = "https://idp.example.com"
+        return Endpoints(site, f"{site}/authorize", f"{site}/token", f"{site}/jwks", True)
+
+    def _get(self, url: str) -> dict[str, object]:
+        assert url == "https://idp.example.com/jwks"
+        self.reads += 1
+        return {"keys": self.published}
+
+
+def test_the_keys_are_read_once_and_read_afresh_at_most_once_a_minute() -> None:
+    now = [1_000.0]
+    provider = Published([{**K1.jwk._jwk_data}], now)
+    assert [k.jwk.key_id for k in provider._key_set(fresh=False)] == ["k1"]
+    provider._key_set(fresh=False)
+    assert provider.reads == 1  # kept
+    now[0] += KEYS_REFRESH - 1
+    provider._key_set(fresh=True)
+    assert provider.reads == 1  # read less than a minute ago: not again
+    now[0] += 1
+    provider._key_set(fresh=True)
+    assert provider.reads == 2
+
+
+def test_keys_that_hold_no_usable_key_are_refused() -> None:
+    provider = Published([{"kty": "RSA", "use": "enc", "n": "x", "e": "AQAB"}], [0.0])
+    with pytest.raises(Refused) as refused:
+        provider._key_set(fresh=False)
+    assert str(refused.value) == "the provider's keys (jwks_uri) hold no usable key"
