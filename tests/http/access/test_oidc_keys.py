@@ -9,7 +9,7 @@ import pytest
 from cryptography.hazmat.primitives.asymmetric import rsa
 from jwt.algorithms import RSAAlgorithm
 
-from promoter.http.access.oidc import KEYS_REFRESH, Endpoints, Key, Provider, Refused
+from promoter.http.access.oidc import KEYS_REFRESH, Endpoints, Key, Provider, Refused, _keys
 
 
 def rsa_key(kid: str | None) -> Key:
@@ -121,3 +121,20 @@ def test_keys_that_hold_no_usable_key_are_refused() -> None:
     with pytest.raises(Refused) as refused:
         provider._key_set(fresh=False)
     assert str(refused.value) == "the provider's keys (jwks_uri) hold no usable key"
+
+
+def test_only_signing_keys_of_a_known_type_are_taken_with_the_algorithm_they_name() -> None:
+    data = dict(K1.jwk._jwk_data)
+    found = _keys(
+        {
+            "keys": [
+                "not a key",
+                {**data, "kid": "enc", "use": "enc"},
+                {"kty": "OKP", "crv": "X448", "x": "AAAA", "kid": "unknown"},
+                {**data, "kid": "signs", "use": "sig", "alg": "RS384"},
+                {**data, "kid": "unsaid"},
+            ]
+        }
+    )
+    assert [(k.jwk.key_id, k.named) for k in found] == [("signs", "RS384"), ("unsaid", None)]
+    assert _keys({}) == [] and _keys({"keys": None}) == []
