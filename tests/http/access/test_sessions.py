@@ -141,7 +141,7 @@ def test_a_session_that_fills_its_cookie_exactly_is_made_and_one_more_character_
     monkeypatch.setattr(sessions_module, "MAX_COOKIE", len(value))
     sessions.start("ana@example.com", ("sre",))
     monkeypatch.setattr(sessions_module, "MAX_COOKIE", len(value) - 1)
-    with pytest.raises(ValueError, match="^the session does not fit in a cookie$"):
+    with pytest.raises(ValueError, match=r"^the session does not fit in a cookie$"):
         sessions.start("ana@example.com", ("sre",))
     monkeypatch.undo()
     with pytest.raises(ValueError):
