@@ -138,3 +138,9 @@ def test_only_signing_keys_of_a_known_type_are_taken_with_the_algorithm_they_nam
     )
     assert [(k.jwk.key_id, k.named) for k in found] == [("signs", "RS384"), ("unsaid", None)]
     assert _keys({}) == [] and _keys({"keys": None}) == []
+
+
+def test_an_unknown_kid_is_named_forty_characters_long_at_most() -> None:
+    with pytest.raises(Refused) as refused:
+        Keys([K1])._key("k" * 41, "RS256")
+    assert str(refused.value).endswith(f"does not list ({'k' * 40})")
