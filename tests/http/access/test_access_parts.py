@@ -14,6 +14,7 @@ from starlette.requests import Request
 from starlette.responses import PlainTextResponse
 from starlette.routing import Route
 from starlette.testclient import TestClient
+from starlette.types import Message
 
 from promoter.config import Config, Grant
 from promoter.errors import ConfigError
@@ -59,6 +60,27 @@ def test_a_foreign_host_is_named_at_most_a_hundred_characters_long() -> None:
     answer = guarded().get("/api/v1/x", headers={"host": name})
     assert answer.status_code == 421
     assert f"Host {name[:100]!r};" in answer.json()["error"]
+
+
+def test_the_421_is_sent_with_lowercase_header_names_as_asgi_requires() -> None:
+    sent: list[Message] = []
+
+    async def receive() -> Message:
+        return {"type": "http.request", "body": b""}
+
+    async def send(message: Message) -> None:
+        sent.append(message)
+
+    guard = BrowserGuard(Starlette(), hosts=Hosts(["promoter.example"]))
+    scope = {"type": "http", "path": "/", "headers": [(b"host", b"evil.example")]}
+    asyncio.run(guard(scope, receive, send))
+    start, body = sent
+    assert start["status"] == 421
+    assert start["headers"] == [
+        (b"content-type", b"application/json"),
+        *HEADERS,
+        (b"content-length", str(len(body["body"])).encode()),
+    ]
 
 
 def test_an_own_host_is_answered_with_the_browser_headers_and_a_webhook_whatever_its_host() -> None:

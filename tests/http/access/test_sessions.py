@@ -3,11 +3,13 @@ after its time (an injected clock), and nothing read from a changed or truncated
 
 from __future__ import annotations
 
+import pytest
 from starlette.requests import Request
 from starlette.responses import Response
 
 from promoter.config import Oidc
-from promoter.http.access.sessions import Sessions
+from promoter.http.access import sessions as sessions_module
+from promoter.http.access.sessions import Remembered, Sessions, Signer, _b64
 from promoter.http.access.sign_in import SignIn
 
 KEY = b"k" * 32
@@ -79,3 +81,68 @@ def test_a_sign_in_cookie_is_not_a_session_cookie_under_the_same_key() -> None:
     sessions = Sessions(KEY, ttl=60, secure=False)
     _, pending = sessions.begin("/dashboard")
     assert sessions.read(request_with({"promoter-session": pending})) is None
+
+
+def test_a_sessions_id_and_csrf_token_are_sixteen_and_twenty_four_random_bytes() -> None:
+    sessions = Sessions(KEY, ttl=60, secure=False)
+    made = [sessions.start("ana@example.com", ())[0] for _ in range(3)]
+    assert {(len(s.sid), len(s.csrf)) for s in made} == {(22, 32)}  # URL-safe base64
+    assert len({s.sid for s in made}) == len({s.csrf for s in made}) == 3
+
+
+def test_a_sign_ins_state_nonce_and_verifier_are_random_and_the_verifier_long_enough() -> None:
+    sessions = Sessions(KEY, ttl=60, secure=False)
+    made = [sessions.begin("/")[0] for _ in range(3)]
+    # 24, 24 and 48 random bytes; RFC 7636 asks a verifier of 43 to 128 characters
+    assert {(len(p.state), len(p.nonce), len(p.verifier)) for p in made} == {(32, 32, 64)}
+    assert len({p.state for p in made}) == len({p.nonce for p in made}) == 3
+
+
+def test_a_session_is_over_at_the_very_second_it_ends() -> None:
+    now = [1_000.0]
+    sessions = Sessions(KEY, ttl=60, secure=False, clock=lambda: now[0])
+    _, value = sessions.start("ana@example.com", ())
+    now[0] += 60
+    assert sessions.read(request_with({"promoter-session": value})) is None
+
+
+def test_a_value_signed_with_our_key_without_a_numeric_expiry_is_no_session() -> None:
+    signer = Signer(KEY, "promoter session")
+    sessions = Sessions(KEY, ttl=60, secure=False)
+    fields = {"n": "ana@example.com", "g": [], "sid": "s", "csrf": "c"}
+    for payload in ({**fields}, {**fields, "exp": "9999999999"}, {**fields, "exp": None}):
+        value = signer.dumps(payload)
+        assert sessions.read(request_with({"promoter-session": value})) is None, payload
+    assert signer.loads(signer.dumps({**fields, "exp": 2e9}), now=1e9) is not None
+    listed = signer._mac(_b64(b"[1]"))
+    assert signer.loads(f"{_b64(b'[1]')}.{_b64(listed)}", now=0) is None  # not an object
+
+
+def test_ids_are_remembered_until_their_expiry_and_a_full_table_drops_the_expired_first(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(sessions_module, "MAX_REMEMBERED", 3)
+    kept = Remembered()
+    assert kept.add("a", until=10, now=0)
+    assert not kept.add("a", until=10, now=9.5)  # still remembered: a second use
+    assert kept.add("a", until=20, now=10)  # expired at 10: a fresh one
+    assert kept.add("b", until=100, now=10) and kept.add("c", until=100, now=10)
+    assert kept.add("d", until=100, now=25)  # full: "a", expired, goes first
+    assert "a" not in kept and all(k in kept for k in "bcd")
+    assert kept.add("e", until=100, now=25)  # full, none expired: the oldest goes
+    assert "b" not in kept and all(k in kept for k in "cde")
+
+
+def test_a_session_that_fills_its_cookie_exactly_is_made_and_one_more_character_is_not(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    sessions = Sessions(KEY, ttl=60, secure=False, clock=lambda: 1_000.0)
+    _, value = sessions.start("ana@example.com", ("sre",))
+    monkeypatch.setattr(sessions_module, "MAX_COOKIE", len(value))
+    sessions.start("ana@example.com", ("sre",))
+    monkeypatch.setattr(sessions_module, "MAX_COOKIE", len(value) - 1)
+    with pytest.raises(ValueError, match=r"^the session does not fit in a cookie$"):
+        sessions.start("ana@example.com", ("sre",))
+    monkeypatch.undo()
+    with pytest.raises(ValueError):
+        sessions.start("ana@example.com", tuple(f"group-{i}" for i in range(400)))

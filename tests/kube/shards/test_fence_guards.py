@@ -12,6 +12,7 @@ import pytest
 from promoter.errors import HoldLapsed, NotOwner
 from promoter.kube.shards.fence import ShardFence
 from promoter.metrics import sample
+from scm_plugins.hold import before_send
 
 DEADLINE = 9.0
 SHARDS = {"gitops": "shard-001", "billing": "shard-002"}
@@ -162,3 +163,33 @@ def test_a_hand_over_waits_for_the_writes_in_flight_to_end(fence: ShardFence, cl
     assert fence.wait_drained("shard-001", timeout=30)
     writer.join(30)
     assert fence.in_flight("shard-001") == 0
+
+
+def test_every_refusal_is_counted_not_only_the_first(fence: ShardFence, clock: Clock) -> None:
+    for _ in range(3):
+        with pytest.raises(NotOwner):
+            fence.check("gitops")
+    fence.renewed("shard-001", started=clock.now - DEADLINE)
+    with pytest.raises(HoldLapsed):
+        fence.check("gitops")
+    assert fence.refused == 4
+
+
+def test_a_write_asks_its_own_shards_hold_before_each_request_it_sends(
+    fence: ShardFence, clock: Clock
+) -> None:
+    fence.renewed("shard-001", started=clock.now)
+    with fence.writing("gitops"):
+        assert before_send() == DEADLINE
+        clock.now += 4
+        assert before_send() == DEADLINE - 4
+        fence.renewed("shard-002", started=clock.now)  # another shard's hold is no help
+        clock.now += DEADLINE - 4
+        with pytest.raises(HoldLapsed) as lapsed:
+            before_send()
+        assert str(lapsed.value) == "the hold on shard-001 lapsed (repository gitops)"
+        fence.drop("shard-001")
+        with pytest.raises(NotOwner) as lost:
+            before_send()
+        assert str(lost.value) == "this replica does not hold shard-001 (repository gitops)"
+    assert before_send() is None  # outside the write, no hold is asked
