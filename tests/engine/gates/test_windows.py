@@ -51,6 +51,9 @@ def oracle_open(cron: str, minutes: int, zone: ZoneInfo, now: datetime) -> bool:
     return False
 
 
+# A bound on a stuck run: traced by mutmut's first pass (which records what each test
+# calls), its 60 examples take longer than the 10 s `make mutate` gives a test.
+@pytest.mark.timeout(120)
 @settings(max_examples=60, deadline=None)
 @given(
     cron=crons(),
