@@ -232,4 +232,3 @@ class LocalQueue(ABC):
             removed_at=datetime.fromisoformat(removal["at"]),
             merged=merged,
         )
-

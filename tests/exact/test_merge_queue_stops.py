@@ -130,11 +130,13 @@ def test_a_queue_that_merges_before_the_promoter_takes_it_out_is_a_recorded_race
     assert race.number == 1 and words in race.reason
     env = dev(world)
     assert [r["pr"] for r in env["queueRaces"]] == [1]
-    assert "pull request #1 was merged from the merge queue while it should have stopped" in (
-        env["reason"]
+    assert (
+        "pull request #1 was merged from the merge queue while it should have stopped"
+        in (env["reason"])
     )
-    assert "merged this pull request before the promoter could take it out" in (
-        world.plugin.store.comments(1)[-1]
+    assert (
+        "merged this pull request before the promoter could take it out"
+        in (world.plugin.store.comments(1)[-1])
     )
     assert races(world) == counted + 1
     assert world.reconcile() and len(world.ledger(DEV).queue_races) == 1  # recorded once
@@ -159,8 +161,9 @@ def test_a_dequeue_that_finds_the_pr_merged_is_a_race_too(
     [race] = world.ledger(DEV).queue_races
     assert race.number == 1 and "frozen by ada" in race.reason
     assert world.ledger(DEV).queue is not None and world.ledger(DEV).queue.merged_at is not None
-    assert "merged this pull request before the promoter could take it out" in (
-        plugin.store.comments(1)[-1]
+    assert (
+        "merged this pull request before the promoter could take it out"
+        in (plugin.store.comments(1)[-1])
     )
 
 

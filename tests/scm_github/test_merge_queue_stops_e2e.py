@@ -159,9 +159,11 @@ def test_a_queue_that_merged_before_the_dequeue_landed_is_a_race_shown_everywher
     told = wait_for(lambda: fake.comments_of(FULL_NAME, number), what="the PR told")
     assert "merged this pull request before the promoter could take it out" in told[-1]
     shown = wait_for(
-        lambda: "merged from the merge queue while it should have stopped"
-        in (e := env_view(client, DEV))["reason"]
-        and e,
+        lambda: (
+            "merged from the merge queue while it should have stopped"
+            in (e := env_view(client, DEV))["reason"]
+            and e
+        ),
         what="the reason names the race",
     )
     assert shown["mergeQueue"]["mergedAt"] is not None

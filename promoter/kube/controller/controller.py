@@ -61,6 +61,7 @@ REBUILD_RETRY = (1.0, 60.0)
 """Seconds before building a configuration that failed to build again: the first wait,
 doubled on each failure up to the second (a change of the objects tries again at once)."""
 
+
 class Controller:
     """Watches -> ``Config`` -> runtime, on one thread, in the mode the settings choose."""
 
