@@ -94,10 +94,7 @@ class _Pending:
 class GitLedger:
     """Reads and writes ledger notes through a repository's mirror."""
 
-    def __init__(self, *, compact: Callable[[EnvLedger], object] | None = None) -> None:
-        self._compact = compact
-        """Called on each note parsed before it is kept: the runtime shares the models'
-        field-name sets with the views' (``promoter.daemon.memory.compact``)."""
+    def __init__(self) -> None:
         self._pending: dict[str, _Pending] = {}
         self._inflight: dict[str, list[_Pending]] = {}
         """Per repository, the flushes whose push has not landed in the local ref yet."""
@@ -241,8 +238,6 @@ class GitLedger:
                 f"the ledger note {sha[:12]} under {LEDGER_REF} cannot be parsed; it is kept"
                 " as it is: repair or remove it with git notes"
             ) from exc
-        if self._compact is not None:
-            self._compact(parsed)
         return remember(self._parsed, blob, parsed, PARSED)
 
     def _write(self, mirror: GitMirror, pending: _Pending) -> None:
