@@ -98,29 +98,19 @@ def variants(view: StrategyView) -> list[StrategyView]:
     )
     out = [view]
     if failing_gate is not None:
-        failing = first.model_copy(update={"gates": (failing_gate, *first.gates[1:])})
+        failing = replace(first, gates=(failing_gate, *first.gates[1:]))
         out.append(replace(view, decision=_with(view, failing)))
     envs = view.snapshot.environments
-    paused = envs[0].model_copy(
-        update={"ledger": envs[0].ledger.model_copy(update={"paused": "x"})}
-    )
-    out.append(
-        replace(
-            view, snapshot=view.snapshot.model_copy(update={"environments": (paused, *envs[1:])})
-        )
-    )
-    done = [v.model_copy(update={"state": EnvState.UP_TO_DATE}) for v in view.decision.environments]
-    out.append(
-        replace(view, decision=view.decision.model_copy(update={"environments": tuple(done)}))
-    )
+    paused = replace(envs[0], ledger=envs[0].ledger.model_copy(update={"paused": "x"}))
+    out.append(replace(view, snapshot=replace(view.snapshot, environments=(paused, *envs[1:]))))
+    done = [replace(v, state=EnvState.UP_TO_DATE) for v in view.decision.environments]
+    out.append(replace(view, decision=replace(view.decision, environments=tuple(done))))
     return out
 
 
 def _with(view: StrategyView, first: Any) -> Any:
     assert view.decision is not None
-    return view.decision.model_copy(
-        update={"environments": (first, *view.decision.environments[1:])}
-    )
+    return replace(view.decision, environments=(first, *view.decision.environments[1:]))
 
 
 def server_times(client: Any, rounds: int) -> dict[str, list[float]]:

@@ -19,6 +19,13 @@ from promoter.daemon.loop.queue import ShutDown, WorkQueue
 from promoter.daemon.loop.reconciler import Reconciler, StrategyView
 from promoter.daemon.loop.scheduler import Scheduler, poll_interval
 from promoter.daemon.loop.workers import Workers
+from promoter.daemon.memory.kept import (
+    KeptCommit,
+    KeptDecision,
+    KeptEnvironment,
+    KeptSnapshot,
+    KeptVerdict,
+)
 from promoter.daemon.operations.manual import OperationError, Operations
 from promoter.daemon.operations.results import (
     ApproveChangeResult,
@@ -46,6 +53,11 @@ __all__ = [
     "FreezeResult",
     "GateCalls",
     "HoldResult",
+    "KeptCommit",
+    "KeptDecision",
+    "KeptEnvironment",
+    "KeptSnapshot",
+    "KeptVerdict",
     "MergeResult",
     "Observer",
     "OperationError",

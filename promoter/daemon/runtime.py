@@ -30,7 +30,6 @@ from promoter.daemon.loop.resync import Resync
 from promoter.daemon.loop.scheduler import Scheduler
 from promoter.daemon.loop.workers import Workers
 from promoter.daemon.memory import trim
-from promoter.daemon.memory.compact import FieldSets
 from promoter.daemon.memory.settled import SettledIndex
 from promoter.daemon.operations.manual import Operations
 from promoter.daemon.reading import status_targets
@@ -86,9 +85,7 @@ class Runtime:
         self.status_cache = StatusCache(ttl=config.daemon.status_cache_ttl)
         self.sha_index = ShaIndex()
         self.pr_cache = PullRequestCache(max_age=config.daemon.resync_interval)
-        self.field_sets = FieldSets()
-        """Shared by the views and the parsed ledger notes (``promoter.daemon.memory.compact``)."""
-        self.ledger = GitLedger(compact=self.field_sets.compact)
+        self.ledger = GitLedger()
         self.audit = AuditTrail(self.state_dir / "audit", mirror_of=self._mirror_of, owns=owns)
         self.queue = WorkQueue(max_delay=config.daemon.max_backoff)
         self.settled = SettledIndex(self.status_cache, self.pr_cache)
@@ -111,7 +108,6 @@ class Runtime:
             probes=self.probes,
             review_reads=ReviewReads(calls, max_backoff=d.max_backoff),
             settled=self.settled,
-            field_sets=self.field_sets,
         )
         self.operations = Operations(self.reconciler)
         self.freezes = Freezes(config, self.ledger, self.mirrors.fresh, clock, owns=owns)

@@ -18,6 +18,12 @@ In Kubernetes mode with shards, a push runs inside the shard fence (``GitMirror`
 push guard): a replica that no longer holds the repository's shard pushes nothing, and
 the healthy records still pending for it are dropped (the next owner records them).
 
+A note holds the fields that differ from their defaults (an empty one: ``{}``): read
+back, the others take their defaults, as they do in a note an older promoter wrote
+whole. It is smaller to store, to push and to parse, and the ledger parsed from it
+keeps a smaller set of the names given (pydantic's ``model_fields_set``): the parsed
+notes are kept for every environment (docs/performance.md, section 3).
+
 A note that cannot be parsed is never read as an empty ledger: reading it raises
 ``LedgerUnreadable`` (the reader blocks that environment with the reason) and no
 write replaces it, so a hold is never lost to a damaged note; a person repairs or
@@ -75,12 +81,17 @@ class LedgerUnreadable(PermanentError):
     """A ledger note exists but cannot be parsed: fail closed, never overwrite it."""
 
 
+def blob_sha(data: bytes) -> str:
+    """The SHA-1 git names a blob of ``data`` by (a repository in SHA-256 names it
+    otherwise: a key that is never met, so the note is parsed as any other)."""
+    return hashlib.sha1(b"blob %d\0" % len(data) + data, usedforsecurity=False).hexdigest()
+
+
 @functools.lru_cache(maxsize=4096)
 def key_object(strategy: str, environment: str) -> tuple[bytes, str]:
     """The synthetic blob a ledger note hangs on, and its SHA-1."""
     data = f"promoter.ledger {strategy} {environment}\n".encode()
-    sha = hashlib.sha1(b"blob %d\0" % len(data) + data, usedforsecurity=False).hexdigest()
-    return data, sha
+    return data, blob_sha(data)
 
 
 @dataclass
@@ -94,10 +105,7 @@ class _Pending:
 class GitLedger:
     """Reads and writes ledger notes through a repository's mirror."""
 
-    def __init__(self, *, compact: Callable[[EnvLedger], object] | None = None) -> None:
-        self._compact = compact
-        """Called on each note parsed before it is kept: the runtime shares the models'
-        field-name sets with the views' (``promoter.daemon.memory.compact``)."""
+    def __init__(self) -> None:
         self._pending: dict[str, _Pending] = {}
         self._inflight: dict[str, list[_Pending]] = {}
         """Per repository, the flushes whose push has not landed in the local ref yet."""
@@ -108,6 +116,9 @@ class GitLedger:
         self._at_tip: dict[str, tuple[str | None, dict[str, EnvLedger]]] = {}
         """Per repository, its ledger ref's tip and the notes read at that tip, by key
         (used under the mirror's lock)."""
+        self._applied: dict[tuple[str, str], tuple[str | None, tuple[Change, ...], EnvLedger]] = {}
+        """Per (repository, key): the tip a note was read at, the changes applied to it
+        since, and the result (``_apply``)."""
 
     def read(self, mirror: GitMirror, strategy: str, environment: str) -> EnvLedger:
         _, sha = key_object(strategy, environment)
@@ -125,8 +136,26 @@ class GitLedger:
                 and not (batch.tip and local and mirror.is_ancestor(batch.tip, local))
                 for change in batch.changes[sha][1]
             ]
-        for change in changes:
+        return self._apply(mirror.name, sha, local, value, changes)
+
+    def _apply(
+        self, repo: str, sha: str, tip: str | None, value: EnvLedger, changes: list[Change]
+    ) -> EnvLedger:
+        """``value``, the note on ``sha`` at ``tip``, with ``changes`` applied. The same
+        object for the same tip and changes, and only the changes made since for more:
+        a reconcile reads back what it recorded, and the flush writes it, without copying
+        the ledger again each time."""
+        if not changes:
+            self._applied.pop((repo, sha), None)
+            return value
+        done = self._applied.get((repo, sha))
+        if done is not None and done[0] == tip and done[1] == tuple(changes[: len(done[1])]):
+            value, rest = done[2], changes[len(done[1]) :]
+        else:
+            rest = changes
+        for change in rest:
             value = change(value)
+        remember(self._applied, (repo, sha), (tip, tuple(changes), value), AT_TIP)
         return value
 
     def update(
@@ -241,8 +270,6 @@ class GitLedger:
                 f"the ledger note {sha[:12]} under {LEDGER_REF} cannot be parsed; it is kept"
                 " as it is: repair or remove it with git notes"
             ) from exc
-        if self._compact is not None:
-            self._compact(parsed)
         return remember(self._parsed, blob, parsed, PARSED)
 
     def _write(self, mirror: GitMirror, pending: _Pending) -> None:
@@ -252,9 +279,10 @@ class GitLedger:
                 notes: dict[str, str] = {}
                 for sha, (_, changes) in pending.changes.items():
                     value = self._stored(mirror, sha, before)
-                    for change in changes:
-                        value = change(value)
-                    notes[sha] = value.model_dump_json()
+                    value = self._apply(mirror.name, sha, before, value, changes)
+                    notes[sha] = text = value.model_dump_json(exclude_defaults=True)
+                    # Read back at the new tip, the note is this value: not parsed again.
+                    remember(self._parsed, blob_sha(text.encode()), value, PARSED)
                 blobs = [data for data, _ in pending.changes.values()]
                 try:
                     tip = mirror.write_notes(

@@ -64,12 +64,11 @@ def delete_caches(state: Path) -> list[str]:
 
 def decisions(runtime: Runtime) -> dict[str, Any]:
     """What the daemon reads and decides now, without acting (the clock left out)."""
-    view = runtime.reconciler.preview("guestbook")
-    assert view.snapshot is not None and view.decision is not None, view.error
+    snapshot, decision = runtime.reconciler.read_and_decide("guestbook")
     seen: dict[str, Any] = without_source(
         {
-            "snapshot": view.snapshot.model_dump(mode="json", exclude={"now"}),
-            "decision": view.decision.model_dump(mode="json"),
+            "snapshot": snapshot.model_dump(mode="json", exclude={"now"}),
+            "decision": decision.model_dump(mode="json"),
         }
     )
     return seen

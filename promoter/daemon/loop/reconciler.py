@@ -11,7 +11,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 
 from promoter.config import Config, Repository
@@ -20,7 +20,12 @@ from promoter.daemon.acting.executor import Executor
 from promoter.daemon.acting.merges import UnconfirmedMerges
 from promoter.daemon.acting.outcome import Outcome
 from promoter.daemon.checks.probes import Probes
-from promoter.daemon.memory.compact import FieldSets
+from promoter.daemon.memory.kept import (
+    KeptDecision,
+    KeptSnapshot,
+    kept_decision,
+    kept_snapshot,
+)
 from promoter.daemon.memory.settled import SettledIndex, notes_tips
 from promoter.daemon.reading.commit_facts import MergeConflicts
 from promoter.daemon.reading.queue_detection import QueueDetection
@@ -47,10 +52,11 @@ log = logging.getLogger("promoter.reconciler")
 
 @dataclass(frozen=True)
 class StrategyView:
-    """The last reconcile of a strategy, as the API and the status table show it."""
+    """The last reconcile of a strategy, as the API and the status table show it: what is
+    kept of its snapshot and its decision (``daemon.memory.kept``), not the models."""
 
-    snapshot: Snapshot | None
-    decision: Decision | None
+    snapshot: KeptSnapshot | None
+    decision: KeptDecision | None
     error: str | None
     reconciled_at: datetime | None
     waiting: str | None = None
@@ -93,8 +99,6 @@ class Reconciler:
     lineage: Lineage = field(default_factory=Lineage)
     conflicts: MergeConflicts = field(default_factory=MergeConflicts)
     shapes: Shapes = field(default_factory=Shapes)
-    field_sets: FieldSets = field(default_factory=FieldSets)
-    """Shares the field-name sets of the models the views keep (``daemon.memory.compact``)."""
     """Shared by every reader: dry SHAs and merge conflicts by immutable SHAs (and the
     notes parsed), and what each strategy's configuration gives its snapshots."""
     _lock: threading.Lock = field(default_factory=threading.Lock)
@@ -181,7 +185,10 @@ class Reconciler:
             )
             self.settled.observe(key, snapshot, decision, notes=tips, idle=idle)
         shown = with_deferred(decision, outcome)
-        self._remember(key, StrategyView(with_written(snapshot, outcome), shown, None, utcnow()))
+        kept = StrategyView(
+            kept_snapshot(with_written(snapshot, outcome)), kept_decision(shown), None, utcnow()
+        )
+        self._remember(key, kept)
         log.debug(
             "reconciled",
             extra={
@@ -205,16 +212,24 @@ class Reconciler:
 
     def preview(self, key: str) -> StrategyView:
         """Read and decide without acting (``promoter status --config``)."""
+        if self.config.strategy(key) is None:
+            raise KeyError(key)
+        try:
+            snapshot, decision = self.read_and_decide(key)
+        except Exception as exc:
+            return StrategyView(None, None, str(exc), utcnow())
+        return StrategyView(kept_snapshot(snapshot), kept_decision(decision), None, utcnow())
+
+    def read_and_decide(self, key: str) -> tuple[Snapshot, Decision]:
+        """The snapshot read now and the decision on it, without acting (``KeyError``: no
+        such strategy)."""
         strategy = self.config.strategy(key)
         if strategy is None:
             raise KeyError(key)
         repo = self.config.repository(strategy.repository)
         reader = self.reader(key, self.plugin_for(repo))
-        try:
-            snapshot = reader.read(strategy, repo, self.mirrors.fresh(repo))
-        except Exception as exc:
-            return StrategyView(None, None, str(exc), utcnow())
-        return StrategyView(snapshot, decide(snapshot), None, utcnow())
+        snapshot = reader.read(strategy, repo, self.mirrors.fresh(repo))
+        return snapshot, decide(snapshot)
 
     def reader(self, key: str, plugin: ScmPlugin) -> SnapshotReader:
         return SnapshotReader(
@@ -257,7 +272,6 @@ class Reconciler:
             plugin.forget_commits(repo=repo, shas=released)
 
     def _remember(self, key: str, view: StrategyView) -> None:
-        self.field_sets.compact(view.snapshot, view.decision)
         with self._lock:
             self.views[key] = view
 
@@ -274,18 +288,18 @@ def failed_view(
     happened in (every environment when it happened before deciding), never the
     verdicts of an earlier reconcile as if they still held; an outage the SCM reported
     holds them ``blocked``, not in ``error``."""
-    snapshot = snapshot or (last.snapshot if last else None)
-    decision = decision or (last.decision if last else None)
+    kept = kept_snapshot(snapshot) if snapshot is not None else last.snapshot if last else None
+    shown = kept_decision(decision) if decision is not None else last.decision if last else None
     state = EnvState.BLOCKED if outage else EnvState.ERROR
-    if decision is not None:
+    if shown is not None:
         verdicts = tuple(
-            v.model_copy(update={"state": state, "reason": error})
+            replace(v, state=state, reason=error)
             if environment is None or v.branch == environment
             else v
-            for v in decision.environments
+            for v in shown.environments
         )
-        decision = decision.model_copy(update={"environments": verdicts})
-    return StrategyView(snapshot, decision, error, utcnow(), outage=outage)
+        shown = replace(shown, environments=verdicts)
+    return StrategyView(kept, shown, error, utcnow(), outage=outage)
 
 
 def with_deferred(decision: Decision, outcome: Outcome) -> Decision:

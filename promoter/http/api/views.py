@@ -5,18 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 from promoter.config import PromotionStrategy
-from promoter.daemon import StrategyView
-from promoter.engine import (
-    CommitState,
-    EnvironmentSnapshot,
-    EnvironmentVerdict,
-    FreezePeriod,
-    Revert,
-    Snapshot,
-)
+from promoter.daemon import KeptCommit, KeptEnvironment, KeptSnapshot, KeptVerdict, StrategyView
+from promoter.engine import FreezePeriod, Revert
 
 
-def _commit(commit: CommitState | None) -> dict[str, Any] | None:
+def _commit(commit: KeptCommit | None) -> dict[str, Any] | None:
     if commit is None:
         return None
     return {
@@ -27,7 +20,7 @@ def _commit(commit: CommitState | None) -> dict[str, Any] | None:
     }
 
 
-def _healthy(env: EnvironmentSnapshot) -> dict[str, str] | None:
+def _healthy(env: KeptEnvironment) -> dict[str, str] | None:
     record = env.last_healthy
     if record is None:
         return None
@@ -38,7 +31,7 @@ def _healthy(env: EnvironmentSnapshot) -> dict[str, str] | None:
     }
 
 
-def _revert(revert: Revert, env: EnvironmentSnapshot) -> dict[str, Any]:
+def _revert(revert: Revert, env: KeptEnvironment) -> dict[str, Any]:
     pr = env.revert_pull_request
     in_flight = pr is not None and pr.number == revert.pr
     return {
@@ -53,14 +46,14 @@ def _revert(revert: Revert, env: EnvironmentSnapshot) -> dict[str, Any]:
     }
 
 
-def _pin(env: EnvironmentSnapshot) -> dict[str, str] | None:
+def _pin(env: KeptEnvironment) -> dict[str, str] | None:
     pin = env.ledger.pin
     if pin is None:
         return None
     return {"drySha": pin.dry_sha, "reason": pin.reason, "since": pin.since.isoformat()}
 
 
-def _not_kept(snapshot: Snapshot, env: EnvironmentSnapshot) -> list[str]:
+def _not_kept(snapshot: KeptSnapshot, env: KeptEnvironment) -> list[str]:
     """The strategy's labels the SCM did not keep on this environment's open PR lately."""
     pr = env.pull_request
     if pr is None:
@@ -69,7 +62,7 @@ def _not_kept(snapshot: Snapshot, env: EnvironmentSnapshot) -> list[str]:
 
 
 def _environment(
-    env: EnvironmentSnapshot, verdict: EnvironmentVerdict | None, not_kept: list[str]
+    env: KeptEnvironment, verdict: KeptVerdict | None, not_kept: list[str]
 ) -> dict[str, Any]:
     pr = env.pull_request
     return {
@@ -115,7 +108,7 @@ def _environment(
     }
 
 
-def _queue(env: EnvironmentSnapshot) -> dict[str, Any] | None:
+def _queue(env: KeptEnvironment) -> dict[str, Any] | None:
     """The promotion PR's latest merge-queue attempt: in the queue, taken out (by the queue,
     or by the promoter: ``withdrawn``), or merged."""
     attempt = env.ledger.queue

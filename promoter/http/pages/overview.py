@@ -19,8 +19,7 @@ from datetime import datetime
 from typing import Any
 
 from promoter.config import PromotionStrategy, short_name
-from promoter.daemon import StrategyView
-from promoter.engine import EnvironmentSnapshot
+from promoter.daemon import KeptEnvironment, StrategyView
 from promoter.http.pages.kinds import KINDS, kind_of
 
 PAGE = 100
@@ -103,7 +102,7 @@ def row_of(strategy: PromotionStrategy, view: StrategyView | None) -> Row:
     return Row(strategy.name, strategy.repository, tuple(strategy.labels), tuple(cells))
 
 
-def _cell(env: EnvironmentSnapshot, kind: str, reason: str) -> Cell:
+def _cell(env: KeptEnvironment, kind: str, reason: str) -> Cell:
     running = env.active.dry_sha if env.active is not None else None
     proposed = env.proposed.dry_sha if env.proposed is not None else None
     if kind != "up-to-date" and proposed and proposed != running:

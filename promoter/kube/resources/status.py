@@ -10,9 +10,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from promoter.daemon import StrategyView
-from promoter.engine import CommitState as SnapshotCommit
-from promoter.engine import EnvironmentSnapshot
+from promoter.daemon import KeptCommit, KeptEnvironment, StrategyView
 from promoter.kube.resources.specs import (
     CommitState,
     Condition,
@@ -48,7 +46,7 @@ def condition(
     )
 
 
-def _gates(commit: SnapshotCommit | None, keys: tuple[str, ...]) -> GateStatus | None:
+def _gates(commit: KeptCommit | None, keys: tuple[str, ...]) -> GateStatus | None:
     if commit is None:
         return None
     phases = [(commit.status(k).phase if commit.status(k) else Phase.PENDING) for k in keys]  # type: ignore[union-attr]
@@ -62,7 +60,7 @@ def _gates(commit: SnapshotCommit | None, keys: tuple[str, ...]) -> GateStatus |
     return GateStatus(phase=phase, description=f"{passed}/{len(phases)} gates success")
 
 
-def _commit(commit: SnapshotCommit | None, keys: tuple[str, ...]) -> CommitState:
+def _commit(commit: KeptCommit | None, keys: tuple[str, ...]) -> CommitState:
     if commit is None:
         return CommitState()
     return CommitState(
@@ -70,7 +68,7 @@ def _commit(commit: SnapshotCommit | None, keys: tuple[str, ...]) -> CommitState
     )
 
 
-def _environment(env: EnvironmentSnapshot, state: str, reason: str) -> EnvironmentStatus:
+def _environment(env: KeptEnvironment, state: str, reason: str) -> EnvironmentStatus:
     pr = env.pull_request
     return EnvironmentStatus(
         branch=env.branch,

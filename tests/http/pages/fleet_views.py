@@ -89,25 +89,19 @@ def variants(view: StrategyView) -> list[StrategyView]:
     assert view.decision is not None and view.snapshot is not None
     first = view.decision.environments[0]
     gate = first.gates[0].model_copy(update={"phase": Phase.FAILURE})
-    failing = first.model_copy(update={"gates": (gate, *first.gates[1:])})
+    failing = replace(first, gates=(gate, *first.gates[1:]))
     envs = view.snapshot.environments
-    paused = envs[0].model_copy(
-        update={"ledger": envs[0].ledger.model_copy(update={"paused": "health failed"})}
-    )
-    done = [v.model_copy(update={"state": EnvState.UP_TO_DATE}) for v in view.decision.environments]
+    paused = replace(envs[0], ledger=envs[0].ledger.model_copy(update={"paused": "health failed"}))
+    done = [replace(v, state=EnvState.UP_TO_DATE) for v in view.decision.environments]
     decision = view.decision
     return [
         view,
         replace(
             view,
-            decision=decision.model_copy(
-                update={"environments": (failing, *decision.environments[1:])}
-            ),
+            decision=replace(decision, environments=(failing, *decision.environments[1:])),
         ),
-        replace(
-            view, snapshot=view.snapshot.model_copy(update={"environments": (paused, *envs[1:])})
-        ),
-        replace(view, decision=decision.model_copy(update={"environments": tuple(done)})),
+        replace(view, snapshot=replace(view.snapshot, environments=(paused, *envs[1:]))),
+        replace(view, decision=replace(decision, environments=tuple(done))),
         replace(view, error="the SCM answered 502 Bad Gateway"),
     ]
 
@@ -116,18 +110,17 @@ def aged(view: StrategyView, hours: int) -> StrategyView:
     """The view with its waiting change ``hours`` older."""
     assert view.snapshot is not None
     envs = [
-        env.model_copy(
-            update={
-                "changelog": tuple(
-                    c.model_copy(update={"date": c.date - timedelta(hours=hours)})
-                    for c in env.changelog
-                    if c.date is not None
-                )
-            }
+        replace(
+            env,
+            changelog=tuple(
+                c.model_copy(update={"date": c.date - timedelta(hours=hours)})
+                for c in env.changelog
+                if c.date is not None
+            ),
         )
         for env in view.snapshot.environments
     ]
-    return replace(view, snapshot=view.snapshot.model_copy(update={"environments": tuple(envs)}))
+    return replace(view, snapshot=replace(view.snapshot, environments=tuple(envs)))
 
 
 @dataclass
