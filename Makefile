@@ -30,6 +30,7 @@ demo: $(RUNTIME)
 test: $(STAMP)
 	bash .ci/browser
 	$(BIN)/ruff check promoter scm_plugins webhooks tests bench
+	$(BIN)/ruff format --check promoter scm_plugins webhooks tests bench
 	$(BIN)/mypy
 	$(BIN)/lint-imports --no-cache
 	$(BIN)/pytest -n $(TEST_WORKERS) -m "not slow" --cov --cov-report= $(PYTEST_ARGS)
