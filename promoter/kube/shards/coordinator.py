@@ -52,7 +52,6 @@ from promoter.kube.client.api import Kube, KubeError, Obj
 from promoter.kube.client.watcher import Watcher
 from promoter.kube.leadership.elector import LeaseSettings
 from promoter.kube.shards.assignment import Table, Work, assign
-from promoter.kube.shards.assignment import standby as standby_shards
 from promoter.kube.shards.fence import ShardFence
 from promoter.kube.shards.holdings import Holdings
 from promoter.kube.shards.lease_writer import LeaseWriter, renew_every
@@ -67,6 +66,7 @@ from promoter.kube.shards.leases import (
 from promoter.kube.shards.metrics import record_round, record_transition
 from promoter.kube.shards.outage import Outage
 from promoter.kube.shards.settings import ShardSettings
+from promoter.kube.shards.standby import LookAhead
 
 log = logging.getLogger("promoter.kube.shards")
 
@@ -102,9 +102,8 @@ class ShardCoordinator:
         ``ready()``: whether this replica can work (it has listed the objects); until
         then it does not join. ``prepare(shards)``: before joining, warm up for the shards
         it is about to be given (clone their repositories), so that taking them over
-        does not start with the clones. ``standby(shards)``: after a round whose members
-        or weights changed, the shards this replica would be given if any one peer died
-        (``assignment.standby``); it must not block."""
+        does not start with the clones. ``standby(shards)``: what a peer's death would
+        bring (``standby.LookAhead``); it must not block."""
         self.kube = kube
         self.lease = lease
         self.settings = settings
@@ -115,8 +114,7 @@ class ShardCoordinator:
         self.on_revoke = on_revoke
         self.ready = ready
         self.prepare = prepare
-        self.standby = standby
-        self._standby_for: tuple[frozenset[str], dict[str, float]] | None = None
+        self.look_ahead = LookAhead(identity, standby)
         self._joined = False
         self.clock = clock
         self.observed = Observed()
@@ -258,15 +256,12 @@ class ShardCoordinator:
         holders = dict(zip(shards, self._pool.map(act, shards), strict=True))
         self.table = Table(members, assigned, holders, work)
         self.rounds += 1
-        table = self.table
+        held = self.holdings.held()
         record_round(
-            self.identity,
-            members=len(table.members),
-            weights=table.work.weights,
-            assigned=table.assigned,
-            held=self.holdings.held(),
+            self.identity, members=len(members), weights=work.weights, assigned=assigned, held=held
         )
-        self._look_ahead(members, work)
+        if self._joined and not self._stopping:
+            self.look_ahead(members, work.weights)
         gained, lost, regained = self.holdings.end_round(before)
         if gained or lost or regained:
             log.info(
@@ -279,17 +274,6 @@ class ShardCoordinator:
                 },
             )
             self.on_change(gained, lost, regained)
-
-    def _look_ahead(self, members: dict[str, str], work: Work) -> None:
-        """Tell ``standby`` what this replica would be given at a peer's death, when the
-        members or the weights changed since it was last told (a joined replica only)."""
-        if not self._joined or self._stopping:
-            return
-        key = (frozenset(members), dict(work.weights))
-        if key == self._standby_for:
-            return
-        self._standby_for = key
-        self.standby(standby_shards(work.weights, members, self.identity))
 
     def _members(self, listed: dict[str, Seen], now: float) -> dict[str, str]:
         """The live members (those whose member Lease changed within a lease on our

@@ -16,8 +16,9 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Mapping
 
+from promoter.kube.shards.assignment import standby
 from promoter.kube.shards.transfer import background_priority
 
 log = logging.getLogger("promoter.kube.sharding")
@@ -89,3 +90,21 @@ class StandbyMirrors:
                     self._warm.discard(name)
                 extra = {"repository": name, "error": str(exc)}
                 log.info("standby mirror not fetched", extra=extra)
+
+
+class LookAhead:
+    """Tells ``standby`` the shards ``identity`` would be given if any one peer died
+    (``assignment.standby``), once per change of the members or the shards' weights.
+    Called by the Lease loop alone."""
+
+    def __init__(self, identity: str, tell: Callable[[set[str]], None]) -> None:
+        self.identity = identity
+        self.tell = tell
+        self._told_for: tuple[frozenset[str], dict[str, float]] | None = None
+
+    def __call__(self, members: Mapping[str, str], weights: Mapping[str, float]) -> None:
+        key = (frozenset(members), dict(weights))
+        if key == self._told_for:
+            return
+        self._told_for = key
+        self.tell(standby(weights, members, self.identity))

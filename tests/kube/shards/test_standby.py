@@ -12,7 +12,7 @@ import pytest
 
 from promoter.git.remote_copy import RemoteCopy
 from promoter.kube.shards.assignment import assign, standby
-from promoter.kube.shards.standby import StandbyMirrors
+from promoter.kube.shards.standby import LookAhead, StandbyMirrors
 from promoter.kube.shards.transfer import BACKGROUND_NICE
 from tests.kube.cluster import NS, fake_cluster, wait_until
 from tests.kube.shard_helpers import all_promoted, fleet, leased, owner_of, settled
@@ -23,6 +23,20 @@ TIMED = {"lease_duration": 2.0, "renew_deadline": 1.2, "retry_period": 0.2}
 
 def mine(owner: dict[str, str], member: str) -> set[str]:
     return {shard for shard, m in owner.items() if m == member}
+
+
+def test_the_standby_shards_are_told_once_per_change_of_members_or_weights() -> None:
+    told: list[set[str]] = []
+    look = LookAhead("r0", told.append)
+    members = {"r0": "10.0.0.1", "r1": "10.0.0.2"}
+    weights = {f"shard-{n}": 1.0 for n in range(8)}
+    look(members, weights)
+    look(dict(members), dict(weights))  # the same again: not told
+    assert told == [standby(weights, members, "r0")]
+    look({**members, "r2": "10.0.0.3"}, weights)  # a member joined
+    look({**members, "r2": "10.0.0.3"}, {**weights, "shard-0": 9.0})  # a weight moved
+    assert len(told) == 3
+    assert told[1] == standby(weights, {**members, "r2": ""}, "r0")
 
 
 @pytest.mark.parametrize("seed", range(20))
