@@ -3,8 +3,7 @@
 The forwarder posts small signed JSON bodies to a handful of addresses, many times a
 second under a webhook storm, from a replica whose cores are busy reconciling. The
 standard library's ``http.client`` does one such call for about a quarter of httpx's
-CPU (110 to 155 µs against 430 to 440 µs a call, measured side by side against one uvicorn on
-127.0.0.1), and the call's time is what a forwarded key waits. Each posting thread keeps
+CPU (docs/scaling.md), and the call's time is what a forwarded key waits. Each posting thread keeps
 its own connection per address (an ``HTTPConnection`` is not thread-safe); a connection
 the peer closed while it was idle is opened again once, and the call sent again, with
 its headers made afresh (a signature's nonce is good for one call).
