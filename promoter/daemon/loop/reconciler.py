@@ -103,6 +103,9 @@ class Reconciler:
     notes parsed), and what each strategy's configuration gives its snapshots."""
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _key_locks: dict[str, threading.Lock] = field(default_factory=dict)
+    _let_go_of: dict[str, int] = field(default_factory=dict)
+    """How many times each strategy was let go of (``forget``): a reconcile in flight
+    meanwhile lets go of what it kept again when it ends."""
 
     def plugin_for(self, repo: Repository) -> ScmPlugin:
         return self.plugins[repo.scm_provider]
@@ -131,7 +134,12 @@ class Reconciler:
         """Converge one strategy; raises TemporaryError (and others) for the queue to retry.
         Its log lines carry the strategy and a reconcile id (``logs.reconcile_context``)."""
         with reconcile_context(key), self.key_lock(key):
-            return self._reconcile(key)
+            let_go = self._let_go_of.get(key, 0)
+            try:
+                return self._reconcile(key)
+            finally:
+                if self._let_go_of.get(key, 0) != let_go:  # let go of while it ran
+                    self.forget([key])
 
     def _reconcile(self, key: str) -> Outcome:
         strategy = self.config.strategy(key)
@@ -252,11 +260,16 @@ class Reconciler:
         return f"{self.status_url.rstrip('/')}/strategies/{key}" if self.status_url else ""
 
     def forget(self, keys: Iterable[str]) -> None:
-        """Let go of what the reconciles of ``keys`` kept (their views, the commits they
-        tracked and those commits' statuses): another replica works on them now."""
+        """Let go of what the reconciles of ``keys`` kept (their views, what they read
+        and found settled, the commits they tracked and those commits' statuses):
+        another replica works on them now. A reconcile of one of them still running lets
+        go of what it kept when it ends."""
         for key in keys:
             with self._lock:
                 self.views.pop(key, None)
+                self._let_go_of[key] = self._let_go_of.get(key, 0) + 1
+            if self.settled is not None:
+                self.settled.forget(key)
             strategy = self.config.strategy(key)
             if strategy is None:
                 continue

@@ -167,8 +167,6 @@ class ClusterRuntime(Runtime):
         views, the commits tracked and their statuses, pull requests, the mirrors' git
         processes (the clones stay on disk)."""
         self.reconciler.forget(strategies)
-        for key in strategies:
-            self.settled.forget(key)
         moved = set(repositories)
         self.status_cache.forget_repositories(moved)
         self.pr_cache.forget_repositories(moved)
