@@ -4,6 +4,8 @@ the one key when the token names none, and a refusal when several could be meant
 
 from __future__ import annotations
 
+from typing import Any
+
 import jwt
 import pytest
 from cryptography.hazmat.primitives.asymmetric import rsa
@@ -19,20 +21,21 @@ def rsa_key(kid: str | None) -> Key:
 
 
 K1, K2, NAMELESS = rsa_key("k1"), rsa_key("k2"), rsa_key(None)
+SETTINGS: dict[str, Any] = {
+    "issuer": "https://idp.example.com",
+    "client_id": "promoter",
+    "client_secret": None,
+    "redirect_uri": "https://promoter.example/auth/callback",
+    "scopes": [],
+    "timeout": 5,
+}
 
 
 class Keys(Provider):
     """A provider whose key set is given: the kept one, then the one read afresh."""
 
     def __init__(self, kept: list[Key], fresh: list[Key] | None = None) -> None:
-        super().__init__(
-            issuer="https://idp.example.com",
-            client_id="promoter",
-            client_secret=None,
-            redirect_uri="https://promoter.example/auth/callback",
-            scopes=[],
-            timeout=5,
-        )
+        super().__init__(**SETTINGS)
         self.kept, self.fresh = kept, fresh if fresh is not None else kept
         self.asked: list[bool] = []
 
@@ -58,7 +61,9 @@ def test_a_kid_not_among_the_keys_read_reads_them_again_once() -> None:
     assert gone.asked == [False, True]
 
 
-@pytest.mark.parametrize("kid", ["k9", "XXXX", "none"])
+# A key published without a kid is read as naming "": a kid it could be mistaken for
+# ("XXXX", "none", or any other) must not select it.
+@pytest.mark.parametrize("kid", ["k9", "XXXX", "none"], ids=["other", "filler", "none"])
 def test_a_token_naming_a_kid_is_never_checked_with_a_key_that_names_none(kid: str) -> None:
     with pytest.raises(Refused):
         Keys([NAMELESS])._key(kid, "RS256")
@@ -80,15 +85,7 @@ class Published(Provider):
     """A provider whose JWKS is given, on an injected clock, counting its reads."""
 
     def __init__(self, keys: list[dict[str, object]], now: list[float]) -> None:
-        super().__init__(
-            issuer="https://idp.example.com",
-            client_id="promoter",
-            client_secret=None,
-            redirect_uri="https://promoter.example/auth/callback",
-            scopes=[],
-            timeout=5,
-            clock=lambda: now[0],
-        )
+        super().__init__(**SETTINGS, clock=lambda: now[0])
         self.published = keys
         self.reads = 0
 
