@@ -133,7 +133,6 @@ class QueueRoutes(ABC):
         """The merge group's checks pass: the queue merges the PR into its base."""
         owner, name = full_name.split("/")
         repo, pr = self._pull(owner, name, str(number))
-        self.queued.pop((full_name.lower(), number))
         head = fake_git.branch_sha(repo.git_dir, pr["head"]) or ""
         before = fake_git.branch_sha(repo.git_dir, pr["base"])
         message = f"Merge pull request #{number} from {pr['head']}"
@@ -152,7 +151,6 @@ class QueueRoutes(ABC):
         if before != entry["base_sha"]:
             self.merge_from_queue(full_name, number)
             return
-        self.queued.pop((full_name.lower(), number))
         ref = f"refs/heads/{pr['base']}"
         fake_git.git(repo.git_dir, "update-ref", ref, entry["group"], entry["base_sha"])
         self._merged(full_name, pr, entry["head"], before, entry["group"])
@@ -161,6 +159,7 @@ class QueueRoutes(ABC):
         self, full_name: str, pr: dict[str, Any], head: str, before: str | None, merged: str
     ) -> str:
         stamp = now()
+        self.queued.pop((full_name.lower(), pr["number"]), None)  # out of the queue as merged
         pr.update(state="closed", closed_at=stamp, merged_at=stamp, merge_commit_sha=merged)
         pr["frozen_head"] = head
         if self.on_push is not None:

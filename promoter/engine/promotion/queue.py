@@ -38,6 +38,9 @@ RETRY = 30.0
 MAX_RETRY = 600.0
 WAITING = 60.0
 """While queued, look again this often though no webhook came (a lost merge_group hook)."""
+SETTLING = 2.0
+"""The queue merged the PR after the environment was read: look again this soon, when the
+environment runs it."""
 
 
 def backoff(attempts: int) -> float:
@@ -66,6 +69,9 @@ def queue_step(
             )
             reason = f"pull request #{pr.number} is in the merge queue{where}{state}{checks}"
             return EnvState.PROMOTING, reason, [], WAITING
+        if entry.merged:  # between the branch's read and the queue's: no failed attempt
+            reason = f"pull request #{pr.number} was merged by the merge queue"
+            return EnvState.PROMOTING, reason, [], SETTLING
         why = entry.removed_reason or "taken out of the merge queue"
         told = (
             f"The merge queue took this pull request out without merging it ({why}). "

@@ -15,11 +15,13 @@ from promoter.engine import (
     QueueAttempt,
     Queueing,
     QueueRace,
+    RecordDequeue,
     RecordQueueMerge,
     decide,
 )
 from promoter.engine.core.ledger_state import EnvLedger, Hold
 from promoter.engine.core.snapshot import FreezePeriod, Snapshot
+from promoter.models import QueueEntry
 
 from ..reverts.test_revert import edit
 from ..strategies import NOW, Env, build, dry, hydrated
@@ -153,3 +155,18 @@ def test_an_open_pr_seen_stale_after_its_merge_is_not_taken_out_but_settled() ->
     snapshot = edit(queued(), 0, active=merged_by_queue().environments[0].active)
     assert of(snapshot, DequeuePullRequest) == []
     assert [r.race for r in of(frozen(snapshot), RecordQueueMerge)] != [""]
+
+
+def test_a_pr_the_queue_merged_after_the_branch_was_read_is_no_failed_attempt() -> None:
+    """The branch was read before the queue merged, its entry after: merged, not taken out."""
+    snapshot = queued()
+    gone = Queueing(on=True, entry=QueueEntry(queued=False, merged=True))
+    snapshot = edit(snapshot, 0, queueing=gone)
+    decision = decide(snapshot)
+    assert of(snapshot, RecordDequeue) == [] and of(snapshot, CommentPullRequest) == []
+    assert of(snapshot, EnqueuePullRequest) == []
+    [dev] = decision.environments
+    assert "pull request #10 was merged by the merge queue" in dev.reason
+    assert decision.requeue_after is not None and decision.requeue_after <= 2.0
+    taken_out = Queueing(on=True, entry=QueueEntry(queued=False, removed_reason="CI failed"))
+    assert len(of(edit(snapshot, 0, queueing=taken_out), RecordDequeue)) == 1
