@@ -40,6 +40,7 @@ INTERVAL = 5.0
 """Seconds between two looks of the daemon's watchdog."""
 
 Clock = Callable[[], float]
+_get_ident = threading.get_ident
 
 
 class LockReentered(RuntimeError):
@@ -105,7 +106,7 @@ class WatchedLock:
             _locks.add(self)
 
     def acquire(self, blocking: bool = True, timeout: float = -1) -> bool:
-        me = threading.get_ident()
+        me = _get_ident()
         if self._owner == me:
             if not self.reentrant:
                 raise LockReentered(f"{self.what} {self.detail} taken again by its holder")
@@ -118,11 +119,12 @@ class WatchedLock:
         self._since = self._clock()
         return True
 
-    def release(self) -> None:
-        if self._owner != threading.get_ident():
+    def release(self, *_: object) -> None:
+        """Release once (``__exit__`` too: its arguments are ignored)."""
+        if self._owner != _get_ident():
             raise RuntimeError(f"{self.what} released by a thread that does not hold it")
-        self._depth -= 1
-        if self._depth:
+        depth = self._depth = self._depth - 1
+        if depth:
             return
         self._since = None
         self._owner = None
@@ -130,13 +132,12 @@ class WatchedLock:
 
     def held(self) -> bool:
         """Whether the calling thread holds it."""
-        return self._owner == threading.get_ident()
+        return self._owner == _get_ident()
 
-    def __enter__(self) -> bool:
-        return self.acquire()
-
-    def __exit__(self, *exc: object) -> None:
-        self.release()
+    # A ``with`` block is the lock's most frequent use (about 80 a reconcile): one call
+    # each way, not two.
+    __enter__ = acquire
+    __exit__ = release
 
     def _overdue(self, now: float) -> Overdue | None:
         since, owner = self._since, self._owner

@@ -11,10 +11,18 @@ Healing (``_heal``) runs before a use, under ``lock`` and never under the notes 
 one git can no longer read (files cut short: a full disk, a crash), is cloned afresh,
 so that nothing reads or writes on top of an empty or broken mirror (a ledger write
 would then push a notes commit that forgets every other note).
+
+A remote that is a repository on this machine owned by the daemon's own user (the local
+SCM's) is cloned by git's local copy: its objects hard-linked or copied, not packed by
+``upload-pack`` and indexed again by ``index-pack`` (half the CPU of a clone). Any other
+remote, and a local one owned by another user, goes through the transport
+(``--no-local``): hard links into a repository another user can write would let that
+user change the mirror's objects under it.
 """
 
 from __future__ import annotations
 
+import os
 import shutil
 from datetime import UTC, datetime
 from pathlib import Path
@@ -187,7 +195,9 @@ class RemoteCopy(CommitFacts):
         staging = self.path.with_name(f"{self.path.name}.clone")
         shutil.rmtree(staging, ignore_errors=True)
         notes = f"remote.origin.fetch={REFSPECS[1]}"
-        args = ["clone", "--bare", "--no-local", "--no-tags", "--quiet", "--config", notes]
+        args = ["clone", "--bare", "--no-tags", "--quiet", "--config", notes]
+        if not own_local_repository(self.url):
+            args.append("--no-local")
         try:
             self._run([*args, "--", self.url, str(staging)], network=True)
             self.close()
@@ -200,6 +210,17 @@ class RemoteCopy(CommitFacts):
         self._identity = None
         self._damaged = None
         self.ensure()
+
+
+def own_local_repository(url: str) -> bool:
+    """Whether ``url`` is an absolute path (not a URL: git copies nothing locally for
+    ``file://``) to a repository owned by this process's user."""
+    if not url.startswith("/"):
+        return False
+    try:
+        return Path(url).stat().st_uid == os.geteuid()
+    except OSError:
+        return False
 
 
 def _remove_tree(path: Path) -> None:

@@ -28,11 +28,13 @@ from promoter.errors import (
     ScmNotFound,
     ScmUnavailable,
 )
+from promoter.git.ancestry import walk_ancestry
+from promoter.git.caches import remember
 from promoter.git.identity import identity_env
 from promoter.git.process.credentials import noninteractive_env
 from promoter.git.process.runner import run_git
 from promoter.git.process.stale_lock import abandoned_in
-from promoter.models import CommitStatus, PullRequest, PullRequestState, Review
+from promoter.models import SHA_RE, CommitStatus, PullRequest, PullRequestState, Review
 from scm_plugins.calls import ScmCalls
 from scm_plugins.local import merging
 from scm_plugins.local.queue import LocalQueue
@@ -43,6 +45,10 @@ AUTHOR = "promoter"
 """Who opens every pull request of the local SCM: the promoter; its approvals never count."""
 LOCK_MARGIN = 0.5
 """Seconds past the moment a lock is taken as abandoned before the merge is tried again."""
+
+
+ANCESTRY_KEPT = 4096
+"""Answers "is this commit an ancestor of that one" kept at most (then started over)."""
 
 
 def repository_path(repo: Repository) -> Path:
@@ -84,6 +90,7 @@ class LocalScm(LocalQueue):
         self._locks: dict[str, threading.Lock] = {}
         self._locks_guard = threading.Lock()
         self._readers: dict[str, BranchTips] = {}
+        self._ancestry: dict[tuple[str, str, str], bool] = {}
         self._env = {**os.environ, **identity_env(), **noninteractive_env()}
         local = provider.local
         self._merge_method: merging.MergeMethod = local.merge_method if local else "merge"
@@ -109,6 +116,13 @@ class LocalScm(LocalQueue):
     def _tips(self, repo: Repository, *branches: str) -> dict[str, str]:
         """``branch -> tip`` for those of ``branches`` that exist, read by the repository's
         persistent ``cat-file`` (``BranchTips``)."""
+        reader = self._reader(repo)
+        try:
+            return reader.tips(branches)
+        except FileNotFoundError as exc:
+            raise ScmNotFound(f"repository {repo.name} not found at {reader.path}") from exc
+
+    def _reader(self, repo: Repository) -> BranchTips:
         path = repository_path(repo)
         with self._locks_guard:
             reader = old = self._readers.get(repo.name)
@@ -116,17 +130,31 @@ class LocalScm(LocalQueue):
                 reader = self._readers[repo.name] = BranchTips(path, self._env)
         if old is not None and old is not reader:  # the repository's URL changed (a reload)
             old.close()
-        try:
-            return reader.tips(branches)
-        except FileNotFoundError as exc:
-            raise ScmNotFound(f"repository {repo.name} not found at {path}") from exc
+        return reader
 
     def _is_ancestor(self, repo: Repository, ancestor: str, descendant: str) -> bool:
+        """Walked through the persistent reader near the tip (most questions: a PR's head
+        a commit or two from its base), else asked of ``git merge-base``. An answer about
+        two commits is kept: it never changes."""
+        exact = bool(SHA_RE.fullmatch(ancestor) and SHA_RE.fullmatch(descendant))
+        key = (repo.url, ancestor, descendant)
+        if exact:  # compared as text: only full SHAs
+            known = self._ancestry.get(key)
+            if known is not None:
+                return known
+            try:
+                walked = walk_ancestry(self._reader(repo).parents, ancestor, descendant)
+            except (OSError, GitError):
+                walked = None
+            if walked is not None:
+                return remember(self._ancestry, key, walked, ANCESTRY_KEPT)
         try:
             self._git(repo, "merge-base", "--is-ancestor", ancestor, descendant)
-        except subprocess.CalledProcessError:
+        except subprocess.CalledProcessError as exc:
+            if exact and exc.returncode == 1:  # an answer, not an unknown commit (128)
+                remember(self._ancestry, key, False, ANCESTRY_KEPT)
             return False
-        return True
+        return remember(self._ancestry, key, True, ANCESTRY_KEPT) if exact else True
 
     def _lock(self, repo: Repository) -> threading.Lock:
         with self._locks_guard:

@@ -1,12 +1,15 @@
-"""Branch tips of a local SCM repository, read through one persistent ``git cat-file``.
+"""Branch tips and commits of a local SCM repository, read through one persistent
+``git cat-file``.
 
-Every pull request call of the local SCM needs the tips of its head and base branches.
-A ``git for-each-ref`` per call is a process of a few milliseconds (it reads every
-packed ref of the repository); ``git cat-file --batch-check`` answers ``<sha> <type>
-<size>`` for each name written to it, resolving the name against the refs as they are on
-disk at that moment (a loose ref is read again, packed refs when their file changed, a
-new pack when an object is not found), in a few microseconds. One such process per
-repository answers every read; it is started on first use and again if it died.
+Every pull request call of the local SCM needs the tips of its head and base branches,
+and many ask whether one commit is an ancestor of another (a PR merged by hand). A
+``git for-each-ref`` or ``git merge-base`` per call is a process of a few milliseconds;
+``git cat-file --batch`` answers ``<sha> <type> <size>`` and the object for each name
+written to it, resolving the name against the refs as they are on disk at that moment (a
+loose ref is read again, packed refs when their file changed, a new pack when an object
+is not found), in a few microseconds. One such process per repository answers every
+read; it is started on first use and again if it died. Ancestry near the tip is walked
+through it (``promoter.git.ancestry``), and left to ``git merge-base`` beyond.
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ from promoter.errors import GitError
 
 
 class BranchTips:
-    """``git cat-file --batch-check`` in the repository at ``path``, kept running."""
+    """``git cat-file --batch`` in the repository at ``path``, kept running."""
 
     def __init__(self, path: Path, env: Mapping[str, str]) -> None:
         self.path = path
@@ -43,6 +46,31 @@ class BranchTips:
         if not branches:  # names git cannot hold: no such branch
             return {}
         names = [f"refs/heads/{b}" for b in branches]
+        found = {}
+        for branch, (sha, kind, _) in zip(branches, self._read(names), strict=True):
+            if kind == b"commit":
+                found[branch] = sha
+        return found
+
+    def parents(self, sha: str) -> list[str] | None:
+        """The parents of commit ``sha``; None when the repository has no such commit.
+
+        ``OSError`` when the repository is not there (any more)."""
+        if not sha or "\n" in sha or " " in sha:
+            return None
+        [(_, kind, data)] = self._read([sha])
+        if kind != b"commit":
+            return None
+        found = []
+        for line in data.split(b"\n"):
+            if not line:  # the headers end before the message
+                break
+            if line.startswith(b"parent "):
+                found.append(line[7:].decode("ascii"))
+        return found
+
+    def _read(self, names: list[str]) -> list[tuple[str, bytes, bytes]]:
+        """``(sha, type, content)`` of each name; type ``missing`` for none."""
         request = ("\n".join(names) + "\n").encode()
         with self._lock:
             stat = os.stat(self.path)
@@ -50,26 +78,20 @@ class BranchTips:
                 self._stop()
                 self._identity = (stat.st_dev, stat.st_ino)
             try:
-                answers = self._ask(request, len(names))
+                return self._ask(request, len(names))
             except (OSError, ValueError):
                 self._stop()  # it died (killed, or its repository went away): start again
                 try:
-                    answers = self._ask(request, len(names))
+                    return self._ask(request, len(names))
                 except (OSError, ValueError) as exc:
                     self._stop()
-                    raise GitError(f"cannot read the branches of {self.path}: {exc}") from exc
-        found = {}
-        for branch, answer in zip(branches, answers, strict=True):
-            sha, _, rest = answer.partition(" ")
-            if rest.startswith("commit "):
-                found[branch] = sha
-        return found
+                    raise GitError(f"cannot read the repository {self.path}: {exc}") from exc
 
-    def _ask(self, request: bytes, count: int) -> list[str]:
+    def _ask(self, request: bytes, count: int) -> list[tuple[str, bytes, bytes]]:
         process = self._process
         if process is None:
             process = self._process = subprocess.Popen(
-                ["git", "cat-file", "--batch-check"],
+                ["git", "cat-file", "--batch"],
                 cwd=self.path,
                 env=self._env,
                 stdin=subprocess.PIPE,
@@ -85,7 +107,15 @@ class BranchTips:
             line = process.stdout.readline()
             if not line:
                 raise ValueError("git cat-file stopped answering")
-            answers.append(line.decode("utf-8", "replace").rstrip("\n"))
+            header = line.rstrip(b"\n").split(b" ")
+            if len(header) != 3:  # "<name> missing", "<name> ambiguous"
+                answers.append(("", b"missing", b""))
+                continue
+            size = int(header[2])
+            data = process.stdout.read(size + 1)  # the object and its newline
+            if len(data) != size + 1:
+                raise ValueError("git cat-file stopped answering")
+            answers.append((header[0].decode("ascii"), header[1], data[:size]))
         return answers
 
     def _stop(self) -> None:

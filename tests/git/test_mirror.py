@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import threading
 import traceback
 from collections.abc import Iterator
@@ -569,3 +570,36 @@ def test_a_fetch_that_took_the_ref_back_during_the_push_is_mended_after_it(
     mirror.keep_pushed(ref, tip, before=before)
     assert git(mirror.path, "rev-parse", ref) == tip and mirror.branch_sha(ref) == tip
     assert mirror.read_note(ref, commit) == "two\n"
+
+
+def pack_inodes(repository: Path) -> set[int]:
+    return {p.stat().st_ino for p in (repository / "objects" / "pack").glob("*.pack")}
+
+
+@pytest.mark.parametrize(
+    ("owner", "scheme", "shared"),
+    [("self", "", True), ("another user", "", False), ("self", "file://", False)],
+)
+def test_only_a_remote_on_this_machine_owned_by_the_daemons_user_is_cloned_by_local_copy(
+    tmp_path: Path,
+    remote: GitSandbox,
+    monkeypatch: pytest.MonkeyPatch,
+    owner: str,
+    scheme: str,
+    shared: bool,
+) -> None:
+    """A local copy hard-links the remote's packs (no upload-pack, no index-pack); a
+    repository another user can write is never linked into the mirror."""
+    remote.git("repack", "-a", "-d", "-q")
+    if owner != "self":
+        uid = os.geteuid() + 1
+        monkeypatch.setattr("promoter.git.remote_copy.os.geteuid", lambda: uid)
+    url = scheme + str(remote.path)
+    with GitMirror(name="copied", url=url, root=tmp_path / "state") as mirror:
+        assert mirror.refresh() is True
+        assert mirror.branch_sha("main") == remote.branch_sha("main")
+        linked = pack_inodes(mirror.path) & pack_inodes(remote.path)
+        assert bool(linked) is shared
+        remote.commit_dry({"apps/guestbook/values.yaml": "image: guestbook:3\n"}, "Bump")
+        assert mirror.refresh() is True  # a copy fetches like a clone through the transport
+        assert mirror.branch_sha("main") == remote.branch_sha("main")

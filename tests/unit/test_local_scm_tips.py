@@ -1,6 +1,7 @@
-"""The local SCM reads branch tips through one persistent ``git cat-file`` per repository:
-never a stale tip (a ref moved, packed, deleted, the repository made again), a process
-that died is started again, and a pull request call starts no git process of its own."""
+"""The local SCM reads branch tips and commits through one persistent ``git cat-file`` per
+repository: never a stale tip (a ref moved, packed, deleted, the repository made again), a
+process that died is started again, ancestry answered as ``git merge-base`` answers it,
+and a pull request call starts no git process of its own."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ import pytest
 from promoter.cli.sandbox import commit_files, git, init_bare
 from promoter.config import LocalProvider, Repository, ScmProvider
 from promoter.errors import ScmNotFound
+from promoter.models import PullRequestState
 from scm_plugins.local import LocalScm
 from scm_plugins.local.refs import BranchTips
 from tests.unit.test_local_scm import promotion_repository
@@ -101,14 +103,7 @@ def test_pull_request_calls_start_no_git_process_once_the_reader_runs(
         provider=ScmProvider(name="local", local=LocalProvider()), state_dir=str(tmp_path / "s")
     )
     head = tip(path, "env-next")
-    started: list[list[str]] = []
-    real: Any = subprocess.Popen.__init__
-
-    def counting(self: object, args: list[str], *rest: object, **kw: object) -> None:
-        started.append([str(a) for a in args])
-        real(self, args, *rest, **kw)
-
-    monkeypatch.setattr(subprocess.Popen, "__init__", counting)
+    started = processes(monkeypatch)
     try:
         opened = scm.open_pull_request(
             repo=repo, head="env-next", base="env", title="t", body="", labels=()
@@ -119,6 +114,87 @@ def test_pull_request_calls_start_no_git_process_once_the_reader_runs(
         assert opened.head_sha == head
     finally:
         scm.close()
-    # The persistent reader, and the merged-by-hand check (one merge-base per find).
-    assert [a for a in started if "cat-file" in a] == [["git", "cat-file", "--batch-check"]]
-    assert not [a for a in started if "for-each-ref" in a or "rev-parse" in a]
+    # The persistent reader alone: the merged-by-hand check walks the base's parents in it.
+    assert started == [["git", "cat-file", "--batch"]]
+
+
+def test_a_commits_parents_are_read_and_what_is_no_commit_has_none(
+    path: Path, tips: BranchTips
+) -> None:
+    base, proposed = tip(path, "env"), tip(path, "env-next")
+    assert tips.parents(proposed) == [base]
+    assert tips.parents(base) == []  # the root
+    git(path, "update-ref", "refs/heads/merged", merge_commit(path, base, proposed))
+    assert tips.parents(tip(path, "merged")) == [base, proposed]
+    tree = git(path, "rev-parse", "env^{tree}").strip()
+    assert tips.parents(tree) is None
+    assert tips.parents("0" * 40) is None
+    assert tips.parents("a b") is None and tips.parents("") is None
+    assert tips.tips(("env",)) == {"env": base}  # the reader still in step after those
+
+
+def merge_commit(path: Path, first: str, second: str) -> str:
+    tree = git(path, "rev-parse", f"{second}^{{tree}}").strip()
+    return git(path, "commit-tree", tree, "-p", first, "-p", second, "-m", "merge").strip()
+
+
+@pytest.mark.parametrize("behind", [1, 15, 16, 40])
+def test_a_pr_merged_by_hand_is_found_however_far_the_base_moved_since(
+    path: Path, tmp_path: Path, behind: int
+) -> None:
+    """Near the tip the walk through the reader answers; past it, ``git merge-base``."""
+    repo = Repository(name="r", url=str(path), scm_provider="local")
+    scm = LocalScm(
+        provider=ScmProvider(name="local", local=LocalProvider()), state_dir=str(tmp_path / "s")
+    )
+    try:
+        opened = scm.open_pull_request(
+            repo=repo, head="env-next", base="env", title="t", body="", labels=()
+        )
+        merge = merge_commit(path, tip(path, "env"), opened.head_sha)
+        git(path, "update-ref", "refs/heads/env", merge)
+        for n in range(behind - 1):
+            commit_files(path, "env", {"later.yaml": f"{n}\n"}, f"later {n}")
+        assert scm.find_open_pull_request(repo=repo, head="env-next", base="env") is None
+        [merged] = scm.pull_requests(repo=repo)
+        assert merged.number == opened.number and merged.state == PullRequestState.MERGED
+    finally:
+        scm.close()
+
+
+def test_a_pr_whose_head_the_base_does_not_hold_stays_open_however_long_the_history(
+    path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Past the walk, ``git merge-base`` answers once; the answer is kept."""
+    repo = Repository(name="r", url=str(path), scm_provider="local")
+    scm = LocalScm(
+        provider=ScmProvider(name="local", local=LocalProvider()), state_dir=str(tmp_path / "s")
+    )
+    try:
+        opened = scm.open_pull_request(
+            repo=repo, head="env-next", base="env", title="t", body="", labels=()
+        )
+        for n in range(40):  # a base history longer than the walk: merge-base says no
+            commit_files(path, "env", {"other.yaml": f"{n}\n"}, f"other {n}")
+        found = scm.find_open_pull_request(repo=repo, head="env-next", base="env")
+        assert found is not None and found.number == opened.number
+        started = processes(monkeypatch)
+        for _ in range(5):
+            again = scm.find_open_pull_request(repo=repo, head="env-next", base="env")
+            assert again is not None and again.number == opened.number
+        assert started == []
+    finally:
+        scm.close()
+
+
+def processes(monkeypatch: pytest.MonkeyPatch) -> list[list[str]]:
+    """The argument lists of the processes started from now on."""
+    started: list[list[str]] = []
+    real: Any = subprocess.Popen.__init__
+
+    def counting(self: object, args: list[str], *rest: object, **kw: object) -> None:
+        started.append([str(a) for a in args])
+        real(self, args, *rest, **kw)
+
+    monkeypatch.setattr(subprocess.Popen, "__init__", counting)
+    return started
