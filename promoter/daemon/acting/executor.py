@@ -36,6 +36,7 @@ from promoter.engine import (
     CreateDeployment,
     DequeuePullRequest,
     EnqueuePullRequest,
+    EnvLedger,
     HoldDryCommit,
     LedgerAction,
     MergeActiveIntoProposed,
@@ -227,8 +228,7 @@ class Executor:
                 self.on_merged(repo)  # the proposed branch moved, or someone else moved it
                 outcome.requeue(0.0)
             case RecordHealthy():
-                self._write(snapshot, mirror, action)
-                outcome.recorded.append(branch)
+                outcome.recorded.update(self._write(snapshot, mirror, action))
             case (
                 ReleaseHold()
                 | HoldDryCommit()
@@ -304,9 +304,10 @@ class Executor:
 
     def _write(
         self, snapshot: Snapshot, mirror: GitMirror, action: LedgerAction | RevertOpened
-    ) -> None:
-        """Write what the engine says ``action`` changes, then tell it. Changes to several
-        environments (a revert and its holds) are one notes commit and one push."""
+    ) -> dict[str, EnvLedger]:
+        """Write what the engine says ``action`` changes, then tell it; each environment's
+        ledger as written. Changes to several environments (a revert and its holds) are
+        one notes commit and one push."""
         branches = [env.branch for env in snapshot.environments]
         told = ledger_changes(action, branches=branches, now=snapshot.now)
         if len(told.changes) == 1:
@@ -328,6 +329,7 @@ class Executor:
             strategy, branch = snapshot.strategy, told.environment
             text, sha = told.text, told.sha
             tell(self.observers, told.event, strategy, branch, text, sha, told.pr, dry_sha=sha)
+        return written
 
 
 def capped(

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from promoter.engine import SetCommitStatus
+from promoter.engine import EnvLedger, SetCommitStatus
 
 
 @dataclass
@@ -23,9 +23,10 @@ class Outcome:
     """Environments whose merge waits for a gate the SCM no longer reports success, and why."""
     written: list[SetCommitStatus] = field(default_factory=list)
     """Statuses written: the view served shows them at once, not after the next read."""
-    recorded: list[str] = field(default_factory=list)
-    """Environments recorded healthy: the view shows the record at once; the reconciler
-    runs the strategy again only if something may wait on it."""
+    recorded: dict[str, EnvLedger] = field(default_factory=dict)
+    """Environments recorded healthy, with their ledger as written: the view shows the
+    record at once; the reconciler runs the strategy again only if something may wait
+    on it."""
     failed_environment: str | None = None
     """The environment whose action failed (the run raised), for the view to show it there."""
 

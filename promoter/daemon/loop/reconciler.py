@@ -35,7 +35,6 @@ from promoter.daemon.reading.shapes import Shapes
 from promoter.daemon.reading.signature_check import SignatureReading
 from promoter.engine import Decision, EnvState, RecordHealthy, Snapshot, decide
 from promoter.errors import ScmOutage
-from promoter.git import GitMirror
 from promoter.git.lineage import Lineage
 from promoter.git.pool import MirrorPool
 from promoter.logs import reconcile_context
@@ -163,7 +162,7 @@ class Reconciler:
             outcome.requeue_after = decision.requeue_after
             executor.run(snapshot, repo, mirror, decision.actions, outcome)
             if outcome.recorded:
-                snapshot = with_recorded(snapshot, outcome, self.ledger, mirror)
+                snapshot = with_recorded(snapshot, outcome)
                 if any(v.state is not EnvState.UP_TO_DATE for v in decision.environments):
                     outcome.requeue(0.0)  # a soak or a restore point may wait on the record
             for due in (
@@ -347,12 +346,10 @@ def with_written(snapshot: Snapshot, outcome: Outcome) -> Snapshot:
     return snapshot.model_copy(update={"environments": tuple(envs)})
 
 
-def with_recorded(
-    snapshot: Snapshot, outcome: Outcome, ledger: GitLedger, mirror: GitMirror
-) -> Snapshot:
-    """The snapshot with the healthy records just made (the ledger reads its own writes)."""
+def with_recorded(snapshot: Snapshot, outcome: Outcome) -> Snapshot:
+    """The snapshot with the healthy records just made, each ledger as it was written."""
     envs = tuple(
-        env.model_copy(update={"ledger": ledger.read(mirror, snapshot.strategy, env.branch)})
+        env.model_copy(update={"ledger": outcome.recorded[env.branch]})
         if env.branch in outcome.recorded
         else env
         for env in snapshot.environments

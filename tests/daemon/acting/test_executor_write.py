@@ -125,7 +125,7 @@ def test_a_healthy_record_reaches_the_remote_only_with_the_next_flush(setting: S
 
     outcome = setting.run(setting.snapshot(), [record])
 
-    assert outcome.recorded == [DEV]
+    assert list(outcome.recorded) == [DEV]
     assert remote_ledger(setting) == before  # batched: not pushed yet
     ledger = setting.runtime.ledger.read(setting.mirror, "guestbook", DEV)
     assert [h.dry_sha for h in ledger.healthy] == [setting.first]  # but read here already
