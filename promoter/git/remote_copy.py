@@ -13,11 +13,11 @@ so that nothing reads or writes on top of an empty or broken mirror (a ledger wr
 would then push a notes commit that forgets every other note).
 
 A remote that is a repository on this machine owned by the daemon's own user (the local
-SCM's) is cloned by git's local copy: its objects hard-linked or copied, not packed by
-``upload-pack`` and indexed again by ``index-pack`` (half the CPU of a clone). Any other
-remote, and a local one owned by another user, goes through the transport
-(``--no-local``): hard links into a repository another user can write would let that
-user change the mirror's objects under it.
+SCM's) is cloned by git's local copy: its object files copied as they are, not packed by
+``upload-pack`` and indexed again by ``index-pack`` (half the CPU of a clone). Copied,
+never hard-linked (``--no-hardlinks``): a mirror's files cut short or removed must leave
+the remote whole, for the mirror to be cloned afresh from it. Any other remote, and a
+local one owned by another user, goes through the transport (``--no-local``).
 """
 
 from __future__ import annotations
@@ -196,8 +196,7 @@ class RemoteCopy(CommitFacts):
         shutil.rmtree(staging, ignore_errors=True)
         notes = f"remote.origin.fetch={REFSPECS[1]}"
         args = ["clone", "--bare", "--no-tags", "--quiet", "--config", notes]
-        if not own_local_repository(self.url):
-            args.append("--no-local")
+        args.append("--no-hardlinks" if own_local_repository(self.url) else "--no-local")
         try:
             self._run([*args, "--", self.url, str(staging)], network=True)
             self.close()

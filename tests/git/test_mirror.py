@@ -572,12 +572,13 @@ def test_a_fetch_that_took_the_ref_back_during_the_push_is_mended_after_it(
     assert mirror.read_note(ref, commit) == "two\n"
 
 
-def pack_inodes(repository: Path) -> set[int]:
-    return {p.stat().st_ino for p in (repository / "objects" / "pack").glob("*.pack")}
+def packs(repository: Path) -> dict[str, int]:
+    """Each pack's file name and inode."""
+    return {p.name: p.stat().st_ino for p in (repository / "objects" / "pack").glob("*.pack")}
 
 
 @pytest.mark.parametrize(
-    ("owner", "scheme", "shared"),
+    ("owner", "scheme", "copied"),
     [("self", "", True), ("another user", "", False), ("self", "file://", False)],
 )
 def test_only_a_remote_on_this_machine_owned_by_the_daemons_user_is_cloned_by_local_copy(
@@ -586,11 +587,12 @@ def test_only_a_remote_on_this_machine_owned_by_the_daemons_user_is_cloned_by_lo
     monkeypatch: pytest.MonkeyPatch,
     owner: str,
     scheme: str,
-    shared: bool,
+    copied: bool,
 ) -> None:
-    """A local copy hard-links the remote's packs (no upload-pack, no index-pack); a
-    repository another user can write is never linked into the mirror."""
-    remote.git("repack", "-a", "-d", "-q")
+    """A local copy takes the remote's packs as they are (no upload-pack, no index-pack);
+    the transport makes a pack of its own. Neither links a file into the remote."""
+    remote.commit("environment/dev", {"a.yaml": "a\n"})  # two packs: copied as two
+    remote.git("repack", "-d", "-q")
     if owner != "self":
         uid = os.geteuid() + 1
         monkeypatch.setattr("promoter.git.remote_copy.os.geteuid", lambda: uid)
@@ -598,8 +600,20 @@ def test_only_a_remote_on_this_machine_owned_by_the_daemons_user_is_cloned_by_lo
     with GitMirror(name="copied", url=url, root=tmp_path / "state") as mirror:
         assert mirror.refresh() is True
         assert mirror.branch_sha("main") == remote.branch_sha("main")
-        linked = pack_inodes(mirror.path) & pack_inodes(remote.path)
-        assert bool(linked) is shared
+        theirs, mine = packs(remote.path), packs(mirror.path)
+        assert (set(mine) == set(theirs)) is copied
+        assert not set(mine.values()) & set(theirs.values())  # never a hard link
         remote.commit_dry({"apps/guestbook/values.yaml": "image: guestbook:3\n"}, "Bump")
         assert mirror.refresh() is True  # a copy fetches like a clone through the transport
         assert mirror.branch_sha("main") == remote.branch_sha("main")
+
+
+def test_a_mirror_cut_short_leaves_the_local_remote_it_was_copied_from_whole(
+    tmp_path: Path, remote: GitSandbox
+) -> None:
+    remote.git("repack", "-a", "-d", "-q")
+    with GitMirror(name="copied", url=remote.url, root=tmp_path / "state") as mirror:
+        assert mirror.refresh() is True
+        for pack in (mirror.path / "objects" / "pack").glob("*.pack"):
+            os.truncate(pack, pack.stat().st_size // 2)
+    assert remote.git("fsck", "--no-dangling").strip() == ""

@@ -88,9 +88,13 @@ def stacks() -> str:
 
 
 def files(root: Path) -> Iterator[Path]:
-    for path in sorted(root.rglob("*")):
-        if path.is_file() and not path.is_symlink():
-            yield path
+    """The files under ``root``; a directory the running daemon removes meanwhile (a heal
+    cloning the mirror afresh) is passed over."""
+    for top, _, names in sorted(os.walk(root)):
+        for name in sorted(names):
+            path = Path(top) / name
+            if path.is_file() and not path.is_symlink():
+                yield path
 
 
 def delete(mirror: Path) -> Iterator[None]:
@@ -114,7 +118,10 @@ def truncate(mirror: Path) -> Iterator[None]:
 def read_only(mirror: Path) -> Iterator[None]:
     """No file or directory of the mirror can be written (root too: the immutable
     attribute, where the file system has it), until the round ends."""
-    paths = [mirror, *(p for p in sorted(mirror.rglob("*")) if not p.is_symlink())]
+    paths = [mirror]
+    for top, dirs, names in sorted(os.walk(mirror)):  # what is removed meanwhile is passed over
+        paths += (Path(top) / name for name in sorted(dirs + names))
+    paths = [p for p in paths if not p.is_symlink()]
     modes = {}
     for path in paths:
         try:
