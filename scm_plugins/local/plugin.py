@@ -37,7 +37,6 @@ from promoter.git.process.stale_lock import abandoned_in
 from promoter.models import SHA_RE, CommitStatus, PullRequest, PullRequestState, Review
 from scm_plugins.calls import ScmCalls
 from scm_plugins.local import merging
-from scm_plugins.local.housekeeping import pack_refs
 from scm_plugins.local.queue import LocalQueue
 from scm_plugins.local.refs import BranchTips
 from scm_plugins.local.store import LocalStore
@@ -124,8 +123,6 @@ class LocalScm(LocalQueue):
             raise ScmNotFound(f"repository {repo.name} not found at {reader.path}") from exc
 
     def _reader(self, repo: Repository) -> BranchTips:
-        """The repository's reader; the first one of a repository packs its refs first
-        (``housekeeping``)."""
         path = repository_path(repo)
         with self._locks_guard:
             reader = old = self._readers.get(repo.name)
@@ -133,8 +130,6 @@ class LocalScm(LocalQueue):
                 reader = self._readers[repo.name] = BranchTips(path, self._env)
         if old is not None and old is not reader:  # the repository's URL changed (a reload)
             old.close()
-        if reader is not old:
-            pack_refs(path, self._env)
         return reader
 
     def _is_ancestor(self, repo: Repository, ancestor: str, descendant: str) -> bool:
