@@ -121,7 +121,11 @@ class GitLedger:
         since, and the result (``_apply``)."""
 
     def read(self, mirror: GitMirror, strategy: str, environment: str) -> EnvLedger:
-        _, sha = key_object(strategy, environment)
+        return self._read(mirror, key_object(strategy, environment)[1])[2]
+
+    def _read(self, mirror: GitMirror, sha: str) -> tuple[str | None, list[Change], EnvLedger]:
+        """The ledger ref's tip, the changes not yet there, and the note on ``sha`` with
+        them applied."""
         with mirror.lock:
             local = mirror.branch_sha(LEDGER_REF)
             value = self._stored(mirror, sha, local)
@@ -136,7 +140,7 @@ class GitLedger:
                 and not (batch.tip and local and mirror.is_ancestor(batch.tip, local))
                 for change in batch.changes[sha][1]
             ]
-        return self._apply(mirror.name, sha, local, value, changes)
+        return local, changes, self._apply(mirror.name, sha, local, value, changes)
 
     def _apply(
         self, repo: str, sha: str, tip: str | None, value: EnvLedger, changes: list[Change]
@@ -167,16 +171,18 @@ class GitLedger:
         *,
         durable: bool = True,
     ) -> EnvLedger:
-        """Apply ``change``; pushed before returning when ``durable``. The new ledger."""
+        """Apply ``change``; pushed before returning when ``durable``. The new ledger: the
+        very one the reads until the flush give back, and the flush writes."""
         data, sha = key_object(strategy, environment)
         with mirror.lock:
-            current = self.read(mirror, strategy, environment)
+            tip, changes, current = self._read(mirror, sha)
             new = change(current)
             if new == current:
                 return current
             with self._guard:
                 pending = self._pending.setdefault(mirror.name, _Pending(mirror))
                 pending.changes.setdefault(sha, (data, []))[1].append(change)
+            remember(self._applied, (mirror.name, sha), (tip, (*changes, change), new), AT_TIP)
             if durable:
                 self.flush(mirror)
             return new
