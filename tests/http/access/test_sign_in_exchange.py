@@ -1,0 +1,166 @@
+"""The code's exchange and the ID token, end to end: the daemon under uvicorn, the tests'
+provider (``oidc_provider``, which checks the token request as a real provider does) and a
+client that keeps cookies as a browser does. Each refusal of the provider's ends the
+sign-in with its error and its words, and no session: a client secret it no longer takes,
+a code asked for another redirect URI or another PKCE challenge; so does an answer that is
+not one (not JSON, no ID token, a token that is no JWT, an unknown algorithm, a required
+claim left out). The daemon signs in with a provider that takes the secret in the form,
+with one that publishes two keys, and with a token for several audiences whose ``azp``
+is this client."""
+
+from __future__ import annotations
+
+import base64
+import html
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qsl, urlencode, urlsplit
+
+import httpx
+import pytest
+
+from tests.http.access.test_sign_in import ADA, Site, serve, session_cookie, sign_in
+from tests.support import GitOpsRepo
+
+
+@pytest.fixture
+def site(gitops: GitOpsRepo, tmp_path: Path) -> Iterator[Site]:
+    yield from serve(gitops, tmp_path)
+
+
+def refused(answer: httpx.Response) -> str:
+    """The words of a refused sign-in's page."""
+    assert answer.status_code == 400, answer.text
+    return html.unescape(answer.text)
+
+
+def callback_asked_with(site: Site, browser: httpx.Client, **changes: str) -> str:
+    """The daemon's callback for a code the provider issued to this browser's sign-in's
+    authorization request with ``changes``."""
+    site.provider.person = ADA
+    login = browser.get(f"{site.url}/auth/login")
+    query = dict(parse_qsl(urlsplit(login.headers["location"]).query)) | changes
+    back = browser.get(f"{site.provider.url}/authorize?{urlencode(query)}")
+    assert back.status_code == 302, back.text
+    return f"{site.url}/auth/callback?{urlsplit(back.headers['location']).query}"
+
+
+def test_a_client_secret_the_provider_no_longer_takes_signs_nobody_in(site: Site) -> None:
+    site.provider.client_secret = "the secret rotated at the provider"
+    with site.browser() as browser:
+        said = refused(sign_in(site, browser, ADA))
+        assert "the provider refused the code (invalid_client: client authentication" in said
+        assert session_cookie(browser) is None
+
+
+def test_a_code_asked_for_another_redirect_uri_signs_nobody_in(site: Site) -> None:
+    other = f"{site.url}/elsewhere/callback"
+    site.provider.redirect_uris.append(other)
+    with site.browser() as browser:
+        said = refused(browser.get(callback_asked_with(site, browser, redirect_uri=other)))
+        assert "Sign-in refused: the provider refused the code (invalid_grant)." in said
+        assert session_cookie(browser) is None
+
+
+def test_a_code_asked_for_another_pkce_challenge_signs_nobody_in(site: Site) -> None:
+    injected = base64.urlsafe_b64encode(b"a challenge of the attacker's own, 32 b")
+    with site.browser() as browser:
+        callback = callback_asked_with(site, browser, code_challenge=injected.decode())
+        said = refused(browser.get(callback))
+        assert "the provider refused the code (invalid_grant: PKCE verification failed)" in said
+        assert session_cookie(browser) is None
+
+
+def test_a_provider_taking_the_client_secret_in_the_form_signs_the_person_in(
+    site: Site,
+) -> None:
+    site.provider.mischief = {"auth": "client_secret_post"}
+    with site.browser() as browser:
+        signed = sign_in(site, browser, ADA)
+        assert signed.status_code == 303, signed.text
+        assert session_cookie(browser) is not None
+    site.provider.client_secret = "the secret rotated at the provider"
+    with site.browser() as browser:
+        said = refused(sign_in(site, browser, ADA))
+        assert "(invalid_client: client authentication failed)" in said
+
+
+def test_a_provider_publishing_an_older_key_too_signs_in_with_the_key_the_token_names(
+    site: Site,
+) -> None:
+    site.provider.mischief = {"rotated": True}
+    with site.browser() as browser:
+        signed = sign_in(site, browser, ADA)
+        assert signed.status_code == 303, signed.text
+        assert session_cookie(browser) is not None
+
+
+def test_a_token_for_several_audiences_signs_in_when_it_is_for_this_client_by_azp(
+    site: Site,
+) -> None:
+    site.provider.mischief = {"aud": ["another-client", "promoter"], "azp": "promoter"}
+    with site.browser() as browser:
+        signed = sign_in(site, browser, ADA)
+        assert signed.status_code == 303, signed.text
+        assert session_cookie(browser) is not None
+
+
+def unsigned(header: dict[str, Any]) -> str:
+    def part(value: dict[str, Any]) -> str:
+        return base64.urlsafe_b64encode(json.dumps(value).encode()).rstrip(b"=").decode()
+
+    return f"{part(header)}.{part({'sub': 'x'})}.c2lnbmF0dXJl"
+
+
+@pytest.mark.parametrize(
+    ("status", "body", "said"),
+    [
+        (400, {"error": "invalid_grant"}, "the provider refused the code (invalid_grant)."),
+        (
+            400,
+            {"error": "e" * 150, "error_description": "d" * 250},
+            f"the provider refused the code ({'e' * 100}: {'d' * 200}).",
+        ),
+        (500, {}, "the provider refused the code (500)."),
+        (200, "<html>a login page</html>", "the provider's answer from the token endpoint is not"),
+        *(
+            (200, {"id_token": token}, "the provider's answer carries no ID token (is 'openid'")
+            for token in (None, "", 42)
+        ),
+        (200, {"id_token": "not.a-jwt"}, "Sign-in refused: the ID token is not a JWT."),
+        (
+            200,
+            {"id_token": unsigned({"alg": "A" * 30, "kid": "k1"})},
+            f"the ID token is signed with {'A' * 20!r}, not a key's.",
+        ),
+    ],
+    ids=[
+        "no-words",
+        "long-words",
+        "no-error",
+        "not-json",
+        "no-id-token",
+        "empty-id-token",
+        "number-id-token",
+        "not-a-jwt",
+        "long-alg",
+    ],
+)
+def test_a_token_endpoint_answer_that_is_no_id_token_signs_nobody_in(
+    site: Site, status: int, body: object, said: str
+) -> None:
+    site.provider.mischief = {"token": (status, body)}
+    with site.browser() as browser:
+        assert said in refused(sign_in(site, browser, ADA))
+        assert session_cookie(browser) is None
+
+
+@pytest.mark.parametrize("claim", ["exp", "iat", "sub"])
+def test_an_id_token_without_a_required_claim_signs_nobody_in(site: Site, claim: str) -> None:
+    site.provider.mischief = {"drop": [claim]}
+    with site.browser() as browser:
+        said = refused(sign_in(site, browser, ADA))
+        assert f'the ID token is not valid: Token is missing the "{claim}" claim' in said
+        assert session_cookie(browser) is None
