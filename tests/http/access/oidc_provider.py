@@ -11,11 +11,13 @@ RS256 (PyJWT and cryptography, as a real provider's library would), or a refusal
 ``mischief`` makes the next ID tokens wrong in one way (another audience or issuer, an
 expired one, ``iat`` or ``exp`` this many seconds from now as a clock that is off would
 say, a signature by a key it does not publish, another nonce, another algorithm such as
-``none`` or a MAC, a required claim left out), its token endpoint's answer
-(``token``: a status and a body), or its discovery document (garbage, a 503, another
-issuer); ``keys_without_alg`` publishes its key without ``alg``, as many providers do,
-``rotated`` an older key beside it, and ``auth`` the one way of client authentication it
-takes (``client_secret_post``)."""
+``none`` or a MAC, a required claim left out), its token endpoint's answer (``token``: a
+status and a body), or its discovery document (garbage, a 503, another issuer, a
+relative authorization endpoint); ``deny`` sends the browser back with
+``access_denied`` and these words; ``keys_without_alg`` publishes its key without
+``alg``, as many providers do, ``rotated`` an older key beside it, ``no_kid`` makes ID
+tokens that name no key, and ``auth`` is the one way of client authentication it takes
+(``client_secret_post``)."""
 
 from __future__ import annotations
 
@@ -106,10 +108,11 @@ class OidcProvider:
             return JSONResponse({"error": "down for maintenance"}, status_code=503)
         if broken == "issuer":
             return JSONResponse({"issuer": "https://idp.example.com", "jwks_uri": self.url})
+        base = "" if broken == "relative" else self.url
         return JSONResponse(
             {
                 "issuer": self.url,
-                "authorization_endpoint": f"{self.url}/authorize",
+                "authorization_endpoint": f"{base}/authorize",
                 "token_endpoint": f"{self.url}/token",
                 "jwks_uri": f"{self.url}/jwks",
                 "response_types_supported": ["code"],
@@ -140,6 +143,11 @@ class OidcProvider:
             return JSONResponse({"error": "unsupported_response_type"}, status_code=400)
         if "openid" not in params.get("scope", "").split() or self.person is None:
             return JSONResponse({"error": "invalid_scope"}, status_code=400)
+        if "deny" in self.mischief:  # the person declined: sent back with the error
+            said = self.mischief["deny"]
+            words = {"error_description": said} if said else {}
+            back = {"error": "access_denied", **words, "state": params.get("state", "")}
+            return RedirectResponse(f"{redirect_uri}?{urlencode(back)}", status_code=302)
         code = secrets.token_urlsafe(16)
         self.codes[code] = Code(
             self.person, params["nonce"], params["code_challenge"], params["redirect_uri"]
@@ -230,7 +238,8 @@ class OidcProvider:
             key = self.ec_key
         elif algorithm.startswith("HS"):
             key = b"a secret anyone could have chosen, 32+ bytes"
-        return jwt.encode(claims, key, algorithm=algorithm, headers={"kid": "k1"})
+        named = {} if "no_kid" in trick else {"kid": "k1"}
+        return jwt.encode(claims, key, algorithm=algorithm, headers=named)
 
 
 def refusal(error: str, description: str = "", *, status: int = 400) -> Response:

@@ -40,6 +40,20 @@ def test_over_https_the_cookie_is_secure_host_only_httponly_and_lax() -> None:
     assert "Domain" not in cookie
 
 
+def test_a_cookie_is_deleted_with_the_attributes_it_was_set_with() -> None:
+    sign_in = SignIn.from_config(oidc(), public_url="https://promoter.example.com", grants=[])
+    response = Response()
+    sign_in.sessions.clear(response, sign_in.sessions.session_cookie)
+    cookie = response.headers["set-cookie"]
+    assert cookie.startswith("__Host-promoter-session=") and "Max-Age=0" in cookie
+    for attribute in ("Secure", "HttpOnly", "SameSite=lax", "Path=/"):
+        assert attribute in cookie
+    plain = SignIn.from_config(oidc(), public_url="http://127.0.0.1:8080", grants=[])
+    response = Response()
+    plain.sessions.clear(response, plain.sessions.session_cookie)
+    assert "Secure" not in response.headers["set-cookie"]
+
+
 def test_over_plain_http_the_cookie_is_not_marked_secure() -> None:
     sign_in = SignIn.from_config(oidc(), public_url="http://127.0.0.1:8080", grants=[])
     assert sign_in.sessions.session_cookie == "promoter-session"
@@ -131,6 +145,16 @@ def test_ids_are_remembered_until_their_expiry_and_a_full_table_drops_the_expire
     assert "a" not in kept and all(k in kept for k in "bcd")
     assert kept.add("e", until=100, now=25)  # full, none expired: the oldest goes
     assert "b" not in kept and all(k in kept for k in "cde")
+
+
+def test_a_full_table_drops_an_id_at_the_very_second_it_expires(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(sessions_module, "MAX_REMEMBERED", 2)
+    kept = Remembered()
+    assert kept.add("oldest", until=100, now=0) and kept.add("ending", until=10, now=0)
+    assert kept.add("new", until=100, now=10)  # "ending" is over at 10: it goes, not "oldest"
+    assert "ending" not in kept and "oldest" in kept and "new" in kept
 
 
 def test_a_session_that_fills_its_cookie_exactly_is_made_and_one_more_character_is_not(

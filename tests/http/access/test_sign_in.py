@@ -265,6 +265,7 @@ def test_a_provider_that_cannot_be_reached_leaves_the_sign_in_page_saying_so(
         ("garbage", "is not JSON"),
         ("5xx", "the provider answered 503"),
         ("issuer", "the discovery document names another issuer"),
+        ("relative", "the discovery document's authorization_endpoint is missing or not https"),
     ],
 )
 def test_a_provider_whose_discovery_document_is_wrong_is_not_used(
@@ -273,7 +274,7 @@ def test_a_provider_whose_discovery_document_is_wrong_is_not_used(
     site.provider.mischief = {"discovery": broken}
     with site.browser() as browser:
         answer = browser.get(f"{site.url}/auth/login")
-        assert answer.status_code == 502 and said in answer.text
+        assert answer.status_code == 502 and said in html.unescape(answer.text)
         assert "promoter-sign-in" not in answer.headers.get("set-cookie", "")
 
 

@@ -1,12 +1,13 @@
 """The code's exchange and the ID token, end to end: the daemon under uvicorn, the tests'
 provider (``oidc_provider``, which checks the token request as a real provider does) and a
 client that keeps cookies as a browser does. Each refusal of the provider's ends the
-sign-in with its error and its words, and no session: a client secret it no longer takes,
+sign-in with its error and its words, and no session (so does a person who declines at
+the provider): a client secret it no longer takes,
 a code asked for another redirect URI or another PKCE challenge; so does an answer that is
 not one (not JSON, no ID token, a token that is no JWT, an unknown algorithm, a required
 claim left out). The daemon signs in with a provider that takes the secret in the form,
-with one that publishes two keys, and with a token for several audiences whose ``azp``
-is this client."""
+with one that publishes two keys, with a token that names no key, and with a token for
+several audiences whose ``azp`` is this client."""
 
 from __future__ import annotations
 
@@ -45,6 +46,26 @@ def callback_asked_with(site: Site, browser: httpx.Client, **changes: str) -> st
     back = browser.get(f"{site.provider.url}/authorize?{urlencode(query)}")
     assert back.status_code == 302, back.text
     return f"{site.url}/auth/callback?{urlsplit(back.headers['location']).query}"
+
+
+@pytest.mark.parametrize(
+    ("words", "said"),
+    [
+        ("The person declined.", "The person declined."),
+        ("", "access_denied"),
+        ("w" * 250, "w" * 200),
+    ],
+    ids=["words", "no-words", "long-words"],
+)
+def test_a_provider_that_sends_the_browser_back_with_an_error_signs_nobody_in(
+    site: Site, words: str, said: str
+) -> None:
+    site.provider.mischief = {"deny": words}
+    with site.browser() as browser:
+        answer = refused(sign_in(site, browser, ADA))
+        assert f"Sign-in refused: the provider did not sign you in: {said}." in answer
+        assert session_cookie(browser) is None
+    assert site.provider.token_requests == 0
 
 
 def test_a_client_secret_the_provider_no_longer_takes_signs_nobody_in(site: Site) -> None:
@@ -97,6 +118,16 @@ def test_a_provider_publishing_an_older_key_too_signs_in_with_the_key_the_token_
         assert session_cookie(browser) is not None
 
 
+def test_a_token_naming_no_key_signs_in_with_the_one_key_the_provider_publishes(
+    site: Site,
+) -> None:
+    site.provider.mischief = {"no_kid": True}
+    with site.browser() as browser:
+        signed = sign_in(site, browser, ADA)
+        assert signed.status_code == 303, signed.text
+        assert session_cookie(browser) is not None
+
+
 def test_a_token_for_several_audiences_signs_in_when_it_is_for_this_client_by_azp(
     site: Site,
 ) -> None:
@@ -114,26 +145,31 @@ def unsigned(header: dict[str, Any]) -> str:
     return f"{part(header)}.{part({'sub': 'x'})}.c2lnbmF0dXJl"
 
 
+NO_ID_TOKEN = "the provider's answer carries no ID token (is 'openid' a scope?)"
+
+
 @pytest.mark.parametrize(
     ("status", "body", "said"),
     [
-        (400, {"error": "invalid_grant"}, "the provider refused the code (invalid_grant)."),
+        (400, {"error": "invalid_grant"}, "the provider refused the code (invalid_grant)"),
         (
             400,
             {"error": "e" * 150, "error_description": "d" * 250},
-            f"the provider refused the code ({'e' * 100}: {'d' * 200}).",
+            f"the provider refused the code ({'e' * 100}: {'d' * 200})",
         ),
-        (500, {}, "the provider refused the code (500)."),
-        (200, "<html>a login page</html>", "the provider's answer from the token endpoint is not"),
-        *(
-            (200, {"id_token": token}, "the provider's answer carries no ID token (is 'openid'")
-            for token in (None, "", 42)
+        (500, {}, "the provider refused the code (500)"),
+        (
+            200,
+            "<html>a login page</html>",
+            "the provider's answer from the token endpoint is not JSON",
         ),
-        (200, {"id_token": "not.a-jwt"}, "Sign-in refused: the ID token is not a JWT."),
+        (200, [], "the provider's answer from the token endpoint is not a JSON object"),
+        *((200, {"id_token": token}, NO_ID_TOKEN) for token in (None, "", 42)),
+        (200, {"id_token": "not.a-jwt"}, "the ID token is not a JWT"),
         (
             200,
             {"id_token": unsigned({"alg": "A" * 30, "kid": "k1"})},
-            f"the ID token is signed with {'A' * 20!r}, not a key's.",
+            f"the ID token is signed with {'A' * 20!r}, not a key's",
         ),
     ],
     ids=[
@@ -141,6 +177,7 @@ def unsigned(header: dict[str, Any]) -> str:
         "long-words",
         "no-error",
         "not-json",
+        "not-an-object",
         "no-id-token",
         "empty-id-token",
         "number-id-token",
@@ -153,7 +190,7 @@ def test_a_token_endpoint_answer_that_is_no_id_token_signs_nobody_in(
 ) -> None:
     site.provider.mischief = {"token": (status, body)}
     with site.browser() as browser:
-        assert said in refused(sign_in(site, browser, ADA))
+        assert f"Sign-in refused: {said}." in refused(sign_in(site, browser, ADA))
         assert session_cookie(browser) is None
 
 
@@ -162,5 +199,8 @@ def test_an_id_token_without_a_required_claim_signs_nobody_in(site: Site, claim:
     site.provider.mischief = {"drop": [claim]}
     with site.browser() as browser:
         said = refused(sign_in(site, browser, ADA))
-        assert f'the ID token is not valid: Token is missing the "{claim}" claim' in said
+        assert (
+            f'Sign-in refused: the ID token is not valid: Token is missing the "{claim}" claim.'
+            in said
+        )
         assert session_cookie(browser) is None

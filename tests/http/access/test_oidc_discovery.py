@@ -1,0 +1,51 @@
+"""What the client takes from a provider's discovery document, on its own: its endpoints
+over https wherever they are, over plain http only on this machine (a provider in tests),
+never a relative URL nor another scheme."""
+
+from __future__ import annotations
+
+import pytest
+
+from promoter.http.access.oidc import Refused, _endpoints
+
+ISSUER = "https://idp.example.com"
+
+
+def document(**urls: str) -> dict[str, object]:
+    found: dict[str, object] = {
+        "issuer": ISSUER,
+        "authorization_endpoint": f"{ISSUER}/authorize",
+        "token_endpoint": f"{ISSUER}/token",
+        "jwks_uri": f"{ISSUER}/jwks",
+    }
+    return found | urls
+
+
+def test_endpoints_over_https_are_taken() -> None:
+    found = _endpoints(document(token_endpoint="HTTPS://login.example.net/oauth/token"), ISSUER)
+    assert (found.authorization, found.token) == (
+        f"{ISSUER}/authorize",
+        "HTTPS://login.example.net/oauth/token",
+    )
+    assert found.jwks == f"{ISSUER}/jwks" and found.basic_auth
+
+
+def test_endpoints_over_plain_http_are_taken_on_this_machine_only() -> None:
+    local = _endpoints(document(token_endpoint="http://127.0.0.1:8443/token"), ISSUER)
+    assert local.token == "http://127.0.0.1:8443/token"
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://idp.example.com/token",
+        "ftp://127.0.0.1/token",
+        "/token",
+        "https:///token",
+    ],
+    ids=["http-elsewhere", "another-scheme", "relative", "no-host"],
+)
+def test_an_endpoint_that_is_not_https_nor_on_this_machine_is_refused(url: str) -> None:
+    with pytest.raises(Refused) as refused:
+        _endpoints(document(token_endpoint=url), ISSUER)
+    assert str(refused.value) == "the discovery document's token_endpoint is missing or not https"
