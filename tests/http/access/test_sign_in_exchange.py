@@ -1,13 +1,13 @@
 """The code's exchange and the ID token, end to end: the daemon under uvicorn, the tests'
 provider (``oidc_provider``, which checks the token request as a real provider does) and a
-client that keeps cookies as a browser does. Each refusal of the provider's ends the
-sign-in with its error and its words, and no session (so does a person who declines at
-the provider): a client secret it no longer takes,
-a code asked for another redirect URI or another PKCE challenge; so does an answer that is
-not one (not JSON, no ID token, a token that is no JWT, an unknown algorithm, a required
-claim left out). The daemon signs in with a provider that takes the secret in the form,
-with one that publishes two keys, with a token that names no key, and with a token for
-several audiences whose ``azp`` is this client."""
+client that keeps cookies as a browser does. Each of these ends the sign-in with its words
+and no session: the provider's refusal of the code (a client secret it no longer takes, a
+code asked for another redirect URI or another PKCE challenge), a person who declines at
+the provider, an answer that carries no code, a token endpoint's answer that is no ID
+token (not JSON, none, one that is no JWT, an unknown algorithm), a required claim left
+out. The daemon signs in with a provider that takes the secret in the form, with one that
+publishes two keys, with a token that names no key, and with a token for several
+audiences whose ``azp`` is this client."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit
 import httpx
 import pytest
 
-from tests.http.access.test_sign_in import ADA, Site, serve, session_cookie, sign_in
+from tests.http.access.test_sign_in import ADA, Site, serve, session_cookie, sign_in, start
 from tests.support import GitOpsRepo
 
 
@@ -64,6 +64,18 @@ def test_a_provider_that_sends_the_browser_back_with_an_error_signs_nobody_in(
     with site.browser() as browser:
         answer = refused(sign_in(site, browser, ADA))
         assert f"Sign-in refused: the provider did not sign you in: {said}." in answer
+        assert session_cookie(browser) is None
+    assert site.provider.token_requests == 0
+
+
+def test_an_answer_carrying_no_code_signs_nobody_in_and_asks_the_provider_nothing(
+    site: Site,
+) -> None:
+    with site.browser() as browser:
+        callback = urlsplit(start(site, browser, ADA))
+        query = [(k, v) for k, v in parse_qsl(callback.query) if k != "code"]
+        answer = browser.get(f"{site.url}{callback.path}?{urlencode(query)}")
+        assert "Sign-in refused: the provider's answer carries no code." in refused(answer)
         assert session_cookie(browser) is None
     assert site.provider.token_requests == 0
 
