@@ -205,7 +205,10 @@ def test_a_person_whose_groups_have_no_role_is_not_signed_in(site: Site) -> None
     with site.browser() as browser:
         answer = sign_in(site, browser, INTERN)
         assert answer.status_code == 403
-        assert "ivy@example.com signed in, but no grant gives them" in answer.text
+        assert (
+            "Sign-in refused: ivy@example.com signed in, but no grant gives them or their groups"
+            " (none this daemon's grants name) a role here: ask an admin for one in access.grants."
+        ) in html.unescape(answer.text)
         assert session_cookie(browser) is None
 
 
