@@ -1,6 +1,7 @@
-"""What the client takes from a provider's discovery document, on its own: its endpoints
-over https wherever they are, over plain http only on this machine (a provider in tests),
-never a relative URL nor another scheme."""
+"""What the client takes from a provider's discovery document, on its own: the issuer it
+was configured with, a final slash aside; its endpoints over https wherever they are, over
+plain http only on this machine (a provider in tests), never a relative URL nor another
+scheme."""
 
 from __future__ import annotations
 
@@ -19,6 +20,30 @@ def document(**urls: str) -> dict[str, object]:
         "jwks_uri": f"{ISSUER}/jwks",
     }
     return found | urls
+
+
+@pytest.mark.parametrize(
+    ("said", "configured"),
+    [
+        (f"{ISSUER}/", ISSUER),
+        (ISSUER, f"{ISSUER}/"),
+        ("https://sso.example.com/realms/DEVBOX", "https://sso.example.com/realms/DEVBOX"),
+    ],
+    ids=["slash-said", "slash-configured", "ends-in-x"],
+)
+def test_the_issuer_named_is_the_one_configured_a_final_slash_aside(
+    said: str, configured: str
+) -> None:
+    assert _endpoints(document(issuer=said), configured).issuer == said
+
+
+@pytest.mark.parametrize(
+    ("said", "named"), [(None, "''"), ("", "''"), (f"{ISSUER}/other", f"'{ISSUER}/other'")]
+)
+def test_a_document_naming_no_issuer_or_another_is_refused(said: str | None, named: str) -> None:
+    with pytest.raises(Refused) as refused:
+        _endpoints(document() | {"issuer": said}, ISSUER)
+    assert str(refused.value) == f"the discovery document names another issuer ({named})"
 
 
 def test_endpoints_over_https_are_taken() -> None:

@@ -35,7 +35,13 @@ def test_over_https_the_cookie_is_secure_host_only_httponly_and_lax() -> None:
     sessions.set(response, sessions.session_cookie, value, sessions.ttl)
     cookie = response.headers["set-cookie"]
     assert cookie.startswith("__Host-promoter-session=")
-    for attribute in ("Secure", "HttpOnly", "SameSite=lax", "Path=/"):
+    for attribute in (
+        "Secure",
+        "HttpOnly",
+        "SameSite=lax",
+        "Path=/",
+        f"Max-Age={int(sessions.ttl)}",
+    ):
         assert attribute in cookie
     assert "Domain" not in cookie
 
