@@ -37,8 +37,18 @@ def test_the_issuer_named_is_the_one_configured_a_final_slash_aside(
     assert _endpoints(document(issuer=said), configured).issuer == said
 
 
+LONG = f"{ISSUER}/{'t' * 200}"
+
+
 @pytest.mark.parametrize(
-    ("said", "named"), [(None, "''"), ("", "''"), (f"{ISSUER}/other", f"'{ISSUER}/other'")]
+    ("said", "named"),
+    [
+        (None, "''"),
+        ("", "''"),
+        (f"{ISSUER}/other", f"'{ISSUER}/other'"),
+        (LONG, repr(LONG[:100])),  # named by its first 100 characters
+    ],
+    ids=["none", "empty", "another", "long"],
 )
 def test_a_document_naming_no_issuer_or_another_is_refused(said: str | None, named: str) -> None:
     with pytest.raises(Refused) as refused:
