@@ -1,7 +1,7 @@
 """What the client takes from a provider's discovery document, on its own: the issuer it
 was configured with, a final slash aside; its endpoints over https wherever they are, over
 plain http only on this machine (a provider in tests), never a relative URL nor another
-scheme."""
+scheme; PKCE with S256; the client's secret by HTTP Basic unless only the form is taken."""
 
 from __future__ import annotations
 
@@ -84,3 +84,32 @@ def test_an_endpoint_that_is_not_https_nor_on_this_machine_is_refused(url: str) 
     with pytest.raises(Refused) as refused:
         _endpoints(document(token_endpoint=url), ISSUER)
     assert str(refused.value) == "the discovery document's token_endpoint is missing or not https"
+
+
+@pytest.mark.parametrize("methods", [["plain"], []])
+def test_a_provider_that_does_not_take_pkce_with_s256_is_refused(methods: list[str]) -> None:
+    with pytest.raises(Refused) as refused:
+        _endpoints(document() | {"code_challenge_methods_supported": methods}, ISSUER)
+    assert str(refused.value) == "the provider does not take PKCE with S256"
+
+
+def test_a_provider_that_says_nothing_of_pkce_or_takes_s256_is_used() -> None:
+    assert _endpoints(document(), ISSUER).token == f"{ISSUER}/token"
+    said = document() | {"code_challenge_methods_supported": ["plain", "S256"]}
+    assert _endpoints(said, ISSUER).token == f"{ISSUER}/token"
+
+
+@pytest.mark.parametrize(
+    ("methods", "basic"),
+    [
+        (None, True),
+        (["client_secret_basic"], True),
+        (["client_secret_post", "client_secret_basic"], True),
+        (["client_secret_post"], False),
+    ],
+)
+def test_the_client_sends_its_secret_by_basic_unless_the_provider_takes_it_only_in_the_form(
+    methods: list[str] | None, basic: bool
+) -> None:
+    said = document() | {"token_endpoint_auth_methods_supported": methods}
+    assert _endpoints(said, ISSUER).basic_auth is basic
