@@ -1,13 +1,14 @@
 """What the client takes from a provider's discovery document, on its own: the issuer it
 was configured with, a final slash aside; its endpoints over https wherever they are, over
 plain http only on this machine (a provider in tests), never a relative URL nor another
-scheme; PKCE with S256; the client's secret by HTTP Basic unless only the form is taken."""
+scheme; PKCE with S256; the client's secret by HTTP Basic unless only the form is taken.
+The URL the browser is sent to keeps the authorization endpoint's own query."""
 
 from __future__ import annotations
 
 import pytest
 
-from promoter.http.access.oidc import Refused, _endpoints
+from promoter.http.access.oidc import Provider, Refused, _endpoints, _where
 
 ISSUER = "https://idp.example.com"
 
@@ -113,3 +114,36 @@ def test_the_client_sends_its_secret_by_basic_unless_the_provider_takes_it_only_
 ) -> None:
     said = document() | {"token_endpoint_auth_methods_supported": methods}
     assert _endpoints(said, ISSUER).basic_auth is basic
+
+
+class Discovered(Provider):
+    """A provider whose discovery document is given."""
+
+    def __init__(self, authorization: str) -> None:
+        super().__init__(
+            issuer=ISSUER,
+            client_id="promoter",
+            client_secret=None,
+            redirect_uri="https://promoter.example/auth/callback",
+            scopes=["email"],
+            timeout=5,
+        )
+        self.said = document(authorization_endpoint=authorization)
+
+    def _get(self, url: str) -> dict[str, object]:
+        assert url == f"{ISSUER}/.well-known/openid-configuration"
+        return self.said
+
+
+def test_the_browser_is_sent_to_the_authorization_endpoint_with_its_own_query_kept() -> None:
+    kept = Discovered(f"{ISSUER}/authorize?tenant=acme")
+    url = kept.authorization_url(state="s", nonce="n", challenge="c")
+    assert url.startswith(f"{ISSUER}/authorize?tenant=acme&response_type=code&client_id=promoter")
+    plain = Discovered(f"{ISSUER}/authorize").authorization_url(state="s", nonce="n", challenge="c")
+    assert plain.startswith(f"{ISSUER}/authorize?response_type=code&")
+    assert "scope=openid+email" in plain and "code_challenge_method=S256" in plain
+
+
+def test_a_provider_is_named_in_words_by_its_host_and_path_at_most_120_characters() -> None:
+    path = "/" + "p" * 200
+    assert _where(f"https://idp.example.com{path}?secret=x") == f"idp.example.com{path}"[:120]
