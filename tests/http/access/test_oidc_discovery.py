@@ -2,13 +2,14 @@
 was configured with, a final slash aside; its endpoints over https wherever they are, over
 plain http only on this machine (a provider in tests), never a relative URL nor another
 scheme; PKCE with S256; the client's secret by HTTP Basic unless only the form is taken.
-The URL the browser is sent to keeps the authorization endpoint's own query."""
+The document is read under the issuer, once an hour; the URL the browser is sent to keeps
+the authorization endpoint's own query."""
 
 from __future__ import annotations
 
 import pytest
 
-from promoter.http.access.oidc import Provider, Refused, _endpoints, _where
+from promoter.http.access.oidc import DISCOVERY_TTL, Provider, Refused, _endpoints, _where
 
 ISSUER = "https://idp.example.com"
 
@@ -117,22 +118,41 @@ def test_the_client_sends_its_secret_by_basic_unless_the_provider_takes_it_only_
 
 
 class Discovered(Provider):
-    """A provider whose discovery document is given."""
+    """A provider whose discovery document is given, on an injected clock, counting reads."""
 
-    def __init__(self, authorization: str) -> None:
+    def __init__(self, authorization: str, issuer: str = ISSUER, now: float = 0.0) -> None:
+        self.now = now
         super().__init__(
-            issuer=ISSUER,
+            issuer=issuer,
             client_id="promoter",
             client_secret=None,
             redirect_uri="https://promoter.example/auth/callback",
             scopes=["email"],
             timeout=5,
+            clock=lambda: self.now,
         )
-        self.said = document(authorization_endpoint=authorization)
+        self.said = document(authorization_endpoint=authorization) | {"issuer": issuer}
+        self.asked: list[str] = []
 
     def _get(self, url: str) -> dict[str, object]:
-        assert url == f"{ISSUER}/.well-known/openid-configuration"
+        self.asked.append(url)
         return self.said
+
+
+@pytest.mark.parametrize(
+    "issuer",
+    [ISSUER, f"{ISSUER}/", "https://sso.example.com/realms/DEVBOX"],
+    ids=["plain", "final-slash", "ends-in-x"],
+)
+def test_the_discovery_document_is_read_under_the_issuer_once_an_hour(issuer: str) -> None:
+    provider = Discovered(f"{ISSUER}/authorize", issuer=issuer, now=1_000.0)
+    provider.endpoints()
+    provider.now += DISCOVERY_TTL - 1
+    provider.endpoints()
+    assert provider.asked == [f"{issuer.rstrip('/')}/.well-known/openid-configuration"]
+    provider.now += 1  # an hour after the read, to the second: read again
+    provider.endpoints()
+    assert len(provider.asked) == 2
 
 
 def test_the_browser_is_sent_to_the_authorization_endpoint_with_its_own_query_kept() -> None:
