@@ -9,7 +9,9 @@ import pytest
 from promoter.http.access.sign_in import local_path
 
 
-@pytest.mark.parametrize("path", ["/", "/strategies/guestbook", "/strategies/a?env=dev#top"])
+@pytest.mark.parametrize(
+    "path", ["/", "/strategies/guestbook", "/strategies/a?env=dev#top", "/search?q=guest book"]
+)
 def test_a_path_of_this_daemon_is_where_the_browser_goes_back_to(path: str) -> None:
     assert local_path(path) == path
 
