@@ -3,6 +3,8 @@ after its time (an injected clock), and nothing read from a changed or truncated
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from starlette.requests import Request
 from starlette.responses import Response
@@ -176,3 +178,46 @@ def test_a_session_that_fills_its_cookie_exactly_is_made_and_one_more_character_
     monkeypatch.undo()
     with pytest.raises(ValueError):
         sessions.start("ana@example.com", tuple(f"group-{i}" for i in range(400)))
+
+
+def test_a_configured_session_key_signs_alike_in_every_daemon_that_reads_it(
+    tmp_path: Path,
+) -> None:
+    key = tmp_path / "session-key"
+    key.write_text("a session key shared by the replicas, long enough")
+    config = Oidc.model_validate(
+        {
+            "issuer": "https://idp.example.com",
+            "clientId": "promoter",
+            "sessionKey": {"fromFile": str(key)},
+        }
+    )
+    one, other = (
+        SignIn.from_config(config, public_url="https://promoter.example.com", grants=[]).sessions
+        for _ in range(2)
+    )
+    _, value = one.start("ana@example.com", ())
+    request = request_with({one.session_cookie: value})
+    found = other.read(request)
+    assert found is not None and found.name == "ana@example.com"
+
+
+@pytest.mark.parametrize(
+    ("public_url", "callback"),
+    [
+        ("https://promoter.example.com/", "https://promoter.example.com/auth/callback"),
+        ("https://ci.example.com/DEVBOX", "https://ci.example.com/DEVBOX/auth/callback"),
+        (None, "/auth/callback"),
+    ],
+)
+def test_the_callback_is_the_public_url_s_and_its_final_slash_is_not_doubled(
+    public_url: str | None, callback: str
+) -> None:
+    sign_in = SignIn.from_config(oidc(), public_url=public_url, grants=[])
+    assert sign_in.provider.redirect_uri == callback
+
+
+def test_a_signed_value_is_compact_json_in_unpadded_url_safe_base64() -> None:
+    assert _b64(b"a") == "YQ" and _b64(b"\x5d\x75\xd7") == "XXXX" and _b64(b"\xfb\xff") == "-_8"
+    value = Signer(KEY, "session").dumps({"exp": 1, "n": "a"})
+    assert value.split(".")[0] == _b64(b'{"exp":1,"n":"a"}')
