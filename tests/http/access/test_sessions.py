@@ -1,5 +1,7 @@
 """The session cookie on its own: ``Secure`` with the ``__Host-`` prefix over https, an end
-after its time (an injected clock), and nothing read from a changed or truncated value."""
+after its time (an injected clock), and nothing read from a changed or truncated value;
+deleted with the attributes it was set with; signed alike by every daemon given the same
+key, as compact JSON in unpadded URL-safe base64; the callback from the public URL."""
 
 from __future__ import annotations
 
