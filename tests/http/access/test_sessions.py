@@ -5,6 +5,8 @@ key, as compact JSON in unpadded URL-safe base64; the callback from the public U
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 from pathlib import Path
 
 import pytest
@@ -223,3 +225,15 @@ def test_a_signed_value_is_compact_json_in_unpadded_url_safe_base64() -> None:
     assert _b64(b"a") == "YQ" and _b64(b"\x5d\x75\xd7") == "XXXX" and _b64(b"\xfb\xff") == "-_8"
     value = Signer(KEY, "session").dumps({"exp": 1, "n": "a"})
     assert value.split(".")[0] == _b64(b'{"exp":1,"n":"a"}')
+
+
+def test_each_cookie_is_signed_with_the_key_made_for_its_purpose() -> None:
+    sessions = Sessions(KEY, ttl=60, secure=False)
+    for purpose, cookie in (
+        (b"promoter session", sessions.session_cookie),
+        (b"promoter sign-in", sessions.pending_cookie),
+    ):
+        value = sessions.begin("/")[1] if purpose.endswith(b"in") else sessions.start("a", ())[1]
+        body, mac = value.split(".")
+        key = hmac.new(KEY, purpose, hashlib.sha256).digest()
+        assert _b64(hmac.new(key, body.encode(), hashlib.sha256).digest()) == mac, cookie
