@@ -1,7 +1,13 @@
 """The session cookie on its own: ``Secure`` with the ``__Host-`` prefix over https, an end
-after its time (an injected clock), and nothing read from a changed or truncated value."""
+after its time (an injected clock), and nothing read from a changed or truncated value;
+deleted with the attributes it was set with; signed alike by every daemon given the same
+key, as compact JSON in unpadded URL-safe base64; the callback from the public URL."""
 
 from __future__ import annotations
+
+import hashlib
+import hmac
+from pathlib import Path
 
 import pytest
 from starlette.requests import Request
@@ -35,9 +41,29 @@ def test_over_https_the_cookie_is_secure_host_only_httponly_and_lax() -> None:
     sessions.set(response, sessions.session_cookie, value, sessions.ttl)
     cookie = response.headers["set-cookie"]
     assert cookie.startswith("__Host-promoter-session=")
-    for attribute in ("Secure", "HttpOnly", "SameSite=lax", "Path=/"):
+    for attribute in (
+        "Secure",
+        "HttpOnly",
+        "SameSite=lax",
+        "Path=/",
+        f"Max-Age={int(sessions.ttl)}",
+    ):
         assert attribute in cookie
     assert "Domain" not in cookie
+
+
+def test_a_cookie_is_deleted_with_the_attributes_it_was_set_with() -> None:
+    sign_in = SignIn.from_config(oidc(), public_url="https://promoter.example.com", grants=[])
+    response = Response()
+    sign_in.sessions.clear(response, sign_in.sessions.session_cookie)
+    cookie = response.headers["set-cookie"]
+    assert cookie.startswith("__Host-promoter-session=") and "Max-Age=0" in cookie
+    for attribute in ("Secure", "HttpOnly", "SameSite=lax", "Path=/"):
+        assert attribute in cookie
+    plain = SignIn.from_config(oidc(), public_url="http://127.0.0.1:8080", grants=[])
+    response = Response()
+    plain.sessions.clear(response, plain.sessions.session_cookie)
+    assert "Secure" not in response.headers["set-cookie"]
 
 
 def test_over_plain_http_the_cookie_is_not_marked_secure() -> None:
@@ -133,6 +159,16 @@ def test_ids_are_remembered_until_their_expiry_and_a_full_table_drops_the_expire
     assert "b" not in kept and all(k in kept for k in "cde")
 
 
+def test_a_full_table_drops_an_id_at_the_very_second_it_expires(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(sessions_module, "MAX_REMEMBERED", 2)
+    kept = Remembered()
+    assert kept.add("oldest", until=100, now=0) and kept.add("ending", until=10, now=0)
+    assert kept.add("new", until=100, now=10)  # "ending" is over at 10: it goes, not "oldest"
+    assert "ending" not in kept and "oldest" in kept and "new" in kept
+
+
 def test_a_session_that_fills_its_cookie_exactly_is_made_and_one_more_character_is_not(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -146,3 +182,58 @@ def test_a_session_that_fills_its_cookie_exactly_is_made_and_one_more_character_
     monkeypatch.undo()
     with pytest.raises(ValueError):
         sessions.start("ana@example.com", tuple(f"group-{i}" for i in range(400)))
+
+
+def test_a_configured_session_key_signs_alike_in_every_daemon_that_reads_it(
+    tmp_path: Path,
+) -> None:
+    key = tmp_path / "session-key"
+    key.write_text("a session key shared by the replicas, long enough")
+    config = Oidc.model_validate(
+        {
+            "issuer": "https://idp.example.com",
+            "clientId": "promoter",
+            "sessionKey": {"fromFile": str(key)},
+        }
+    )
+    one, other = (
+        SignIn.from_config(config, public_url="https://promoter.example.com", grants=[]).sessions
+        for _ in range(2)
+    )
+    _, value = one.start("ana@example.com", ())
+    request = request_with({one.session_cookie: value})
+    found = other.read(request)
+    assert found is not None and found.name == "ana@example.com"
+
+
+@pytest.mark.parametrize(
+    ("public_url", "callback"),
+    [
+        ("https://promoter.example.com/", "https://promoter.example.com/auth/callback"),
+        ("https://ci.example.com/DEVBOX", "https://ci.example.com/DEVBOX/auth/callback"),
+        (None, "/auth/callback"),
+    ],
+)
+def test_the_callback_is_the_public_url_s_and_its_final_slash_is_not_doubled(
+    public_url: str | None, callback: str
+) -> None:
+    sign_in = SignIn.from_config(oidc(), public_url=public_url, grants=[])
+    assert sign_in.provider.redirect_uri == callback
+
+
+def test_a_signed_value_is_compact_json_in_unpadded_url_safe_base64() -> None:
+    assert _b64(b"a") == "YQ" and _b64(b"\x5d\x75\xd7") == "XXXX" and _b64(b"\xfb\xff") == "-_8"
+    value = Signer(KEY, "session").dumps({"exp": 1, "n": "a"})
+    assert value.split(".")[0] == _b64(b'{"exp":1,"n":"a"}')
+
+
+def test_each_cookie_is_signed_with_the_key_made_for_its_purpose() -> None:
+    sessions = Sessions(KEY, ttl=60, secure=False)
+    for purpose, cookie in (
+        (b"promoter session", sessions.session_cookie),
+        (b"promoter sign-in", sessions.pending_cookie),
+    ):
+        value = sessions.begin("/")[1] if purpose.endswith(b"in") else sessions.start("a", ())[1]
+        body, mac = value.split(".")
+        key = hmac.new(KEY, purpose, hashlib.sha256).digest()
+        assert _b64(hmac.new(key, body.encode(), hashlib.sha256).digest()) == mac, cookie

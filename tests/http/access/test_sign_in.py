@@ -9,6 +9,7 @@ signing out."""
 
 from __future__ import annotations
 
+import html
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,6 +22,7 @@ from starlette.testclient import TestClient
 from promoter.config import Config
 from promoter.errors import ConfigError
 from promoter.http import AccessControl, ThreadServer, free_port
+from promoter.http.access.oidc import LEEWAY
 from promoter.http.access.sessions import Sessions
 from promoter.wiring import Daemon
 from tests.http.access.oidc_provider import CLIENT_SECRET, OidcProvider, Person
@@ -120,12 +122,15 @@ def test_a_callback_carrying_another_sign_ins_state_is_refused(site: Site) -> No
         callback = start(site, browser, ADA).replace("state=", "state=x")
         answer = browser.get(callback)
         assert answer.status_code == 400
-        assert "the answer&#x27;s state is not this browser&#x27;s sign-in" in answer.text
+        said = "Sign-in refused: the answer's state is not this browser's sign-in."
+        assert said in html.unescape(answer.text)
         assert session_cookie(browser) is None
     assert site.provider.token_requests == 0  # the code was never exchanged
     with site.browser() as stranger, site.browser() as starter:
         answer = stranger.get(start(site, starter, ADA))  # a browser that started no sign-in
-        assert answer.status_code == 400 and "started no sign-in" in answer.text
+        assert answer.status_code == 400
+        said = "Sign-in refused: this browser started no sign-in, or it took over ten minutes."
+        assert said in html.unescape(answer.text)
 
 
 def test_a_replayed_callback_and_a_replayed_code_are_refused(site: Site) -> None:
@@ -135,7 +140,8 @@ def test_a_replayed_callback_and_a_replayed_code_are_refused(site: Site) -> None
         assert browser.get(callback).status_code == 303
         browser.cookies.set("promoter-sign-in", pending or "")  # the same answer, again
         again = browser.get(callback)
-        assert again.status_code == 400 and "completed already" in again.text
+        assert again.status_code == 400
+        assert "Sign-in refused: this sign-in was completed already." in again.text
     with site.browser() as other:  # the code, under another sign-in of its own
         fresh = start(site, other, ADA)
         used_code = callback.split("code=", 1)[1].split("&", 1)[0]
@@ -149,15 +155,28 @@ def test_a_replayed_callback_and_a_replayed_code_are_refused(site: Site) -> None
 @pytest.mark.parametrize(
     ("mischief", "said"),
     [
-        ({"aud": "another-client"}, "is for another client (aud)"),
-        ({"iss": "https://idp.example.com"}, "comes from another issuer (iss)"),
-        ({"expired": True}, "has expired"),
-        ({"other_key": True}, "signature does not verify"),
-        ({"nonce": "another-nonce"}, "nonce is not this sign-in"),
-        ({"alg": "none"}, "is signed with 'none', not a key's"),
-        ({"alg": "HS256"}, "is signed with 'HS256', not a key's"),
-        ({"alg": "ES256"}, "signed by a key the provider does not list"),
-        ({"alg": "ES256", "keys_without_alg": True}, "signed by a key the provider does not list"),
+        ({"aud": "another-client"}, "the ID token is for another client (aud)"),
+        (
+            {"aud": ["promoter", "another-client"]},
+            "the ID token names other audiences and is not for this client (azp)",
+        ),
+        (
+            {"aud": ["promoter", "another-client"], "azp": "another-client"},
+            "the ID token names other audiences and is not for this client (azp)",
+        ),
+        ({"iss": "https://idp.example.com"}, "the ID token comes from another issuer (iss)"),
+        ({"expired": True}, "the ID token has expired"),
+        ({"exp": -LEEWAY - 30}, "the ID token has expired"),
+        ({"iat": LEEWAY + 30}, "the ID token is not valid: The token is not yet valid (iat)"),
+        ({"other_key": True}, "the ID token's signature does not verify"),
+        ({"nonce": "another-nonce"}, "the ID token's nonce is not this sign-in's"),
+        ({"alg": "none"}, "the ID token is signed with 'none', not a key's"),
+        ({"alg": "HS256"}, "the ID token is signed with 'HS256', not a key's"),
+        ({"alg": "ES256"}, "the ID token is signed by a key the provider does not list (k1)"),
+        (
+            {"alg": "ES256", "keys_without_alg": True},
+            "the ID token is signed by a key the provider does not list (k1)",
+        ),
     ],
 )
 def test_an_id_token_that_is_not_for_this_sign_in_is_refused(
@@ -167,15 +186,29 @@ def test_an_id_token_that_is_not_for_this_sign_in_is_refused(
     with site.browser() as browser:
         answer = sign_in(site, browser, ADA)
         assert answer.status_code == 400
-        assert said in answer.text.replace("&#x27;", "'")
+        assert f"Sign-in refused: {said}." in html.unescape(answer.text)
         assert session_cookie(browser) is None
+
+
+@pytest.mark.parametrize("off", [{"iat": LEEWAY - 30}, {"exp": -LEEWAY + 30}])
+def test_an_id_token_from_a_provider_whose_clock_is_off_by_under_a_minute_is_taken(
+    site: Site, off: dict[str, float]
+) -> None:
+    site.provider.mischief = off
+    with site.browser() as browser:
+        signed = sign_in(site, browser, ADA)
+        assert signed.status_code == 303, signed.text
+        assert session_cookie(browser) is not None
 
 
 def test_a_person_whose_groups_have_no_role_is_not_signed_in(site: Site) -> None:
     with site.browser() as browser:
         answer = sign_in(site, browser, INTERN)
         assert answer.status_code == 403
-        assert "ivy@example.com signed in, but no grant gives them" in answer.text
+        assert (
+            "Sign-in refused: ivy@example.com signed in, but no grant gives them or their groups"
+            " (none this daemon's grants name) a role here: ask an admin for one in access.grants."
+        ) in html.unescape(answer.text)
         assert session_cookie(browser) is None
 
 
@@ -239,6 +272,7 @@ def test_a_provider_that_cannot_be_reached_leaves_the_sign_in_page_saying_so(
         ("garbage", "is not JSON"),
         ("5xx", "the provider answered 503"),
         ("issuer", "the discovery document names another issuer"),
+        ("relative", "the discovery document's authorization_endpoint is missing or not https"),
     ],
 )
 def test_a_provider_whose_discovery_document_is_wrong_is_not_used(
@@ -247,7 +281,7 @@ def test_a_provider_whose_discovery_document_is_wrong_is_not_used(
     site.provider.mischief = {"discovery": broken}
     with site.browser() as browser:
         answer = browser.get(f"{site.url}/auth/login")
-        assert answer.status_code == 502 and said in answer.text
+        assert answer.status_code == 502 and said in html.unescape(answer.text)
         assert "promoter-sign-in" not in answer.headers.get("set-cookie", "")
 
 
