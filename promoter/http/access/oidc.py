@@ -239,7 +239,7 @@ def _keys(document: dict[str, Any]) -> list[Key]:
             continue
         try:
             jwk = jwt.PyJWK(raw)
-        except jwt.PyJWTError:
+        except (jwt.PyJWTError, TypeError):  # TypeError: an "alg" that is a list or object
             continue
         named = raw.get("alg")
         found.append(Key(jwk, named if isinstance(named, str) else None))

@@ -129,6 +129,8 @@ def test_only_signing_keys_of_a_known_type_are_taken_with_the_algorithm_they_nam
                 {**data, "kid": "enc", "use": "enc"},
                 {"kty": "OKP", "crv": "X448", "x": "AAAA", "kid": "unknown"},
                 {**data, "kid": "signs", "use": "sig", "alg": "RS384"},
+                {**data, "kid": "listed", "alg": ["RS256"]},
+                {**data, "kid": "object", "alg": {"name": "RS256"}},
                 {**data, "kid": "unsaid"},
             ]
         }
