@@ -83,6 +83,28 @@ def test_the_421_is_sent_with_lowercase_header_names_as_asgi_requires() -> None:
     ]
 
 
+def test_a_request_with_no_host_header_is_answered_421_naming_an_empty_host() -> None:
+    """HTTP/1.0 lets a client leave Host out: refused as a name the daemon does not
+    answer to, not a crash."""
+    sent: list[Message] = []
+
+    async def receive() -> Message:
+        return {"type": "http.request", "body": b""}
+
+    async def send(message: Message) -> None:
+        sent.append(message)
+
+    guard = BrowserGuard(Starlette(), hosts=Hosts(["promoter.example"]))
+    scope = {"type": "http", "path": "/api/v1/x", "headers": [(b"accept", b"*/*")]}
+    asyncio.run(guard(scope, receive, send))
+    start, body = sent
+    assert start["status"] == 421
+    assert body["body"] == (
+        b'{"error": "this daemon does not answer to the Host \'\'; '
+        b'add the name to access.hosts if it is really yours"}'
+    )
+
+
 def test_an_own_host_is_answered_with_the_browser_headers_and_a_webhook_whatever_its_host() -> None:
     client = guarded()
     own = client.get("/api/v1/x")
