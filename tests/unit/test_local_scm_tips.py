@@ -34,6 +34,13 @@ def tips(path: Path) -> Iterator[BranchTips]:
     reader.close()
 
 
+def local_scm(path: Path, tmp_path: Path) -> tuple[Repository, LocalScm]:
+    """The repository at ``path`` as the local SCM's, and the plugin (closed by the test)."""
+    repo = Repository(name="r", url=str(path), scm_provider="local")
+    provider = ScmProvider(name="local", local=LocalProvider())
+    return repo, LocalScm(provider=provider, state_dir=str(tmp_path / "s"))
+
+
 def tip(path: Path, branch: str) -> str:
     return git(path, "rev-parse", f"refs/heads/{branch}").strip()
 
@@ -82,10 +89,7 @@ def test_a_repository_made_again_at_the_same_path_is_not_read_from_the_old_one(
 
 
 def test_a_repository_gone_is_not_found(path: Path, tmp_path: Path) -> None:
-    repo = Repository(name="r", url=str(path), scm_provider="local")
-    scm = LocalScm(
-        provider=ScmProvider(name="local", local=LocalProvider()), state_dir=str(tmp_path / "s")
-    )
+    repo, scm = local_scm(path, tmp_path)
     try:
         scm.open_pull_request(repo=repo, head="env-next", base="env", title="t", body="", labels=())
         shutil.rmtree(path)
@@ -98,10 +102,7 @@ def test_a_repository_gone_is_not_found(path: Path, tmp_path: Path) -> None:
 def test_pull_request_calls_start_no_git_process_once_the_reader_runs(
     path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    repo = Repository(name="r", url=str(path), scm_provider="local")
-    scm = LocalScm(
-        provider=ScmProvider(name="local", local=LocalProvider()), state_dir=str(tmp_path / "s")
-    )
+    repo, scm = local_scm(path, tmp_path)
     head = tip(path, "env-next")
     started = processes(monkeypatch)
     try:
@@ -143,10 +144,7 @@ def test_a_pr_merged_by_hand_is_found_however_far_the_base_moved_since(
     path: Path, tmp_path: Path, behind: int
 ) -> None:
     """Near the tip the walk through the reader answers; past it, ``git merge-base``."""
-    repo = Repository(name="r", url=str(path), scm_provider="local")
-    scm = LocalScm(
-        provider=ScmProvider(name="local", local=LocalProvider()), state_dir=str(tmp_path / "s")
-    )
+    repo, scm = local_scm(path, tmp_path)
     try:
         opened = scm.open_pull_request(
             repo=repo, head="env-next", base="env", title="t", body="", labels=()
@@ -166,10 +164,7 @@ def test_a_pr_whose_head_the_base_does_not_hold_stays_open_however_long_the_hist
     path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Past the walk, ``git merge-base`` answers once; the answer is kept."""
-    repo = Repository(name="r", url=str(path), scm_provider="local")
-    scm = LocalScm(
-        provider=ScmProvider(name="local", local=LocalProvider()), state_dir=str(tmp_path / "s")
-    )
+    repo, scm = local_scm(path, tmp_path)
     try:
         opened = scm.open_pull_request(
             repo=repo, head="env-next", base="env", title="t", body="", labels=()

@@ -42,6 +42,21 @@ def guarded() -> TestClient:
     return TestClient(app, base_url="http://promoter.example")
 
 
+def raw_guarded(scope: dict[str, object]) -> list[Message]:
+    """The messages the Host guard sends for one raw ASGI request (no app behind it)."""
+    sent: list[Message] = []
+
+    async def receive() -> Message:
+        return {"type": "http.request", "body": b""}
+
+    async def send(message: Message) -> None:
+        sent.append(message)
+
+    guard = BrowserGuard(Starlette(), hosts=Hosts(["promoter.example"]))
+    asyncio.run(guard(scope, receive, send))
+    return sent
+
+
 def test_a_foreign_host_is_answered_421_naming_it_with_the_browser_headers() -> None:
     answer = guarded().get("/api/v1/x", headers={"host": "evil.example:8080"})
     assert answer.status_code == 421
@@ -63,18 +78,9 @@ def test_a_foreign_host_is_named_at_most_a_hundred_characters_long() -> None:
 
 
 def test_the_421_is_sent_with_lowercase_header_names_as_asgi_requires() -> None:
-    sent: list[Message] = []
-
-    async def receive() -> Message:
-        return {"type": "http.request", "body": b""}
-
-    async def send(message: Message) -> None:
-        sent.append(message)
-
-    guard = BrowserGuard(Starlette(), hosts=Hosts(["promoter.example"]))
-    scope = {"type": "http", "path": "/", "headers": [(b"host", b"evil.example")]}
-    asyncio.run(guard(scope, receive, send))
-    start, body = sent
+    start, body = raw_guarded(
+        {"type": "http", "path": "/", "headers": [(b"host", b"evil.example")]}
+    )
     assert start["status"] == 421
     assert start["headers"] == [
         (b"content-type", b"application/json"),
@@ -86,18 +92,9 @@ def test_the_421_is_sent_with_lowercase_header_names_as_asgi_requires() -> None:
 def test_a_request_with_no_host_header_is_answered_421_naming_an_empty_host() -> None:
     """HTTP/1.0 lets a client leave Host out: refused as a name the daemon does not
     answer to, not a crash."""
-    sent: list[Message] = []
-
-    async def receive() -> Message:
-        return {"type": "http.request", "body": b""}
-
-    async def send(message: Message) -> None:
-        sent.append(message)
-
-    guard = BrowserGuard(Starlette(), hosts=Hosts(["promoter.example"]))
-    scope = {"type": "http", "path": "/api/v1/x", "headers": [(b"accept", b"*/*")]}
-    asyncio.run(guard(scope, receive, send))
-    start, body = sent
+    start, body = raw_guarded(
+        {"type": "http", "path": "/api/v1/x", "headers": [(b"accept", b"*/*")]}
+    )
     assert start["status"] == 421
     assert body["body"] == (
         b'{"error": "this daemon does not answer to the Host \'\'; '

@@ -61,9 +61,13 @@ def test_a_kid_not_among_the_keys_read_reads_them_again_once() -> None:
     assert gone.asked == [False, True]
 
 
+FILLER = "X" * 4
+"""The text a mutation test puts in place of a string (here: of the nameless key's "")."""
+
+
 # A key published without a kid is read as naming "": a kid it could be mistaken for
-# ("XXXX", "none", or any other) must not select it.
-@pytest.mark.parametrize("kid", ["k9", "XXXX", "none"], ids=["other", "filler", "none"])
+# (the filler, "none", or any other) must not select it.
+@pytest.mark.parametrize("kid", ["k9", FILLER, "none"], ids=["other", "filler", "none"])
 def test_a_token_naming_a_kid_is_never_checked_with_a_key_that_names_none(kid: str) -> None:
     with pytest.raises(Refused):
         Keys([NAMELESS])._key(kid, "RS256")
