@@ -565,6 +565,10 @@ class Fleet:
                     planned.append((key, "proposed", mark))
         stream.commit(NOTES_REF, "Notes added by the bench hydrator\n", {}, notes=notes)
         marks = stream.run(path)
+        # As a hosting's housekeeping (``git gc``) leaves a repository that has lived: its
+        # refs in ``packed-refs``. fast-import leaves one loose file per ref, which every
+        # ``receive-pack`` and local clone of the daemon's would read (twice their CPU).
+        git(path, "pack-refs", "--all")
         for key, kind, mark in planned:
             (self.active if kind == "active" else self.proposed)[key] = marks[mark]
 

@@ -32,6 +32,8 @@ from promoter.git.bare import MIRRORED, Env, MirrorLost
 from promoter.git.caches import FACTS
 from promoter.git.facts import CommitFacts
 from promoter.git.metadata import NOTES_REF
+from promoter.git.process.credentials import strip_credentials, url_secrets
+from promoter.git.process.runner import run_git
 from promoter.metrics import GIT_FETCHES_TOTAL, GIT_LS_REMOTE_TOTAL
 
 REFSPECS = ("+refs/heads/*:refs/heads/*", "+refs/notes/*:refs/notes/*")
@@ -69,8 +71,10 @@ class RemoteCopy(CommitFacts):
                 self._drop_refs()
                 if self._damaged is not None:
                     self._remove()
-                self.ensure()
-                self.fetch()
+                missing = self._missing()
+                self.ensure()  # a missing mirror is cloned: that is its fetch
+                if not missing:
+                    self.fetch()
             finally:
                 self._healing = False
 
@@ -146,9 +150,11 @@ class RemoteCopy(CommitFacts):
         A mirror that holds no ref yet is cloned without asking the remote first: the
         clone says what it holds (and of an empty remote, that it holds nothing)."""
         with self._lock:
+            missing = self._repo is None and self._missing()
             self.ensure()
-            if not self._cached_refs():
-                self.fetch()
+            if missing or not self._cached_refs():
+                if not missing:
+                    self.fetch()
                 return bool(self._cached_refs())
             if self.remote_refs() == self._cached_refs():
                 return False
@@ -190,16 +196,47 @@ class RemoteCopy(CommitFacts):
             moved, self._moved = self._moved, False
             return moved
 
+    def ensure(self) -> None:
+        """A missing mirror is made by cloning its remote (its first fetch), not by ``git
+        init`` and a first fetch that throws that repository away for a clone."""
+        with self._lock:
+            if self._repo is not None or not self._missing() or self._notes_lock.held():
+                super().ensure()
+                return
+            with self._notes_lock:
+                GIT_FETCHES_TOTAL.labels(repository=self.name).inc()
+                self._clone_files()
+            self._drop_refs()
+            super().ensure()
+            if _watched(self._cached_refs()):
+                self._moved = True
+
+    def _missing(self) -> bool:
+        return not (self.path / "HEAD").is_file()
+
     def _clone(self) -> None:
         """Replace the (ref-less) mirror with a bare clone of every branch and notes ref."""
+        self.close()
+        self._clone_files()
+        self.ensure()
+
+    def _clone_files(self) -> None:
+        """Clone the remote beside the mirror, then put the clone in the mirror's place."""
         staging = self.path.with_name(f"{self.path.name}.clone")
         shutil.rmtree(staging, ignore_errors=True)
         notes = f"remote.origin.fetch={REFSPECS[1]}"
         args = ["clone", "--bare", "--no-tags", "--quiet", "--config", notes]
         args.append("--no-hardlinks" if own_local_repository(self.url) else "--no-local")
         try:
-            self._run([*args, "--", self.url, str(staging)], network=True)
-            self.close()
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            run_git(
+                [*args, "--", self.url, str(staging)],
+                cwd=self.path.parent,
+                env=self._extra_env(),
+                timeout=self._timeout,
+                secrets=url_secrets(self.url),
+                what=f"of {strip_credentials(self.url)} in mirror {self.name}",
+            )
             _remove_tree(self.path)
             staging.rename(self.path)
         except OSError as exc:  # the state directory read-only, or removed meanwhile
@@ -208,7 +245,6 @@ class RemoteCopy(CommitFacts):
             shutil.rmtree(staging, ignore_errors=True)
         self._identity = None
         self._damaged = None
-        self.ensure()
 
 
 def own_local_repository(url: str) -> bool:

@@ -15,6 +15,7 @@ import pytest
 
 from promoter.errors import GitError
 from promoter.git import GitMirror, MirrorLost, NotesMoved
+from promoter.git.process import runner
 from promoter.watchdog import LockReentered
 from tests.gitrepo import GitSandbox, git
 
@@ -98,14 +99,16 @@ def test_a_notes_write_that_finds_the_mirror_deleted_fails_and_the_next_write_he
     assert mirror.read_note(LEDGER, other) == "other\n"
 
 
-def test_a_fetch_that_loses_the_mirror_while_it_clones_fails_and_does_not_wait_for_itself(
+def test_a_mirror_lost_while_its_fetch_clones_is_the_clone_with_no_wait_for_itself(
     tmp_path: Path, remote: GitSandbox, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The clone of a first fetch runs under the notes lock; the mirror deleted meanwhile
-    is not healed there (healing fetches, which takes that lock): the fetch fails, and the
-    next refresh clones it."""
+    """The clone of a first fetch runs under the notes lock, beside the mirror, and then
+    takes the mirror's place: the mirror deleted meanwhile is not healed there (healing
+    fetches, which takes that lock), the clone is the whole mirror."""
+    path = tmp_path / "state" / "mirrors" / "gitops.git"
+    path.mkdir(parents=True)
+    git(path, "init", "--bare", "--quiet")  # a mirror that holds no ref: its fetch clones
     with GitMirror(name="gitops", url=remote.url, root=tmp_path / "state") as mirror:
-        mirror.ensure()  # an empty mirror that holds no ref: its first fetch clones
         real = mirror._clone
 
         def deleted_first() -> None:
@@ -114,10 +117,28 @@ def test_a_fetch_that_loses_the_mirror_while_it_clones_fails_and_does_not_wait_f
             real()
 
         monkeypatch.setattr(mirror, "_clone", deleted_first)
-        failed = in_thread(mirror.fetch)
-        assert isinstance(failed, MirrorLost), failed
-        assert in_thread(mirror.refresh) is None
+        assert in_thread(mirror.fetch) is None
         assert mirror.branch_sha("main") == remote.branch_sha("main")
+        assert in_thread(mirror.refresh) is None
+
+
+def test_a_new_mirror_is_cloned_by_its_first_refresh_without_a_git_init_or_an_ls_remote(
+    tmp_path: Path, remote: GitSandbox, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ran: list[str] = []
+    real_run = runner.subprocess.run
+
+    def counted(args: list[str], *a: object, **k: object) -> object:
+        ran.append(next(arg for arg in args[1:] if not arg.startswith("-")))
+        return real_run(args, *a, **k)
+
+    monkeypatch.setattr(runner.subprocess, "run", counted)
+    with GitMirror(name="gitops", url=remote.url, root=tmp_path / "state") as mirror:
+        assert mirror.refresh() is True
+        assert mirror.take_moved() is True
+        assert mirror.branch_sha("main") == remote.branch_sha("main")
+    assert "init" not in ran and "ls-remote" not in ran
+    assert ran.count("clone") == 1
 
 
 def test_a_push_by_sha_that_finds_the_mirror_deleted_fails_and_does_not_wait_for_itself(
