@@ -54,22 +54,32 @@ class Activity:
 
     @contextmanager
     def calling(self, provider: str, operation: str) -> Iterator[None]:
-        """This thread waits on one SCM call for the duration of the block.
+        """This thread waits on one SCM call for the duration of the block."""
+        work = self.call_begins(provider, operation)
+        try:
+            yield
+        finally:
+            self.call_ends(work)
+
+    def call_begins(self, provider: str, operation: str) -> _Work | None:
+        """This thread now waits on one SCM call; give what it returns to ``call_ends``.
 
         Only this thread writes its ``_Work`` (and ``waiting`` only reads it), so a call
         takes no lock: every SCM call of every worker passes here.
         """
         work = self._by_thread.get(threading.get_ident())
-        started = self.clock()
         if work is not None:
-            work.current = (provider, operation, started)
-        try:
-            yield
-        finally:
-            if work is not None:
-                work.current = None
-                work.calls += 1
-                work.in_calls += self.clock() - started
+            work.current = (provider, operation, self.clock())
+        return work
+
+    def call_ends(self, work: _Work | None) -> None:
+        """The call ``call_begins`` announced has returned (or failed)."""
+        if work is None or work.current is None:
+            return
+        started = work.current[2]
+        work.current = None
+        work.calls += 1
+        work.in_calls += self.clock() - started
 
     def waiting(self, key: str) -> str | None:
         """What a reconcile of ``key`` running for ``SLOW`` seconds or more waits on; None

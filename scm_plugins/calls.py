@@ -26,8 +26,8 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager, suppress
+from collections.abc import Callable, Mapping
+from contextlib import suppress
 
 from prometheus_client import Counter, Histogram
 
@@ -114,12 +114,14 @@ class ScmCalls:
             child = self._timed[operation] = SCM_CALL_DURATION.labels(self.provider, operation)
         child.observe(took)
 
-    @contextmanager
-    def call(
-        self, operation: str, cost: Cost | None = None, /, **fields: object
-    ) -> Iterator[Receipt]:
-        started = time.perf_counter()
-        error: BaseException | None = None
+    def call(self, operation: str, cost: Cost | None = None, /, **fields: object) -> _Call:
+        """The block of one remote call: ``with calls.call("operation") as receipt:``."""
+        return _Call(self, operation, cost, fields)
+
+    def _started(
+        self, operation: str, cost: Cost | None, fields: Mapping[str, object]
+    ) -> Ticket | None:
+        """Before the call goes out: the rate-limit pause, the budget, the write's hold."""
         waiting = self.pause.remaining()
         if waiting > 0:
             self._count(operation, "paused")
@@ -135,44 +137,43 @@ class ScmCalls:
                 ticket.cancel()
             self._count(operation, "fenced")
             raise
-        try:
-            with ACTIVITY.calling(self.provider, operation):
-                yield Receipt(self, ticket)
-        except ScmError as exc:
-            error = exc
-            KNOWN.scrub_exception(exc)
-            if isinstance(exc, ScmRateLimited):
-                self.pause.pause(exc.retry_after)
-            raise
-        except Exception as exc:
-            KNOWN.scrub_exception(exc)
-            translated = self._translate(exc)
-            if translated is None:
-                error = exc
-                raise
-            error = translated
-            KNOWN.scrub_exception(translated)
-            if isinstance(translated, ScmRateLimited):
-                self.pause.pause(translated.retry_after)
-            raise translated from exc
-        finally:
-            if ticket is not None:
-                ticket.close()
-            outcome = _outcome(error)
-            took = time.perf_counter() - started
-            self._count(operation, outcome)
-            self._time(operation, took)
-            if log.isEnabledFor(logging.DEBUG):
-                log.debug(
-                    "scm call",
-                    extra={
-                        "provider": self.provider,
-                        "operation": operation,
-                        "outcome": outcome,
-                        "duration_ms": round(took * 1000, 2),
-                        **fields,
-                    },
-                )
+        return ticket
+
+    def _failed(self, exc: Exception) -> Exception:
+        """What a call's exception leaves the block as: scrubbed of secrets, translated
+        into an ``ScmError`` when the plugin knows it; a rate limit pauses the credential."""
+        KNOWN.scrub_exception(exc)
+        error = exc if isinstance(exc, ScmError) else (self._translate(exc) or exc)
+        if error is not exc:
+            KNOWN.scrub_exception(error)
+        if isinstance(error, ScmRateLimited):
+            self.pause.pause(error.retry_after)
+        return error
+
+    def _ended(
+        self,
+        operation: str,
+        fields: Mapping[str, object],
+        ticket: Ticket | None,
+        error: BaseException | None,
+        took: float,
+    ) -> None:
+        if ticket is not None:
+            ticket.close()
+        outcome = _outcome(error)
+        self._count(operation, outcome)
+        self._time(operation, took)
+        if log.isEnabledFor(logging.DEBUG):
+            log.debug(
+                "scm call",
+                extra={
+                    "provider": self.provider,
+                    "operation": operation,
+                    "outcome": outcome,
+                    "duration_ms": round(took * 1000, 2),
+                    **fields,
+                },
+            )
 
     def refused(self, operation: str) -> None:
         """A call the caller refused before it went out (a plugin's outage pause): counted
@@ -213,3 +214,34 @@ class ScmCalls:
                     with suppress(ValueError):
                         SCM_RATE_LIMIT_REMAINING.labels(self.provider).set(float(value))
                     return
+
+
+class _Call:
+    """One call's ``with`` block (``ScmCalls.call``): a class, not a generator, for the
+    thousands of calls of a cold start."""
+
+    __slots__ = ("_calls", "_cost", "_fields", "_operation", "_started", "_ticket", "_work")
+
+    def __init__(
+        self, calls: ScmCalls, operation: str, cost: Cost | None, fields: Mapping[str, object]
+    ) -> None:
+        self._calls = calls
+        self._operation = operation
+        self._cost = cost
+        self._fields = fields
+
+    def __enter__(self) -> Receipt:
+        calls = self._calls
+        self._started = time.perf_counter()
+        self._ticket = calls._started(self._operation, self._cost, self._fields)
+        self._work = ACTIVITY.call_begins(calls.provider, self._operation)
+        return Receipt(calls, self._ticket)
+
+    def __exit__(self, kind: object, exc: BaseException | None, tb: object) -> None:
+        ACTIVITY.call_ends(self._work)
+        calls = self._calls
+        error = calls._failed(exc) if isinstance(exc, Exception) else None
+        took = time.perf_counter() - self._started
+        calls._ended(self._operation, self._fields, self._ticket, error, took)
+        if error is not None and error is not exc:
+            raise error from exc

@@ -28,5 +28,7 @@ class CredentialPause:
 
     def remaining(self) -> float:
         """Seconds still to wait; 0 when calls may go out."""
-        with self._lock:
-            return max(0.0, self._until - self._clock())
+        until = self._until  # one read of a float: no lock for the usual "no pause"
+        if not until:
+            return 0.0
+        return max(0.0, until - self._clock())

@@ -43,6 +43,8 @@ SEARCH = 200
 """Commits of a branch's history searched for the same tree."""
 OWN_ANSWERS = frozenset({"note", "file"})
 """Sources a commit carries itself (step 1 and 5)."""
+NOTED = frozenset({"note", "lineage"})
+"""Sources read before any search: the answer does not depend on the proposed tip."""
 
 log = logging.getLogger("promoter.lineage")
 
@@ -54,6 +56,10 @@ class Lineage:
     record: bool = True
     """Write and push a lineage note for an answer found by search."""
     _cache: dict[tuple[str, ...], HydratorMetadata | MetadataMissing] = field(default_factory=dict)
+    _own: dict[tuple[str, ...], HydratorMetadata] = field(default_factory=dict)
+    """Answers a commit's note gave (its hydrator's or a lineage note): the same whatever
+    branch it is read through (the active and proposed branches of an environment
+    with nothing to promote point at one commit)."""
     _parsed: dict[tuple[str, str], HydratorMetadata] = field(default_factory=dict)
     """Notes parsed, by text and source: every environment's commit of one dry commit
     carries the same hydrator note, so a few texts serve thousands of commits."""
@@ -65,18 +71,23 @@ class Lineage:
 
         ``proposed_tip`` (for an active commit) is where a squash or rebase is looked for.
         """
-        key = (
+        own = (
             mirror.name,
             sha,
-            proposed_tip or "",
             mirror.branch_sha(NOTES_REF) or "",
             mirror.branch_sha(LINEAGE_REF) or "",
         )
-        found = self._cache.get(key)
+        found: HydratorMetadata | MetadataMissing | None = self._own.get(own)
         if found is None:
-            with mirror.lock:
-                found = self._resolve(mirror, sha, proposed_tip, 0)
-            remember(self._cache, key, found, 4096)
+            key = (*own, proposed_tip or "")
+            found = self._cache.get(key)
+            if found is None:
+                with mirror.lock:
+                    found = self._resolve(mirror, sha, proposed_tip, 0)
+                if isinstance(found, HydratorMetadata) and found.source in NOTED:
+                    remember(self._own, own, found, 4096)
+                else:
+                    remember(self._cache, key, found, 4096)
         if isinstance(found, MetadataMissing):
             raise MetadataMissing(str(found))
         return found

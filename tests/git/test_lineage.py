@@ -204,3 +204,27 @@ def test_argocd_files_are_read_and_its_note_runs_ahead_of_them(
     assert resolve(mirror, tip) == (DRY[2], "note")
     merged = merge(remote, tip)
     assert resolve(mirror, merged) == (DRY[2], "merge")
+
+
+def test_a_commit_read_through_both_branches_of_an_environment_is_resolved_once(
+    mirror: GitMirror, remote: GitSandbox, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Nothing to promote: the active and proposed branches point at one commit, which its
+    note answers for whatever the proposed tip."""
+    start(remote)
+    sha = remote.branch_sha(ACTIVE)
+    assert sha is not None and sha == remote.branch_sha(NEXT)
+    mirror.refresh()
+    reads: list[str] = []
+    real = mirror.read_note
+
+    def counted(ref: str, commit: str) -> str | None:
+        reads.append(commit)
+        return real(ref, commit)
+
+    monkeypatch.setattr(mirror, "read_note", counted)
+    lineage = Lineage()
+    active = lineage.metadata(mirror, sha, proposed_tip=sha)
+    proposed = lineage.metadata(mirror, sha)
+    assert active == proposed and active.source == "note" and active.dry_sha == DRY[0]
+    assert reads == [sha]
