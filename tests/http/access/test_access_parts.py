@@ -318,6 +318,16 @@ def test_the_daemons_own_name_is_answered_and_no_made_up_one(tmp_path: Path) -> 
     )
 
 
+def test_a_sign_in_without_a_url_to_come_back_to_is_refused_at_start(tmp_path: Path) -> None:
+    config = config_of(tmp_path, "  oidc: {issuer: https://idp.example.com, clientId: promoter}")
+    with pytest.raises(ConfigError) as refused:
+        AccessControl.from_config(config)
+    assert refused.value.problems == [
+        "access.oidc: set daemon.publicUrl (or oidc.redirectUrl): the provider sends"
+        " browsers back to its /auth/callback"
+    ]
+
+
 def test_token_review_is_refused_outside_kubernetes_and_asked_inside(tmp_path: Path) -> None:
     config = config_of(tmp_path, "  kubernetes: {tokenReview: true}")
     with pytest.raises(
