@@ -17,6 +17,7 @@ import hashlib
 import hmac
 import json
 import secrets
+import string
 import threading
 import time
 from collections.abc import Callable
@@ -33,6 +34,8 @@ MAX_COOKIE = 3800
 """Browsers keep about 4 KB a cookie."""
 MAX_REMEMBERED = 10_000
 """Revoked sessions and finished sign-ins remembered at most (the oldest go first)."""
+ALPHABET = frozenset(string.ascii_letters + string.digits + "-_")
+"""The characters of unpadded base64url, all ``_b64`` writes."""
 
 
 @dataclass(frozen=True)
@@ -245,4 +248,8 @@ def _b64(data: bytes) -> str:
 
 
 def _unb64(text: str) -> bytes:
+    """``_b64``'s text decoded, strictly: a character outside its alphabet (a dot, ``=``,
+    ``+``, ``/``) is refused, where the decoder alone would skip it or take it."""
+    if not ALPHABET.issuperset(text):
+        raise ValueError
     return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))

@@ -14,7 +14,8 @@ from starlette.requests import Request
 from starlette.responses import PlainTextResponse
 from starlette.routing import Route
 from starlette.testclient import TestClient
-from starlette.types import Message
+from starlette.types import Message, Receive, Send
+from starlette.types import Scope as AsgiScope
 
 from promoter.config import Config, Grant
 from promoter.errors import ConfigError
@@ -111,6 +112,36 @@ def test_an_own_host_is_answered_with_the_browser_headers_and_a_webhook_whatever
     hook = client.post("/webhooks/github", headers={"host": "anything.example"})
     assert (hook.status_code, hook.text) == (200, "hello")
     assert "content-security-policy" not in hook.headers
+
+
+def test_a_bracketed_host_is_named_up_to_its_first_closing_bracket() -> None:
+    start, body = raw_guarded(
+        {"type": "http", "path": "/api/v1/x", "headers": [(b"host", b"[evil.example]:80]")]}
+    )
+    assert start["status"] == 421
+    assert b"the Host 'evil.example';" in body["body"]
+
+
+def test_an_answer_started_without_a_headers_list_gets_the_browser_headers() -> None:
+    """ASGI lets an app leave out a response's headers: none is the empty list."""
+
+    async def bare(scope: AsgiScope, receive: Receive, send: Send) -> None:
+        await send({"type": "http.response.start", "status": 204})
+        await send({"type": "http.response.body", "body": b""})
+
+    guard = BrowserGuard(bare, hosts=Hosts(["promoter.example"]))
+    answer = TestClient(guard, base_url="http://promoter.example").get("/api/v1/x")
+    assert answer.status_code == 204
+    for name, value in HEADERS:
+        assert answer.headers[name.decode()] == value.decode()
+
+
+def test_a_path_not_under_the_proxys_root_path_is_taken_whole_as_the_router_takes_it() -> None:
+    """A server may set ``root_path`` without putting it in front of ``path``: the router
+    then routes the path as it is, and so does the guard, which leaves a webhook alone."""
+    client = TestClient(guarded().app, base_url="http://promoter.example", root_path="/promoter")
+    hook = client.post("/webhooks/github", headers={"host": "anything.example"})
+    assert (hook.status_code, hook.text) == (200, "hello")
 
 
 def request(headers: dict[str, str] | None = None) -> Request:
@@ -285,6 +316,16 @@ def test_the_daemons_own_name_is_answered_and_no_made_up_one(tmp_path: Path) -> 
         False,
         False,
     )
+
+
+def test_a_sign_in_without_a_url_to_come_back_to_is_refused_at_start(tmp_path: Path) -> None:
+    config = config_of(tmp_path, "  oidc: {issuer: https://idp.example.com, clientId: promoter}")
+    with pytest.raises(ConfigError) as refused:
+        AccessControl.from_config(config)
+    assert refused.value.problems == [
+        "access.oidc: set daemon.publicUrl (or oidc.redirectUrl): the provider sends"
+        " browsers back to its /auth/callback"
+    ]
 
 
 def test_token_review_is_refused_outside_kubernetes_and_asked_inside(tmp_path: Path) -> None:

@@ -81,7 +81,13 @@ OWN = {"host": f"{NAME}:8443"}
 
 @pytest.mark.parametrize(
     "origin",
-    [f"https://{NAME}:8443", f"http://{NAME}:8443", f"HTTPS://{NAME.upper()}:8443/", PUBLIC],
+    [
+        f"https://{NAME}:8443",
+        f"http://{NAME}:8443",
+        f"HTTPS://{NAME.upper()}:8443/",
+        PUBLIC,
+        f"{PUBLIC}/",
+    ],
 )
 def test_a_write_from_the_daemons_own_origin_passes(origin: str) -> None:
     assert cross_site(request(origin=origin, **OWN), public_origin=PUBLIC) is None
@@ -131,7 +137,8 @@ def test_a_client_that_is_no_browser_sends_neither_and_passes() -> None:
 
 def test_without_a_public_url_only_the_host_the_browser_reached_is_own() -> None:
     assert cross_site(request(origin=PUBLIC, **OWN)) is not None
-    assert cross_site(request(origin=f"https://{NAME}:8443")) is not None  # no Host at all
+    for origin in (f"https://{NAME}:8443", "http://xxxx"):  # no Host at all: no name is own
+        assert cross_site(request(origin=origin)) is not None, origin
 
 
 @pytest.mark.parametrize(

@@ -13,6 +13,7 @@ from starlette.testclient import TestClient
 
 from promoter.errors import ConfigError
 from promoter.http import AccessControl
+from promoter.http.access.identity import MAX_NAME
 from promoter.wiring import Daemon
 from tests.people import access_yaml, bearer
 from tests.support import GitOpsRepo, local_config, wait_for
@@ -70,6 +71,19 @@ def test_the_proxys_identity_and_groups_are_the_caller(proxied: Daemon) -> None:
             ("ada@example.com", "proxy", "10.1.2.3"),
             ("eve@example.com", "proxy", "10.1.2.3"),
         }
+
+
+def test_a_proxys_name_of_256_characters_without_groups_is_taken_and_blanks_or_longer_refused(
+    proxied: Daemon,
+) -> None:
+    with TestClient(proxied.app, client=("10.1.2.3", 4000)) as client:
+        for name in ("   ", "a" * (MAX_NAME + 1)):
+            answer = client.get("/api/v1/whoami", headers={"x-forwarded-email": name})
+            assert answer.status_code == 401, name
+            assert answer.json()["error"] == "X-Forwarded-Email names no user"
+        longest = {"x-forwarded-email": "a" * MAX_NAME}
+        me = client.get("/api/v1/whoami", headers=longest).json()
+        assert (me["name"], me["via"], me["groups"]) == ("a" * MAX_NAME, "proxy", [])
 
 
 def test_a_loopback_daemon_without_tokens_serves_its_own_user_as_local_admin(

@@ -103,6 +103,25 @@ def test_a_changed_or_truncated_cookie_is_no_session() -> None:
         assert sessions.read(request_with({"promoter-session": forged})) is None, forged
 
 
+def test_a_signed_value_with_a_character_outside_base64url_added_or_swapped_is_no_session() -> None:
+    """The decoder alone skips a dot, takes ``=`` anywhere and ``+`` or ``/`` for ``-`` or
+    ``_``: the same MAC written another way is no value of ours."""
+    payload = {"n": "ana@example.com", "g": [], "sid": "three", "csrf": "c", "exp": 2_000.0}
+    value = Signer(KEY, "promoter session").dumps(payload)
+    body, _, mac = value.partition(".")
+    assert "-" in mac and "_" in mac
+    sessions = Sessions(KEY, ttl=60, secure=False, clock=lambda: 1_000.0)
+    assert sessions.read(request_with({"promoter-session": value})) is not None
+    for written in (
+        f"{value}..",
+        f"{value}=",
+        f"{value}=.=",
+        f"{body}.{mac[:20]}..{mac[20:]}",
+        f"{body}.{mac.replace('-', '+').replace('_', '/')}",
+    ):
+        assert sessions.read(request_with({"promoter-session": written})) is None, written
+
+
 def test_a_sign_in_cookie_is_not_a_session_cookie_under_the_same_key() -> None:
     sessions = Sessions(KEY, ttl=60, secure=False)
     _, pending = sessions.begin("/dashboard")
