@@ -71,6 +71,9 @@ class BareRepository:
         self._checked = float("-inf")
         self._damaged: str | None = None
         """What git said when it found the repository damaged; the next use heals it."""
+        self._origin_set = False
+        """This process set the repository's ``origin`` to ``url`` (a clone did, or
+        ``ensure``): not set again each time the repository is opened."""
 
     @property
     def lock(self) -> WatchedLock:
@@ -106,15 +109,17 @@ class BareRepository:
             except (OSError, GitPythonError) as exc:
                 raise GitError(f"cannot create the mirror at {self.path}: {exc}") from exc
             try:
-                run_git(
-                    ["config", "remote.origin.url", self.url],
-                    cwd=self.path,
-                    secrets=url_secrets(self.url),
-                    what=f"in mirror {self.name}",
-                )
+                if not self._origin_set:
+                    run_git(
+                        ["config", "remote.origin.url", self.url],
+                        cwd=self.path,
+                        secrets=url_secrets(self.url),
+                        what=f"in mirror {self.name}",
+                    )
             except GitError:
                 repo.close()
                 raise
+            self._origin_set = True
             self._repo = repo
 
     def _open(self) -> Repo:
@@ -122,12 +127,14 @@ class BareRepository:
         ``git init`` left half made (a HEAD, no refs or objects) is initialised again:
         ``git init`` keeps what an existing repository holds."""
         if not (self.path / "HEAD").is_file():
+            self._origin_set = False
             self.path.mkdir(parents=True, exist_ok=True)
             run_git(["init", "--bare", "--quiet", str(self.path)])
         clear_stale_locks(self.path)
         try:
             repo = Repo(self.path)
         except GitPythonError:
+            self._origin_set = False
             run_git(["init", "--bare", "--quiet", str(self.path)])
             repo = Repo(self.path)
         repo.git.update_environment(GIT_CEILING_DIRECTORIES=str(self.path.parent))

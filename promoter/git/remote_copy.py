@@ -86,6 +86,7 @@ class RemoteCopy(CommitFacts):
             raise GitError(f"cannot remove the damaged mirror {self.name}: {exc}") from exc
         self._damaged = None
         self._identity = None
+        self._origin_set = False
 
     # -- refs ---------------------------------------------------------------------------
 
@@ -245,6 +246,7 @@ class RemoteCopy(CommitFacts):
             shutil.rmtree(staging, ignore_errors=True)
         self._identity = None
         self._damaged = None
+        self._origin_set = True  # the clone's origin is ``url``
 
 
 def own_local_repository(url: str) -> bool:

@@ -122,7 +122,7 @@ def test_a_mirror_lost_while_its_fetch_clones_is_the_clone_with_no_wait_for_itse
         assert in_thread(mirror.refresh) is None
 
 
-def test_a_new_mirror_is_cloned_by_its_first_refresh_without_a_git_init_or_an_ls_remote(
+def test_a_new_mirror_is_cloned_by_its_first_refresh_with_no_init_config_or_ls_remote(
     tmp_path: Path, remote: GitSandbox, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     ran: list[str] = []
@@ -137,7 +137,7 @@ def test_a_new_mirror_is_cloned_by_its_first_refresh_without_a_git_init_or_an_ls
         assert mirror.refresh() is True
         assert mirror.take_moved() is True
         assert mirror.branch_sha("main") == remote.branch_sha("main")
-    assert "init" not in ran and "ls-remote" not in ran
+    assert "init" not in ran and "ls-remote" not in ran and "config" not in ran
     assert ran.count("clone") == 1
 
 

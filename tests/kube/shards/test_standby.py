@@ -95,13 +95,13 @@ def test_a_killed_replicas_repositories_are_taken_over_without_a_clone(
 ) -> None:
     clones: list[tuple[str, str, str]] = []
     """(replica, repository, thread) of every clone: a mirror is <state dir>/mirrors/..."""
-    clone = RemoteCopy._clone
+    clone = RemoteCopy._clone_files
 
     def recorded(self: RemoteCopy) -> None:
         clones.append((self.path.parent.parent.name, self.name, threading.current_thread().name))
         clone(self)
 
-    monkeypatch.setattr(RemoteCopy, "_clone", recorded)
+    monkeypatch.setattr(RemoteCopy, "_clone_files", recorded)
     with fake_cluster(tmp_path) as cluster:
         repos = fleet(cluster, tmp_path, 8)
         first = [cluster.sharded(name, **TIMED) for name in ("a", "b", "c")]
