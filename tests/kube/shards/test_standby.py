@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import random
 import threading
+from collections.abc import Collection
 from pathlib import Path
 
 import pytest
@@ -102,6 +103,16 @@ def test_a_killed_replicas_repositories_are_taken_over_without_a_clone(
         clone(self)
 
     monkeypatch.setattr(RemoteCopy, "_clone_files", recorded)
+    asked: dict[int, set[str]] = {}
+    """Every repository each replica's look-ahead asked its standby for, as the members
+    changed (a standby clone finished before a change was asked for then)."""
+    want = StandbyMirrors.want
+
+    def recorded_want(self: StandbyMirrors, repositories: Collection[str]) -> None:
+        asked.setdefault(id(self), set()).update(repositories)
+        want(self, repositories)
+
+    monkeypatch.setattr(StandbyMirrors, "want", recorded_want)
     with fake_cluster(tmp_path) as cluster:
         repos = fleet(cluster, tmp_path, 8)
         first = [cluster.sharded(name, **TIMED) for name in ("a", "b", "c")]
@@ -140,7 +151,8 @@ def test_a_killed_replicas_repositories_are_taken_over_without_a_clone(
             on_standby = {
                 repo for who, repo, thread in clones if (who, thread) == (name, "standby")
             }
-            assert on_standby <= expected, "cloned for a shard it would never be given"
+            assert expected <= asked[id(sharding.standby)]
+            assert on_standby <= asked[id(sharding.standby)], "cloned, never asked for"
             ready[name] = expected
         before = len(clones)
         survivors = [other, d]
