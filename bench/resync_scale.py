@@ -1,7 +1,8 @@
 """Resync at scale: N strategies x 4 environments over 50 shared repositories.
 
 For each size, in a fresh process (so that peak RSS is that size's own): build the
-repositories with ``git fast-import``, seed the SCM with a green ``health`` status on
+repositories with ``git fast-import`` (their refs then packed, as a hosting's housekeeping
+keeps a repository's refs), seed the SCM with a green ``health`` status on
 every running commit, then start the daemon with empty state and time
 
 * the **cold first start**: every strategy reconciled from nothing (mirrors cloned,
