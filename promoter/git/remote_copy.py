@@ -151,11 +151,12 @@ class RemoteCopy(CommitFacts):
         A mirror that holds no ref yet is cloned without asking the remote first: the
         clone says what it holds (and of an empty remote, that it holds nothing)."""
         with self._lock:
-            missing = self._repo is None and self._missing()
-            self.ensure()
-            if missing or not self._cached_refs():
-                if not missing:
-                    self.fetch()
+            cloned = self._repo is None and self._missing()
+            self.ensure()  # clones a missing mirror
+            if cloned:
+                return bool(self._cached_refs())
+            if not self._cached_refs():
+                self.fetch()
                 return bool(self._cached_refs())
             if self.remote_refs() == self._cached_refs():
                 return False

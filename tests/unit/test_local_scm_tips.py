@@ -8,6 +8,7 @@ from __future__ import annotations
 import shutil
 import subprocess
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +17,7 @@ import pytest
 from promoter.cli.sandbox import commit_files, git, init_bare
 from promoter.config import LocalProvider, Repository, ScmProvider
 from promoter.errors import ScmNotFound
-from promoter.models import PullRequestState
+from promoter.models import PullRequest, PullRequestState
 from scm_plugins.local import LocalScm
 from scm_plugins.local.refs import BranchTips
 from tests.unit.test_local_scm import promotion_repository
@@ -39,6 +40,22 @@ def local_scm(path: Path, tmp_path: Path) -> tuple[Repository, LocalScm]:
     repo = Repository(name="r", url=str(path), scm_provider="local")
     provider = ScmProvider(name="local", local=LocalProvider())
     return repo, LocalScm(provider=provider, state_dir=str(tmp_path / "s"))
+
+
+@contextmanager
+def pr_open(path: Path, tmp_path: Path) -> Iterator[tuple[Repository, LocalScm, PullRequest]]:
+    """The local SCM over ``path`` with a PR open from env-next into env; closed after."""
+    repo, scm = local_scm(path, tmp_path)
+    try:
+        yield repo, scm, open_pr(scm, repo)
+    finally:
+        scm.close()
+
+
+def open_pr(scm: LocalScm, repo: Repository) -> PullRequest:
+    return scm.open_pull_request(
+        repo=repo, head="env-next", base="env", title="t", body="", labels=()
+    )
 
 
 def tip(path: Path, branch: str) -> str:
@@ -89,14 +106,10 @@ def test_a_repository_made_again_at_the_same_path_is_not_read_from_the_old_one(
 
 
 def test_a_repository_gone_is_not_found(path: Path, tmp_path: Path) -> None:
-    repo, scm = local_scm(path, tmp_path)
-    try:
-        scm.open_pull_request(repo=repo, head="env-next", base="env", title="t", body="", labels=())
+    with pr_open(path, tmp_path) as (repo, scm, _):
         shutil.rmtree(path)
         with pytest.raises(ScmNotFound):
             scm.find_open_pull_request(repo=repo, head="env-next", base="env")
-    finally:
-        scm.close()
 
 
 def test_pull_request_calls_start_no_git_process_once_the_reader_runs(
@@ -106,9 +119,7 @@ def test_pull_request_calls_start_no_git_process_once_the_reader_runs(
     head = tip(path, "env-next")
     started = processes(monkeypatch)
     try:
-        opened = scm.open_pull_request(
-            repo=repo, head="env-next", base="env", title="t", body="", labels=()
-        )
+        opened = open_pr(scm, repo)
         for _ in range(20):
             found = scm.find_open_pull_request(repo=repo, head="env-next", base="env")
             assert found is not None and found.head_sha == head
@@ -144,11 +155,7 @@ def test_a_pr_merged_by_hand_is_found_however_far_the_base_moved_since(
     path: Path, tmp_path: Path, behind: int
 ) -> None:
     """Near the tip the walk through the reader answers; past it, ``git merge-base``."""
-    repo, scm = local_scm(path, tmp_path)
-    try:
-        opened = scm.open_pull_request(
-            repo=repo, head="env-next", base="env", title="t", body="", labels=()
-        )
+    with pr_open(path, tmp_path) as (repo, scm, opened):
         merge = merge_commit(path, tip(path, "env"), opened.head_sha)
         git(path, "update-ref", "refs/heads/env", merge)
         for n in range(behind - 1):
@@ -156,19 +163,13 @@ def test_a_pr_merged_by_hand_is_found_however_far_the_base_moved_since(
         assert scm.find_open_pull_request(repo=repo, head="env-next", base="env") is None
         [merged] = scm.pull_requests(repo=repo)
         assert merged.number == opened.number and merged.state == PullRequestState.MERGED
-    finally:
-        scm.close()
 
 
 def test_a_pr_whose_head_the_base_does_not_hold_stays_open_however_long_the_history(
     path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Past the walk, ``git merge-base`` answers once; the answer is kept."""
-    repo, scm = local_scm(path, tmp_path)
-    try:
-        opened = scm.open_pull_request(
-            repo=repo, head="env-next", base="env", title="t", body="", labels=()
-        )
+    with pr_open(path, tmp_path) as (repo, scm, opened):
         for n in range(40):  # a base history longer than the walk: merge-base says no
             commit_files(path, "env", {"other.yaml": f"{n}\n"}, f"other {n}")
         found = scm.find_open_pull_request(repo=repo, head="env-next", base="env")
@@ -178,8 +179,6 @@ def test_a_pr_whose_head_the_base_does_not_hold_stays_open_however_long_the_hist
             again = scm.find_open_pull_request(repo=repo, head="env-next", base="env")
             assert again is not None and again.number == opened.number
         assert started == []
-    finally:
-        scm.close()
 
 
 def processes(monkeypatch: pytest.MonkeyPatch) -> list[list[str]]:
