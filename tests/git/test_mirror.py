@@ -591,8 +591,10 @@ def test_only_a_remote_on_this_machine_owned_by_the_daemons_user_is_cloned_by_lo
 ) -> None:
     """A local copy takes the remote's packs as they are (no upload-pack, no index-pack);
     the transport makes a pack of its own. Neither links a file into the remote."""
-    remote.commit("environment/dev", {"a.yaml": "a\n"})  # two packs: copied as two
+    remote.git("repack", "-a", "-d", "-q")
+    remote.commit("environment/dev", {"a.yaml": "a\n"})
     remote.git("repack", "-d", "-q")
+    assert len(packs(remote.path)) == 2  # copied as two; the transport sends one
     if owner != "self":
         uid = os.geteuid() + 1
         monkeypatch.setattr("promoter.git.remote_copy.os.geteuid", lambda: uid)
